@@ -1,0 +1,185 @@
+//===- Contraction.cpp - matmul and einsum kernels ------------------------===//
+//
+// Products are accumulated in double for floats and in wrapping 64-bit
+// arithmetic for integers; the result is rounded to its dtype once at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "executor/Kernels.h"
+#include "ir/PpcOps.h"
+
+#include <type_traits>
+
+using namespace mlir;
+
+namespace ppc {
+
+/// The elements of a tensor computing in `T` (double or int64_t).
+template <typename T> static llvm::ArrayRef<T> elements(const Tensor &tensor) {
+  if constexpr (std::is_same_v<T, double>)
+    return tensor.floats();
+  else
+    return tensor.ints();
+}
+
+template <typename T> static llvm::MutableArrayRef<T> elements(Tensor &tensor) {
+  if constexpr (std::is_same_v<T, double>)
+    return tensor.floats();
+  else
+    return tensor.ints();
+}
+
+// Integer products and sums wrap around in 64 bits instead of overflowing
+// into undefined behaviour; rounding to the dtype then wraps them correctly.
+
+static double multiply(double x, double y) { return x * y; }
+
+static int64_t multiply(int64_t x, int64_t y) {
+  return static_cast<int64_t>(static_cast<uint64_t>(x) *
+                              static_cast<uint64_t>(y));
+}
+
+static double add(double x, double y) { return x + y; }
+
+static int64_t add(int64_t x, int64_t y) {
+  return static_cast<int64_t>(static_cast<uint64_t>(x) +
+                              static_cast<uint64_t>(y));
+}
+
+//===----------------------------------------------------------------------===//
+// MatMulOp
+//===----------------------------------------------------------------------===//
+
+/// Batched matmul: the batch broadcast is resolved once per batch, then an
+/// i-k-j loop runs over contiguous rows of the right operand and the result.
+template <typename T>
+static void matmul(const Tensor &lhs, const Tensor &rhs, Tensor &result) {
+  llvm::ArrayRef<int64_t> shape = result.shape();
+  int64_t rank = shape.size();
+  int64_t m = shape[rank - 2], n = shape[rank - 1], k = lhs.shape().back();
+  llvm::ArrayRef<int64_t> batchShape = shape.drop_back(2),
+                          lhsBatch = lhs.shape().drop_back(2),
+                          rhsBatch = rhs.shape().drop_back(2);
+  Shape batchStrides = stridesOf(batchShape), lhsStrides = stridesOf(lhsBatch),
+        rhsStrides = stridesOf(rhsBatch);
+  llvm::ArrayRef<T> a = elements<T>(lhs), b = elements<T>(rhs);
+  llvm::MutableArrayRef<T> c = elements<T>(result);
+  for (int64_t batch = 0, e = numElements(batchShape); batch < e; ++batch) {
+    const T *aBatch = a.data() + broadcastIndex(batch, batchShape, batchStrides,
+                                                lhsBatch, lhsStrides) *
+                                     m * k;
+    const T *bBatch = b.data() + broadcastIndex(batch, batchShape, batchStrides,
+                                                rhsBatch, rhsStrides) *
+                                     k * n;
+    T *cBatch = c.data() + batch * m * n;
+    for (int64_t i = 0; i < m; ++i) {
+      T *cRow = cBatch + i * n;
+      for (int64_t p = 0; p < k; ++p) {
+        T x = aBatch[i * k + p];
+        const T *bRow = bBatch + p * n;
+        for (int64_t j = 0; j < n; ++j)
+          cRow[j] = add(cRow[j], multiply(x, bRow[j]));
+      }
+    }
+  }
+  result.roundToDType();
+}
+
+static LogicalResult matmulKernel(Operation *op,
+                                  llvm::ArrayRef<Tensor> operands,
+                                  llvm::SmallVectorImpl<Tensor> &results,
+                                  const ExecOptions &options) {
+  Tensor result(resultDType(op, 0, options),
+                llvm::cast<MatMulOp>(op).getType().getShape());
+  if (result.isFloat())
+    matmul<double>(operands[0], operands[1], result);
+  else
+    matmul<int64_t>(operands[0], operands[1], result);
+  results.push_back(std::move(result));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// EinsumOp
+//===----------------------------------------------------------------------===//
+
+/// Walks every combination of label values with an odometer (output labels
+/// outermost, summed labels innermost) and adds the product of the operands'
+/// elements to the result element. Each operand's flat index moves by the
+/// sum of the strides of the dimensions carrying the label that steps, so a
+/// label repeated within a term walks that term's diagonal.
+template <typename T>
+static void einsum(const EinsumSpec &spec, llvm::ArrayRef<Tensor> operands,
+                   Tensor &result) {
+  std::string labels = spec.output;
+  for (const std::string &term : spec.inputs)
+    for (char c : term)
+      if (!llvm::is_contained(labels, c))
+        labels.push_back(c);
+  int64_t numLabels = labels.size(), numOperands = operands.size();
+  Shape sizes(numLabels, 0);
+  // strides[t][l]: the step of operand t's flat index when label l steps;
+  // entry numOperands is the result.
+  std::vector<Shape> strides(numOperands + 1, Shape(numLabels, 0));
+  auto addTerm = [&](llvm::StringRef term, llvm::ArrayRef<int64_t> shape,
+                     Shape &termStrides) {
+    Shape dimStrides = stridesOf(shape);
+    for (auto [d, c] : llvm::enumerate(term)) {
+      size_t l = labels.find(c);
+      sizes[l] = shape[d];
+      termStrides[l] += dimStrides[d];
+    }
+  };
+  for (int64_t t = 0; t < numOperands; ++t)
+    addTerm(spec.inputs[t], operands[t].shape(), strides[t]);
+  addTerm(spec.output, result.shape(), strides[numOperands]);
+
+  llvm::SmallVector<llvm::ArrayRef<T>> inputs;
+  for (const Tensor &operand : operands)
+    inputs.push_back(elements<T>(operand));
+  llvm::MutableArrayRef<T> out = elements<T>(result);
+  Shape coords(numLabels, 0), offsets(numOperands + 1, 0);
+  for (int64_t step = 0, e = numElements(sizes); step < e; ++step) {
+    T product = 1;
+    for (int64_t t = 0; t < numOperands; ++t)
+      product = multiply(product, inputs[t][offsets[t]]);
+    T &target = out[offsets[numOperands]];
+    target = add(target, product);
+    for (int64_t l = numLabels - 1; l >= 0; --l) {
+      for (int64_t t = 0; t <= numOperands; ++t)
+        offsets[t] += strides[t][l];
+      if (++coords[l] < sizes[l])
+        break;
+      for (int64_t t = 0; t <= numOperands; ++t)
+        offsets[t] -= strides[t][l] * sizes[l];
+      coords[l] = 0;
+    }
+  }
+  result.roundToDType();
+}
+
+static LogicalResult einsumKernel(Operation *op,
+                                  llvm::ArrayRef<Tensor> operands,
+                                  llvm::SmallVectorImpl<Tensor> &results,
+                                  const ExecOptions &options) {
+  auto einsumOp = llvm::cast<EinsumOp>(op);
+  auto spec = parseEinsum(einsumOp.getEquation(), [&](const llvm::Twine &msg) {
+    (void)op->emitError(msg);
+  });
+  if (failed(spec))
+    return failure();
+  Tensor result(resultDType(op, 0, options), einsumOp.getType().getShape());
+  if (result.isFloat())
+    einsum<double>(*spec, operands, result);
+  else
+    einsum<int64_t>(*spec, operands, result);
+  results.push_back(std::move(result));
+  return success();
+}
+
+void registerContractionKernels(KernelRegistry &registry) {
+  registry.add<MatMulOp>(matmulKernel);
+  registry.add<EinsumOp>(einsumKernel);
+}
+
+} // namespace ppc

@@ -1,0 +1,197 @@
+//===- DataMovement.cpp - kernels that move elements unchanged ------------===//
+//
+// reshape, transpose, concat, slice, gather, expand and trilu copy values
+// between tensors of the same dtype, so no rounding is involved.
+//
+//===----------------------------------------------------------------------===//
+
+#include "executor/Kernels.h"
+#include "ir/PpcOps.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace ppc {
+
+/// Fills `out`, of shape `shape`, in row-major order: the element at
+/// coordinates c reads `in[offset + sum_d c[d] * strides[d]]`. An odometer
+/// keeps the index up to date incrementally.
+template <typename T>
+static void stridedCopy(llvm::ArrayRef<T> in, llvm::MutableArrayRef<T> out,
+                        llvm::ArrayRef<int64_t> shape, int64_t offset,
+                        llvm::ArrayRef<int64_t> strides) {
+  int64_t rank = shape.size();
+  Shape coords(rank, 0);
+  int64_t index = offset;
+  for (T &value : out) {
+    value = in[index];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      index += strides[d];
+      if (++coords[d] < shape[d])
+        break;
+      index -= strides[d] * shape[d];
+      coords[d] = 0;
+    }
+  }
+}
+
+/// The result of `op` read from `input` through `offset` and `strides` (see
+/// stridedCopy): transpose, slice and expand differ only in those.
+static Tensor stridedView(Operation *op, const ExecOptions &options,
+                          const Tensor &input, int64_t offset,
+                          llvm::ArrayRef<int64_t> strides) {
+  auto shape = llvm::cast<ShapedType>(op->getResult(0).getType()).getShape();
+  Tensor result(resultDType(op, 0, options), shape);
+  if (result.isFloat())
+    stridedCopy(input.floats(), result.floats(), shape, offset, strides);
+  else
+    stridedCopy(input.ints(), result.ints(), shape, offset, strides);
+  return result;
+}
+
+/// Copies `count` elements of `from`, starting at `fromIndex`, to `to` at
+/// `toIndex`; both tensors have the same dtype.
+static void copyElements(const Tensor &from, int64_t fromIndex, Tensor &to,
+                         int64_t toIndex, int64_t count) {
+  if (from.isFloat())
+    std::copy_n(from.floats().begin() + fromIndex, count,
+                to.floats().begin() + toIndex);
+  else
+    std::copy_n(from.ints().begin() + fromIndex, count,
+                to.ints().begin() + toIndex);
+}
+
+static LogicalResult reshapeKernel(Operation *op,
+                                   llvm::ArrayRef<Tensor> operands,
+                                   llvm::SmallVectorImpl<Tensor> &results,
+                                   const ExecOptions &) {
+  results.push_back(
+      operands[0].reshaped(llvm::cast<ReshapeOp>(op).getType().getShape()));
+  return success();
+}
+
+static LogicalResult transposeKernel(Operation *op,
+                                     llvm::ArrayRef<Tensor> operands,
+                                     llvm::SmallVectorImpl<Tensor> &results,
+                                     const ExecOptions &options) {
+  const Tensor &input = operands[0];
+  Shape inStrides = stridesOf(input.shape()), strides;
+  for (int64_t p : llvm::cast<TransposeOp>(op).getPerm())
+    strides.push_back(inStrides[p]);
+  results.push_back(stridedView(op, options, input, 0, strides));
+  return success();
+}
+
+static LogicalResult sliceKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                 llvm::SmallVectorImpl<Tensor> &results,
+                                 const ExecOptions &options) {
+  auto slice = llvm::cast<SliceOp>(op);
+  const Tensor &input = operands[0];
+  Shape inStrides = stridesOf(input.shape()), strides;
+  int64_t offset = 0;
+  for (auto [start, step, inStride] :
+       llvm::zip(slice.getStarts(), slice.getSteps(), inStrides)) {
+    offset += start * inStride;
+    strides.push_back(step * inStride);
+  }
+  results.push_back(stridedView(op, options, input, offset, strides));
+  return success();
+}
+
+static LogicalResult expandKernel(Operation *op,
+                                  llvm::ArrayRef<Tensor> operands,
+                                  llvm::SmallVectorImpl<Tensor> &results,
+                                  const ExecOptions &options) {
+  const Tensor &input = operands[0];
+  int64_t rank = llvm::cast<ExpandOp>(op).getType().getRank(),
+          offset = rank - input.rank();
+  Shape inStrides = stridesOf(input.shape());
+  // Broadcast dimensions (missing or of size 1) read the same element.
+  Shape strides(rank, 0);
+  for (int64_t d = offset; d < rank; ++d)
+    if (input.shape()[d - offset] != 1)
+      strides[d] = inStrides[d - offset];
+  results.push_back(stridedView(op, options, input, 0, strides));
+  return success();
+}
+
+static LogicalResult concatKernel(Operation *op,
+                                  llvm::ArrayRef<Tensor> operands,
+                                  llvm::SmallVectorImpl<Tensor> &results,
+                                  const ExecOptions &options) {
+  auto concat = llvm::cast<ConcatOp>(op);
+  int64_t axis = concat.getAxis();
+  llvm::ArrayRef<int64_t> shape = concat.getType().getShape();
+  Tensor result(resultDType(op, 0, options), shape);
+  // Each operand contributes one contiguous chunk per outer index.
+  int64_t outer = numElements(shape.take_front(axis)), index = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Tensor &input : operands) {
+      int64_t chunk = numElements(input.shape().drop_front(axis));
+      copyElements(input, o * chunk, result, index, chunk);
+      index += chunk;
+    }
+  }
+  results.push_back(std::move(result));
+  return success();
+}
+
+static LogicalResult gatherKernel(Operation *op,
+                                  llvm::ArrayRef<Tensor> operands,
+                                  llvm::SmallVectorImpl<Tensor> &results,
+                                  const ExecOptions &options) {
+  auto gather = llvm::cast<GatherOp>(op);
+  const Tensor &data = operands[0], &indices = operands[1];
+  int64_t axis = gather.getAxis();
+  llvm::ArrayRef<int64_t> shape = data.shape();
+  int64_t outer = numElements(shape.take_front(axis)), n = shape[axis],
+          inner = numElements(shape.drop_front(axis + 1));
+  Shape rows;
+  for (int64_t idx : indices.ints()) {
+    if (idx < -n || idx >= n)
+      return op->emitError() << "gather index " << idx << " out of range ["
+                             << -n << ", " << n << ")";
+    rows.push_back(idx < 0 ? idx + n : idx);
+  }
+  Tensor result(resultDType(op, 0, options), gather.getType().getShape());
+  int64_t numRows = rows.size();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < numRows; ++i)
+      copyElements(data, (o * n + rows[i]) * inner, result,
+                   (o * numRows + i) * inner, inner);
+  results.push_back(std::move(result));
+  return success();
+}
+
+static LogicalResult triluKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                 llvm::SmallVectorImpl<Tensor> &results,
+                                 const ExecOptions &options) {
+  auto trilu = llvm::cast<TriluOp>(op);
+  const Tensor &input = operands[0];
+  bool upper = trilu.getUpper();
+  int64_t k = trilu.getKAttr().getInt();
+  llvm::ArrayRef<int64_t> shape = input.shape();
+  int64_t rank = shape.size(), numRows = shape[rank - 2],
+          numCols = shape[rank - 1];
+  Tensor result(resultDType(op, 0, options), shape);
+  for (int64_t i = 0; i < input.numElements(); ++i) {
+    int64_t row = i / numCols % numRows, col = i % numCols;
+    if (upper ? col - row >= k : col - row <= k)
+      copyElements(input, i, result, i, 1);
+  }
+  results.push_back(std::move(result));
+  return success();
+}
+
+void registerDataMovementKernels(KernelRegistry &registry) {
+  registry.add<ReshapeOp>(reshapeKernel);
+  registry.add<TransposeOp>(transposeKernel);
+  registry.add<SliceOp>(sliceKernel);
+  registry.add<ExpandOp>(expandKernel);
+  registry.add<ConcatOp>(concatKernel);
+  registry.add<GatherOp>(gatherKernel);
+  registry.add<TriluOp>(triluKernel);
+}
+
+} // namespace ppc

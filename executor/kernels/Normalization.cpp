@@ -1,0 +1,116 @@
+//===- Normalization.cpp - softmax, log_softmax and layer_norm kernels ----===//
+//
+// All three normalize float tensors along some dimensions, computed in double
+// and rounded once per element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "executor/Kernels.h"
+#include "ir/PpcOps.h"
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+using namespace mlir;
+
+namespace ppc {
+
+/// softmax or log_softmax along the op's axis, in the max-subtracted form,
+/// over the (outer, axis, inner) decomposition of the input.
+template <typename OpT>
+static LogicalResult softmaxKernel(Operation *op,
+                                   llvm::ArrayRef<Tensor> operands,
+                                   llvm::SmallVectorImpl<Tensor> &results,
+                                   const ExecOptions &options) {
+  constexpr bool isLog = std::is_same_v<OpT, LogSoftmaxOp>;
+  const Tensor &input = operands[0];
+  llvm::ArrayRef<int64_t> shape = input.shape();
+  int64_t axis = llvm::cast<OpT>(op).getAxis();
+  int64_t outer = numElements(shape.take_front(axis)), size = shape[axis],
+          inner = numElements(shape.drop_front(axis + 1));
+  Tensor result(resultDType(op, 0, options), shape);
+  llvm::ArrayRef<double> x = input.floats();
+  std::vector<double> shifted(size), exps(size);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t base = o * size * inner + j;
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < size; ++k)
+        max = std::max(max, x[base + k * inner]);
+      double sum = 0;
+      for (int64_t k = 0; k < size; ++k) {
+        shifted[k] = x[base + k * inner] - max;
+        exps[k] = std::exp(shifted[k]);
+        sum += exps[k];
+      }
+      for (int64_t k = 0; k < size; ++k)
+        result.setDouble(base + k * inner,
+                         isLog ? shifted[k] - std::log(sum) : exps[k] / sum);
+    }
+  }
+  results.push_back(std::move(result));
+  return success();
+}
+
+/// For each element of the normalized shape, the flat index of the scale or
+/// bias element broadcast to it.
+static std::vector<int64_t> paramIndices(const Tensor &param,
+                                         llvm::ArrayRef<int64_t> normalized) {
+  Shape strides = stridesOf(normalized),
+        paramStrides = stridesOf(param.shape());
+  std::vector<int64_t> indices(numElements(normalized));
+  for (int64_t i = 0, e = indices.size(); i < e; ++i)
+    indices[i] =
+        broadcastIndex(i, normalized, strides, param.shape(), paramStrides);
+  return indices;
+}
+
+static LogicalResult layerNormKernel(Operation *op,
+                                     llvm::ArrayRef<Tensor> operands,
+                                     llvm::SmallVectorImpl<Tensor> &results,
+                                     const ExecOptions &options) {
+  auto layerNorm = llvm::cast<LayerNormOp>(op);
+  const Tensor &input = operands[0], &scale = operands[1];
+  const Tensor *bias = layerNorm.getBias() ? &operands[2] : nullptr;
+  double epsilon = layerNorm.getEpsilon().convertToDouble();
+  llvm::ArrayRef<int64_t> shape = input.shape();
+  int64_t axis = layerNorm.getAxis();
+  llvm::ArrayRef<int64_t> normalized = shape.drop_front(axis);
+  int64_t outer = numElements(shape.take_front(axis)),
+          size = numElements(normalized);
+  std::vector<int64_t> scaleIndex = paramIndices(scale, normalized);
+  std::vector<int64_t> biasIndex;
+  if (bias)
+    biasIndex = paramIndices(*bias, normalized);
+
+  Tensor result(resultDType(op, 0, options), shape);
+  for (int64_t o = 0; o < outer; ++o) {
+    const double *x = input.floats().data() + o * size;
+    double mean = 0;
+    for (int64_t i = 0; i < size; ++i)
+      mean += x[i];
+    mean /= size;
+    double variance = 0;
+    for (int64_t i = 0; i < size; ++i)
+      variance += (x[i] - mean) * (x[i] - mean);
+    variance /= size;
+    double stddev = std::sqrt(variance + epsilon);
+    for (int64_t i = 0; i < size; ++i) {
+      double y = (x[i] - mean) / stddev * scale.floats()[scaleIndex[i]];
+      if (bias)
+        y += bias->floats()[biasIndex[i]];
+      result.setDouble(o * size + i, y);
+    }
+  }
+  results.push_back(std::move(result));
+  return success();
+}
+
+void registerNormalizationKernels(KernelRegistry &registry) {
+  registry.add<SoftmaxOp>(softmaxKernel<SoftmaxOp>);
+  registry.add<LogSoftmaxOp>(softmaxKernel<LogSoftmaxOp>);
+  registry.add<LayerNormOp>(layerNormKernel);
+}
+
+} // namespace ppc

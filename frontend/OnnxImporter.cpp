@@ -1,0 +1,338 @@
+//===- OnnxImporter.cpp - ONNX models to the ppc dialect ------------------===//
+
+#include "frontend/OnnxImporter.h"
+#include "frontend/GraphImporter.h"
+#include "frontend/NodeImporter.h"
+#include "frontend/OnnxTensor.h"
+#include "ir/PpcDialect.h"
+#include "ir/PpcOps.h"
+
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <climits>
+
+using namespace mlir;
+
+namespace ppc {
+
+static constexpr int64_t kMinOpset = 13, kMaxOpset = 21;
+
+//===----------------------------------------------------------------------===//
+// OnnxModel
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(llvm::StringRef path) {
+  auto fail = [&](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "file '" + path + "': " + message);
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail(buffer.getError().message());
+  if ((*buffer)->getBufferSize() > static_cast<size_t>(INT_MAX))
+    return fail("larger than 2 GiB; store the weights as ONNX external data");
+  auto model = std::unique_ptr<OnnxModel>(new OnnxModel());
+  if (!model->proto_.ParseFromArray((*buffer)->getBufferStart(),
+                                    static_cast<int>((*buffer)->getBufferSize())))
+    return fail("not a valid ONNX model (protobuf parsing failed)");
+  if (!model->proto_.has_graph())
+    return fail("the ONNX model has no graph");
+  model->path_ = path.str();
+  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  model->directory_ = dir.empty() ? "." : dir.str();
+  for (const auto &init : model->proto_.graph().initializer())
+    model->initializers_[init.name()] = &init;
+  return model;
+}
+
+int64_t OnnxModel::opset() const {
+  for (const auto &entry : proto_.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      return entry.version();
+  return 0;
+}
+
+const onnx::TensorProto *OnnxModel::initializer(llvm::StringRef name) const {
+  return initializers_.lookup(name);
+}
+
+llvm::Expected<Tensor> OnnxModel::loadInitializer(llvm::StringRef name) const {
+  const onnx::TensorProto *proto = initializer(name);
+  if (!proto)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "no initializer named '" + name + "'");
+  return decodeTensorProto(*proto, directory_);
+}
+
+/// Float initializers are the model's trainable parameters.
+static bool isParameter(const onnx::TensorProto &init) {
+  auto dtype = dtypeFromOnnx(init.data_type());
+  if (!dtype) {
+    llvm::consumeError(dtype.takeError());
+    return false;
+  }
+  return isFloat(*dtype);
+}
+
+//===----------------------------------------------------------------------===//
+// OpImporterTable
+//===----------------------------------------------------------------------===//
+
+const OpImporterTable &OpImporterTable::get() {
+  static const OpImporterTable table = [] {
+    OpImporterTable t;
+    registerElementwiseImporters(t);
+    registerShapeImporters(t);
+    registerMathImporters(t);
+    registerNNImporters(t);
+    return t;
+  }();
+  return table;
+}
+
+llvm::SmallVector<llvm::StringRef> OpImporterTable::opTypes() const {
+  llvm::SmallVector<llvm::StringRef> names;
+  for (const auto &entry : entries)
+    names.push_back(entry.getKey());
+  llvm::sort(names);
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImporter
+//===----------------------------------------------------------------------===//
+
+static std::string nodeName(const onnx::NodeProto &node, int index) {
+  return node.name().empty() ? node.op_type() + "_" + std::to_string(index)
+                             : node.name();
+}
+
+LogicalResult GraphImporter::checkOpset() {
+  opset = model.opset();
+  if (opset == 0) {
+    report("file '" + model.path() + "': the model imports no ai.onnx opset");
+    return failure();
+  }
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    report("file '" + model.path() + "': opset " + llvm::Twine(opset) +
+           " is not supported (ppc imports opsets " + llvm::Twine(kMinOpset) +
+           " to " + llvm::Twine(kMaxOpset) + ")");
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::checkSupportedOps() {
+  bool ok = true;
+  const auto &table = OpImporterTable::get();
+  for (auto [i, node] : llvm::enumerate(model.proto().graph().node())) {
+    bool standard = node.domain().empty() || node.domain() == "ai.onnx";
+    if (standard && table.lookup(node.op_type()))
+      continue;
+    std::string type = standard ? node.op_type() : node.domain() + "." + node.op_type();
+    report("node '" + nodeName(node, i) + "' (" + type + "): unsupported op");
+    ok = false;
+  }
+  return success(ok);
+}
+
+LogicalResult GraphImporter::checkInitializers() {
+  bool ok = true;
+  for (const auto &init : model.proto().graph().initializer()) {
+    if (llvm::Error e = validateTensorProto(init, model.directory())) {
+      report(llvm::toString(std::move(e)));
+      ok = false;
+    }
+  }
+  return success(ok);
+}
+
+FailureOr<RankedTensorType>
+GraphImporter::inputType(const onnx::ValueInfoProto &info) {
+  auto fail = [&](const llvm::Twine &message) {
+    report("input '" + info.name() + "': " + message);
+    return failure();
+  };
+  if (!info.type().has_tensor_type())
+    return fail("is not a tensor");
+  const auto &tensorType = info.type().tensor_type();
+  auto dtype = dtypeFromOnnx(tensorType.elem_type());
+  if (!dtype)
+    return fail(llvm::toString(dtype.takeError()));
+  if (!tensorType.has_shape())
+    return fail("has no shape; ppc needs static shapes");
+  Shape shape;
+  for (auto [i, dim] : llvm::enumerate(tensorType.shape().dim())) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+    } else if (dim.has_dim_param()) {
+      auto it = options.dimSizes.find(dim.dim_param());
+      if (it == options.dimSizes.end())
+        return fail("dimension " + llvm::Twine(i) + " is symbolic ('" +
+                    dim.dim_param() + "'); set its size with --dim " +
+                    dim.dim_param() + "=N");
+      shape.push_back(it->second);
+    } else {
+      return fail("dimension " + llvm::Twine(i) + " has no size");
+    }
+  }
+  return RankedTensorType::get(shape, mlirType(*dtype, &context));
+}
+
+LogicalResult GraphImporter::createFunction(ModuleOp module) {
+  const auto &graph = model.proto().graph();
+  llvm::SmallVector<Type> argTypes;
+  llvm::SmallVector<DictionaryAttr> argAttrs;
+  llvm::SmallVector<std::string> argNames;
+  bool ok = true;
+  for (const auto &info : graph.input()) {
+    if (model.initializer(info.name()))
+      continue; // Old exporters list initializers among the inputs.
+    auto type = inputType(info);
+    if (failed(type)) {
+      ok = false;
+      continue;
+    }
+    argTypes.push_back(*type);
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        PpcDialect::kInputAttrName, builder.getStringAttr(info.name()))));
+    argNames.push_back(info.name());
+  }
+  for (const auto &init : graph.initializer()) {
+    if (!isParameter(init))
+      continue;
+    DType dtype = *dtypeFromOnnx(init.data_type());
+    argTypes.push_back(RankedTensorType::get(*tensorProtoShape(init),
+                                             mlirType(dtype, &context)));
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        PpcDialect::kParamAttrName, builder.getStringAttr(init.name()))));
+    argNames.push_back(init.name());
+  }
+  if (!ok)
+    return failure();
+
+  builder.setInsertionPointToEnd(module.getBody());
+  auto loc = FileLineColLoc::get(&context, model.path(), 0, 0);
+  func = builder.create<func::FuncOp>(loc, "forward",
+                                      builder.getFunctionType(argTypes, {}));
+  func.setAllArgAttrs(argAttrs);
+  Block *entry = func.addEntryBlock();
+  for (auto [name, arg] : llvm::zip(argNames, entry->getArguments()))
+    define(name, arg);
+  builder.setInsertionPointToEnd(entry);
+  return success();
+}
+
+Value GraphImporter::lookup(llvm::StringRef name) {
+  auto it = values.find(name);
+  if (it != values.end())
+    return it->second;
+  const onnx::TensorProto *init = model.initializer(name);
+  if (!init)
+    return {};
+  auto tensor = decodeTensorProto(*init, model.directory());
+  if (!tensor) {
+    report(llvm::toString(tensor.takeError()));
+    return {};
+  }
+  auto loc = NameLoc::get(builder.getStringAttr(name));
+  Value v = builder.create<ConstantOp>(loc, tensor->toAttr(&context));
+  define(name, v);
+  return v;
+}
+
+LogicalResult GraphImporter::importNodes() {
+  const auto &graph = model.proto().graph();
+  for (const auto &node : graph.node())
+    for (const auto &in : node.input())
+      readNames.insert(in);
+  for (const auto &out : graph.output())
+    readNames.insert(out.name());
+
+  const auto &table = OpImporterTable::get();
+  for (auto [i, node] : llvm::enumerate(graph.node())) {
+    const auto *entry = table.lookup(node.op_type());
+    NodeImporter importer(*this, node, nodeName(node, i), builder, opset);
+    int n = node.input_size();
+    if (n < entry->minInputs || n > entry->maxInputs) {
+      std::string expected =
+          entry->minInputs == entry->maxInputs
+              ? std::to_string(entry->minInputs)
+              : std::to_string(entry->minInputs) + " to " +
+                    std::to_string(entry->maxInputs);
+      return importer.error("expects " + expected + " inputs, got " +
+                            llvm::Twine(n));
+    }
+    if (failed(entry->fn(importer)))
+      return failure();
+    for (int o = 0; o < node.output_size(); ++o) {
+      const std::string &out = node.output(o);
+      if (!out.empty() && !values.count(out) && isRead(out))
+        return importer.error("output " + llvm::Twine(o) + " ('" + out +
+                              "') is not supported by ppc");
+    }
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::createReturn() {
+  llvm::SmallVector<Value> results;
+  llvm::SmallVector<DictionaryAttr> resultAttrs;
+  for (const auto &out : model.proto().graph().output()) {
+    Value v = lookup(out.name());
+    if (!v) {
+      report("graph output '" + out.name() + "' is not produced by any node");
+      return failure();
+    }
+    results.push_back(v);
+    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        PpcDialect::kOutputAttrName, builder.getStringAttr(out.name()))));
+  }
+  builder.create<func::ReturnOp>(func.getLoc(), results);
+  func.setType(builder.getFunctionType(func.getArgumentTypes(),
+                                       ValueRange(results).getTypes()));
+  func.setAllResultAttrs(resultAttrs);
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run() {
+  if (failed(checkOpset()) || failed(checkSupportedOps()) ||
+      failed(checkInitializers()))
+    return nullptr;
+  OwningOpRef<ModuleOp> module =
+      ModuleOp::create(FileLineColLoc::get(&context, model.path(), 0, 0));
+  (*module)->setAttr("ppc.source",
+                     builder.getStringAttr(llvm::sys::path::filename(model.path())));
+  (*module)->setAttr("ppc.opset", builder.getI64IntegerAttr(opset));
+  if (failed(createFunction(*module)) || failed(importNodes()) ||
+      failed(createReturn()))
+    return nullptr;
+  std::string diagnostic;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    if (diagnostic.empty())
+      diagnostic = d.str();
+    return success();
+  });
+  if (failed(verify(*module))) {
+    report("file '" + model.path() + "': imported IR is invalid: " + diagnostic);
+    return nullptr;
+  }
+  return module;
+}
+
+OwningOpRef<ModuleOp>
+importOnnxModel(const OnnxModel &model, MLIRContext &context,
+                const ImportOptions &options,
+                llvm::function_ref<void(const llvm::Twine &)> emitError) {
+  loadImportDialects(context);
+  return GraphImporter(model, context, options, emitError).run();
+}
+
+void loadImportDialects(MLIRContext &context) {
+  context.loadDialect<PpcDialect, func::FuncDialect>();
+}
+
+} // namespace ppc

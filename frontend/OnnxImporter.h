@@ -1,0 +1,62 @@
+//===- OnnxImporter.h - ONNX models to the ppc dialect -----------*- C++ -*-===//
+
+#ifndef PPC_FRONTEND_ONNXIMPORTER_H
+#define PPC_FRONTEND_ONNXIMPORTER_H
+
+#include "executor/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <onnx/onnx_pb.h>
+
+namespace ppc {
+
+/// An ONNX model file, parsed, with the directory its external data is
+/// anchored in.
+class OnnxModel {
+public:
+  /// Reads and parses `path`; fails with a message naming the file.
+  static llvm::Expected<std::unique_ptr<OnnxModel>> load(llvm::StringRef path);
+
+  const onnx::ModelProto &proto() const { return proto_; }
+  llvm::StringRef path() const { return path_; }
+  llvm::StringRef directory() const { return directory_; }
+  /// The ai.onnx opset the model imports (0 when it declares none).
+  int64_t opset() const;
+  /// The initializer called `name`, or null.
+  const onnx::TensorProto *initializer(llvm::StringRef name) const;
+  /// Decodes initializer `name` (including external data).
+  llvm::Expected<Tensor> loadInitializer(llvm::StringRef name) const;
+
+private:
+  onnx::ModelProto proto_;
+  std::string path_, directory_;
+  llvm::StringMap<const onnx::TensorProto *> initializers_;
+};
+
+struct ImportOptions {
+  /// Sizes for symbolic input dimensions (ONNX `dim_param`), by name.
+  llvm::StringMap<int64_t> dimSizes;
+  /// Constant subgraphs whose results have more elements than this stay ops.
+  int64_t maxFoldElements = int64_t(1) << 22;
+};
+
+/// Imports `model` into a new module holding `func.func @forward`: graph
+/// inputs, then float initializers (the parameters) as arguments; graph
+/// outputs as results. Shape computations and other constant subgraphs are
+/// folded. Every problem is reported through `emitError` as one line naming
+/// the node, tensor or input at fault; on any, the result is null.
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxModel(const OnnxModel &model, mlir::MLIRContext &context,
+                const ImportOptions &options,
+                llvm::function_ref<void(const llvm::Twine &)> emitError);
+
+/// Loads the dialects the importer produces.
+void loadImportDialects(mlir::MLIRContext &context);
+
+} // namespace ppc
+
+#endif // PPC_FRONTEND_ONNXIMPORTER_H

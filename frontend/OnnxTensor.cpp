@@ -1,0 +1,372 @@
+//===- OnnxTensor.cpp - ONNX TensorProto decoding -------------------------===//
+
+#include "frontend/OnnxTensor.h"
+
+#include "llvm/ADT/APFloat.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
+using llvm::createStringError;
+using llvm::Error;
+using llvm::Expected;
+using llvm::inconvertibleErrorCode;
+
+namespace ppc {
+
+static Error tensorError(const onnx::TensorProto &proto, const llvm::Twine &message) {
+  return createStringError(inconvertibleErrorCode(),
+                           "tensor '" + proto.name() + "': " + message);
+}
+
+Expected<DType> dtypeFromOnnx(int32_t dataType) {
+  using T = onnx::TensorProto;
+  switch (dataType) {
+  case T::FLOAT:
+    return DType::F32;
+  case T::DOUBLE:
+    return DType::F64;
+  case T::FLOAT16:
+    return DType::F16;
+  case T::BFLOAT16:
+    return DType::BF16;
+  case T::BOOL:
+    return DType::I1;
+  case T::INT8:
+    return DType::I8;
+  case T::INT16:
+    return DType::I16;
+  case T::INT32:
+    return DType::I32;
+  case T::INT64:
+    return DType::I64;
+  case T::UINT8:
+    return DType::U8;
+  case T::UINT16:
+    return DType::U16;
+  case T::UINT32:
+    return DType::U32;
+  case T::UINT64:
+    return DType::U64;
+  default: {
+    const std::string &name = T::DataType_Name(static_cast<T::DataType>(dataType));
+    return createStringError(inconvertibleErrorCode(),
+                             "element type " + (name.empty() ? std::to_string(dataType) : name) +
+                                 " is not supported");
+  }
+  }
+}
+
+int32_t onnxDataType(DType dtype) {
+  using T = onnx::TensorProto;
+  static const int32_t types[] = {T::FLOAT16, T::BFLOAT16, T::FLOAT,  T::DOUBLE, T::BOOL,
+                                  T::INT8,    T::INT16,    T::INT32,  T::INT64,  T::UINT8,
+                                  T::UINT16,  T::UINT32,   T::UINT64};
+  return types[static_cast<int>(dtype)];
+}
+
+Expected<Shape> tensorProtoShape(const onnx::TensorProto &proto) {
+  Shape shape;
+  for (int64_t d : proto.dims()) {
+    if (d < 0)
+      return tensorError(proto, "negative dimension " + llvm::Twine(d));
+    shape.push_back(d);
+  }
+  return shape;
+}
+
+/// True when `path` (relative) has no `..` component.
+static bool staysInside(llvm::StringRef path) {
+  for (auto it = llvm::sys::path::begin(path), e = llvm::sys::path::end(path);
+       it != e; ++it)
+    if (*it == "..")
+      return false;
+  return true;
+}
+
+Expected<ExternalLocation> resolveExternalData(const onnx::TensorProto &proto,
+                                               llvm::StringRef modelDir) {
+  ExternalLocation result;
+  std::string location;
+  bool hasLength = false;
+  for (const auto &entry : proto.external_data()) {
+    llvm::StringRef value = entry.value();
+    if (entry.key() == "location") {
+      location = entry.value();
+    } else if (entry.key() == "offset" || entry.key() == "length") {
+      uint64_t n;
+      if (value.getAsInteger(10, n))
+        return tensorError(proto, "external data " + entry.key() + " '" + value +
+                                      "' is not a non-negative integer");
+      (entry.key() == "offset" ? result.offset : result.length) = n;
+      hasLength |= entry.key() == "length";
+    }
+  }
+  if (location.empty())
+    return tensorError(proto, "external data has no location");
+  if (llvm::sys::path::is_absolute(location) || location[0] == '/' || location[0] == '\\')
+    return tensorError(proto, "external data location '" + location +
+                                  "' is an absolute path; it must be relative to "
+                                  "the model's directory");
+  if (!staysInside(location))
+    return tensorError(proto, "external data location '" + location +
+                                  "' escapes the model's directory");
+  llvm::SmallString<256> path(modelDir);
+  llvm::sys::path::append(path, location);
+
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status, /*follow=*/false))
+    return tensorError(proto, "external data file '" + path + "': " + ec.message());
+  if (status.type() == llvm::sys::fs::file_type::symlink_file)
+    return tensorError(proto, "external data file '" + path + "' is a symbolic link");
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return tensorError(proto, "external data file '" + path + "' is not a regular file");
+  // A symlinked directory on the way would still lead outside.
+  llvm::SmallString<256> realDir, realFile;
+  if (llvm::sys::fs::real_path(modelDir.empty() ? "." : modelDir, realDir) ||
+      llvm::sys::fs::real_path(path, realFile) ||
+      !llvm::StringRef(realFile).starts_with((realDir + "/").str()))
+    return tensorError(proto, "external data file '" + path +
+                                  "' resolves outside the model's directory");
+
+  uint64_t fileSize = status.getSize();
+  if (result.offset > fileSize)
+    return tensorError(proto, llvm::formatv("external data offset {0} is past the "
+                                            "end of '{1}' ({2} bytes)",
+                                            result.offset, path, fileSize));
+  if (!hasLength)
+    result.length = fileSize - result.offset;
+  if (result.length > fileSize - result.offset)
+    return tensorError(proto, llvm::formatv("external data range [{0}, {1}) is past "
+                                            "the end of '{2}' ({3} bytes)",
+                                            result.offset, result.offset + result.length,
+                                            path, fileSize));
+  result.path = std::string(path);
+  return result;
+}
+
+/// The number of elements in the typed field that holds `dtype`'s data.
+static int64_t typedFieldSize(const onnx::TensorProto &proto, DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return proto.float_data_size();
+  case DType::F64:
+    return proto.double_data_size();
+  case DType::I64:
+    return proto.int64_data_size();
+  case DType::U32:
+  case DType::U64:
+    return proto.uint64_data_size();
+  default:
+    return proto.int32_data_size();
+  }
+}
+
+Error validateTensorProto(const onnx::TensorProto &proto, llvm::StringRef modelDir) {
+  auto dtype = dtypeFromOnnx(proto.data_type());
+  if (!dtype)
+    return tensorError(proto, llvm::toString(dtype.takeError()));
+  auto shape = tensorProtoShape(proto);
+  if (!shape)
+    return shape.takeError();
+  int64_t n = numElements(*shape);
+  uint64_t bytes = static_cast<uint64_t>(n) * byteWidth(*dtype);
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto location = resolveExternalData(proto, modelDir);
+    if (!location)
+      return location.takeError();
+    if (location->length != bytes)
+      return tensorError(proto, llvm::formatv("external data has {0} bytes, but "
+                                              "{1} elements of {2} need {3}",
+                                              location->length, n,
+                                              dtypeName(*dtype), bytes));
+    return Error::success();
+  }
+  if (proto.has_raw_data()) {
+    if (proto.raw_data().size() != bytes)
+      return tensorError(proto, llvm::formatv("raw_data has {0} bytes, but {1} "
+                                              "elements of {2} need {3}",
+                                              proto.raw_data().size(), n,
+                                              dtypeName(*dtype), bytes));
+    return Error::success();
+  }
+  int64_t have = typedFieldSize(proto, *dtype);
+  if (have != n)
+    return tensorError(proto, llvm::formatv("holds {0} values, but its shape needs {1}",
+                                            have, n));
+  return Error::success();
+}
+
+/// Decodes little-endian bytes of `dtype` into `tensor`.
+static void decodeBytes(const char *data, Tensor &tensor) {
+  int64_t n = tensor.numElements();
+  DType dtype = tensor.dtype();
+  auto load = [&](int64_t i, auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, data + i * sizeof(v), sizeof(v));
+    return v;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+    case DType::F32:
+      tensor.floats()[i] = load(i, float());
+      break;
+    case DType::F64:
+      tensor.floats()[i] = load(i, double());
+      break;
+    case DType::F16:
+    case DType::BF16: {
+      llvm::APFloat f(dtype == DType::F16 ? llvm::APFloat::IEEEhalf()
+                                          : llvm::APFloat::BFloat(),
+                      llvm::APInt(16, load(i, uint16_t())));
+      bool lost;
+      f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+      tensor.floats()[i] = f.convertToDouble();
+      break;
+    }
+    case DType::I1:
+      tensor.ints()[i] = load(i, uint8_t()) != 0;
+      break;
+    case DType::I8:
+      tensor.ints()[i] = load(i, int8_t());
+      break;
+    case DType::I16:
+      tensor.ints()[i] = load(i, int16_t());
+      break;
+    case DType::I32:
+      tensor.ints()[i] = load(i, int32_t());
+      break;
+    case DType::I64:
+      tensor.ints()[i] = load(i, int64_t());
+      break;
+    case DType::U8:
+      tensor.ints()[i] = load(i, uint8_t());
+      break;
+    case DType::U16:
+      tensor.ints()[i] = load(i, uint16_t());
+      break;
+    case DType::U32:
+      tensor.ints()[i] = load(i, uint32_t());
+      break;
+    case DType::U64:
+      tensor.ints()[i] = static_cast<int64_t>(load(i, uint64_t()));
+      break;
+    }
+  }
+}
+
+Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto,
+                                   llvm::StringRef modelDir) {
+  if (Error e = validateTensorProto(proto, modelDir))
+    return std::move(e);
+  DType dtype = *dtypeFromOnnx(proto.data_type());
+  Tensor tensor(dtype, *tensorProtoShape(proto));
+  int64_t n = tensor.numElements();
+
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto location = resolveExternalData(proto, modelDir);
+    if (!location)
+      return location.takeError();
+    auto buffer = llvm::MemoryBuffer::getFileSlice(location->path, location->length,
+                                                   location->offset);
+    if (!buffer)
+      return tensorError(proto, "cannot read external data '" + location->path +
+                                    "': " + buffer.getError().message());
+    decodeBytes((*buffer)->getBufferStart(), tensor);
+    return tensor;
+  }
+  if (proto.has_raw_data()) {
+    decodeBytes(proto.raw_data().data(), tensor);
+    return tensor;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+    case DType::F32:
+      tensor.floats()[i] = proto.float_data(i);
+      break;
+    case DType::F64:
+      tensor.floats()[i] = proto.double_data(i);
+      break;
+    case DType::I64:
+      tensor.ints()[i] = proto.int64_data(i);
+      break;
+    case DType::U32:
+    case DType::U64:
+      tensor.ints()[i] = static_cast<int64_t>(proto.uint64_data(i));
+      break;
+    case DType::F16:
+    case DType::BF16: {
+      uint16_t bits = static_cast<uint16_t>(proto.int32_data(i));
+      Tensor one(dtype, {1});
+      decodeBytes(reinterpret_cast<const char *>(&bits), one);
+      tensor.floats()[i] = one.floats()[0];
+      break;
+    }
+    default:
+      tensor.setInt(i, proto.int32_data(i));
+      break;
+    }
+  }
+  return tensor;
+}
+
+void encodeTensorProto(const Tensor &tensor, onnx::TensorProto &proto) {
+  proto.set_data_type(onnxDataType(tensor.dtype()));
+  proto.clear_dims();
+  for (int64_t d : tensor.shape())
+    proto.add_dims(d);
+  proto.clear_float_data();
+  proto.clear_double_data();
+  proto.clear_int32_data();
+  proto.clear_int64_data();
+  proto.clear_uint64_data();
+  proto.clear_external_data();
+  proto.set_data_location(onnx::TensorProto::DEFAULT);
+  std::string bytes(tensor.numElements() * byteWidth(tensor.dtype()), '\0');
+  auto store = [&](int64_t i, auto v) {
+    std::memcpy(bytes.data() + i * sizeof(v), &v, sizeof(v));
+  };
+  for (int64_t i = 0; i < tensor.numElements(); ++i) {
+    switch (tensor.dtype()) {
+    case DType::F32:
+      store(i, static_cast<float>(tensor.floats()[i]));
+      break;
+    case DType::F64:
+      store(i, tensor.floats()[i]);
+      break;
+    case DType::F16:
+    case DType::BF16: {
+      llvm::APFloat f(tensor.floats()[i]);
+      bool lost;
+      f.convert(tensor.dtype() == DType::F16 ? llvm::APFloat::IEEEhalf()
+                                             : llvm::APFloat::BFloat(),
+                llvm::APFloat::rmNearestTiesToEven, &lost);
+      store(i, static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue()));
+      break;
+    }
+    case DType::I1:
+    case DType::I8:
+    case DType::U8:
+      store(i, static_cast<uint8_t>(tensor.ints()[i]));
+      break;
+    case DType::I16:
+    case DType::U16:
+      store(i, static_cast<uint16_t>(tensor.ints()[i]));
+      break;
+    case DType::I32:
+    case DType::U32:
+      store(i, static_cast<uint32_t>(tensor.ints()[i]));
+      break;
+    case DType::I64:
+    case DType::U64:
+      store(i, tensor.ints()[i]);
+      break;
+    }
+  }
+  proto.set_raw_data(std::move(bytes));
+}
+
+} // namespace ppc

@@ -1,0 +1,500 @@
+//===- Shape.cpp - importers of shape and data-movement ONNX ops ----------===//
+//
+// Shape, Size, ConstantOfShape and Range have no ppc op: with static shapes
+// they are constants. Reshape-like ops (Flatten, Squeeze, Unsqueeze) become
+// ppc.reshape, Split becomes ppc.slice per output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/NodeImporter.h"
+#include "frontend/OnnxTensor.h"
+#include "ir/PpcOps.h"
+#include "ir/ShapeRules.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace ppc {
+
+static Tensor int64Vector(llvm::ArrayRef<int64_t> values) {
+  Tensor t(DType::I64, {static_cast<int64_t>(values.size())});
+  llvm::copy(values, t.ints().begin());
+  return t;
+}
+
+static LogicalResult importConstant(NodeImporter &n) {
+  if (n.node().attribute_size() != 1)
+    return n.error("expects exactly one value attribute");
+  const onnx::AttributeProto &a = n.node().attribute(0);
+  Tensor value;
+  if (a.name() == "value") {
+    auto decoded = decodeTensorProto(a.t(), "");
+    if (!decoded)
+      return n.error(llvm::toString(decoded.takeError()));
+    value = std::move(*decoded);
+  } else if (a.name() == "value_float") {
+    value = Tensor(DType::F32, {});
+    value.setDouble(0, a.f());
+  } else if (a.name() == "value_floats") {
+    value = Tensor(DType::F32, {a.floats_size()});
+    for (int i = 0; i < a.floats_size(); ++i)
+      value.setDouble(i, a.floats(i));
+  } else if (a.name() == "value_int") {
+    value = Tensor(DType::I64, {});
+    value.setInt(0, a.i());
+  } else if (a.name() == "value_ints") {
+    value = int64Vector(llvm::SmallVector<int64_t>(a.ints().begin(), a.ints().end()));
+  } else {
+    return n.error("attribute '" + a.name() + "' is not supported");
+  }
+  n.setOutput(0, n.constant(value));
+  return success();
+}
+
+static LogicalResult importShape(NodeImporter &n) {
+  auto x = n.input(0);
+  if (failed(x))
+    return failure();
+  llvm::ArrayRef<int64_t> shape = NodeImporter::typeOf(*x).getShape();
+  int64_t rank = shape.size();
+  // Opset 15 adds start/end, clamped like Python slicing.
+  auto clampIndex = [&](int64_t i) {
+    if (i < 0)
+      i += rank;
+    return std::clamp<int64_t>(i, 0, rank);
+  };
+  int64_t start = clampIndex(n.intAttr("start", 0));
+  int64_t end = clampIndex(n.intAttr("end", rank));
+  n.setOutput(0, n.constant(int64Vector(shape.slice(start, std::max(start, end) - start))));
+  return success();
+}
+
+static LogicalResult importSize(NodeImporter &n) {
+  auto x = n.input(0);
+  if (failed(x))
+    return failure();
+  Tensor size(DType::I64, {});
+  size.setInt(0, NodeImporter::typeOf(*x).getNumElements());
+  n.setOutput(0, n.constant(size));
+  return success();
+}
+
+static LogicalResult importConstantOfShape(NodeImporter &n) {
+  auto shape = n.intsInput(0);
+  if (failed(shape))
+    return failure();
+  for (int64_t d : *shape)
+    if (d < 0)
+      return n.error("shape has a negative dimension " + llvm::Twine(d));
+  Tensor fill(DType::F32, {1});
+  if (const auto *a = n.attr("value")) {
+    auto decoded = decodeTensorProto(a->t(), "");
+    if (!decoded)
+      return n.error(llvm::toString(decoded.takeError()));
+    if (decoded->numElements() != 1)
+      return n.error("attribute 'value' must hold one element");
+    fill = std::move(*decoded);
+  }
+  Tensor result(fill.dtype(), *shape);
+  for (int64_t i = 0; i < result.numElements(); ++i) {
+    if (fill.isFloat())
+      result.setDouble(i, fill.getDouble(0));
+    else
+      result.setInt(i, fill.getInt(0));
+  }
+  n.setOutput(0, n.constant(result));
+  return success();
+}
+
+static LogicalResult importRange(NodeImporter &n) {
+  auto start = n.constantInput(0), limit = n.constantInput(1),
+       delta = n.constantInput(2);
+  if (failed(start) || failed(limit) || failed(delta))
+    return failure();
+  if (start->numElements() != 1 || limit->numElements() != 1 ||
+      delta->numElements() != 1)
+    return n.error("start, limit and delta must be scalars");
+  double s = start->getDouble(0), l = limit->getDouble(0), d = delta->getDouble(0);
+  if (d == 0)
+    return n.error("delta must be non-zero");
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  Tensor result(start->dtype(), {count});
+  for (int64_t i = 0; i < count; ++i) {
+    if (result.isFloat())
+      result.setDouble(i, s + i * d);
+    else
+      result.setInt(i, start->getInt(0) + i * delta->getInt(0));
+  }
+  n.setOutput(0, n.constant(result));
+  return success();
+}
+
+static LogicalResult importReshape(NodeImporter &n) {
+  auto x = n.input(0);
+  auto target = n.intsInput(1);
+  if (failed(x) || failed(target))
+    return failure();
+  auto type = NodeImporter::typeOf(*x);
+  bool allowZero = n.intAttr("allowzero", 0) != 0;
+  Shape shape;
+  int inferred = -1;
+  for (auto [i, d] : llvm::enumerate(*target)) {
+    if (d == 0 && !allowZero) {
+      if (i >= static_cast<size_t>(type.getRank()))
+        return n.error("shape entry " + llvm::Twine(i) +
+                       " is 0 (copy) but the input has rank " +
+                       llvm::Twine(type.getRank()));
+      d = type.getDimSize(i);
+    } else if (d == -1) {
+      if (inferred >= 0)
+        return n.error("shape has more than one -1");
+      inferred = i;
+      d = 1;
+    } else if (d < 0) {
+      return n.error("shape entry " + llvm::Twine(i) + " is " + llvm::Twine(d));
+    }
+    shape.push_back(d);
+  }
+  int64_t known = numElements(shape);
+  if (inferred >= 0) {
+    if (known == 0 || type.getNumElements() % known != 0)
+      return n.error("cannot infer the -1 dimension reshaping " +
+                     llvm::Twine(type.getNumElements()) + " elements");
+    shape[inferred] = type.getNumElements() / known;
+  }
+  return n.result(n.reshape(*x, shape));
+}
+
+static LogicalResult importFlatten(NodeImporter &n) {
+  auto x = n.input(0);
+  if (failed(x))
+    return failure();
+  auto shape = NodeImporter::typeOf(*x).getShape();
+  int64_t rank = shape.size(), axis = n.intAttr("axis", 1);
+  if (axis < -rank || axis > rank)
+    return n.error("axis " + llvm::Twine(axis) + " is out of range for rank " +
+                   llvm::Twine(rank));
+  if (axis < 0)
+    axis += rank;
+  return n.result(n.reshape(*x, {numElements(shape.take_front(axis)),
+                                 numElements(shape.drop_front(axis))}));
+}
+
+/// Squeeze/Unsqueeze axes: an input from opset 13 on, an attribute before.
+static FailureOr<llvm::SmallVector<int64_t>> axesOperand(NodeImporter &n, int index) {
+  if (n.hasInput(index))
+    return n.intsInput(index);
+  return n.intsAttr("axes");
+}
+
+static LogicalResult importSqueeze(NodeImporter &n) {
+  auto x = n.input(0);
+  auto axes = axesOperand(n, 1);
+  if (failed(x) || failed(axes))
+    return failure();
+  auto shape = NodeImporter::typeOf(*x).getShape();
+  int64_t rank = shape.size();
+  llvm::SmallVector<bool> drop(rank, false);
+  if (axes->empty()) {
+    for (int64_t d = 0; d < rank; ++d)
+      drop[d] = shape[d] == 1;
+  }
+  for (int64_t a : *axes) {
+    auto axis = n.normalizeAxis(a, rank);
+    if (failed(axis))
+      return failure();
+    if (shape[*axis] != 1)
+      return n.error("cannot squeeze dimension " + llvm::Twine(*axis) +
+                     " of size " + llvm::Twine(shape[*axis]));
+    drop[*axis] = true;
+  }
+  Shape result;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!drop[d])
+      result.push_back(shape[d]);
+  return n.result(n.reshape(*x, result));
+}
+
+static LogicalResult importUnsqueeze(NodeImporter &n) {
+  auto x = n.input(0);
+  auto axes = axesOperand(n, 1);
+  if (failed(x) || failed(axes))
+    return failure();
+  auto shape = NodeImporter::typeOf(*x).getShape();
+  int64_t rank = shape.size() + axes->size();
+  llvm::SmallVector<bool> inserted(rank, false);
+  for (int64_t a : *axes) {
+    auto axis = n.normalizeAxis(a, rank);
+    if (failed(axis))
+      return failure();
+    if (inserted[*axis])
+      return n.error("axis " + llvm::Twine(a) + " repeats");
+    inserted[*axis] = true;
+  }
+  Shape result;
+  auto next = shape.begin();
+  for (int64_t d = 0; d < rank; ++d)
+    result.push_back(inserted[d] ? 1 : *next++);
+  return n.result(n.reshape(*x, result));
+}
+
+static LogicalResult importTranspose(NodeImporter &n) {
+  auto x = n.input(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = NodeImporter::typeOf(*x).getRank();
+  llvm::SmallVector<int64_t> perm = n.intsAttr("perm");
+  if (!n.hasAttr("perm"))
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  return n.result(n.create<TransposeOp>(*x, perm));
+}
+
+static LogicalResult importConcat(NodeImporter &n) {
+  llvm::SmallVector<Value> inputs;
+  for (int i = 0; i < n.numInputs(); ++i) {
+    auto v = n.input(i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  if (!n.hasAttr("axis"))
+    return n.error("attribute 'axis' is required");
+  auto axis = n.normalizeAxis(n.intAttr("axis", 0),
+                              NodeImporter::typeOf(inputs[0]).getRank());
+  if (failed(axis))
+    return failure();
+  if (inputs.size() == 1) {
+    n.setOutput(0, inputs[0]);
+    return success();
+  }
+  return n.result(n.create<ConcatOp>(inputs, *axis));
+}
+
+/// A slice of `x` along `axis` only: [start, start + size).
+static FailureOr<Value> sliceAxis(NodeImporter &n, Value x, int64_t axis,
+                                  int64_t start, int64_t size) {
+  auto shape = NodeImporter::typeOf(x).getShape();
+  llvm::SmallVector<int64_t> starts(shape.size(), 0), limits(shape),
+      steps(shape.size(), 1);
+  starts[axis] = start;
+  limits[axis] = start + size;
+  return n.create<SliceOp>(x, starts, limits, steps);
+}
+
+static LogicalResult importSplit(NodeImporter &n) {
+  auto x = n.input(0);
+  if (failed(x))
+    return failure();
+  auto shape = NodeImporter::typeOf(*x).getShape();
+  auto axis = n.normalizeAxis(n.intAttr("axis", 0), shape.size());
+  if (failed(axis))
+    return failure();
+  int64_t dim = shape[*axis], outputs = n.numOutputs();
+  llvm::SmallVector<int64_t> sizes;
+  if (n.hasInput(1)) {
+    auto split = n.intsInput(1);
+    if (failed(split))
+      return failure();
+    sizes = *split;
+  } else if (n.hasAttr("split")) {
+    sizes = n.intsAttr("split");
+  } else {
+    // Opset 18's num_outputs allows a smaller last chunk; before, the
+    // outputs split the dimension evenly.
+    int64_t parts = n.intAttr("num_outputs", outputs);
+    if (parts != outputs)
+      return n.error("num_outputs is " + llvm::Twine(parts) + " but the node has " +
+                     llvm::Twine(outputs) + " outputs");
+    int64_t chunk = n.hasAttr("num_outputs") ? (dim + parts - 1) / parts : dim / parts;
+    if (!n.hasAttr("num_outputs") && dim % parts != 0)
+      return n.error("dimension " + llvm::Twine(*axis) + " of size " +
+                     llvm::Twine(dim) + " does not split evenly into " +
+                     llvm::Twine(parts));
+    for (int64_t i = 0, left = dim; i < parts; ++i, left -= chunk)
+      sizes.push_back(std::min(chunk, left));
+  }
+  if (static_cast<int64_t>(sizes.size()) != outputs)
+    return n.error("split has " + llvm::Twine(sizes.size()) + " sizes for " +
+                   llvm::Twine(outputs) + " outputs");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      return n.error("split size " + llvm::Twine(s) + " is negative");
+    total += s;
+  }
+  if (total != dim)
+    return n.error("split sizes add up to " + llvm::Twine(total) +
+                   ", not the dimension's " + llvm::Twine(dim));
+  int64_t start = 0;
+  for (auto [i, size] : llvm::enumerate(sizes)) {
+    auto part = sliceAxis(n, *x, *axis, start, size);
+    if (failed(part))
+      return failure();
+    n.setOutput(i, *part);
+    start += size;
+  }
+  return success();
+}
+
+static LogicalResult importSlice(NodeImporter &n) {
+  auto x = n.input(0);
+  auto starts = n.intsInput(1), ends = n.intsInput(2);
+  if (failed(x) || failed(starts) || failed(ends))
+    return failure();
+  auto shape = NodeImporter::typeOf(*x).getShape();
+  int64_t rank = shape.size();
+  llvm::SmallVector<int64_t> axes, steps;
+  if (n.hasInput(3)) {
+    auto a = n.intsInput(3);
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < starts->size(); ++i)
+      axes.push_back(i);
+  }
+  if (n.hasInput(4)) {
+    auto s = n.intsInput(4);
+    if (failed(s))
+      return failure();
+    steps = *s;
+  } else {
+    steps.assign(starts->size(), 1);
+  }
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size())
+    return n.error("starts, ends, axes and steps differ in length");
+
+  llvm::SmallVector<int64_t> begin(rank, 0), limit(shape), stride(rank, 1);
+  llvm::SmallVector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto axis = n.normalizeAxis(axes[i], rank);
+    if (failed(axis))
+      return failure();
+    if (seen[*axis])
+      return n.error("axis " + llvm::Twine(*axis) + " repeats");
+    seen[*axis] = true;
+    int64_t dim = shape[*axis], step = steps[i];
+    if (step == 0)
+      return n.error("step 0 on axis " + llvm::Twine(*axis));
+    // ONNX clamps out-of-range bounds (INT64_MAX means "to the end").
+    int64_t s = (*starts)[i], e = (*ends)[i];
+    if (s < 0)
+      s += dim;
+    if (e < 0)
+      e += dim;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      e = std::max(e, s);
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      e = std::min(e, s);
+    }
+    begin[*axis] = s;
+    limit[*axis] = e;
+    stride[*axis] = step;
+  }
+  return n.result(n.create<SliceOp>(*x, begin, limit, stride));
+}
+
+static LogicalResult importGather(NodeImporter &n) {
+  auto data = n.input(0), indices = n.input(1);
+  if (failed(data) || failed(indices))
+    return failure();
+  auto axis = n.normalizeAxis(n.intAttr("axis", 0),
+                              NodeImporter::typeOf(*data).getRank());
+  if (failed(axis))
+    return failure();
+  return n.result(n.create<GatherOp>(*data, *indices, *axis));
+}
+
+static LogicalResult importExpand(NodeImporter &n) {
+  auto x = n.input(0);
+  auto target = n.intsInput(1);
+  if (failed(x) || failed(target))
+    return failure();
+  auto type = NodeImporter::typeOf(*x);
+  auto shape = broadcastShapes({type.getShape(), *target},
+                               [&](const llvm::Twine &m) { (void)n.error(m); });
+  if (failed(shape))
+    return failure();
+  if (type.getShape() == llvm::ArrayRef<int64_t>(*shape)) {
+    n.setOutput(0, *x);
+    return success();
+  }
+  return n.result(n.createTyped<ExpandOp>(type.clone(*shape), *x));
+}
+
+static LogicalResult importTrilu(NodeImporter &n) {
+  auto x = n.input(0);
+  if (failed(x))
+    return failure();
+  int64_t k = 0;
+  if (n.hasInput(1)) {
+    auto ks = n.intsInput(1);
+    if (failed(ks))
+      return failure();
+    if (ks->size() != 1)
+      return n.error("k must be a scalar");
+    k = ks->front();
+  }
+  return n.result(n.create<TriluOp>(*x, n.intAttr("upper", 1) != 0, k));
+}
+
+/// Dropout is the identity at inference and at ratio 0; its mask is all ones.
+static LogicalResult importDropout(NodeImporter &n) {
+  auto x = n.input(0);
+  if (failed(x))
+    return failure();
+  double ratio = 0.5;
+  if (n.hasInput(1)) {
+    auto r = n.constantInput(1);
+    if (failed(r))
+      return failure();
+    ratio = r->getDouble(0);
+  }
+  bool training = false;
+  if (n.hasInput(2)) {
+    auto t = n.constantInput(2);
+    if (failed(t))
+      return failure();
+    training = t->getInt(0) != 0;
+  }
+  if (training && ratio != 0)
+    return n.error("dropout in training mode (ratio " + std::to_string(ratio) +
+                   ") is not supported; export the model in eval mode");
+  n.setOutput(0, *x);
+  if (n.outputUsed(1)) {
+    Tensor mask(DType::I1, NodeImporter::typeOf(*x).getShape());
+    for (int64_t &v : mask.ints())
+      v = 1;
+    n.setOutput(1, n.constant(mask));
+  }
+  return success();
+}
+
+void registerShapeImporters(OpImporterTable &table) {
+  table.add("Constant", importConstant, 0, 0);
+  table.add("Shape", importShape, 1, 1);
+  table.add("Size", importSize, 1, 1);
+  table.add("ConstantOfShape", importConstantOfShape, 1, 1);
+  table.add("Range", importRange, 3, 3);
+  table.add("Reshape", importReshape, 2, 2);
+  table.add("Flatten", importFlatten, 1, 1);
+  table.add("Squeeze", importSqueeze, 1, 2);
+  table.add("Unsqueeze", importUnsqueeze, 1, 2);
+  table.add("Transpose", importTranspose, 1, 1);
+  table.add("Concat", importConcat, 1, INT32_MAX);
+  table.add("Split", importSplit, 1, 2);
+  table.add("Slice", importSlice, 3, 5);
+  table.add("Gather", importGather, 2, 2);
+  table.add("Expand", importExpand, 2, 2);
+  table.add("Trilu", importTrilu, 1, 2);
+  table.add("Dropout", importDropout, 1, 3);
+}
+
+} // namespace ppc

@@ -1,0 +1,49 @@
+//===- PpcBase.td - the ppc dialect and its type constraints -*- tablegen -*-===//
+
+#ifndef PPC_BASE_TD
+#define PPC_BASE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Ppc_Dialect : Dialect {
+  let name = "ppc";
+  let cppNamespace = "::ppc";
+  let summary = "Tensor ops of the ppc auto-parallelizing training compiler";
+  let description = [{
+    The `ppc` dialect holds a transformer's computation as imported from ONNX
+    and, in later stages, its training step, sharding and collectives. Every
+    tensor has a static shape. ONNX ops that only compute shapes (Shape,
+    ConstantOfShape, Range, ...) have no counterpart: the importer folds them.
+    Some ONNX ops are imported as compositions of ppc ops (Gemm, Split,
+    Flatten, Squeeze, Unsqueeze, SoftmaxCrossEntropyLoss, ...), so that each
+    behaviour (executor kernel, gradient, sharding rule) exists once.
+
+    Function arguments carry one of the discardable attributes
+    `ppc.input = "<onnx graph input>"` or `ppc.param = "<onnx initializer>"`;
+    results carry `ppc.output = "<onnx graph output>"`.
+  }];
+  let hasConstantMaterializer = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    static constexpr llvm::StringLiteral kInputAttrName = "ppc.input";
+    static constexpr llvm::StringLiteral kParamAttrName = "ppc.param";
+    static constexpr llvm::StringLiteral kOutputAttrName = "ppc.output";
+  }];
+}
+
+class Ppc_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Ppc_Dialect, mnemonic, traits>;
+
+def Ppc_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Ppc_IntElement : AnyTypeOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
+
+def Ppc_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
+def Ppc_NumericTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I8, I16,
+                                             I32, I64, UI8, UI16, UI32, UI64]>;
+def Ppc_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Ppc_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def Ppc_Tensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I1, I8, I16, I32,
+                                      I64, UI8, UI16, UI32, UI64]>;
+
+#endif // PPC_BASE_TD

@@ -1,0 +1,17 @@
+//===- PpcEnums.td - enums of the ppc dialect --------------*- tablegen -*-===//
+
+#ifndef PPC_ENUMS_TD
+#define PPC_ENUMS_TD
+
+include "mlir/IR/EnumAttr.td"
+
+def Ppc_LossReduction : I32EnumAttr<"LossReduction",
+    "how a per-element loss is reduced", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Sum", 1, "sum">,
+      I32EnumAttrCase<"Mean", 2, "mean">
+    ]> {
+  let cppNamespace = "::ppc";
+}
+
+#endif // PPC_ENUMS_TD

@@ -1,0 +1,386 @@
+//===- PpcOps.cpp - shape rules and verifiers of ppc ops ------------------===//
+
+#include "ir/PpcOps.h"
+#include "ir/ShapeRules.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace ppc {
+
+namespace {
+/// Reports shape-rule errors at `location` when there is one (the parser and
+/// builders pass none while probing).
+struct LocErrors {
+  std::optional<Location> location;
+  void operator()(const llvm::Twine &message) const {
+    (void)emitOptionalError(location, message.str());
+  }
+};
+} // namespace
+
+static FailureOr<RankedTensorType> rankedType(std::optional<Location> location,
+                                              Value value) {
+  auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.hasStaticShape())
+    return emitOptionalError(location, "expected a statically shaped tensor");
+  return type;
+}
+
+LogicalResult inferBroadcastResult(MLIRContext *context,
+                                   std::optional<Location> location,
+                                   ValueRange operands, bool boolResult,
+                                   llvm::SmallVectorImpl<Type> &types) {
+  llvm::SmallVector<llvm::ArrayRef<int64_t>> shapes;
+  for (Value v : operands) {
+    auto type = rankedType(location, v);
+    if (failed(type))
+      return failure();
+    shapes.push_back(type->getShape());
+  }
+  auto shape = broadcastShapes(shapes, LocErrors{location});
+  if (failed(shape))
+    return failure();
+  Type element = boolResult ? IntegerType::get(context, 1)
+                            : getElementTypeOrSelf(operands.back().getType());
+  types.push_back(RankedTensorType::get(*shape, element));
+  return success();
+}
+
+LogicalResult inferReduceResult(std::optional<Location> location, Value input,
+                                llvm::ArrayRef<int64_t> axes, bool keepdims,
+                                llvm::SmallVectorImpl<Type> &types) {
+  auto type = rankedType(location, input);
+  if (failed(type))
+    return failure();
+  auto shape = reduceShape(type->getShape(), axes, keepdims, LocErrors{location});
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, type->getElementType()));
+  return success();
+}
+
+/// Checks `axis` against `rank` for ops whose axis is a non-negative index.
+static LogicalResult checkAxis(Operation *op, int64_t axis, int64_t rank) {
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError() << "axis " << axis << " out of range for rank "
+                             << rank;
+  return success();
+}
+
+} // namespace ppc
+
+#include "ir/PpcEnums.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "ir/PpcOps.cpp.inc"
+
+namespace ppc {
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// WhereOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *context,
+                                        std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        llvm::SmallVectorImpl<Type> &types) {
+  return inferBroadcastResult(context, location, adaptor.getOperands(),
+                              /*boolResult=*/false, types);
+}
+
+//===----------------------------------------------------------------------===//
+// MatMulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         llvm::SmallVectorImpl<Type> &types) {
+  auto lhs = rankedType(location, adaptor.getLhs());
+  auto rhs = rankedType(location, adaptor.getRhs());
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  auto shape = matmulShape(lhs->getShape(), rhs->getShape(), LocErrors{location});
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, lhs->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// EinsumOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         llvm::SmallVectorImpl<Type> &types) {
+  LocErrors errors{location};
+  auto spec = parseEinsum(adaptor.getEquation(), errors);
+  if (failed(spec))
+    return failure();
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(location, "einsum needs at least one operand");
+  llvm::SmallVector<llvm::ArrayRef<int64_t>> shapes;
+  Type element;
+  for (Value v : adaptor.getInputs()) {
+    auto type = rankedType(location, v);
+    if (failed(type))
+      return failure();
+    if (element && element != type->getElementType())
+      return emitOptionalError(location, "einsum operands differ in element type");
+    element = type->getElementType();
+    shapes.push_back(type->getShape());
+  }
+  auto shape = einsumShape(*spec, shapes, errors);
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, element));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and LogSoftmax
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  return checkAxis(*this, getAxis(), getType().getRank());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return checkAxis(*this, getAxis(), getType().getRank());
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, adaptor.getInput());
+  if (failed(input))
+    return failure();
+  int64_t rank = input->getRank(), axis = adaptor.getAxis();
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ",
+                             rank);
+  llvm::ArrayRef<int64_t> normalized = input->getShape().drop_front(axis);
+  for (Value v : {adaptor.getScale(), adaptor.getBias()}) {
+    if (!v)
+      continue;
+    auto type = rankedType(location, v);
+    if (failed(type))
+      return failure();
+    if (type->getElementType() != input->getElementType() ||
+        !broadcastsTo(type->getShape(), normalized))
+      return emitOptionalError(location,
+                               "scale and bias must broadcast to the normalized "
+                               "shape and share the input's element type");
+  }
+  types.push_back(*input);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType(), out = getType();
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError() << "cannot reshape " << in << " (" << in.getNumElements()
+                         << " elements) to " << out << " ("
+                         << out.getNumElements() << " elements)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TransposeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, adaptor.getInput());
+  if (failed(input))
+    return failure();
+  llvm::ArrayRef<int64_t> perm = adaptor.getPerm();
+  int64_t rank = input->getRank();
+  llvm::SmallVector<bool> seen(rank, false);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return emitOptionalError(location, "perm has ", perm.size(),
+                             " entries for rank ", rank);
+  Shape shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return emitOptionalError(location, "perm is not a permutation of [0, ",
+                               rank, ")");
+    seen[p] = true;
+    shape.push_back(input->getDimSize(p));
+  }
+  types.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConcatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         llvm::SmallVectorImpl<Type> &types) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(location, "concat needs at least one operand");
+  auto first = rankedType(location, adaptor.getInputs().front());
+  if (failed(first))
+    return failure();
+  int64_t axis = adaptor.getAxis(), rank = first->getRank();
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ",
+                             rank);
+  Shape shape(first->getShape());
+  shape[axis] = 0;
+  for (Value v : adaptor.getInputs()) {
+    auto type = rankedType(location, v);
+    if (failed(type))
+      return failure();
+    if (type->getRank() != rank)
+      return emitOptionalError(location, "concat operands differ in rank");
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis && type->getDimSize(d) != shape[d])
+        return emitOptionalError(location, "concat operands differ in dimension ",
+                                 d, " (", shape[d], " vs ", type->getDimSize(d),
+                                 ")");
+    shape[axis] += type->getDimSize(axis);
+  }
+  types.push_back(RankedTensorType::get(shape, first->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, adaptor.getInput());
+  if (failed(input))
+    return failure();
+  llvm::ArrayRef<int64_t> starts = adaptor.getStarts(),
+                          limits = adaptor.getLimits(),
+                          steps = adaptor.getSteps();
+  size_t rank = input->getRank();
+  if (starts.size() != rank || limits.size() != rank || steps.size() != rank)
+    return emitOptionalError(location,
+                             "starts, limits and steps need one entry per "
+                             "dimension (rank ",
+                             rank, ")");
+  Shape shape;
+  for (size_t d = 0; d < rank; ++d) {
+    auto size = sliceSize(input->getDimSize(d), starts[d], limits[d], steps[d],
+                          LocErrors{location});
+    if (failed(size))
+      return failure();
+    shape.push_back(*size);
+  }
+  types.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GatherOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         llvm::SmallVectorImpl<Type> &types) {
+  auto data = rankedType(location, adaptor.getData());
+  auto indices = rankedType(location, adaptor.getIndices());
+  if (failed(data) || failed(indices))
+    return failure();
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= data->getRank())
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ",
+                             data->getRank());
+  Shape shape(data->getShape().take_front(axis));
+  llvm::append_range(shape, indices->getShape());
+  llvm::append_range(shape, data->getShape().drop_front(axis + 1));
+  types.push_back(RankedTensorType::get(shape, data->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ExpandOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpandOp::verify() {
+  if (!broadcastsTo(getInput().getType().getShape(), getType().getShape()))
+    return emitOpError() << getInput().getType() << " does not broadcast to "
+                         << getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TriluOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TriluOp::verify() {
+  if (getType().getRank() < 2)
+    return emitOpError() << "needs rank >= 2, got " << getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// NllLossOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor,
+                                          llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, adaptor.getInput());
+  auto target = rankedType(location, adaptor.getTarget());
+  if (failed(input) || failed(target))
+    return failure();
+  if (input->getRank() < 2)
+    return emitOptionalError(location, "nll_loss input needs rank >= 2 [N, C, ...]");
+  Shape expected(input->getShape());
+  expected.erase(expected.begin() + 1);
+  if (target->getShape() != llvm::ArrayRef<int64_t>(expected))
+    return emitOptionalError(location,
+                             "nll_loss target shape must be the input shape "
+                             "without its class dimension");
+  if (Value weight = adaptor.getWeight()) {
+    auto type = rankedType(location, weight);
+    if (failed(type))
+      return failure();
+    if (type->getRank() != 1 || type->getDimSize(0) != input->getDimSize(1))
+      return emitOptionalError(location, "nll_loss weight must have shape [C]");
+  }
+  if (adaptor.getReduction() == LossReduction::None)
+    types.push_back(RankedTensorType::get(expected, input->getElementType()));
+  else
+    types.push_back(RankedTensorType::get({}, input->getElementType()));
+  return success();
+}
+
+} // namespace ppc

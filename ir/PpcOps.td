@@ -1,0 +1,456 @@
+//===- PpcOps.td - tensor ops of the ppc dialect -----------*- tablegen -*-===//
+//
+// Ops are grouped by family; each family shares a base class so that its
+// format, traits and shape rule are written once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_OPS_TD
+#define PPC_OPS_TD
+
+include "ir/PpcBase.td"
+include "ir/PpcEnums.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Constants and casts
+//===----------------------------------------------------------------------===//
+
+def Ppc_ConstantOp : Ppc_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let description = [{
+    A tensor whose value is known at compile time: non-float ONNX
+    initializers, `Constant` nodes and everything the importer folded.
+
+    Example:
+    ```mlir
+    %0 = ppc.constant dense<[1, 2]> : tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Ppc_CastOp : Ppc_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "element type conversion";
+  let description = [{
+    Converts every element to the result's element type with ONNX `Cast`
+    semantics: float to integer truncates toward zero, anything to `i1` is
+    `x != 0`.
+
+    Example:
+    ```mlir
+    %1 = ppc.cast %0 : tensor<2x3xi64> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_Tensor:$input);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary ops
+//===----------------------------------------------------------------------===//
+
+class Ppc_UnaryOp<string mnemonic, Type tensorType, string formula>
+    : Ppc_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    Computes `}] # formula # [{` for every element.
+
+    Example:
+    ```mlir
+    %1 = ppc.}] # mnemonic # [{ %0 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$input);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Ppc_NegOp : Ppc_UnaryOp<"neg", Ppc_NumericTensor, "-x">;
+def Ppc_AbsOp : Ppc_UnaryOp<"abs", Ppc_NumericTensor, "|x|">;
+def Ppc_SqrtOp : Ppc_UnaryOp<"sqrt", Ppc_FloatTensor, "sqrt(x)">;
+def Ppc_ReciprocalOp : Ppc_UnaryOp<"reciprocal", Ppc_FloatTensor, "1 / x">;
+def Ppc_ExpOp : Ppc_UnaryOp<"exp", Ppc_FloatTensor, "exp(x)">;
+def Ppc_LogOp : Ppc_UnaryOp<"log", Ppc_FloatTensor, "log(x)">;
+def Ppc_ErfOp : Ppc_UnaryOp<"erf", Ppc_FloatTensor, "erf(x)">;
+def Ppc_TanhOp : Ppc_UnaryOp<"tanh", Ppc_FloatTensor, "tanh(x)">;
+def Ppc_SigmoidOp : Ppc_UnaryOp<"sigmoid", Ppc_FloatTensor, "1 / (1 + exp(-x))">;
+def Ppc_ReluOp : Ppc_UnaryOp<"relu", Ppc_NumericTensor, "max(x, 0)">;
+def Ppc_SinOp : Ppc_UnaryOp<"sin", Ppc_FloatTensor, "sin(x)">;
+def Ppc_CosOp : Ppc_UnaryOp<"cos", Ppc_FloatTensor, "cos(x)">;
+def Ppc_FloorOp : Ppc_UnaryOp<"floor", Ppc_FloatTensor, "floor(x)">;
+def Ppc_CeilOp : Ppc_UnaryOp<"ceil", Ppc_FloatTensor, "ceil(x)">;
+def Ppc_NotOp : Ppc_UnaryOp<"not", Ppc_BoolTensor, "!x">;
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops with numpy broadcasting
+//===----------------------------------------------------------------------===//
+
+class Ppc_BroadcastBinaryOp<string mnemonic, Type operandType, string formula,
+                            bit boolResult = 0>
+    : Ppc_Op<mnemonic, [Pure, SameOperandsElementType, InferTypeOpAdaptor]> {
+  let summary = "elementwise " # formula # " with broadcasting";
+  let description = [{
+    Computes `}] # formula # [{` elementwise after broadcasting both operands
+    to a common shape with numpy (ONNX multidirectional) rules.}] #
+    !if(boolResult, " The result is a tensor of `i1`.", "") # [{
+
+    Example:
+    ```mlir
+    %2 = ppc.}] # mnemonic # [{ %0, %1 : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3x}] #
+    !if(boolResult, "i1", "f32") # [{>
+    ```
+  }];
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ppc::inferBroadcastResult(context, location,
+                                         adaptor.getOperands(), }] #
+                                         !if(boolResult, "true", "false") # [{,
+                                         types);
+    }
+  }];
+}
+
+def Ppc_AddOp : Ppc_BroadcastBinaryOp<"add", Ppc_NumericTensor, "x + y">;
+def Ppc_SubOp : Ppc_BroadcastBinaryOp<"sub", Ppc_NumericTensor, "x - y">;
+def Ppc_MulOp : Ppc_BroadcastBinaryOp<"mul", Ppc_NumericTensor, "x * y">;
+def Ppc_DivOp : Ppc_BroadcastBinaryOp<"div", Ppc_NumericTensor, "x / y (integers truncate toward zero)">;
+def Ppc_PowOp : Ppc_BroadcastBinaryOp<"pow", Ppc_NumericTensor, "x ^ y">;
+def Ppc_MaxOp : Ppc_BroadcastBinaryOp<"max", Ppc_NumericTensor, "max(x, y)">;
+def Ppc_MinOp : Ppc_BroadcastBinaryOp<"min", Ppc_NumericTensor, "min(x, y)">;
+def Ppc_EqualOp : Ppc_BroadcastBinaryOp<"equal", Ppc_Tensor, "x == y", 1>;
+def Ppc_LessOp : Ppc_BroadcastBinaryOp<"less", Ppc_NumericTensor, "x < y", 1>;
+def Ppc_GreaterOp : Ppc_BroadcastBinaryOp<"greater", Ppc_NumericTensor, "x > y", 1>;
+def Ppc_AndOp : Ppc_BroadcastBinaryOp<"and", Ppc_BoolTensor, "x && y", 1>;
+def Ppc_OrOp : Ppc_BroadcastBinaryOp<"or", Ppc_BoolTensor, "x || y", 1>;
+def Ppc_XorOp : Ppc_BroadcastBinaryOp<"xor", Ppc_BoolTensor, "x != y", 1>;
+
+def Ppc_WhereOp : Ppc_Op<"where", [Pure, InferTypeOpAdaptor,
+                                   AllElementTypesMatch<["x", "y", "result"]>]> {
+  let summary = "elementwise select with broadcasting";
+  let description = [{
+    `condition ? x : y` elementwise, the three operands broadcast together.
+
+    Example:
+    ```mlir
+    %3 = ppc.where %c, %a, %b : (tensor<1x1x4x4xi1>, tensor<2x4x4x4xf32>, tensor<f32>) -> tensor<2x4x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_BoolTensor:$condition, Ppc_Tensor:$x, Ppc_Tensor:$y);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Ppc_MatMulOp : Ppc_Op<"matmul", [Pure, SameOperandsElementType,
+                                     InferTypeOpAdaptor]> {
+  let summary = "batched matrix product";
+  let description = [{
+    `lhs[..., m, k] @ rhs[..., k, n]` with numpy broadcasting of the batch
+    dimensions. Both operands have rank >= 2 (the importer reshapes ONNX's
+    1-D operands).
+
+    Example:
+    ```mlir
+    %2 = ppc.matmul %0, %1 : (tensor<2x16x64xf32>, tensor<64x256xf32>) -> tensor<2x16x256xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_NumericTensor:$lhs, Ppc_NumericTensor:$rhs);
+  let results = (outs Ppc_NumericTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Ppc_EinsumOp : Ppc_Op<"einsum", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Einstein summation";
+  let description = [{
+    Sums products of the operands over the labels missing from the output.
+    The equation is explicit (`->` present), without ellipsis, one lower- or
+    upper-case letter per dimension; the importer rewrites ONNX's implicit and
+    ellipsis forms into this one.
+
+    Example:
+    ```mlir
+    %2 = ppc.einsum "bhqd,bhkd->bhqk" (%q, %k) : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$equation, Variadic<Ppc_NumericTensor>:$inputs);
+  let results = (outs Ppc_NumericTensor:$result);
+  let assemblyFormat = [{
+    $equation `(` $inputs `)` attr-dict `:` functional-type($inputs, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Ppc_ReduceOp<string mnemonic, string what>
+    : Ppc_Op<mnemonic, [Pure, SameOperandsAndResultElementType,
+                        InferTypeOpAdaptor]> {
+  let summary = what # " over the given axes";
+  let description = [{
+    Reduces `input` with }] # what # [{ over `axes` (sorted, unique,
+    non-negative). With `keepdims` the reduced dimensions stay with size 1.
+    An empty `axes` is the identity.
+
+    Example:
+    ```mlir
+    %1 = ppc.}] # mnemonic # [{ %0 axes = [2] keepdims = true : (tensor<2x16x64xf32>) -> tensor<2x16x1xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_NumericTensor:$input, DenseI64ArrayAttr:$axes,
+                       BoolAttr:$keepdims);
+  let results = (outs Ppc_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes `keepdims` `=` $keepdims attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::ppc::inferReduceResult(location, adaptor.getInput(),
+                                      adaptor.getAxes(), adaptor.getKeepdims(),
+                                      types);
+    }
+  }];
+}
+
+def Ppc_ReduceSumOp : Ppc_ReduceOp<"reduce_sum", "the sum">;
+def Ppc_ReduceMeanOp : Ppc_ReduceOp<"reduce_mean", "the mean">;
+def Ppc_ReduceMaxOp : Ppc_ReduceOp<"reduce_max", "the maximum">;
+def Ppc_ReduceMinOp : Ppc_ReduceOp<"reduce_min", "the minimum">;
+def Ppc_ReduceProdOp : Ppc_ReduceOp<"reduce_prod", "the product">;
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+class Ppc_SoftmaxOpBase<string mnemonic, string formula>
+    : Ppc_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = formula # " along one axis";
+  let description = [{
+    `}] # formula # [{` along `axis` (non-negative), computed in the
+    numerically stable max-subtracted form.
+
+    Example:
+    ```mlir
+    %1 = ppc.}] # mnemonic # [{ %0 axis = 3 : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Ppc_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Ppc_SoftmaxOp : Ppc_SoftmaxOpBase<"softmax", "exp(x) / sum(exp(x))">;
+def Ppc_LogSoftmaxOp : Ppc_SoftmaxOpBase<"log_softmax", "x - log(sum(exp(x)))">;
+
+def Ppc_LayerNormOp : Ppc_Op<"layer_norm", [Pure,
+                                            InferTypeOpAdaptor]> {
+  let summary = "layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes `input` over dimensions `[axis, rank)` to zero mean and unit
+    variance (biased, `epsilon` added to the variance), then multiplies by
+    `scale` and adds `bias` (optional); both have the normalized shape or
+    broadcast to it.
+
+    Example:
+    ```mlir
+    %y = ppc.layer_norm %x, %g, %b axis = 2 epsilon = 1.000000e-05 : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_FloatTensor:$input, Ppc_FloatTensor:$scale,
+                       Optional<Ppc_FloatTensor>:$bias, I64Attr:$axis,
+                       F64Attr:$epsilon);
+  let results = (outs Ppc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? `axis` `=` $axis `epsilon` `=` $epsilon attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Ppc_ReshapeOp : Ppc_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "reinterprets a tensor with another static shape";
+  let description = [{
+    Row-major reshape to the result type's shape, which has the same number
+    of elements. ONNX Reshape, Flatten, Squeeze and Unsqueeze import as this.
+
+    Example:
+    ```mlir
+    %1 = ppc.reshape %0 : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_Tensor:$input);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Ppc_TransposeOp : Ppc_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permutes dimensions";
+  let description = [{
+    `result.shape[i] = input.shape[perm[i]]`.
+
+    Example:
+    ```mlir
+    %1 = ppc.transpose %0 perm = [0, 2, 1, 3] : (tensor<2x16x4x16xf32>) -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $input `perm` `=` $perm attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Ppc_ConcatOp : Ppc_Op<"concat", [Pure, SameOperandsElementType,
+                                     InferTypeOpAdaptor]> {
+  let summary = "concatenates tensors along one axis";
+  let description = [{
+    Example:
+    ```mlir
+    %2 = ppc.concat %0, %1 axis = 1 : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Ppc_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` `=` $axis attr-dict `:` functional-type($inputs, results)
+  }];
+}
+
+def Ppc_SliceOp : Ppc_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "strided slice with one start, limit and step per dimension";
+  let description = [{
+    Dimension `d` takes `starts[d], starts[d]+steps[d], ...` up to but
+    excluding `limits[d]`; steps are non-zero and may be negative (then
+    `limits[d]` may be -1). Bounds are already clamped by the importer.
+    ONNX Slice and Split import as this.
+
+    Example:
+    ```mlir
+    %1 = ppc.slice %0 starts = [0, 64] limits = [2, 128] steps = [1, 1] : (tensor<2x192xf32>) -> tensor<2x64xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$steps);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $input `starts` `=` $starts `limits` `=` $limits `steps` `=` $steps attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Ppc_GatherOp : Ppc_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "takes slices along one axis at the given indices";
+  let description = [{
+    ONNX Gather: `result` has shape `data[:axis] + indices + data[axis+1:]`;
+    negative indices count from the end. Embedding lookups are gathers on
+    axis 0.
+
+    Example:
+    ```mlir
+    %1 = ppc.gather %wte[%ids] axis = 0 : (tensor<256x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_Tensor:$data, Ppc_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $data `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Ppc_ExpandOp : Ppc_Op<"expand", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "broadcasts a tensor to a larger static shape";
+  let description = [{
+    Broadcasts `input` to the result shape with numpy rules (the result shape
+    is the broadcast of the input shape and ONNX Expand's shape operand).
+
+    Example:
+    ```mlir
+    %1 = ppc.expand %0 : tensor<1x16xi64> -> tensor<2x16xi64>
+    ```
+  }];
+  let arguments = (ins Ppc_Tensor:$input);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Ppc_TriluOp : Ppc_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+  let summary = "keeps the upper or lower triangle of the last two dimensions";
+  let description = [{
+    With `upper`, keeps elements with `col - row >= k`; otherwise those with
+    `col - row <= k`; the rest become zero.
+
+    Example:
+    ```mlir
+    %1 = ppc.trilu %0 upper = false k = 0 : tensor<16x16xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_Tensor:$input, BoolAttr:$upper, I64Attr:$k);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $input `upper` `=` $upper `k` `=` $k attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Ppc_NllLossOp : Ppc_Op<"nll_loss", [Pure, InferTypeOpAdaptor]> {
+  let summary = "negative log-likelihood loss";
+  let description = [{
+    ONNX NegativeLogLikelihoodLoss: `input` holds log-probabilities
+    `[N, C, d1, ...]`, `target` class indices `[N, d1, ...]`. Each element's
+    loss is `-input[n, target[n, ...], ...] * weight[target]` (weight 1 when
+    absent); targets equal to `ignore_index` (when given) contribute 0 and no
+    weight; any other target outside `[0, C)` is an error.
+    `mean` divides the sum by the summed weight of the non-ignored targets.
+    SoftmaxCrossEntropyLoss imports as `log_softmax` + `nll_loss`.
+
+    Example:
+    ```mlir
+    %l = ppc.nll_loss %lp, %t mean ignore_index = -100 : (tensor<32x256xf32>, tensor<32xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Ppc_FloatTensor:$input, Ppc_IndexTensor:$target,
+                       Optional<Ppc_FloatTensor>:$weight,
+                       Ppc_LossReduction:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Ppc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $target (`,` $weight^)? $reduction (`ignore_index` `=` $ignore_index^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+#endif // PPC_OPS_TD

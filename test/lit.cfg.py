@@ -1,0 +1,23 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "ppc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.ppc_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in",
+                   "unit", "e2e", "Inputs"]
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%ppc_src", config.ppc_src_root))
+llvm_config.add_tool_substitutions(
+    ["ppc", "ppc-opt"], [config.ppc_tools_dir])
+llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
+                                   [config.llvm_tools_dir])

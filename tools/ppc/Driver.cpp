@@ -1,0 +1,161 @@
+//===- Driver.cpp - what the ppc subcommands share ------------------------===//
+
+#include "tools/ppc/Driver.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace ppc {
+
+int reportError(const llvm::Twine &message) {
+  llvm::errs() << "error: " << message << "\n";
+  return 1;
+}
+
+/// The ONNX node a location names, if any.
+static std::string nodeOf(Location loc) {
+  if (auto name = llvm::dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = llvm::dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string n = nodeOf(l); !n.empty())
+        return n;
+  return "";
+}
+
+DriverDiagnostics::DriverDiagnostics(MLIRContext &context) : context(context) {
+  id = context.getDiagEngine().registerHandler([](Diagnostic &d) {
+    std::string node = nodeOf(d.getLocation());
+    llvm::StringRef severity = d.getSeverity() == DiagnosticSeverity::Error ? "error"
+                               : d.getSeverity() == DiagnosticSeverity::Warning
+                                   ? "warning"
+                                   : "note";
+    llvm::errs() << severity << ": "
+                 << (node.empty() ? "" : "node '" + node + "': ") << d.str()
+                 << "\n";
+    return success();
+  });
+}
+
+DriverDiagnostics::~DriverDiagnostics() { context.getDiagEngine().eraseHandler(id); }
+
+namespace {
+/// Writes the module to DIR/NN_<name>.mlir before the pipeline and after
+/// every pass.
+class DumpIRInstrumentation : public PassInstrumentation {
+public:
+  DumpIRInstrumentation(std::string dir, ModuleOp module)
+      : dir(std::move(dir)), module(module) {}
+
+  void dump(llvm::StringRef name) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, llvm::formatv("{0:02}_{1}.mlir", counter++, name).str());
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec) {
+      llvm::errs() << "warning: cannot write '" << path << "': " << ec.message() << "\n";
+      return;
+    }
+    module->print(os, OpPrintingFlags().enableDebugInfo(false));
+  }
+
+  void runAfterPass(Pass *pass, Operation *) override {
+    dump(pass->getArgument().empty() ? pass->getName() : pass->getArgument());
+  }
+
+private:
+  std::string dir;
+  ModuleOp module;
+  int counter = 0;
+};
+} // namespace
+
+LogicalResult runPipeline(ModuleOp module,
+                          const std::function<void(OpPassManager &)> &build,
+                          llvm::StringRef dumpDir) {
+  PassManager pm(module->getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  build(pm);
+  if (!dumpDir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir)) {
+      reportError("--dump-ir: cannot create '" + dumpDir + "': " + ec.message());
+      return failure();
+    }
+    // Dumps come in pass order only when passes run one at a time.
+    module->getContext()->disableMultithreading();
+    auto dumper = std::make_unique<DumpIRInstrumentation>(dumpDir.str(), module);
+    dumper->dump("import");
+    pm.addInstrumentation(std::move(dumper));
+  }
+  return pm.run(module);
+}
+
+LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags,
+                            ImportOptions &options) {
+  for (const std::string &flag : flags) {
+    auto [name, value] = llvm::StringRef(flag).split('=');
+    int64_t size;
+    if (name.empty() || value.getAsInteger(10, size) || size <= 0) {
+      reportError("--dim '" + flag + "': expected NAME=N with N > 0");
+      return failure();
+    }
+    options.dimSizes[name] = size;
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> loadAndImport(llvm::StringRef path, MLIRContext &context,
+                                    const ImportOptions &options) {
+  auto model = OnnxModel::load(path);
+  if (!model) {
+    reportError(llvm::toString(model.takeError()));
+    return nullptr;
+  }
+  return importOnnxModel(**model, context, options,
+                         [](const llvm::Twine &message) { reportError(message); });
+}
+
+LogicalResult writeOutput(llvm::StringRef path,
+                          llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  if (path == "-") {
+    write(llvm::outs());
+    return success();
+  }
+  llvm::SmallString<256> temp;
+  int fd;
+  llvm::SmallString<256> model(path);
+  model += ".tmp-%%%%%%";
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, temp)) {
+    reportError("cannot write '" + path + "': " + ec.message());
+    return failure();
+  }
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    write(os);
+    os.flush();
+    if (os.has_error()) {
+      os.clear_error();
+      llvm::sys::fs::remove(temp);
+      reportError("cannot write '" + path + "'");
+      return failure();
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
+    llvm::sys::fs::remove(temp);
+    reportError("cannot write '" + path + "': " + ec.message());
+    return failure();
+  }
+  return success();
+}
+
+} // namespace ppc
