@@ -69,7 +69,9 @@ public:
   }
 
   void runAfterPass(Pass *pass, Operation *) override {
-    dump(pass->getArgument().empty() ? pass->getName() : pass->getArgument());
+    // Pass adaptors (which run nested pipelines) have no argument.
+    if (!pass->getArgument().empty())
+      dump(pass->getArgument());
   }
 
 private:

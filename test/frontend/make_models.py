@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Builds small ONNX models for the importer's lit tests.
+
+Each model exercises one import path: an opset-dependent op form, a folded
+shape computation, or a malformed input that must produce a one-line error.
+
+    /usr/bin/python3 make_models.py OUT_DIR NAME [NAME ...]
+    /usr/bin/python3 make_models.py --list
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F32 = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17, name="m"):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def i64(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def save(m, out_dir, name):
+    onnx.save(m, os.path.join(out_dir, name + ".onnx"))
+
+
+# --- opset-dependent forms -------------------------------------------------
+
+def reduce_mean_axes_input(out):
+    """Opset 18: ReduceMean takes its axes as an input."""
+    save(model([helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="mean",
+                                 keepdims=1)],
+               [vi("x", F32, [2, 3, 4])], [vi("y", F32, [2, 3, 1])],
+               [i64("axes", [-1])], opset=18), out, "reduce_mean_axes_input")
+
+
+def reduce_mean_axes_attr(out):
+    """Opset 17: ReduceMean takes its axes as an attribute."""
+    save(model([helper.make_node("ReduceMean", ["x"], ["y"], name="mean",
+                                 axes=[0, -1], keepdims=0)],
+               [vi("x", F32, [2, 3, 4])], [vi("y", F32, [3])], opset=17),
+         out, "reduce_mean_axes_attr")
+
+
+def split_num_outputs(out):
+    """Opset 18: Split by num_outputs, the last chunk smaller."""
+    save(model([helper.make_node("Split", ["x"], ["a", "b", "c"], name="split",
+                                 axis=1, num_outputs=3)],
+               [vi("x", F32, [2, 7])],
+               [vi("a", F32, [2, 3]), vi("b", F32, [2, 3]), vi("c", F32, [2, 1])],
+               opset=18), out, "split_num_outputs")
+
+
+def split_sizes_input(out):
+    """Opset 13: Split sizes come as an input."""
+    save(model([helper.make_node("Split", ["x", "sizes"], ["a", "b"], name="split",
+                                 axis=-1)],
+               [vi("x", F32, [2, 7])], [vi("a", F32, [2, 2]), vi("b", F32, [2, 5])],
+               [i64("sizes", [2, 5])], opset=13), out, "split_sizes_input")
+
+
+def shape_arithmetic(out):
+    """A torch-style dynamic reshape: Shape -> Gather -> Div -> Concat ->
+    Reshape, plus ConstantOfShape, Range and Expand; all of it folds."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "i0"], ["b"], name="gather_b", axis=0),
+        helper.make_node("Gather", ["s", "i2"], ["h"], name="gather_h", axis=0),
+        helper.make_node("Div", ["h", "heads"], ["hd"], name="div"),
+        helper.make_node("Unsqueeze", ["b", "zero"], ["b1"], name="unsq_b"),
+        helper.make_node("Unsqueeze", ["hd", "zero"], ["hd1"], name="unsq_hd"),
+        helper.make_node("Concat", ["b1", "minus1", "heads1", "hd1"], ["shape4"],
+                         name="concat", axis=0),
+        helper.make_node("Reshape", ["x", "shape4"], ["y"], name="reshape"),
+        helper.make_node("Range", ["start", "limit", "delta"], ["pos"], name="range"),
+        helper.make_node("ConstantOfShape", ["s"], ["zeros"], name="zeros",
+                         value=numpy_helper.from_array(np.array([1.5], np.float32))),
+        helper.make_node("Expand", ["pos", "bt"], ["pos2"], name="expand"),
+        helper.make_node("Cast", ["pos2"], ["posf"], name="cast", to=F32),
+    ]
+    inits = [i64("i0", 0), i64("i2", 2), i64("heads", 4), i64("zero", [0]),
+             i64("minus1", [-1]), i64("heads1", [4]), i64("start", 0),
+             i64("limit", 8), i64("delta", 1), i64("bt", [2, 8])]
+    save(model(nodes, [vi("x", F32, [2, 8, 16])],
+               [vi("y", F32, [2, 8, 4, 4]), vi("zeros", F32, [2, 8, 16]),
+                vi("posf", F32, [2, 8])], inits), out, "shape_arithmetic")
+
+
+def slice_negative_steps(out):
+    """Slice with negative steps, negative starts and INT64 sentinel ends."""
+    big = np.iinfo(np.int64)
+    save(model([helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"],
+                                 name="slice")],
+               [vi("x", F32, [4, 10])], [vi("y", F32, [4, 5])],
+               [i64("st", [-1, 0]), i64("en", [big.min, big.max]), i64("ax", [1, 0]),
+                i64("sp", [-2, 1])]), out, "slice_negative_steps")
+
+
+def matmul_gemm_einsum(out):
+    """MatMul with a 1-D operand, Gemm with transposes, implicit einsum."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "v"], ["mv"], name="matvec"),
+        helper.make_node("Gemm", ["a", "b", "c"], ["g"], name="gemm", transA=1,
+                         transB=1, alpha=2.0, beta=0.5),
+        helper.make_node("Einsum", ["x", "w"], ["e"], name="einsum",
+                         equation="...ij,jk"),
+    ]
+    save(model(nodes,
+               [vi("x", F32, [2, 3, 4]), vi("v", F32, [4]), vi("a", F32, [4, 3]),
+                vi("b", F32, [5, 4]), vi("c", F32, [5]), vi("w", F32, [4, 6])],
+               [vi("mv", F32, [2, 3]), vi("g", F32, [3, 5]), vi("e", F32, [2, 3, 6])],
+               opset=13), out, "matmul_gemm_einsum")
+
+
+def loss_ops(out):
+    """SoftmaxCrossEntropyLoss with ignore_index, and NLL without it."""
+    nodes = [
+        helper.make_node("SoftmaxCrossEntropyLoss", ["s", "t"], ["l", "lp"],
+                         name="sce", ignore_index=-100, reduction="mean"),
+        helper.make_node("NegativeLogLikelihoodLoss", ["lp", "t"], ["n"], name="nll",
+                         reduction="none"),
+    ]
+    save(model(nodes, [vi("s", F32, [6, 10]), vi("t", I64, [6])],
+               [vi("l", F32, []), vi("lp", F32, [6, 10]), vi("n", F32, [6])],
+               opset=13), out, "loss_ops")
+
+
+def external_data_ok(out):
+    """A parameter stored as external data next to the model."""
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with open(os.path.join(out, "weights.bin"), "wb") as f:
+        f.write(w.tobytes())
+    save(model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+               [vi("x", F32, [4, 2])], [vi("y", F32, [4, 3])],
+               [external_tensor("w", [2, 3], "weights.bin", 0, 24)]),
+         out, "external_data_ok")
+
+
+# --- bad input -------------------------------------------------------------
+
+def external_tensor(name, dims, location, offset=None, length=None):
+    t = TensorProto()
+    t.name = name
+    t.data_type = F32
+    t.dims.extend(dims)
+    t.data_location = TensorProto.EXTERNAL
+    entries = [("location", location)]
+    if offset is not None:
+        entries.append(("offset", str(offset)))
+    if length is not None:
+        entries.append(("length", str(length)))
+    for k, v in entries:
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return t
+
+
+def external_model(out, name, location, length=16):
+    save(model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+               [vi("x", F32, [2, 2])], [vi("y", F32, [2, 2])],
+               [external_tensor("w", [2, 2], location, 0, length)]), out, name)
+
+
+def external_escape(out):
+    """External data that points outside the model's directory."""
+    external_model(out, "external_escape", "../x")
+
+
+def external_absolute(out):
+    external_model(out, "external_absolute", "/etc/hostname")
+
+
+def external_symlink(out):
+    target = os.path.join(out, "real.bin")
+    with open(target, "wb") as f:
+        f.write(b"\0" * 16)
+    link = os.path.join(out, "link.bin")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink("real.bin", link)
+    external_model(out, "external_symlink", "link.bin")
+
+
+def external_short(out):
+    with open(os.path.join(out, "short.bin"), "wb") as f:
+        f.write(b"\0" * 8)
+    external_model(out, "external_short", "short.bin")
+
+
+def two_unsupported(out):
+    """Two unsupported ops: both must be named in one run."""
+    nodes = [
+        helper.make_node("Hardmax", ["x"], ["a"], name="hm"),
+        helper.make_node("Relu", ["a"], ["b"], name="relu"),
+        helper.make_node("FancyOp", ["b"], ["y"], name="fancy", domain="com.example"),
+    ]
+    m = model(nodes, [vi("x", F32, [2, 2])], [vi("y", F32, [2, 2])])
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    save(m, out, "two_unsupported")
+
+
+def malformed(out):
+    with open(os.path.join(out, "malformed.onnx"), "wb") as f:
+        f.write(b"\x0a\xff\xff\xff\xff\x0fthis is not a protobuf")
+
+
+def raw_data_mismatch(out):
+    t = numpy_helper.from_array(np.zeros((2, 2), np.float32), "w")
+    t.raw_data = t.raw_data[:10]
+    save(model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+               [vi("x", F32, [2, 2])], [vi("y", F32, [2, 2])], [t]),
+         out, "raw_data_mismatch")
+
+
+def dangling_input(out):
+    save(model([helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")],
+               [vi("x", F32, [2, 2])], [vi("y", F32, [2, 2])]), out, "dangling_input")
+
+
+def wrong_input_count(out):
+    save(model([helper.make_node("Add", ["x", "x", "x"], ["y"], name="add3")],
+               [vi("x", F32, [2, 2])], [vi("y", F32, [2, 2])]), out, "wrong_input_count")
+
+
+def symbolic_dim(out):
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [vi("x", F32, ["batch", 4])], [vi("y", F32, ["batch", 4])]),
+         out, "symbolic_dim")
+
+
+def old_opset(out):
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [vi("x", F32, [2])], [vi("y", F32, [2])], opset=11), out, "old_opset")
+
+
+def bad_shapes(out):
+    """An Add whose operand shapes do not broadcast."""
+    save(model([helper.make_node("Add", ["x", "z"], ["y"], name="bad_add")],
+               [vi("x", F32, [2, 3]), vi("z", F32, [4, 3])], [vi("y", F32, [2, 3])]),
+         out, "bad_shapes")
+
+
+MODELS = {f.__name__: f for f in [
+    reduce_mean_axes_input, reduce_mean_axes_attr, split_num_outputs,
+    split_sizes_input, shape_arithmetic, slice_negative_steps, matmul_gemm_einsum,
+    loss_ops, external_data_ok, external_escape, external_absolute, external_symlink,
+    external_short, two_unsupported, malformed, raw_data_mismatch, dangling_input,
+    wrong_input_count, symbolic_dim, old_opset, bad_shapes]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir", nargs="?")
+    parser.add_argument("names", nargs="*", help="models to build (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the models")
+    args = parser.parse_args()
+    if args.list:
+        for name, f in MODELS.items():
+            print(f"{name:24s} {f.__doc__.splitlines()[0] if f.__doc__ else ''}")
+        return 0
+    if not args.out_dir:
+        parser.error("OUT_DIR is required")
+    os.makedirs(args.out_dir, exist_ok=True)
+    for name in args.names or MODELS:
+        if name not in MODELS:
+            parser.error(f"unknown model '{name}'")
+        MODELS[name](args.out_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
