@@ -22,6 +22,14 @@ static LogicalResult runOp(Operation *op, llvm::ArrayRef<Tensor> operands,
   if (results.size() != op->getNumResults())
     return op->emitError() << "kernel returned " << results.size()
                            << " results, expected " << op->getNumResults();
+  // A kernel bug becomes a diagnostic at the op rather than a wrong value.
+  for (auto [i, t] : llvm::enumerate(results)) {
+    auto type = llvm::cast<ShapedType>(op->getResult(i).getType());
+    if (t.shape() != type.getShape() || t.dtype() != resultDType(op, i, options))
+      return op->emitError() << "kernel result " << i << " has dtype "
+                             << dtypeName(t.dtype()) << " and " << t.rank()
+                             << " dims, expected " << type;
+  }
   return success();
 }
 
@@ -48,9 +56,13 @@ runFunction(func::FuncOp func, llvm::ArrayRef<Tensor> arguments,
       auto it = values.find(v);
       if (it == values.end())
         return op.emitError() << "operand has no value";
-      operands.push_back(it->second);
-      if (--usesLeft[v] == 0)
-        values.erase(v);
+      // The last use takes the tensor; earlier uses copy it.
+      if (--usesLeft[v] == 0) {
+        operands.push_back(std::move(it->second));
+        values.erase(it);
+      } else {
+        operands.push_back(it->second);
+      }
     }
     if (auto ret = llvm::dyn_cast<func::ReturnOp>(op))
       return llvm::SmallVector<Tensor>(operands);

@@ -172,7 +172,12 @@ Tensor::Tensor(DType dtype, llvm::ArrayRef<int64_t> shape)
 }
 
 double Tensor::getDouble(int64_t index) const {
-  return isFloat() ? floats_[index] : static_cast<double>(ints_[index]);
+  if (isFloat())
+    return floats_[index];
+  // u64 values at or above 2^63 are stored with the sign bit set.
+  if (dtype_ == DType::U64)
+    return static_cast<double>(static_cast<uint64_t>(ints_[index]));
+  return static_cast<double>(ints_[index]);
 }
 
 void Tensor::setDouble(int64_t index, double value) {
@@ -209,8 +214,8 @@ void Tensor::roundToDType() {
 Tensor Tensor::castTo(DType dtype) const {
   Tensor result(dtype, shape_);
   for (int64_t i = 0; i < numElements_; ++i) {
-    if (isFloat())
-      result.setDouble(i, floats_[i]);
+    if (isFloat() || (dtype_ == DType::U64 && ppc::isFloat(dtype)))
+      result.setDouble(i, getDouble(i));
     else
       result.setInt(i, ints_[i]);
   }

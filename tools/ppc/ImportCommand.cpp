@@ -73,6 +73,10 @@ int runImportCommand(int argc, char **argv) {
   cl::list<std::string> dims("dim",
                              cl::desc("size of a symbolic input dimension, NAME=N"),
                              cl::value_desc("NAME=N"), cl::cat(category));
+  cl::opt<int64_t> maxFoldElements(
+      "max-fold-elements",
+      cl::desc("largest constant (in elements) that folding produces"),
+      cl::init(int64_t(1) << 22), cl::cat(category));
   PipelineFlags pipelineFlags;
   pipelineFlags.dumpIR.addCategory(category);
   registerAsmPrinterCLOptions();
@@ -85,6 +89,7 @@ int runImportCommand(int argc, char **argv) {
       "and constant subgraphs, and prints the ppc dialect.\n");
 
   ImportOptions options;
+  options.maxFoldElements = maxFoldElements;
   if (failed(parseDimFlags(dims, options)))
     return 1;
   MLIRContext context;
@@ -93,6 +98,7 @@ int runImportCommand(int argc, char **argv) {
   if (!module)
     return 1;
   ImportPipelineOptions pipeline;
+  pipeline.maxFoldElements = maxFoldElements.getValue();
   if (failed(runPipeline(
           *module, [&](OpPassManager &pm) { buildImportPipeline(pm, pipeline); },
           pipelineFlags.dumpIR)))
