@@ -17,7 +17,10 @@ using namespace mlir;
 
 namespace ppc {
 
-static constexpr int64_t kMinOpset = 13, kMaxOpset = 21;
+// Op importers implement each op's forms from opset 1 on where they differ
+// (and refuse legacy attributes they do not implement); 13-21 are the
+// opsets current exporters emit.
+static constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
 
 //===----------------------------------------------------------------------===//
 // OnnxModel
@@ -191,6 +194,21 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
   for (const auto &info : graph.input()) {
     if (model.initializer(info.name()))
       continue; // Old exporters list initializers among the inputs.
+    if (auto it = options.constantInputs.find(info.name());
+        it != options.constantInputs.end()) {
+      auto type = inputType(info);
+      if (failed(type)) {
+        ok = false;
+        continue;
+      }
+      auto dtype = *dtypeOf(type->getElementType());
+      if (it->second.dtype() != dtype || it->second.shape() != type->getShape()) {
+        report("input '" + info.name() + "': the constant given for it does not "
+               "match its declared type");
+        ok = false;
+      }
+      continue;
+    }
     auto type = inputType(info);
     if (failed(type)) {
       ok = false;
@@ -230,6 +248,13 @@ Value GraphImporter::lookup(llvm::StringRef name) {
   auto it = values.find(name);
   if (it != values.end())
     return it->second;
+  if (auto bound = options.constantInputs.find(name);
+      bound != options.constantInputs.end()) {
+    auto loc = NameLoc::get(builder.getStringAttr(name));
+    Value v = builder.create<ConstantOp>(loc, bound->second.toAttr(&context));
+    define(name, v);
+    return v;
+  }
   const onnx::TensorProto *init = model.initializer(name);
   if (!init)
     return {};
@@ -299,7 +324,7 @@ LogicalResult GraphImporter::createReturn() {
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run() {
-  if (failed(checkOpset()) || failed(checkSupportedOps()) ||
+  if (failed(checkSupportedOps()) || failed(checkOpset()) ||
       failed(checkInitializers()))
     return nullptr;
   OwningOpRef<ModuleOp> module =

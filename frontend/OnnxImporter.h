@@ -40,6 +40,9 @@ private:
 struct ImportOptions {
   /// Sizes for symbolic input dimensions (ONNX `dim_param`), by name.
   llvm::StringMap<int64_t> dimSizes;
+  /// Graph inputs imported as constants with these values (specialization,
+  /// e.g. a shape that arrives as an input).
+  llvm::StringMap<Tensor> constantInputs;
   /// Constant subgraphs whose results have more elements than this stay ops.
   int64_t maxFoldElements = int64_t(1) << 22;
 };

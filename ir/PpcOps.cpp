@@ -245,8 +245,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> location,
                                          Adaptor adaptor,
                                          llvm::SmallVectorImpl<Type> &types) {
-  if (adaptor.getInputs().empty())
-    return emitOptionalError(location, "concat needs at least one operand");
+  // ODS guarantees at least one operand (Variadic with a non-empty format).
   auto first = rankedType(location, adaptor.getInputs().front());
   if (failed(first))
     return failure();

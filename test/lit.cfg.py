@@ -10,7 +10,7 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ppc_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in",
-                   "unit", "e2e", "Inputs"]
+                   "unit", "e2e", "conformance", "Inputs"]
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])

@@ -14,7 +14,10 @@ static LogicalResult nllLossKernel(Operation *op,
   auto nllLoss = llvm::cast<NllLossOp>(op);
   const Tensor &input = operands[0], &target = operands[1];
   const Tensor *weight = nllLoss.getWeight() ? &operands[2] : nullptr;
-  int64_t ignoreIndex = nllLoss.getIgnoreIndexAttr().getInt();
+  // ignore_index is optional; I64Attr getters are unsigned, so read it signed.
+  std::optional<int64_t> ignoreIndex;
+  if (IntegerAttr attr = nllLoss.getIgnoreIndexAttr())
+    ignoreIndex = attr.getInt();
   // input is [N, C, d1, ...] and target [N, d1, ...]: the class dimension
   // splits the input into (batch, class, inner).
   int64_t batch = input.shape()[0], numClasses = input.shape()[1],
@@ -24,7 +27,7 @@ static LogicalResult nllLossKernel(Operation *op,
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t j = 0; j < inner; ++j) {
       int64_t i = n * inner + j, t = target.ints()[i];
-      if (t == ignoreIndex)
+      if (ignoreIndex && t == *ignoreIndex)
         continue;
       if (t < 0 || t >= numClasses)
         return op->emitError() << "nll_loss target " << t

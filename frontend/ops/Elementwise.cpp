@@ -16,8 +16,18 @@ static LogicalResult importUnary(NodeImporter &n) {
   return n.result(n.create<OpT>(*x));
 }
 
+/// Before opset 7, binary ops broadcast only when asked to, along `axis`.
+static LogicalResult checkNoLegacyBroadcast(NodeImporter &n) {
+  if (n.hasAttr("broadcast") || n.hasAttr("axis"))
+    return n.error("the legacy 'broadcast'/'axis' attributes (opset < 7) are not "
+                   "supported");
+  return success();
+}
+
 template <typename OpT>
 static LogicalResult importBinary(NodeImporter &n) {
+  if (failed(checkNoLegacyBroadcast(n)))
+    return failure();
   auto lhs = n.input(0), rhs = n.input(1);
   if (failed(lhs) || failed(rhs))
     return failure();
@@ -62,6 +72,8 @@ static LogicalResult importMean(NodeImporter &n) {
 }
 
 static LogicalResult importPow(NodeImporter &n) {
+  if (failed(checkNoLegacyBroadcast(n)))
+    return failure();
   auto base = n.input(0), exponent = n.input(1);
   if (failed(base) || failed(exponent))
     return failure();

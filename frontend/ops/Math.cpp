@@ -176,15 +176,32 @@ static LogicalResult importReduce(NodeImporter &n) {
   return n.result(n.create<OpT>(*x, axes, n.intAttr("keepdims", 1) != 0));
 }
 
+/// From opset 13 softmax runs along one axis (default -1). Before, the input
+/// is coerced to 2-D at `axis` (default 1) and normalized over the second
+/// dimension: a reshape around a softmax on the flattened trailing part.
 template <typename OpT>
 static LogicalResult importSoftmax(NodeImporter &n) {
   auto x = n.input(0);
   if (failed(x))
     return failure();
-  auto axis = n.normalizeAxis(n.intAttr("axis", -1), NodeImporter::typeOf(*x).getRank());
+  auto shape = NodeImporter::typeOf(*x).getShape();
+  int64_t rank = shape.size();
+  bool coerced = n.opset() < 13;
+  auto axis = n.normalizeAxis(n.intAttr("axis", coerced ? 1 : -1), rank);
   if (failed(axis))
     return failure();
-  return n.result(n.create<OpT>(*x, *axis));
+  if (!coerced || *axis == rank - 1)
+    return n.result(n.create<OpT>(*x, *axis));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < *axis ? outer : inner) *= shape[d];
+  auto flat = n.reshape(*x, {outer, inner});
+  if (failed(flat))
+    return failure();
+  auto normalized = n.create<OpT>(*flat, 1);
+  if (failed(normalized))
+    return failure();
+  return n.result(n.reshape(*normalized, shape));
 }
 
 void registerMathImporters(OpImporterTable &table) {

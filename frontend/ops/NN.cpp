@@ -1,6 +1,7 @@
 //===- NN.cpp - importers of normalization, activation and loss ops -------===//
 
 #include "frontend/NodeImporter.h"
+#include "frontend/OnnxTensor.h"
 #include "ir/PpcOps.h"
 
 #include <cmath>
@@ -8,6 +9,59 @@
 using namespace mlir;
 
 namespace ppc {
+
+/// LayerNormalization whose Mean and InvStdDev outputs are read: its defining
+/// composition, computed in `stash_type` (float by default) as ONNX
+/// specifies, with Y cast back to the input's type.
+static LogicalResult importLayerNormWithStatistics(NodeImporter &n, Value x,
+                                                   Value scale, Value bias,
+                                                   int64_t axis) {
+  auto stash = dtypeFromOnnx(n.intAttr("stash_type", onnx::TensorProto::FLOAT));
+  if (!stash)
+    return n.error(llvm::toString(stash.takeError()));
+  Type inputElement = NodeImporter::typeOf(x).getElementType();
+  auto cx = n.castElements(x, mlirType(*stash, n.context()));
+  if (failed(cx))
+    return failure();
+  llvm::SmallVector<int64_t> axes;
+  for (int64_t d = axis; d < NodeImporter::typeOf(x).getRank(); ++d)
+    axes.push_back(d);
+  auto mean = n.create<ReduceMeanOp>(*cx, axes, true);
+  if (failed(mean))
+    return failure();
+  auto centered = n.create<SubOp>(*cx, *mean);
+  if (failed(centered))
+    return failure();
+  auto squared = n.create<MulOp>(*centered, *centered);
+  if (failed(squared))
+    return failure();
+  auto variance = n.create<ReduceMeanOp>(*squared, axes, true);
+  if (failed(variance))
+    return failure();
+  auto shifted =
+      n.create<AddOp>(*variance, n.scalarLike(*variance, n.floatAttr("epsilon", 1e-5f)));
+  if (failed(shifted))
+    return failure();
+  auto stddev = n.create<SqrtOp>(*shifted);
+  if (failed(stddev))
+    return failure();
+  auto invStdDev = n.create<ReciprocalOp>(*stddev);
+  if (failed(invStdDev))
+    return failure();
+  auto normalized = n.create<MulOp>(*centered, *invStdDev);
+  if (failed(normalized))
+    return failure();
+  auto y = n.castElements(*normalized, inputElement);
+  if (succeeded(y))
+    y = n.create<MulOp>(*y, scale);
+  if (succeeded(y) && bias)
+    y = n.create<AddOp>(*y, bias);
+  if (failed(y))
+    return failure();
+  n.setOutput(1, *mean);
+  n.setOutput(2, *invStdDev);
+  return n.result(y);
+}
 
 static LogicalResult importLayerNorm(NodeImporter &n) {
   auto x = n.input(0), scale = n.input(1);
@@ -20,11 +74,11 @@ static LogicalResult importLayerNorm(NodeImporter &n) {
       return failure();
     bias = *b;
   }
-  if (n.outputUsed(1) || n.outputUsed(2))
-    return n.error("the Mean and InvStdDev outputs are not supported");
   auto axis = n.normalizeAxis(n.intAttr("axis", -1), NodeImporter::typeOf(*x).getRank());
   if (failed(axis))
     return failure();
+  if (n.outputUsed(1) || n.outputUsed(2))
+    return importLayerNormWithStatistics(n, *x, *scale, bias, *axis);
   return n.result(
       n.create<LayerNormOp>(*x, *scale, bias, static_cast<uint64_t>(*axis),
                             llvm::APFloat(static_cast<double>(n.floatAttr("epsilon", 1e-5f)))));

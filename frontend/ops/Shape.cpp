@@ -338,15 +338,25 @@ static LogicalResult importSplit(NodeImporter &n) {
   return success();
 }
 
+/// Slice's starts/ends/axes are attributes before opset 10, inputs after.
+static FailureOr<llvm::SmallVector<int64_t>> sliceOperand(NodeImporter &n, int index,
+                                                          llvm::StringRef attr) {
+  if (n.opset() < 10)
+    return n.intsAttr(attr);
+  return n.intsInput(index);
+}
+
 static LogicalResult importSlice(NodeImporter &n) {
   auto x = n.input(0);
-  auto starts = n.intsInput(1), ends = n.intsInput(2);
+  auto starts = sliceOperand(n, 1, "starts"), ends = sliceOperand(n, 2, "ends");
   if (failed(x) || failed(starts) || failed(ends))
     return failure();
   auto shape = NodeImporter::typeOf(*x).getShape();
   int64_t rank = shape.size();
   llvm::SmallVector<int64_t> axes, steps;
-  if (n.hasInput(3)) {
+  if (n.opset() < 10 && n.hasAttr("axes")) {
+    axes = n.intsAttr("axes");
+  } else if (n.hasInput(3)) {
     auto a = n.intsInput(3);
     if (failed(a))
       return failure();
@@ -450,7 +460,8 @@ static LogicalResult importDropout(NodeImporter &n) {
   auto x = n.input(0);
   if (failed(x))
     return failure();
-  double ratio = 0.5;
+  // The ratio is an attribute before opset 12, an input from 12 on.
+  double ratio = n.floatAttr("ratio", 0.5);
   if (n.hasInput(1)) {
     auto r = n.constantInput(1);
     if (failed(r))
@@ -490,7 +501,7 @@ void registerShapeImporters(OpImporterTable &table) {
   table.add("Transpose", importTranspose, 1, 1);
   table.add("Concat", importConcat, 1, INT32_MAX);
   table.add("Split", importSplit, 1, 2);
-  table.add("Slice", importSlice, 3, 5);
+  table.add("Slice", importSlice, 1, 5);
   table.add("Gather", importGather, 2, 2);
   table.add("Expand", importExpand, 2, 2);
   table.add("Trilu", importTrilu, 1, 2);

@@ -165,6 +165,16 @@ func.func @einsum_element_types(%a: tensor<2x3xf32>, %b: tensor<3x4xf16>) {
 
 // -----
 
+// Tests that einsum needs at least one operand.
+func.func @einsum_no_operands() {
+  // expected-error @+2 {{einsum needs at least one operand}}
+  // expected-error @+1 {{'ppc.einsum' op failed to infer returned types}}
+  %0 = ppc.einsum "->" () : () -> tensor<f32>
+  return
+}
+
+// -----
+
 // Tests that reduction axes must be sorted.
 func.func @reduce_axes_unsorted(%x: tensor<2x3x4xf32>) {
   // expected-error @+2 {{reduction axes must be sorted, unique and in [0, 3), got [2,0]}}
@@ -349,6 +359,15 @@ func.func @concat_axis_out_of_range(%a: tensor<2x3xf32>) {
   // expected-error @+2 {{axis 2 out of range for rank 2}}
   // expected-error @+1 {{'ppc.concat' op failed to infer returned types}}
   %0 = ppc.concat %a, %a axis = 2 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+// Tests that concat needs at least one operand.
+func.func @concat_no_operands() {
+  // expected-error @+1 {{'ppc.concat' op expected 1 or more operands, but found 0}}
+  %0 = ppc.concat axis = 0 : () -> tensor<0xf32>
   return
 }
 

@@ -1,12 +1,15 @@
 //===- Driver.cpp - what the ppc subcommands share ------------------------===//
 
 #include "tools/ppc/Driver.h"
+#include "ir/PpcDialect.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -116,15 +119,85 @@ LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags,
   return success();
 }
 
-OwningOpRef<ModuleOp> loadAndImport(llvm::StringRef path, MLIRContext &context,
-                                    const ImportOptions &options) {
-  auto model = OnnxModel::load(path);
-  if (!model) {
-    reportError(llvm::toString(model.takeError()));
+OwningOpRef<ModuleOp> importModel(llvm::StringRef path, MLIRContext &context,
+                                  const ImportOptions &options,
+                                  llvm::StringRef dumpDir,
+                                  std::unique_ptr<OnnxModel> &model) {
+  auto loaded = OnnxModel::load(path);
+  if (!loaded) {
+    reportError(llvm::toString(loaded.takeError()));
     return nullptr;
   }
-  return importOnnxModel(**model, context, options,
-                         [](const llvm::Twine &message) { reportError(message); });
+  model = std::move(*loaded);
+  OwningOpRef<ModuleOp> module = importOnnxModel(
+      *model, context, options, [](const llvm::Twine &m) { reportError(m); });
+  if (!module)
+    return nullptr;
+  ImportPipelineOptions pipeline;
+  pipeline.maxFoldElements = options.maxFoldElements;
+  if (failed(runPipeline(
+          *module, [&](OpPassManager &pm) { buildImportPipeline(pm, pipeline); },
+          dumpDir)))
+    return nullptr;
+  return module;
+}
+
+/// "i64 [2,16]": how errors describe a tensor's dtype and shape.
+static std::string describe(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  std::string s = dtypeName(dtype).str() + " [";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? "," : "") + std::to_string(d);
+  return s + "]";
+}
+
+FailureOr<llvm::SmallVector<Tensor>>
+bindArguments(func::FuncOp func, const OnnxModel &model,
+              llvm::StringMap<Tensor> &inputs, const ExecOptions &options) {
+  llvm::SmallVector<Tensor> args;
+  llvm::StringSet<> used;
+  bool ok = true;
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    auto type = llvm::cast<RankedTensorType>(arg.getType());
+    DType declared = *dtypeOf(type.getElementType());
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kInputAttrName)) {
+      auto it = inputs.find(name.getValue());
+      if (it == inputs.end()) {
+        reportError("input '" + name.getValue() + "' is missing; pass --input " +
+                    name.getValue() + "=FILE.npy");
+        ok = false;
+        continue;
+      }
+      used.insert(name.getValue());
+      const Tensor &t = it->second;
+      if (t.dtype() != declared || t.shape() != type.getShape()) {
+        reportError("input '" + name.getValue() + "': expected " +
+                    describe(declared, type.getShape()) + ", got " +
+                    describe(t.dtype(), t.shape()));
+        ok = false;
+        continue;
+      }
+      args.push_back(t.castTo(options.storage(type)));
+      continue;
+    }
+    auto name = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName);
+    auto value = model.loadInitializer(name.getValue());
+    if (!value) {
+      reportError(llvm::toString(value.takeError()));
+      ok = false;
+      continue;
+    }
+    args.push_back(value->castTo(options.storage(type)));
+  }
+  for (const auto &entry : inputs) {
+    if (!used.contains(entry.getKey())) {
+      reportError("--input '" + entry.getKey() +
+                  "': the model has no graph input of that name");
+      ok = false;
+    }
+  }
+  if (!ok)
+    return failure();
+  return args;
 }
 
 LogicalResult writeOutput(llvm::StringRef path,

@@ -3,7 +3,9 @@
 #ifndef PPC_TOOLS_DRIVER_H
 #define PPC_TOOLS_DRIVER_H
 
+#include "executor/Kernels.h"
 #include "frontend/OnnxImporter.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
@@ -46,17 +48,27 @@ runPipeline(mlir::ModuleOp module,
 mlir::LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags,
                                   ImportOptions &options);
 
-/// Loads and imports an ONNX model; reports every problem.
-mlir::OwningOpRef<mlir::ModuleOp> loadAndImport(llvm::StringRef path,
-                                                mlir::MLIRContext &context,
-                                                const ImportOptions &options);
-
 /// Writes `text` to `path` ("-" is stdout) only once it is complete, so an
 /// error never leaves a truncated file behind.
 mlir::LogicalResult writeOutput(llvm::StringRef path,
                                 llvm::function_ref<void(llvm::raw_ostream &)> write);
 
+/// Imports `path` and runs the import pipeline: what every command that
+/// works on a model starts with. `model` receives the loaded ONNX model.
+mlir::OwningOpRef<mlir::ModuleOp>
+importModel(llvm::StringRef path, mlir::MLIRContext &context,
+            const ImportOptions &options, llvm::StringRef dumpDir,
+            std::unique_ptr<OnnxModel> &model);
+
+/// The values of `func`'s arguments: graph inputs from `inputs` (name ->
+/// tensor, checked against the declared type and converted to the storage
+/// dtype of `options`) and parameters from the model's initializers.
+mlir::FailureOr<llvm::SmallVector<Tensor>>
+bindArguments(mlir::func::FuncOp func, const OnnxModel &model,
+              llvm::StringMap<Tensor> &inputs, const ExecOptions &options);
+
 int runImportCommand(int argc, char **argv);
+int runEvalCommand(int argc, char **argv);
 
 } // namespace ppc
 

@@ -2,7 +2,6 @@
 
 #include "executor/Tensor.h"
 #include "ir/PpcDialect.h"
-#include "passes/Pipelines.h"
 #include "tools/ppc/Driver.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -94,14 +93,10 @@ int runImportCommand(int argc, char **argv) {
     return 1;
   MLIRContext context;
   DriverDiagnostics diagnostics(context);
-  OwningOpRef<ModuleOp> module = loadAndImport(input, context, options);
+  std::unique_ptr<OnnxModel> model;
+  OwningOpRef<ModuleOp> module =
+      importModel(input, context, options, pipelineFlags.dumpIR, model);
   if (!module)
-    return 1;
-  ImportPipelineOptions pipeline;
-  pipeline.maxFoldElements = maxFoldElements.getValue();
-  if (failed(runPipeline(
-          *module, [&](OpPassManager &pm) { buildImportPipeline(pm, pipeline); },
-          pipelineFlags.dumpIR)))
     return 1;
   if (summary) {
     printSummary(*module, llvm::outs());

@@ -18,6 +18,8 @@ struct Command {
 
 const Command commands[] = {
     {"import", ppc::runImportCommand, "ONNX model to ppc IR (MODEL.onnx [-o OUT.mlir])"},
+    {"eval", ppc::runEvalCommand,
+     "run a model on the reference executor (MODEL.onnx --input NAME=FILE.npy ...)"},
 };
 
 void printUsage(llvm::raw_ostream &os) {

@@ -1,0 +1,271 @@
+//===- Npy.cpp - .npy files in and out of tools ---------------------------===//
+
+#include "executor/Npy.h"
+
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+
+namespace ppc {
+
+static Error npyError(StringRef name, const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "file '" + name + "': " + message);
+}
+
+namespace {
+struct DescrEntry {
+  const char *descr;
+  DType dtype;
+};
+// Several spellings read as one dtype; the first one per dtype is written.
+const DescrEntry kDescrs[] = {
+    {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
+    {"|b1", DType::I1},  {"|i1", DType::I8},  {"<i2", DType::I16},
+    {"<i4", DType::I32}, {"<i8", DType::I64}, {"|u1", DType::U8},
+    {"<u2", DType::U16}, {"<u4", DType::U32}, {"<u8", DType::U64},
+    {"<b1", DType::I1},  {"<i1", DType::I8},  {"<u1", DType::U8},
+};
+} // namespace
+
+StringRef npyDescr(DType dtype) {
+  for (const auto &e : kDescrs)
+    if (e.dtype == dtype)
+      return e.descr;
+  return "";
+}
+
+/// The value of `key` in a numpy header dict: "{'descr': '<f4', ...}".
+static std::optional<StringRef> headerValue(StringRef header, StringRef key) {
+  std::string quoted = ("'" + key + "'").str();
+  size_t at = header.find(quoted);
+  if (at == StringRef::npos)
+    return std::nullopt;
+  StringRef rest = header.drop_front(at + quoted.size()).ltrim();
+  if (!rest.consume_front(":"))
+    return std::nullopt;
+  rest = rest.ltrim();
+  size_t end;
+  if (rest.starts_with("'"))
+    end = rest.find('\'', 1) + 1;
+  else if (rest.starts_with("("))
+    end = rest.find(')') + 1;
+  else
+    end = rest.find_first_of(",}");
+  if (end == StringRef::npos || end == 0)
+    return std::nullopt;
+  return rest.take_front(end).trim();
+}
+
+Expected<Tensor> parseNpy(StringRef bytes, StringRef name) {
+  if (!bytes.starts_with("\x93NUMPY") || bytes.size() < 10)
+    return npyError(name, "not a .npy file (bad magic)");
+  uint8_t major = bytes[6];
+  size_t headerLen, offset;
+  if (major == 1) {
+    headerLen = uint8_t(bytes[8]) | (uint8_t(bytes[9]) << 8);
+    offset = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12)
+      return npyError(name, "truncated .npy header");
+    headerLen = uint32_t(uint8_t(bytes[8])) | (uint32_t(uint8_t(bytes[9])) << 8) |
+                (uint32_t(uint8_t(bytes[10])) << 16) |
+                (uint32_t(uint8_t(bytes[11])) << 24);
+    offset = 12;
+  } else {
+    return npyError(name, "unsupported .npy version " + llvm::Twine(int(major)));
+  }
+  if (bytes.size() < offset + headerLen)
+    return npyError(name, "truncated .npy header");
+  StringRef header = bytes.substr(offset, headerLen);
+
+  auto descr = headerValue(header, "descr");
+  auto fortran = headerValue(header, "fortran_order");
+  auto shapeText = headerValue(header, "shape");
+  if (!descr || !fortran || !shapeText)
+    return npyError(name, "malformed .npy header '" + header.trim() + "'");
+  StringRef d = descr->trim("'");
+  std::optional<DType> dtype;
+  for (const auto &e : kDescrs)
+    if (d == e.descr)
+      dtype = e.dtype;
+  if (!dtype)
+    return npyError(name, "unsupported dtype '" + d +
+                              "' (expected little-endian float, int, uint or bool)");
+  if (*fortran != "False")
+    return npyError(name, "Fortran-ordered arrays are not supported");
+  Shape shape;
+  llvm::SmallVector<StringRef> dims;
+  shapeText->trim("()").split(dims, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef dim : dims) {
+    int64_t n;
+    if (dim.trim().getAsInteger(10, n) || n < 0)
+      return npyError(name, "malformed shape " + *shapeText);
+    shape.push_back(n);
+  }
+
+  Tensor tensor(*dtype, shape);
+  StringRef data = bytes.drop_front(offset + headerLen);
+  uint64_t need = uint64_t(tensor.numElements()) * byteWidth(*dtype);
+  if (data.size() != need)
+    return npyError(name, "holds " + llvm::Twine(data.size()) + " data bytes, but " +
+                              llvm::Twine(shape.size() ? "shape " : "a scalar ") +
+                              *shapeText + " of " + d + " needs " + llvm::Twine(need));
+  for (int64_t i = 0; i < tensor.numElements(); ++i) {
+    const char *p = data.data() + i * byteWidth(*dtype);
+    auto load = [&](auto zero) {
+      decltype(zero) v;
+      std::memcpy(&v, p, sizeof(v));
+      return v;
+    };
+    switch (*dtype) {
+    case DType::F32:
+      tensor.floats()[i] = load(float());
+      break;
+    case DType::F64:
+      tensor.floats()[i] = load(double());
+      break;
+    case DType::F16: {
+      llvm::APFloat f(llvm::APFloat::IEEEhalf(), llvm::APInt(16, load(uint16_t())));
+      bool lost;
+      f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+      tensor.floats()[i] = f.convertToDouble();
+      break;
+    }
+    case DType::I1:
+      tensor.ints()[i] = load(uint8_t()) != 0;
+      break;
+    case DType::I8:
+      tensor.ints()[i] = load(int8_t());
+      break;
+    case DType::I16:
+      tensor.ints()[i] = load(int16_t());
+      break;
+    case DType::I32:
+      tensor.ints()[i] = load(int32_t());
+      break;
+    case DType::I64:
+      tensor.ints()[i] = load(int64_t());
+      break;
+    case DType::U8:
+      tensor.ints()[i] = load(uint8_t());
+      break;
+    case DType::U16:
+      tensor.ints()[i] = load(uint16_t());
+      break;
+    case DType::U32:
+      tensor.ints()[i] = load(uint32_t());
+      break;
+    case DType::U64:
+      tensor.ints()[i] = static_cast<int64_t>(load(uint64_t()));
+      break;
+    case DType::BF16:
+      break; // Not in kDescrs: numpy has no bfloat16.
+    }
+  }
+  return tensor;
+}
+
+Expected<Tensor> readNpy(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return npyError(path, buffer.getError().message());
+  return parseNpy((*buffer)->getBuffer(), path);
+}
+
+std::string formatNpy(const Tensor &tensor) {
+  DType dtype = tensor.dtype() == DType::BF16 ? DType::F32 : tensor.dtype();
+  std::string shape = "(";
+  for (int64_t d : tensor.shape())
+    shape += std::to_string(d) + ", ";
+  if (tensor.rank() > 1)
+    shape.resize(shape.size() - 2);
+  else if (tensor.rank() == 1)
+    shape.resize(shape.size() - 1);
+  shape += ")";
+  std::string header = ("{'descr': '" + npyDescr(dtype) +
+                        "', 'fortran_order': False, 'shape': " + shape + ", }")
+                           .str();
+  // Magic (6) + version (2) + length (2) + header + '\n', padded to 64.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += char(1);
+  out += char(0);
+  out += char(header.size() & 0xff);
+  out += char(header.size() >> 8);
+  out += header;
+  Tensor data = tensor.dtype() == dtype ? tensor : tensor.castTo(dtype);
+  for (int64_t i = 0; i < data.numElements(); ++i) {
+    auto store = [&](auto v) { out.append(reinterpret_cast<const char *>(&v), sizeof(v)); };
+    switch (dtype) {
+    case DType::F32:
+    case DType::BF16: // Written as f32 (numpy has no bfloat16).
+      store(static_cast<float>(data.floats()[i]));
+      break;
+    case DType::F64:
+      store(data.floats()[i]);
+      break;
+    case DType::F16: {
+      llvm::APFloat f(data.floats()[i]);
+      bool lost;
+      f.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
+      store(static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue()));
+      break;
+    }
+    case DType::I1:
+    case DType::I8:
+    case DType::U8:
+      store(static_cast<uint8_t>(data.ints()[i]));
+      break;
+    case DType::I16:
+    case DType::U16:
+      store(static_cast<uint16_t>(data.ints()[i]));
+      break;
+    case DType::I32:
+    case DType::U32:
+      store(static_cast<uint32_t>(data.ints()[i]));
+      break;
+    case DType::I64:
+    case DType::U64:
+      store(data.ints()[i]);
+      break;
+    }
+  }
+  return out;
+}
+
+Error writeNpy(const Tensor &tensor, StringRef path) {
+  llvm::SmallString<256> temp;
+  int fd;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%", fd, temp))
+    return npyError(path, ec.message());
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << formatNpy(tensor);
+    os.close();
+    if (os.has_error()) {
+      os.clear_error();
+      llvm::sys::fs::remove(temp);
+      return npyError(path, "write failed");
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
+    llvm::sys::fs::remove(temp);
+    return npyError(path, ec.message());
+  }
+  return Error::success();
+}
+
+} // namespace ppc
