@@ -26,6 +26,11 @@ public:
   bool isRead(llvm::StringRef name) const { return readNames.contains(name); }
   void report(const llvm::Twine &message) { emitError(message); }
   int64_t maxFoldElements() const { return options.maxFoldElements; }
+  /// The element type values of `dtype` are imported as (f64 for floats when
+  /// promoting).
+  mlir::Type elementType(DType dtype);
+  /// `tensor` in the dtype it is imported as.
+  Tensor imported(const Tensor &tensor);
 
 private:
   mlir::LogicalResult checkOpset();

@@ -137,8 +137,10 @@ FailureOr<Value> NodeImporter::reshape(Value value, llvm::ArrayRef<int64_t> shap
   return createTyped<ReshapeOp>(type.clone(shape), value);
 }
 
+Type NodeImporter::elementType(DType dtype) { return graph_.elementType(dtype); }
+
 Value NodeImporter::constant(const Tensor &tensor) {
-  return builder_.create<ConstantOp>(loc_, tensor.toAttr(context()));
+  return builder_.create<ConstantOp>(loc_, graph_.imported(tensor).toAttr(context()));
 }
 
 Value NodeImporter::scalarLike(Value like, double value) {

@@ -86,6 +86,9 @@ public:
     OpT::build(builder_, state, type, std::forward<Args>(args)...);
     return finish(state, nullptr);
   }
+  /// The element type values of `dtype` are imported as (see
+  /// ImportOptions::promoteToF64).
+  mlir::Type elementType(DType dtype);
   /// `value` converted to element type `element` (itself when it has it).
   mlir::FailureOr<mlir::Value> castElements(mlir::Value value, mlir::Type element);
   /// `value` reshaped to `shape` (itself when it has that shape).

@@ -182,7 +182,7 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
       return fail("dimension " + llvm::Twine(i) + " has no size");
     }
   }
-  return RankedTensorType::get(shape, mlirType(*dtype, &context));
+  return RankedTensorType::get(shape, elementType(*dtype));
 }
 
 LogicalResult GraphImporter::createFunction(ModuleOp module) {
@@ -202,7 +202,8 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
         continue;
       }
       auto dtype = *dtypeOf(type->getElementType());
-      if (it->second.dtype() != dtype || it->second.shape() != type->getShape()) {
+      if (imported(it->second).dtype() != dtype ||
+          it->second.shape() != type->getShape()) {
         report("input '" + info.name() + "': the constant given for it does not "
                "match its declared type");
         ok = false;
@@ -224,7 +225,7 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
       continue;
     DType dtype = *dtypeFromOnnx(init.data_type());
     argTypes.push_back(RankedTensorType::get(*tensorProtoShape(init),
-                                             mlirType(dtype, &context)));
+                                             elementType(dtype)));
     argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
         PpcDialect::kParamAttrName, builder.getStringAttr(init.name()))));
     argNames.push_back(init.name());
@@ -251,7 +252,7 @@ Value GraphImporter::lookup(llvm::StringRef name) {
   if (auto bound = options.constantInputs.find(name);
       bound != options.constantInputs.end()) {
     auto loc = NameLoc::get(builder.getStringAttr(name));
-    Value v = builder.create<ConstantOp>(loc, bound->second.toAttr(&context));
+    Value v = builder.create<ConstantOp>(loc, imported(bound->second).toAttr(&context));
     define(name, v);
     return v;
   }
@@ -264,9 +265,19 @@ Value GraphImporter::lookup(llvm::StringRef name) {
     return {};
   }
   auto loc = NameLoc::get(builder.getStringAttr(name));
-  Value v = builder.create<ConstantOp>(loc, tensor->toAttr(&context));
+  Value v = builder.create<ConstantOp>(loc, imported(*tensor).toAttr(&context));
   define(name, v);
   return v;
+}
+
+Type GraphImporter::elementType(DType dtype) {
+  return mlirType(options.promoteToF64 && isFloat(dtype) ? DType::F64 : dtype, &context);
+}
+
+Tensor GraphImporter::imported(const Tensor &tensor) {
+  if (options.promoteToF64 && tensor.isFloat() && tensor.dtype() != DType::F64)
+    return tensor.castTo(DType::F64);
+  return tensor;
 }
 
 LogicalResult GraphImporter::importNodes() {

@@ -43,6 +43,9 @@ struct ImportOptions {
   /// Graph inputs imported as constants with these values (specialization,
   /// e.g. a shape that arrives as an input).
   llvm::StringMap<Tensor> constantInputs;
+  /// Import every float value as f64 (arguments, constants, cast targets), so
+  /// that the whole program, constant folding included, computes in f64.
+  bool promoteToF64 = false;
   /// Constant subgraphs whose results have more elements than this stay ops.
   int64_t maxFoldElements = int64_t(1) << 22;
 };

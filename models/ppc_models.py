@@ -160,10 +160,11 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def rotary_tables(t, hd, device, base=10000.0):
-    """cos and sin tables [T, hd] of rotary embedding, computed from torch.arange."""
-    inv_freq = 1.0 / base ** (torch.arange(0, hd, 2, dtype=torch.float32, device=device) / hd)
-    angles = torch.arange(t, dtype=torch.float32, device=device)[:, None] * inv_freq[None, :]
+def rotary_tables(t, hd, device, dtype=torch.float32, base=10000.0):
+    """cos and sin tables [T, hd] of rotary embedding, computed from torch.arange in
+    ``dtype`` (the model's, so a float64 model has float64 tables)."""
+    inv_freq = 1.0 / base ** (torch.arange(0, hd, 2, dtype=dtype, device=device) / hd)
+    angles = torch.arange(t, dtype=dtype, device=device)[:, None] * inv_freq[None, :]
     angles = torch.cat([angles, angles], dim=-1)
     return angles.cos(), angles.sin()
 
@@ -185,7 +186,7 @@ class LlamaAttention(nn.Module):
 
     def forward(self, x):
         q, k, v = (split_heads(w(x), self.n_heads) for w in (self.wq, self.wk, self.wv))
-        cos, sin = rotary_tables(q.shape[-2], q.shape[-1], x.device)
+        cos, sin = rotary_tables(q.shape[-2], q.shape[-1], x.device, x.dtype)
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         return self.wo(merge_heads(attention(q, k, v, causal=True)))
 
@@ -303,9 +304,10 @@ def example_inputs(kind, cfg, seed=None):
                  for _ in input_names(kind))
 
 
-def export(kind, cfg, path, opset=17, constant_folding=True):
-    """Export ``kind`` to ``path`` with static shapes; returns (model, example inputs)."""
-    model, inputs = build_model(kind, cfg), example_inputs(kind, cfg)
+def export(kind, cfg, path, opset=17, constant_folding=True, dtype=torch.float32):
+    """Export ``kind`` to ``path`` with static shapes, its parameters in ``dtype``;
+    returns (model, example inputs)."""
+    model, inputs = build_model(kind, cfg).to(dtype), example_inputs(kind, cfg)
     with torch.no_grad(), warnings.catch_warnings():
         # Shapes are static by design, so the tracer's "treated as a constant" is intended.
         warnings.simplefilter("ignore", torch.jit.TracerWarning)

@@ -100,7 +100,7 @@ static LogicalResult importCast(NodeImporter &n) {
   auto dtype = dtypeFromOnnx(n.intAttr("to", 0));
   if (!dtype)
     return n.error(llvm::toString(dtype.takeError()));
-  return n.result(n.castElements(*x, mlirType(*dtype, n.context())));
+  return n.result(n.castElements(*x, n.elementType(*dtype)));
 }
 
 static LogicalResult importCastLike(NodeImporter &n) {

@@ -20,7 +20,7 @@ static LogicalResult importLayerNormWithStatistics(NodeImporter &n, Value x,
   if (!stash)
     return n.error(llvm::toString(stash.takeError()));
   Type inputElement = NodeImporter::typeOf(x).getElementType();
-  auto cx = n.castElements(x, mlirType(*stash, n.context()));
+  auto cx = n.castElements(x, n.elementType(*stash));
   if (failed(cx))
     return failure();
   llvm::SmallVector<int64_t> axes;

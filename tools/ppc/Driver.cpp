@@ -169,7 +169,10 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
       }
       used.insert(name.getValue());
       const Tensor &t = it->second;
-      if (t.dtype() != declared || t.shape() != type.getShape()) {
+      // Promoted to f64, a float input takes a float file of any precision.
+      bool dtypeOk = t.dtype() == declared ||
+                     (options.f64 && t.isFloat() && isFloat(declared));
+      if (!dtypeOk || t.shape() != type.getShape()) {
         reportError("input '" + name.getValue() + "': expected " +
                     describe(declared, type.getShape()) + ", got " +
                     describe(t.dtype(), t.shape()));

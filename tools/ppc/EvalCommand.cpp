@@ -59,6 +59,7 @@ int runEvalCommand(int argc, char **argv) {
   else if (dtype != "f32")
     return reportError("--dtype '" + dtype + "': expected f32 or f64");
   ImportOptions options;
+  options.promoteToF64 = exec.f64;
   if (failed(parseDimFlags(dims, options)))
     return 1;
   llvm::StringMap<Tensor> inputs;
