@@ -242,9 +242,25 @@ def symbolic_dim(out):
          out, "symbolic_dim")
 
 
-def old_opset(out):
+def new_opset(out):
+    """An opset newer than ppc knows."""
     save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
-               [vi("x", F32, [2])], [vi("y", F32, [2])], opset=11), out, "old_opset")
+               [vi("x", F32, [2])], [vi("y", F32, [2])], opset=22), out, "new_opset")
+
+
+def legacy_broadcast(out):
+    """Opset 6 Add with the legacy broadcast/axis attributes."""
+    save(model([helper.make_node("Add", ["x", "z"], ["y"], name="add6", broadcast=1,
+                                 axis=0)],
+               [vi("x", F32, [2, 3]), vi("z", F32, [2])], [vi("y", F32, [2, 3])],
+               opset=6), out, "legacy_broadcast")
+
+
+def softmax_opset11(out):
+    """Opset 11 Softmax coerces its input to 2-D at axis (default 1)."""
+    save(model([helper.make_node("Softmax", ["x"], ["y"], name="sm")],
+               [vi("x", F32, [2, 3, 4])], [vi("y", F32, [2, 3, 4])], opset=11),
+         out, "softmax_opset11")
 
 
 def bad_shapes(out):
@@ -259,7 +275,8 @@ MODELS = {f.__name__: f for f in [
     split_sizes_input, shape_arithmetic, slice_negative_steps, matmul_gemm_einsum,
     loss_ops, external_data_ok, external_escape, external_absolute, external_symlink,
     external_short, two_unsupported, malformed, raw_data_mismatch, dangling_input,
-    wrong_input_count, symbolic_dim, old_opset, bad_shapes]}
+    wrong_input_count, symbolic_dim, new_opset, legacy_broadcast, softmax_opset11,
+    bad_shapes]}
 
 
 def main():
