@@ -15,7 +15,9 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
-config.substitutions.append(("%python", config.python))
+# Debian's interpreter has torch, onnx and numpy; lit's default %python (the
+# interpreter running lit) may not, so ours goes first.
+config.substitutions.insert(0, ("%python", config.python))
 config.substitutions.append(("%ppc_src", config.ppc_src_root))
 llvm_config.add_tool_substitutions(
     ["ppc", "ppc-opt"], [config.ppc_tools_dir])
