@@ -2,13 +2,11 @@
 
 #include "executor/Npy.h"
 
-#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstring>
 
 using llvm::Error;
 using llvm::Expected;
@@ -112,66 +110,13 @@ Expected<Tensor> parseNpy(StringRef bytes, StringRef name) {
     shape.push_back(n);
   }
 
-  Tensor tensor(*dtype, shape);
   StringRef data = bytes.drop_front(offset + headerLen);
-  uint64_t need = uint64_t(tensor.numElements()) * byteWidth(*dtype);
+  uint64_t need = uint64_t(numElements(shape)) * byteWidth(*dtype);
   if (data.size() != need)
     return npyError(name, "holds " + llvm::Twine(data.size()) + " data bytes, but " +
                               llvm::Twine(shape.size() ? "shape " : "a scalar ") +
                               *shapeText + " of " + d + " needs " + llvm::Twine(need));
-  for (int64_t i = 0; i < tensor.numElements(); ++i) {
-    const char *p = data.data() + i * byteWidth(*dtype);
-    auto load = [&](auto zero) {
-      decltype(zero) v;
-      std::memcpy(&v, p, sizeof(v));
-      return v;
-    };
-    switch (*dtype) {
-    case DType::F32:
-      tensor.floats()[i] = load(float());
-      break;
-    case DType::F64:
-      tensor.floats()[i] = load(double());
-      break;
-    case DType::F16: {
-      llvm::APFloat f(llvm::APFloat::IEEEhalf(), llvm::APInt(16, load(uint16_t())));
-      bool lost;
-      f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
-      tensor.floats()[i] = f.convertToDouble();
-      break;
-    }
-    case DType::I1:
-      tensor.ints()[i] = load(uint8_t()) != 0;
-      break;
-    case DType::I8:
-      tensor.ints()[i] = load(int8_t());
-      break;
-    case DType::I16:
-      tensor.ints()[i] = load(int16_t());
-      break;
-    case DType::I32:
-      tensor.ints()[i] = load(int32_t());
-      break;
-    case DType::I64:
-      tensor.ints()[i] = load(int64_t());
-      break;
-    case DType::U8:
-      tensor.ints()[i] = load(uint8_t());
-      break;
-    case DType::U16:
-      tensor.ints()[i] = load(uint16_t());
-      break;
-    case DType::U32:
-      tensor.ints()[i] = load(uint32_t());
-      break;
-    case DType::U64:
-      tensor.ints()[i] = static_cast<int64_t>(load(uint64_t()));
-      break;
-    case DType::BF16:
-      break; // Not in kDescrs: numpy has no bfloat16.
-    }
-  }
-  return tensor;
+  return Tensor::fromBytes(*dtype, shape, data.data());
 }
 
 Expected<Tensor> readNpy(StringRef path) {
@@ -205,43 +150,8 @@ std::string formatNpy(const Tensor &tensor) {
   out += char(header.size() & 0xff);
   out += char(header.size() >> 8);
   out += header;
-  Tensor data = tensor.dtype() == dtype ? tensor : tensor.castTo(dtype);
-  for (int64_t i = 0; i < data.numElements(); ++i) {
-    auto store = [&](auto v) { out.append(reinterpret_cast<const char *>(&v), sizeof(v)); };
-    switch (dtype) {
-    case DType::F32:
-    case DType::BF16: // Written as f32 (numpy has no bfloat16).
-      store(static_cast<float>(data.floats()[i]));
-      break;
-    case DType::F64:
-      store(data.floats()[i]);
-      break;
-    case DType::F16: {
-      llvm::APFloat f(data.floats()[i]);
-      bool lost;
-      f.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
-      store(static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue()));
-      break;
-    }
-    case DType::I1:
-    case DType::I8:
-    case DType::U8:
-      store(static_cast<uint8_t>(data.ints()[i]));
-      break;
-    case DType::I16:
-    case DType::U16:
-      store(static_cast<uint16_t>(data.ints()[i]));
-      break;
-    case DType::I32:
-    case DType::U32:
-      store(static_cast<uint32_t>(data.ints()[i]));
-      break;
-    case DType::I64:
-    case DType::U64:
-      store(data.ints()[i]);
-      break;
-    }
-  }
+  // numpy has no bfloat16: it is written as f32.
+  out += (tensor.dtype() == dtype ? tensor : tensor.castTo(dtype)).toBytes();
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 
@@ -226,6 +227,104 @@ Tensor Tensor::reshaped(llvm::ArrayRef<int64_t> shape) const {
   Tensor result = *this;
   result.shape_.assign(shape.begin(), shape.end());
   return result;
+}
+
+Tensor Tensor::fromBytes(DType dtype, llvm::ArrayRef<int64_t> shape,
+                         const char *data) {
+  Tensor tensor(dtype, shape);
+  auto load = [&](int64_t i, auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, data + i * sizeof(v), sizeof(v));
+    return v;
+  };
+  for (int64_t i = 0; i < tensor.numElements_; ++i) {
+    switch (dtype) {
+    case DType::F32:
+      tensor.floats_[i] = load(i, float());
+      break;
+    case DType::F64:
+      tensor.floats_[i] = load(i, double());
+      break;
+    case DType::F16:
+    case DType::BF16: {
+      llvm::APFloat f(semantics(dtype), llvm::APInt(16, load(i, uint16_t())));
+      bool lost;
+      f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+      tensor.floats_[i] = f.convertToDouble();
+      break;
+    }
+    case DType::I1:
+      tensor.ints_[i] = load(i, uint8_t()) != 0;
+      break;
+    case DType::I8:
+      tensor.ints_[i] = load(i, int8_t());
+      break;
+    case DType::I16:
+      tensor.ints_[i] = load(i, int16_t());
+      break;
+    case DType::I32:
+      tensor.ints_[i] = load(i, int32_t());
+      break;
+    case DType::I64:
+    case DType::U64:
+      tensor.ints_[i] = load(i, int64_t());
+      break;
+    case DType::U8:
+      tensor.ints_[i] = load(i, uint8_t());
+      break;
+    case DType::U16:
+      tensor.ints_[i] = load(i, uint16_t());
+      break;
+    case DType::U32:
+      tensor.ints_[i] = load(i, uint32_t());
+      break;
+    }
+  }
+  return tensor;
+}
+
+std::string Tensor::toBytes() const {
+  std::string bytes;
+  bytes.reserve(numElements_ * byteWidth(dtype_));
+  auto store = [&](auto v) {
+    bytes.append(reinterpret_cast<const char *>(&v), sizeof(v));
+  };
+  for (int64_t i = 0; i < numElements_; ++i) {
+    switch (dtype_) {
+    case DType::F32:
+      store(static_cast<float>(floats_[i]));
+      break;
+    case DType::F64:
+      store(floats_[i]);
+      break;
+    case DType::F16:
+    case DType::BF16: {
+      llvm::APFloat f(floats_[i]);
+      bool lost;
+      f.convert(semantics(dtype_), llvm::APFloat::rmNearestTiesToEven, &lost);
+      store(static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue()));
+      break;
+    }
+    case DType::I1:
+    case DType::I8:
+    case DType::U8:
+      store(static_cast<uint8_t>(ints_[i]));
+      break;
+    case DType::I16:
+    case DType::U16:
+      store(static_cast<uint16_t>(ints_[i]));
+      break;
+    case DType::I32:
+    case DType::U32:
+      store(static_cast<uint32_t>(ints_[i]));
+      break;
+    case DType::I64:
+    case DType::U64:
+      store(ints_[i]);
+      break;
+    }
+  }
+  return bytes;
 }
 
 FailureOr<Tensor> Tensor::fromAttr(ElementsAttr attr) {

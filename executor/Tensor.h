@@ -70,6 +70,13 @@ public:
   /// The same elements with another shape of equal size.
   Tensor reshaped(llvm::ArrayRef<int64_t> shape) const;
 
+  /// A tensor from `numElements(shape) * byteWidth(dtype)` little-endian
+  /// bytes in the ONNX/numpy layout (bool as one byte, f16/bf16 as bits).
+  static Tensor fromBytes(DType dtype, llvm::ArrayRef<int64_t> shape,
+                          const char *data);
+  /// The tensor's bytes in that layout.
+  std::string toBytes() const;
+
   static mlir::FailureOr<Tensor> fromAttr(mlir::ElementsAttr attr);
   mlir::DenseElementsAttr toAttr(mlir::MLIRContext *context) const;
 

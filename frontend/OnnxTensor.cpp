@@ -2,13 +2,11 @@
 
 #include "frontend/OnnxTensor.h"
 
-#include "llvm/ADT/APFloat.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
-#include <cstring>
 
 using llvm::createStringError;
 using llvm::Error;
@@ -200,64 +198,6 @@ Error validateTensorProto(const onnx::TensorProto &proto, llvm::StringRef modelD
   return Error::success();
 }
 
-/// Decodes little-endian bytes of `dtype` into `tensor`.
-static void decodeBytes(const char *data, Tensor &tensor) {
-  int64_t n = tensor.numElements();
-  DType dtype = tensor.dtype();
-  auto load = [&](int64_t i, auto zero) {
-    decltype(zero) v;
-    std::memcpy(&v, data + i * sizeof(v), sizeof(v));
-    return v;
-  };
-  for (int64_t i = 0; i < n; ++i) {
-    switch (dtype) {
-    case DType::F32:
-      tensor.floats()[i] = load(i, float());
-      break;
-    case DType::F64:
-      tensor.floats()[i] = load(i, double());
-      break;
-    case DType::F16:
-    case DType::BF16: {
-      llvm::APFloat f(dtype == DType::F16 ? llvm::APFloat::IEEEhalf()
-                                          : llvm::APFloat::BFloat(),
-                      llvm::APInt(16, load(i, uint16_t())));
-      bool lost;
-      f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
-      tensor.floats()[i] = f.convertToDouble();
-      break;
-    }
-    case DType::I1:
-      tensor.ints()[i] = load(i, uint8_t()) != 0;
-      break;
-    case DType::I8:
-      tensor.ints()[i] = load(i, int8_t());
-      break;
-    case DType::I16:
-      tensor.ints()[i] = load(i, int16_t());
-      break;
-    case DType::I32:
-      tensor.ints()[i] = load(i, int32_t());
-      break;
-    case DType::I64:
-      tensor.ints()[i] = load(i, int64_t());
-      break;
-    case DType::U8:
-      tensor.ints()[i] = load(i, uint8_t());
-      break;
-    case DType::U16:
-      tensor.ints()[i] = load(i, uint16_t());
-      break;
-    case DType::U32:
-      tensor.ints()[i] = load(i, uint32_t());
-      break;
-    case DType::U64:
-      tensor.ints()[i] = static_cast<int64_t>(load(i, uint64_t()));
-      break;
-    }
-  }
-}
-
 Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto,
                                    llvm::StringRef modelDir) {
   if (Error e = validateTensorProto(proto, modelDir))
@@ -275,12 +215,10 @@ Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto,
     if (!buffer)
       return tensorError(proto, "cannot read external data '" + location->path +
                                     "': " + buffer.getError().message());
-    decodeBytes((*buffer)->getBufferStart(), tensor);
-    return tensor;
+    return Tensor::fromBytes(dtype, tensor.shape(), (*buffer)->getBufferStart());
   }
   if (proto.has_raw_data()) {
-    decodeBytes(proto.raw_data().data(), tensor);
-    return tensor;
+    return Tensor::fromBytes(dtype, tensor.shape(), proto.raw_data().data());
   }
   for (int64_t i = 0; i < n; ++i) {
     switch (dtype) {
@@ -300,9 +238,8 @@ Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto,
     case DType::F16:
     case DType::BF16: {
       uint16_t bits = static_cast<uint16_t>(proto.int32_data(i));
-      Tensor one(dtype, {1});
-      decodeBytes(reinterpret_cast<const char *>(&bits), one);
-      tensor.floats()[i] = one.floats()[0];
+      tensor.floats()[i] =
+          Tensor::fromBytes(dtype, {}, reinterpret_cast<const char *>(&bits)).floats()[0];
       break;
     }
     default:
@@ -325,48 +262,7 @@ void encodeTensorProto(const Tensor &tensor, onnx::TensorProto &proto) {
   proto.clear_uint64_data();
   proto.clear_external_data();
   proto.set_data_location(onnx::TensorProto::DEFAULT);
-  std::string bytes(tensor.numElements() * byteWidth(tensor.dtype()), '\0');
-  auto store = [&](int64_t i, auto v) {
-    std::memcpy(bytes.data() + i * sizeof(v), &v, sizeof(v));
-  };
-  for (int64_t i = 0; i < tensor.numElements(); ++i) {
-    switch (tensor.dtype()) {
-    case DType::F32:
-      store(i, static_cast<float>(tensor.floats()[i]));
-      break;
-    case DType::F64:
-      store(i, tensor.floats()[i]);
-      break;
-    case DType::F16:
-    case DType::BF16: {
-      llvm::APFloat f(tensor.floats()[i]);
-      bool lost;
-      f.convert(tensor.dtype() == DType::F16 ? llvm::APFloat::IEEEhalf()
-                                             : llvm::APFloat::BFloat(),
-                llvm::APFloat::rmNearestTiesToEven, &lost);
-      store(i, static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue()));
-      break;
-    }
-    case DType::I1:
-    case DType::I8:
-    case DType::U8:
-      store(i, static_cast<uint8_t>(tensor.ints()[i]));
-      break;
-    case DType::I16:
-    case DType::U16:
-      store(i, static_cast<uint16_t>(tensor.ints()[i]));
-      break;
-    case DType::I32:
-    case DType::U32:
-      store(i, static_cast<uint32_t>(tensor.ints()[i]));
-      break;
-    case DType::I64:
-    case DType::U64:
-      store(i, tensor.ints()[i]);
-      break;
-    }
-  }
-  proto.set_raw_data(std::move(bytes));
+  proto.set_raw_data(tensor.toBytes());
 }
 
 } // namespace ppc
