@@ -3,7 +3,6 @@
 #include "executor/Npy.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -156,25 +155,12 @@ std::string formatNpy(const Tensor &tensor) {
 }
 
 Error writeNpy(const Tensor &tensor, StringRef path) {
-  llvm::SmallString<256> temp;
-  int fd;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%", fd, temp))
-    return npyError(path, ec.message());
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << formatNpy(tensor);
-    os.close();
-    if (os.has_error()) {
-      os.clear_error();
-      llvm::sys::fs::remove(temp);
-      return npyError(path, "write failed");
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
-    llvm::sys::fs::remove(temp);
-    return npyError(path, ec.message());
-  }
+  // Written to a temporary file and renamed: whole or not at all.
+  if (Error e = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+        os << formatNpy(tensor);
+        return Error::success();
+      }))
+    return npyError(path, llvm::toString(std::move(e)));
   return Error::success();
 }
 

@@ -58,6 +58,15 @@ Expected<DType> dtypeFromOnnx(int32_t dataType) {
   }
 }
 
+std::optional<DType> dtypeFromOnnxOrNull(int32_t dataType) {
+  auto dtype = dtypeFromOnnx(dataType);
+  if (!dtype) {
+    llvm::consumeError(dtype.takeError());
+    return std::nullopt;
+  }
+  return *dtype;
+}
+
 int32_t onnxDataType(DType dtype) {
   using T = onnx::TensorProto;
   static const int32_t types[] = {T::FLOAT16, T::BFLOAT16, T::FLOAT,  T::DOUBLE, T::BOOL,

@@ -13,12 +13,16 @@
 #include "executor/Tensor.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
+
 #include <onnx/onnx_pb.h>
 
 namespace ppc {
 
 /// The executor dtype of an ONNX `TensorProto::DataType`.
 llvm::Expected<DType> dtypeFromOnnx(int32_t dataType);
+/// The executor dtype of an ONNX data type, or none when unsupported.
+std::optional<DType> dtypeFromOnnxOrNull(int32_t dataType);
 /// The ONNX `TensorProto::DataType` of an executor dtype.
 int32_t onnxDataType(DType dtype);
 

@@ -20,7 +20,10 @@ def Ppc_Dialect : Dialect {
 
     Function arguments carry one of the discardable attributes
     `ppc.input = "<onnx graph input>"` or `ppc.param = "<onnx initializer>"`;
-    results carry `ppc.output = "<onnx graph output>"`.
+    results carry `ppc.output = "<onnx graph output>"`. Training adds
+    `ppc.grad = "<param>"` (a gradient result), `ppc.state =
+    "<kind>:<param>"` (optimizer state, argument and result) and `ppc.step`
+    (the step-number argument of @train_step, a unit attribute).
   }];
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;
@@ -29,6 +32,9 @@ def Ppc_Dialect : Dialect {
     static constexpr llvm::StringLiteral kInputAttrName = "ppc.input";
     static constexpr llvm::StringLiteral kParamAttrName = "ppc.param";
     static constexpr llvm::StringLiteral kOutputAttrName = "ppc.output";
+    static constexpr llvm::StringLiteral kGradAttrName = "ppc.grad";
+    static constexpr llvm::StringLiteral kStateAttrName = "ppc.state";
+    static constexpr llvm::StringLiteral kStepAttrName = "ppc.step";
   }];
 }
 

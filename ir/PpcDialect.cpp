@@ -26,13 +26,20 @@ Operation *PpcDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return builder.create<ConstantOp>(loc, elements);
 }
 
-/// `ppc.input`, `ppc.param` and `ppc.output` name the ONNX value behind a
-/// function argument or result; each must be a non-empty string.
+/// `ppc.input`, `ppc.param`, `ppc.output`, `ppc.grad` and `ppc.state` name
+/// the ONNX value (or parameter) behind a function argument or result; each
+/// must be a non-empty string. `ppc.step` marks the step argument.
 static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr,
                                     llvm::ArrayRef<llvm::StringLiteral> allowed) {
   if (!llvm::is_contained(allowed, attr.getName().getValue()))
     return op->emitError() << "unknown ppc attribute '" << attr.getName().getValue()
                            << "' here";
+  if (attr.getName().getValue() == PpcDialect::kStepAttrName) {
+    if (!llvm::isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << PpcDialect::kStepAttrName
+                             << "' must be a unit attribute";
+    return success();
+  }
   auto name = llvm::dyn_cast<StringAttr>(attr.getValue());
   if (!name || name.getValue().empty())
     return op->emitError() << "'" << attr.getName().getValue()
@@ -42,11 +49,13 @@ static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr,
 
 LogicalResult PpcDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                    unsigned, NamedAttribute attr) {
-  return verifyNameAttr(op, attr, {kInputAttrName, kParamAttrName});
+  return verifyNameAttr(op, attr,
+                        {kInputAttrName, kParamAttrName, kStateAttrName, kStepAttrName});
 }
 
 LogicalResult PpcDialect::verifyRegionResultAttribute(Operation *op, unsigned,
                                                       unsigned,
                                                       NamedAttribute attr) {
-  return verifyNameAttr(op, attr, {kOutputAttrName});
+  return verifyNameAttr(op, attr,
+                        {kOutputAttrName, kParamAttrName, kGradAttrName, kStateAttrName});
 }

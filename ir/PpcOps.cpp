@@ -65,6 +65,27 @@ LogicalResult inferReduceResult(std::optional<Location> location, Value input,
   return success();
 }
 
+/// The shape of a strided slice of `shape` (ppc.slice, ppc.insert_slice).
+static FailureOr<Shape> sliceShape(llvm::ArrayRef<int64_t> shape,
+                                   llvm::ArrayRef<int64_t> starts,
+                                   llvm::ArrayRef<int64_t> limits,
+                                   llvm::ArrayRef<int64_t> steps, ErrorFn error) {
+  size_t rank = shape.size();
+  if (starts.size() != rank || limits.size() != rank || steps.size() != rank) {
+    error("starts, limits and steps need one entry per dimension (rank " +
+          llvm::Twine(rank) + ")");
+    return failure();
+  }
+  Shape result;
+  for (size_t d = 0; d < rank; ++d) {
+    auto size = sliceSize(shape[d], starts[d], limits[d], steps[d], error);
+    if (failed(size))
+      return failure();
+    result.push_back(*size);
+  }
+  return result;
+}
+
 /// Checks `axis` against `rank` for ops whose axis is a non-negative index.
 static LogicalResult checkAxis(Operation *op, int64_t axis, int64_t rank) {
   if (axis < 0 || axis >= rank)
@@ -283,24 +304,31 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   auto input = rankedType(location, adaptor.getInput());
   if (failed(input))
     return failure();
-  llvm::ArrayRef<int64_t> starts = adaptor.getStarts(),
-                          limits = adaptor.getLimits(),
-                          steps = adaptor.getSteps();
-  size_t rank = input->getRank();
-  if (starts.size() != rank || limits.size() != rank || steps.size() != rank)
-    return emitOptionalError(location,
-                             "starts, limits and steps need one entry per "
-                             "dimension (rank ",
-                             rank, ")");
-  Shape shape;
-  for (size_t d = 0; d < rank; ++d) {
-    auto size = sliceSize(input->getDimSize(d), starts[d], limits[d], steps[d],
+  auto shape = sliceShape(input->getShape(), adaptor.getStarts(),
+                          adaptor.getLimits(), adaptor.getSteps(),
                           LocErrors{location});
-    if (failed(size))
-      return failure();
-    shape.push_back(*size);
-  }
-  types.push_back(RankedTensorType::get(shape, input->getElementType()));
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, input->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// InsertSliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult InsertSliceOp::verify() {
+  auto shape = sliceShape(getDest().getType().getShape(), getStarts(),
+                          getLimits(), getSteps(), [&](const llvm::Twine &msg) {
+                            (void)emitOpError(msg);
+                          });
+  if (failed(shape))
+    return failure();
+  if (getSource().getType().getShape() != llvm::ArrayRef<int64_t>(*shape))
+    return emitOpError() << "source " << getSource().getType()
+                         << " does not have the slice's shape "
+                         << RankedTensorType::get(*shape,
+                                                  getType().getElementType());
   return success();
 }
 
@@ -324,6 +352,28 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   llvm::append_range(shape, indices->getShape());
   llvm::append_range(shape, data->getShape().drop_front(axis + 1));
   types.push_back(RankedTensorType::get(shape, data->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScatterAddOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScatterAddOp::verify() {
+  RankedTensorType result = getType();
+  int64_t axis = getAxis();
+  if (failed(checkAxis(*this, axis, result.getRank())))
+    return failure();
+  Shape expected(result.getShape().take_front(axis));
+  llvm::append_range(expected, getIndices().getType().getShape());
+  llvm::append_range(expected, result.getShape().drop_front(axis + 1));
+  if (getUpdates().getType().getShape() != llvm::ArrayRef<int64_t>(expected))
+    return emitOpError() << "updates " << getUpdates().getType()
+                         << " do not match the gather shape "
+                         << RankedTensorType::get(expected,
+                                                  result.getElementType())
+                         << " of indices " << getIndices().getType()
+                         << " into " << result << " along axis " << axis;
   return success();
 }
 

@@ -367,6 +367,33 @@ def Ppc_SliceOp : Ppc_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def Ppc_InsertSliceOp : Ppc_Op<"insert_slice", [Pure,
+    AllTypesMatch<["dest", "result"]>,
+    AllElementTypesMatch<["source", "dest"]>]> {
+  let summary = "replaces a strided slice of a tensor";
+  let description = [{
+    The inverse of `ppc.slice`: `dest` with the elements that
+    `ppc.slice %dest` would read (same `starts`, `limits` and `steps`, steps
+    non-zero and possibly negative) replaced by those of `source`, whose
+    shape is the slice's shape. The adjoint of a slice is its adjoint
+    inserted into zeros.
+
+    Example:
+    ```mlir
+    %2 = ppc.insert_slice %0 into %1 starts = [0, 64] limits = [2, 128] steps = [1, 1] : (tensor<2x64xf32>, tensor<2x192xf32>) -> tensor<2x192xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_Tensor:$source, Ppc_Tensor:$dest,
+                       DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$limits,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $source `into` $dest `starts` `=` $starts `limits` `=` $limits `steps` `=` $steps
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Ppc_GatherOp : Ppc_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let summary = "takes slices along one axis at the given indices";
   let description = [{
@@ -384,6 +411,32 @@ def Ppc_GatherOp : Ppc_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $data `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
   }];
+}
+
+def Ppc_ScatterAddOp : Ppc_Op<"scatter_add", [Pure,
+    AllElementTypesMatch<["updates", "result"]>]> {
+  let summary = "adds slices into zeros along one axis at the given indices";
+  let description = [{
+    The inverse of `ppc.gather`: the result, of the explicit result type,
+    starts as zeros; then for every position `i` (a multi-index) of
+    `indices`, `result[a..., indices[i], b...] += updates[a..., i, b...]`,
+    so rows named several times accumulate. `updates` has shape
+    `result[:axis] + indices + result[axis+1:]`; negative indices count from
+    the end and any other index outside the axis is an error. The adjoint of
+    a gather with respect to its data is a scatter_add of its adjoint.
+
+    Example:
+    ```mlir
+    %1 = ppc.scatter_add %g[%ids] axis = 0 : (tensor<2x16x64xf32>, tensor<2x16xi64>) -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_NumericTensor:$updates, Ppc_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Ppc_NumericTensor:$result);
+  let assemblyFormat = [{
+    $updates `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 def Ppc_ExpandOp : Ppc_Op<"expand", [Pure, SameOperandsAndResultElementType]> {

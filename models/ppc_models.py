@@ -304,9 +304,22 @@ def example_inputs(kind, cfg, seed=None):
                  for _ in input_names(kind))
 
 
-def export(kind, cfg, path, opset=17, constant_folding=True, dtype=torch.float32):
-    """Export ``kind`` to ``path`` with static shapes, its parameters in ``dtype``;
-    returns (model, example inputs)."""
+def dynamic_axes(kind):
+    """``dynamic_axes`` for torch.onnx.export: dim 0 of every input ``batch``, dim 1
+    ``seq``, and the same dims of the logits output (gpt-loss's loss is a scalar)."""
+    axes = {name: {0: "batch", 1: "seq"} for name in input_names(kind)}
+    if kind != "gpt-loss":
+        axes[output_name(kind)] = {0: "batch", 1: "seq"}
+    return axes
+
+
+def export(kind, cfg, path, opset=17, constant_folding=True, dtype=torch.float32,
+           dynamic=False):
+    """Export ``kind`` to ``path``, its parameters in ``dtype``; returns (model, example
+    inputs). Shapes are static unless ``dynamic``: then every input's dim 0 is the
+    symbolic ``batch`` and dim 1 ``seq`` (and the logits' matching dims), which ppc binds
+    with ``--dim batch=N --dim seq=T``. A bound ``seq`` must not exceed ``cfg["seq"]`` for
+    gpt and bert (the position table has that many rows)."""
     model, inputs = build_model(kind, cfg).to(dtype), example_inputs(kind, cfg)
     with torch.no_grad(), warnings.catch_warnings():
         # Shapes are static by design, so the tracer's "treated as a constant" is intended.
@@ -314,7 +327,8 @@ def export(kind, cfg, path, opset=17, constant_folding=True, dtype=torch.float32
         torch.onnx.export(model, inputs, path, export_params=True, opset_version=opset,
                           do_constant_folding=constant_folding,
                           training=torch.onnx.TrainingMode.EVAL,
-                          input_names=input_names(kind), output_names=[output_name(kind)])
+                          input_names=input_names(kind), output_names=[output_name(kind)],
+                          dynamic_axes=dynamic_axes(kind) if dynamic else None)
     return model, inputs
 
 
@@ -338,6 +352,10 @@ def main(argv=None):
         p.add_argument(flag, dest=key, type=int, default=DEFAULT_CFG[key], help=what)
     p.add_argument("--ffn", type=int, default=None,
                    help="MLP width; None: 4*d_model, llama 8/3*d_model rounded up to 8")
+    p.add_argument("--dynamic", action="store_true",
+                   help="symbolic dims: dim 0 of every input (and of the logits) is "
+                        "'batch', dim 1 'seq' (bind them with ppc's --dim batch=N "
+                        "--dim seq=T)")
     p.add_argument("--save-inputs", metavar="DIR",
                    help="write the example inputs as DIR/<input name>.npy (int64)")
     p.add_argument("--save-logits", metavar="FILE",
@@ -345,7 +363,8 @@ def main(argv=None):
                         "for gpt-loss) as a float32 .npy")
     a = p.parse_args(argv)
     cfg = {k: getattr(a, k) for k in DEFAULT_CFG}
-    model, inputs = export(a.kind, cfg, a.out, a.opset, not a.no_constant_folding)
+    model, inputs = export(a.kind, cfg, a.out, a.opset, not a.no_constant_folding,
+                           dynamic=a.dynamic)
     if a.save_inputs:
         os.makedirs(a.save_inputs, exist_ok=True)
         for name, x in zip(input_names(a.kind), inputs):

@@ -23,4 +23,73 @@ def FoldConstants : Pass<"ppc-fold-constants", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def AppendLoss : Pass<"ppc-append-loss", "mlir::ModuleOp"> {
+  let summary = "Makes @forward return the training loss";
+  let description = [{
+    DESIGN.md §4: a @forward whose single result is a float scalar is
+    trained on it. One whose result is logits `[B, T, V]` computed from one
+    integer input `[B, T]` gets an argument `labels` (`{ppc.input =
+    "labels"}`, after the graph inputs) and returns the mean token
+    cross-entropy `nll_loss(log_softmax(logits))` instead. Anything else is
+    an error naming the graph output.
+
+    Example: `@forward(%ids, %w...) -> logits` becomes
+    `@forward(%ids, %labels, %w...) -> tensor<f32> {ppc.output = "loss"}`.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
+def Autodiff : Pass<"ppc-autodiff", "mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of @forward";
+  let description = [{
+    Adds `@forward_grad`, with @forward's arguments, returning the loss and
+    the gradient of the loss with respect to every parameter argument
+    (`{ppc.param}`), in argument order (`{ppc.grad = "<name>"}`). Adjoints
+    are built in reverse op order by each op's gradient rule
+    (passes/autodiff/gradients/); a parameter used several times (tied
+    embeddings) accumulates. Integer and boolean values get no gradient. An
+    op on a path from a parameter to the loss without a rule is an error
+    naming its ONNX node.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
+def BuildTrainStep : Pass<"ppc-build-train-step", "mlir::ModuleOp"> {
+  let summary = "Builds @train_step: micro-batches, gradients, optimizer";
+  let description = [{
+    Builds `@train_step(step, params..., optimizer state..., batch...) ->
+    (new params..., new state..., loss, grad_norm, lr)` from
+    `@forward_grad`: the batch is cut into `micro-batches` slices along
+    dimension 0, each runs the loss and gradient computation, gradients and
+    losses are averaged; then global-norm clipping, the learning-rate
+    schedule (a function of the step argument) and the optimizer update
+    with torch.optim semantics (SGD with momentum and weight decay, AdamW
+    with bias correction). @forward and @forward_grad are removed.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "sgd or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3", "peak learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0", "SGD momentum">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.01",
+           "weight decay (decoupled for AdamW, L2 for SGD)">,
+    Option<"gradClip", "grad-clip", "double", /*default=*/"0.0",
+           "clip the global gradient norm to this (0: off)">,
+    Option<"lrSchedule", "lr-schedule", "std::string", /*default=*/"\"constant\"",
+           "constant or cosine (linear warm-up, then cosine decay)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "steps of linear warm-up">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"1",
+           "steps the cosine schedule spans">,
+    Option<"minLr", "min-lr", "double", /*default=*/"0.0",
+           "learning rate at the end of the cosine schedule">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "micro-batches the batch is cut into">
+  ];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 #endif // PPC_PASSES_TD

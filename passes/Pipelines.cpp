@@ -17,6 +17,29 @@ void buildImportPipeline(OpPassManager &pm, const ImportPipelineOptions &options
   pm.addPass(createCSEPass());
 }
 
+void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &options) {
+  pm.addPass(createAppendLoss());
+  pm.addPass(createAutodiff());
+  BuildTrainStepOptions step;
+  step.optimizer = options.optimizer;
+  step.lr = options.lr;
+  step.momentum = options.momentum;
+  step.beta1 = options.beta1;
+  step.beta2 = options.beta2;
+  step.eps = options.eps;
+  step.weightDecay = options.weightDecay;
+  step.gradClip = options.gradClip;
+  step.lrSchedule = options.lrSchedule;
+  step.warmupSteps = options.warmupSteps;
+  step.totalSteps = options.totalSteps;
+  step.minLr = options.minLr;
+  step.microBatches = options.microBatches;
+  pm.addPass(createBuildTrainStep(step));
+  pm.addNestedPass<func::FuncOp>(createFoldConstants());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void registerPpcPassesAndPipelines() {
   registerPpcPasses();
   registerCanonicalizerPass();
@@ -24,6 +47,10 @@ void registerPpcPassesAndPipelines() {
   PassPipelineRegistration<ImportPipelineOptions>(
       "ppc-import-pipeline", "cleanup after ONNX import (as ppc import runs it)",
       buildImportPipeline);
+  PassPipelineRegistration<TrainingPipelineOptions>(
+      "ppc-training-pipeline",
+      "@forward to @train_step (as ppc simulate and ppc compile run it)",
+      buildTrainingPipeline);
 }
 
 } // namespace ppc

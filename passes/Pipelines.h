@@ -26,6 +26,44 @@ struct ImportPipelineOptions
 void buildImportPipeline(mlir::OpPassManager &pm,
                          const ImportPipelineOptions &options);
 
+struct TrainingPipelineOptions
+    : public mlir::PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> optimizer{*this, "optimizer", llvm::cl::desc("sgd or adamw"),
+                                llvm::cl::init("adamw")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("peak learning rate"),
+                    llvm::cl::init(1e-3)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"), llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"), llvm::cl::init(1e-8)};
+  Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("weight decay"),
+                             llvm::cl::init(0.01)};
+  Option<double> gradClip{*this, "grad-clip",
+                          llvm::cl::desc("global gradient norm limit (0: off)"),
+                          llvm::cl::init(0.0)};
+  Option<std::string> lrSchedule{*this, "lr-schedule",
+                                 llvm::cl::desc("constant or cosine"),
+                                 llvm::cl::init("constant")};
+  Option<int64_t> warmupSteps{*this, "warmup-steps",
+                              llvm::cl::desc("steps of linear warm-up"), llvm::cl::init(0)};
+  Option<int64_t> totalSteps{*this, "total-steps",
+                             llvm::cl::desc("steps the cosine schedule spans"),
+                             llvm::cl::init(1)};
+  Option<double> minLr{*this, "min-lr", llvm::cl::desc("final cosine learning rate"),
+                       llvm::cl::init(0.0)};
+  Option<int64_t> microBatches{*this, "micro-batches",
+                               llvm::cl::desc("micro-batches per step"),
+                               llvm::cl::init(1)};
+};
+
+/// Turns the imported @forward into @train_step: the loss (appended when the
+/// model outputs logits), reverse-mode gradients, micro-batch accumulation
+/// and the optimizer update; then cleans up.
+void buildTrainingPipeline(mlir::OpPassManager &pm,
+                           const TrainingPipelineOptions &options);
+
 /// Registers the passes and pipelines of ppc for ppc-opt.
 void registerPpcPassesAndPipelines();
 

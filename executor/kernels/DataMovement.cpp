@@ -1,7 +1,8 @@
 //===- DataMovement.cpp - kernels that move elements unchanged ------------===//
 //
-// reshape, transpose, concat, slice, gather, expand and trilu copy values
-// between tensors of the same dtype, so no rounding is involved.
+// reshape, transpose, concat, slice, insert_slice, gather, expand and trilu
+// copy values between tensors of the same dtype, so no rounding is involved;
+// scatter_add sums, in double or wrapping 64-bit integers, and rounds once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,27 @@ static void stridedCopy(llvm::ArrayRef<T> in, llvm::MutableArrayRef<T> out,
   int64_t index = offset;
   for (T &value : out) {
     value = in[index];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      index += strides[d];
+      if (++coords[d] < shape[d])
+        break;
+      index -= strides[d] * shape[d];
+      coords[d] = 0;
+    }
+  }
+}
+
+/// The inverse of stridedCopy: the element of `in`, of shape `shape`, at
+/// coordinates c is written to `out[offset + sum_d c[d] * strides[d]]`.
+template <typename T>
+static void stridedStore(llvm::ArrayRef<T> in, llvm::MutableArrayRef<T> out,
+                         llvm::ArrayRef<int64_t> shape, int64_t offset,
+                         llvm::ArrayRef<int64_t> strides) {
+  int64_t rank = shape.size();
+  Shape coords(rank, 0);
+  int64_t index = offset;
+  for (const T &value : in) {
+    out[index] = value;
     for (int64_t d = rank - 1; d >= 0; --d) {
       index += strides[d];
       if (++coords[d] < shape[d])
@@ -83,19 +105,47 @@ static LogicalResult transposeKernel(Operation *op,
   return success();
 }
 
+/// The flat offset of a slice's first element in a tensor of shape `shape`
+/// and the flat strides of its dimensions there.
+static int64_t sliceStrides(llvm::ArrayRef<int64_t> shape,
+                            llvm::ArrayRef<int64_t> starts,
+                            llvm::ArrayRef<int64_t> steps, Shape &strides) {
+  int64_t offset = 0;
+  for (auto [start, step, stride] : llvm::zip(starts, steps, stridesOf(shape))) {
+    offset += start * stride;
+    strides.push_back(step * stride);
+  }
+  return offset;
+}
+
 static LogicalResult sliceKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                  llvm::SmallVectorImpl<Tensor> &results,
                                  const ExecOptions &options) {
   auto slice = llvm::cast<SliceOp>(op);
   const Tensor &input = operands[0];
-  Shape inStrides = stridesOf(input.shape()), strides;
-  int64_t offset = 0;
-  for (auto [start, step, inStride] :
-       llvm::zip(slice.getStarts(), slice.getSteps(), inStrides)) {
-    offset += start * inStride;
-    strides.push_back(step * inStride);
-  }
+  Shape strides;
+  int64_t offset = sliceStrides(input.shape(), slice.getStarts(),
+                                slice.getSteps(), strides);
   results.push_back(stridedView(op, options, input, offset, strides));
+  return success();
+}
+
+static LogicalResult insertSliceKernel(Operation *op,
+                                       llvm::ArrayRef<Tensor> operands,
+                                       llvm::SmallVectorImpl<Tensor> &results,
+                                       const ExecOptions &) {
+  auto insert = llvm::cast<InsertSliceOp>(op);
+  const Tensor &source = operands[0];
+  Tensor result = operands[1];
+  Shape strides;
+  int64_t offset = sliceStrides(result.shape(), insert.getStarts(),
+                                insert.getSteps(), strides);
+  if (result.isFloat())
+    stridedStore(source.floats(), result.floats(), source.shape(), offset,
+                 strides);
+  else
+    stridedStore(source.ints(), result.ints(), source.shape(), offset, strides);
+  results.push_back(std::move(result));
   return success();
 }
 
@@ -137,6 +187,21 @@ static LogicalResult concatKernel(Operation *op,
   return success();
 }
 
+/// The rows `indices` name along an axis of size `n`, negative ones counted
+/// from the end; an index outside [-n, n) is an error at `op`.
+static FailureOr<Shape> axisRows(Operation *op, const Tensor &indices,
+                                 int64_t n) {
+  Shape rows;
+  for (int64_t idx : indices.ints()) {
+    if (idx < -n || idx >= n)
+      return op->emitError() << op->getName().stripDialect() << " index "
+                             << idx << " out of range [" << -n << ", " << n
+                             << ")";
+    rows.push_back(idx < 0 ? idx + n : idx);
+  }
+  return rows;
+}
+
 static LogicalResult gatherKernel(Operation *op,
                                   llvm::ArrayRef<Tensor> operands,
                                   llvm::SmallVectorImpl<Tensor> &results,
@@ -147,19 +212,60 @@ static LogicalResult gatherKernel(Operation *op,
   llvm::ArrayRef<int64_t> shape = data.shape();
   int64_t outer = numElements(shape.take_front(axis)), n = shape[axis],
           inner = numElements(shape.drop_front(axis + 1));
-  Shape rows;
-  for (int64_t idx : indices.ints()) {
-    if (idx < -n || idx >= n)
-      return op->emitError() << "gather index " << idx << " out of range ["
-                             << -n << ", " << n << ")";
-    rows.push_back(idx < 0 ? idx + n : idx);
-  }
+  auto rows = axisRows(op, indices, n);
+  if (failed(rows))
+    return failure();
   Tensor result(resultDType(op, 0, options), gather.getType().getShape());
-  int64_t numRows = rows.size();
+  int64_t numRows = rows->size();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < numRows; ++i)
-      copyElements(data, (o * n + rows[i]) * inner, result,
+      copyElements(data, (o * n + (*rows)[i]) * inner, result,
                    (o * numRows + i) * inner, inner);
+  results.push_back(std::move(result));
+  return success();
+}
+
+/// Adds row `i` of `updates` (an (outer, numRows, inner) view) into row
+/// `rows[i]` of `out` (an (outer, n, inner) view), in `T`: double, or
+/// uint64_t so that integer sums wrap around instead of overflowing.
+template <typename T, typename Elements>
+static void scatterAdd(llvm::ArrayRef<Elements> updates,
+                       llvm::MutableArrayRef<Elements> out,
+                       llvm::ArrayRef<int64_t> rows, int64_t outer, int64_t n,
+                       int64_t inner) {
+  int64_t numRows = rows.size();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < numRows; ++i) {
+      const Elements *from = updates.data() + (o * numRows + i) * inner;
+      Elements *to = out.data() + (o * n + rows[i]) * inner;
+      for (int64_t j = 0; j < inner; ++j)
+        to[j] = static_cast<Elements>(static_cast<T>(to[j]) +
+                                      static_cast<T>(from[j]));
+    }
+  }
+}
+
+static LogicalResult scatterAddKernel(Operation *op,
+                                      llvm::ArrayRef<Tensor> operands,
+                                      llvm::SmallVectorImpl<Tensor> &results,
+                                      const ExecOptions &options) {
+  auto scatter = llvm::cast<ScatterAddOp>(op);
+  const Tensor &updates = operands[0], &indices = operands[1];
+  int64_t axis = scatter.getAxis();
+  llvm::ArrayRef<int64_t> shape = scatter.getType().getShape();
+  int64_t outer = numElements(shape.take_front(axis)), n = shape[axis],
+          inner = numElements(shape.drop_front(axis + 1));
+  auto rows = axisRows(op, indices, n);
+  if (failed(rows))
+    return failure();
+  Tensor result(resultDType(op, 0, options), shape);
+  if (result.isFloat())
+    scatterAdd<double>(updates.floats(), result.floats(), *rows, outer, n,
+                       inner);
+  else
+    scatterAdd<uint64_t>(updates.ints(), result.ints(), *rows, outer, n,
+                         inner);
+  result.roundToDType();
   results.push_back(std::move(result));
   return success();
 }
@@ -188,9 +294,11 @@ void registerDataMovementKernels(KernelRegistry &registry) {
   registry.add<ReshapeOp>(reshapeKernel);
   registry.add<TransposeOp>(transposeKernel);
   registry.add<SliceOp>(sliceKernel);
+  registry.add<InsertSliceOp>(insertSliceKernel);
   registry.add<ExpandOp>(expandKernel);
   registry.add<ConcatOp>(concatKernel);
   registry.add<GatherOp>(gatherKernel);
+  registry.add<ScatterAddOp>(scatterAddKernel);
   registry.add<TriluOp>(triluKernel);
 }
 

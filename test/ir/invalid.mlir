@@ -612,3 +612,85 @@ func.func @output_on_argument(%x: tensor<3xf32> {ppc.output = "y"}) {
 func.func @input_on_result(%x: tensor<3xf32>) -> (tensor<3xf32> {ppc.input = "x"}) {
   return %x : tensor<3xf32>
 }
+
+// -----
+
+// Tests that insert_slice needs a source of the slice's shape.
+func.func @insert_slice_wrong_source_shape(%s: tensor<2x32xf32>, %d: tensor<2x192xf32>) {
+  // expected-error @+1 {{'ppc.insert_slice' op source 'tensor<2x32xf32>' does not have the slice's shape 'tensor<2x64xf32>'}}
+  %0 = ppc.insert_slice %s into %d starts = [0, 64] limits = [2, 128] steps = [1, 1] : (tensor<2x32xf32>, tensor<2x192xf32>) -> tensor<2x192xf32>
+  return
+}
+
+// -----
+
+// Tests that insert_slice checks its region against the destination.
+func.func @insert_slice_out_of_bounds(%s: tensor<2x5xf32>, %d: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ppc.insert_slice' op slice start 4 limit 9 step 1 out of bounds for a dimension of size 8}}
+  %0 = ppc.insert_slice %s into %d starts = [0, 4] limits = [2, 9] steps = [1, 1] : (tensor<2x5xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that insert_slice needs one start, limit and step per dimension.
+func.func @insert_slice_entry_count(%s: tensor<2x8xf32>, %d: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ppc.insert_slice' op starts, limits and steps need one entry per dimension (rank 2)}}
+  %0 = ppc.insert_slice %s into %d starts = [0] limits = [2] steps = [1] : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that insert_slice's result has the destination's type.
+func.func @insert_slice_result_type(%s: tensor<2x8xf32>, %d: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ppc.insert_slice' op failed to verify that all of {dest, result} have same type}}
+  %0 = ppc.insert_slice %s into %d starts = [0, 0] limits = [2, 8] steps = [1, 1] : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf64>
+  return
+}
+
+// -----
+
+// Tests that insert_slice's source and destination share their element type.
+func.func @insert_slice_element_type(%s: tensor<2x8xf64>, %d: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ppc.insert_slice' op failed to verify that all of {source, dest} have same element type}}
+  %0 = ppc.insert_slice %s into %d starts = [0, 0] limits = [2, 8] steps = [1, 1] : (tensor<2x8xf64>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that scatter_add's updates have the gather shape of indices into the
+// result.
+func.func @scatter_add_wrong_updates_shape(%g: tensor<2x16x32xf32>, %ids: tensor<2x16xi64>) {
+  // expected-error @+1 {{'ppc.scatter_add' op updates 'tensor<2x16x32xf32>' do not match the gather shape 'tensor<2x16x64xf32>' of indices 'tensor<2x16xi64>' into 'tensor<256x64xf32>' along axis 0}}
+  %0 = ppc.scatter_add %g[%ids] axis = 0 : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<256x64xf32>
+  return
+}
+
+// -----
+
+// Tests that the scatter_add axis must be below the result rank.
+func.func @scatter_add_axis_out_of_range(%g: tensor<256x64x2xf32>, %ids: tensor<2xi64>) {
+  // expected-error @+1 {{'ppc.scatter_add' op axis 2 out of range for rank 2}}
+  %0 = ppc.scatter_add %g[%ids] axis = 2 : (tensor<256x64x2xf32>, tensor<2xi64>) -> tensor<256x64xf32>
+  return
+}
+
+// -----
+
+// Tests that scatter_add's updates and result share their element type.
+func.func @scatter_add_element_type(%g: tensor<2x64xf64>, %ids: tensor<2xi64>) {
+  // expected-error @+1 {{'ppc.scatter_add' op failed to verify that all of {updates, result} have same element type}}
+  %0 = ppc.scatter_add %g[%ids] axis = 0 : (tensor<2x64xf64>, tensor<2xi64>) -> tensor<256x64xf32>
+  return
+}
+
+// -----
+
+// Tests that scatter_add indices must be i32 or i64.
+func.func @scatter_add_float_indices(%g: tensor<2x64xf32>, %ids: tensor<2xf32>) {
+  // expected-error @+1 {{'ppc.scatter_add' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<2xf32>'}}
+  %0 = ppc.scatter_add %g[%ids] axis = 0 : (tensor<2x64xf32>, tensor<2xf32>) -> tensor<256x64xf32>
+  return
+}

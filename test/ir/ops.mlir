@@ -387,3 +387,37 @@ func.func @nll_loss(%lp: tensor<32x256xf32>, %t: tensor<32xi64>, %w: tensor<256x
   %6 = ppc.nll_loss %lp3, %t3 none ignore_index = 3 : (tensor<4x10x7xf32>, tensor<4x7xi32>) -> tensor<4x7xf32>
   return
 }
+
+// Tests insert_slice with a forward, a strided backward and an empty region.
+// CHECK-LABEL: func.func @insert_slice
+// CHECK-SAME:    (%[[S:.*]]: tensor<2x64xf32>, %[[D:.*]]: tensor<2x192xf32>, %[[T:.*]]: tensor<3x3xi64>, %[[E:.*]]: tensor<6x7xi64>)
+// CHECK:         ppc.insert_slice %[[S]] into %[[D]] starts = [0, 64] limits = [2, 128] steps = [1, 1] : (tensor<2x64xf32>, tensor<2x192xf32>) -> tensor<2x192xf32>
+// CHECK-NEXT:    ppc.insert_slice %[[T]] into %[[E]] starts = [5, 0] limits = [-1, 7] steps = [-2, 3] : (tensor<3x3xi64>, tensor<6x7xi64>) -> tensor<6x7xi64>
+// CHECK-NEXT:    %[[Z:.*]] = ppc.constant dense<0> : tensor<0x0xi64>
+// CHECK-NEXT:    ppc.insert_slice %[[Z]] into %[[E]] starts = [3, 2] limits = [3, 2] steps = [1, -1] : (tensor<0x0xi64>, tensor<6x7xi64>) -> tensor<6x7xi64>
+// GENERIC-LABEL: sym_name = "insert_slice"
+// GENERIC:         "ppc.insert_slice"(%{{.*}}, %{{.*}}) <{limits = array<i64: 2, 128>, starts = array<i64: 0, 64>, steps = array<i64: 1, 1>}> : (tensor<2x64xf32>, tensor<2x192xf32>) -> tensor<2x192xf32>
+func.func @insert_slice(%s: tensor<2x64xf32>, %d: tensor<2x192xf32>, %t: tensor<3x3xi64>, %e: tensor<6x7xi64>) {
+  %0 = ppc.insert_slice %s into %d starts = [0, 64] limits = [2, 128] steps = [1, 1] : (tensor<2x64xf32>, tensor<2x192xf32>) -> tensor<2x192xf32>
+  %1 = ppc.insert_slice %t into %e starts = [5, 0] limits = [-1, 7] steps = [-2, 3] : (tensor<3x3xi64>, tensor<6x7xi64>) -> tensor<6x7xi64>
+  %z = ppc.constant dense<0> : tensor<0x0xi64>
+  %2 = ppc.insert_slice %z into %e starts = [3, 2] limits = [3, 2] steps = [1, -1] : (tensor<0x0xi64>, tensor<6x7xi64>) -> tensor<6x7xi64>
+  return
+}
+
+// Tests scatter_add on axis 0 (the adjoint of an embedding lookup), on an
+// inner axis with i32 indices, and with a scalar index.
+// CHECK-LABEL: func.func @scatter_add
+// CHECK-SAME:    (%[[G:.*]]: tensor<2x16x64xf32>, %[[IDS:.*]]: tensor<2x16xi64>, %[[H:.*]]: tensor<256x3xf32>, %[[J:.*]]: tensor<3xi32>, %[[R:.*]]: tensor<64xi64>, %[[S:.*]]: tensor<i64>)
+// CHECK:         ppc.scatter_add %[[G]][%[[IDS]]] axis = 0 : (tensor<2x16x64xf32>, tensor<2x16xi64>) -> tensor<256x64xf32>
+// CHECK-NEXT:    ppc.scatter_add %[[H]][%[[J]]] axis = 1 : (tensor<256x3xf32>, tensor<3xi32>) -> tensor<256x64xf32>
+// CHECK-NEXT:    ppc.scatter_add %[[R]][%[[S]]] axis = 0 : (tensor<64xi64>, tensor<i64>) -> tensor<256x64xi64>
+// GENERIC-LABEL: sym_name = "scatter_add"
+// GENERIC:         "ppc.scatter_add"(%{{.*}}, %{{.*}}) <{axis = 0 : i64}> : (tensor<2x16x64xf32>, tensor<2x16xi64>) -> tensor<256x64xf32>
+func.func @scatter_add(%g: tensor<2x16x64xf32>, %ids: tensor<2x16xi64>, %h: tensor<256x3xf32>, %j: tensor<3xi32>,
+                       %r: tensor<64xi64>, %s: tensor<i64>) {
+  %0 = ppc.scatter_add %g[%ids] axis = 0 : (tensor<2x16x64xf32>, tensor<2x16xi64>) -> tensor<256x64xf32>
+  %1 = ppc.scatter_add %h[%j] axis = 1 : (tensor<256x3xf32>, tensor<3xi32>) -> tensor<256x64xf32>
+  %2 = ppc.scatter_add %r[%s] axis = 0 : (tensor<64xi64>, tensor<i64>) -> tensor<256x64xi64>
+  return
+}

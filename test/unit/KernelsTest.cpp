@@ -739,6 +739,80 @@ TEST_F(KernelsTest, TriluKeepsUpperOrLowerTriangleWithOffset) {
                                        0, 0, 0, 0, 17, 0, 0, 0, 21, 22, 0, 0});
 }
 
+TEST_F(KernelsTest, InsertSliceReplacesTheStridedRegionOnly) {
+  const char *source = R"mlir(
+    func.func @main(%s: tensor<2x2xf32>, %d: tensor<3x4xf32>, %e: tensor<0x2xi64>, %f: tensor<2x2xi64>)
+        -> (tensor<3x4xf32>, tensor<2x2xf32>, tensor<2x2xi64>) {
+      %0 = ppc.insert_slice %s into %d starts = [2, 3] limits = [-1, 0] steps = [-2, -2] : (tensor<2x2xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+      %1 = ppc.slice %0 starts = [2, 3] limits = [-1, 0] steps = [-2, -2] : (tensor<3x4xf32>) -> tensor<2x2xf32>
+      %2 = ppc.insert_slice %e into %f starts = [1, 0] limits = [1, 2] steps = [1, 1] : (tensor<0x2xi64>, tensor<2x2xi64>) -> tensor<2x2xi64>
+      return %0, %1, %2 : tensor<3x4xf32>, tensor<2x2xf32>, tensor<2x2xi64>
+    })mlir";
+  Tensor s = makeTensor(DType::F32, {2, 2}, {-1, -2, -3, -4});
+  llvm::SmallVector<Tensor> results =
+      runOk(source, {s, iota({3, 4}), Tensor(DType::I64, {0, 2}),
+                     makeInts(DType::I64, {2, 2}, {5, 6, 7, 8})});
+  ASSERT_EQ(results.size(), 3u);
+  // Rows 2 and 0, columns 3 and 1, in that order.
+  expectValues(results[0], {3, 4}, {0, -4, 2, -3, 4, 5, 6, 7, 8, -2, 10, -1});
+  expectValues(results[1], {2, 2}, s.floats());
+  expectInts(results[2], {2, 2}, {5, 6, 7, 8});
+}
+
+TEST_F(KernelsTest, ScatterAddAccumulatesRepeatedAndNegativeIndices) {
+  const char *source = R"mlir(
+    func.func @main(%u: tensor<3x2xf32>, %i: tensor<3xi64>, %v: tensor<2x2x2xi64>, %j: tensor<2x2xi32>)
+        -> (tensor<4x2xf32>, tensor<2x3xi64>) {
+      %0 = ppc.scatter_add %u[%i] axis = 0 : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>
+      %1 = ppc.scatter_add %v[%j] axis = 1 : (tensor<2x2x2xi64>, tensor<2x2xi32>) -> tensor<2x3xi64>
+      return %0, %1 : tensor<4x2xf32>, tensor<2x3xi64>
+    })mlir";
+  // Row 1 is named by 1 and by -3.
+  llvm::SmallVector<Tensor> results =
+      runOk(source, {iota({3, 2}), makeInts(DType::I64, {3}, {1, -3, 3}),
+                     makeInts(DType::I64, {2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                     makeInts(DType::I32, {2, 2}, {2, 0, -1, 2})});
+  ASSERT_EQ(results.size(), 2u);
+  expectValues(results[0], {4, 2}, {0, 0, 2, 4, 0, 0, 4, 5});
+  // Per row of the result: column 0 gets update 2, column 2 updates 1, 3, 4.
+  expectInts(results[1], {2, 3}, {2, 0, 8, 6, 0, 20});
+}
+
+TEST_F(KernelsTest, ScatterAddRoundsTheSumOnce) {
+  const char *source = R"mlir(
+    func.func @main(%u: tensor<3xf32>, %i: tensor<3xi64>) -> tensor<1xf32> {
+      %0 = ppc.scatter_add %u[%i] axis = 0 : (tensor<3xf32>, tensor<3xi64>) -> tensor<1xf32>
+      return %0 : tensor<1xf32>
+    })mlir";
+  // 1 + 2^-24 + 2^-24 rounds to 1 + 2^-23 when summed exactly, but to 1 when
+  // each partial sum is rounded to f32.
+  double tiny = std::ldexp(1.0, -24);
+  Tensor result =
+      runOne(source, {makeTensor(DType::F32, {3}, {1, tiny, tiny}),
+                      makeInts(DType::I64, {3}, {0, 0, 0})});
+  expectValues(result, {1}, {1 + 2 * tiny});
+}
+
+TEST_F(KernelsTest, ScatterAddIndexOutOfRangeIsAnError) {
+  const char *source = R"mlir(
+    func.func @main(%u: tensor<2x4xf32>, %i: tensor<2xi64>) -> tensor<3x4xf32> {
+      %0 = ppc.scatter_add %u[%i] axis = 0 : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<3x4xf32>
+      return %0 : tensor<3x4xf32>
+    })mlir";
+  for (int64_t bad : {3, -4}) {
+    errors.clear();
+    auto results =
+        run(source, {iota({2, 4}), makeInts(DType::I64, {2}, {0, bad})});
+    EXPECT_TRUE(failed(results));
+    EXPECT_NE(errors.find(llvm::formatv("scatter_add index {0} out of range "
+                                        "[-3, 3)",
+                                        bad)
+                              .str()),
+              std::string::npos)
+        << errors;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

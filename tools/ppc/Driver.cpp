@@ -205,32 +205,12 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
 
 LogicalResult writeOutput(llvm::StringRef path,
                           llvm::function_ref<void(llvm::raw_ostream &)> write) {
-  if (path == "-") {
-    write(llvm::outs());
-    return success();
-  }
-  llvm::SmallString<256> temp;
-  int fd;
-  llvm::SmallString<256> model(path);
-  model += ".tmp-%%%%%%";
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, temp)) {
-    reportError("cannot write '" + path + "': " + ec.message());
-    return failure();
-  }
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    write(os);
-    os.flush();
-    if (os.has_error()) {
-      os.clear_error();
-      llvm::sys::fs::remove(temp);
-      reportError("cannot write '" + path + "'");
-      return failure();
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
-    llvm::sys::fs::remove(temp);
-    reportError("cannot write '" + path + "': " + ec.message());
+  // llvm::writeToOutput writes a temporary file and renames it ("-" is stdout).
+  if (llvm::Error e = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+        write(os);
+        return llvm::Error::success();
+      })) {
+    reportError("cannot write '" + path + "': " + llvm::toString(std::move(e)));
     return failure();
   }
   return success();

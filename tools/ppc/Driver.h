@@ -69,6 +69,7 @@ bindArguments(mlir::func::FuncOp func, const OnnxModel &model,
 
 int runImportCommand(int argc, char **argv);
 int runEvalCommand(int argc, char **argv);
+int runSimulateCommand(int argc, char **argv);
 
 } // namespace ppc
 

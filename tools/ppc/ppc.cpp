@@ -20,6 +20,8 @@ const Command commands[] = {
     {"import", ppc::runImportCommand, "ONNX model to ppc IR (MODEL.onnx [-o OUT.mlir])"},
     {"eval", ppc::runEvalCommand,
      "run a model on the reference executor (MODEL.onnx --input NAME=FILE.npy ...)"},
+    {"simulate", ppc::runSimulateCommand,
+     "train a model on the reference executor (MODEL.onnx --data F --steps N ...)"},
 };
 
 void printUsage(llvm::raw_ostream &os) {

@@ -1,0 +1,241 @@
+//===- BuildTrainStep.cpp - micro-batches, gradients, optimizer -----------===//
+
+#include "ir/PpcOps.h"
+#include "passes/Optimizers.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace ppc {
+#define GEN_PASS_DEF_BUILDTRAINSTEP
+#include "passes/Passes.h.inc"
+
+namespace {
+
+struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
+  using BuildTrainStepBase::BuildTrainStepBase;
+
+  void runOnOperation() override;
+
+private:
+  FailureOr<OptimizerConfig> optimizerConfig(Operation *anchor);
+  Value learningRate(OpBuilder &b, Location loc, Value stepF64);
+};
+
+FailureOr<OptimizerConfig> BuildTrainStepPass::optimizerConfig(Operation *anchor) {
+  OptimizerConfig config;
+  if (optimizer == "sgd")
+    config.kind = OptimizerConfig::Kind::Sgd;
+  else if (optimizer != "adamw")
+    return anchor->emitError() << "optimizer '" << optimizer
+                               << "' is not one of sgd, adamw";
+  config.momentum = momentum;
+  config.beta1 = beta1;
+  config.beta2 = beta2;
+  config.eps = eps;
+  config.weightDecay = weightDecay;
+  if (lrSchedule != "constant" && lrSchedule != "cosine")
+    return anchor->emitError() << "lr schedule '" << lrSchedule
+                               << "' is not one of constant, cosine";
+  if (microBatches < 1 || warmupSteps < 0 || gradClip < 0)
+    return anchor->emitError() << "micro-batches must be >= 1, warmup steps and "
+                                  "grad clip >= 0";
+  return config;
+}
+
+/// lr(s) for the 0-based step s: linear warm-up over `warmupSteps` steps,
+/// then constant or cosine decay to `minLr` at `totalSteps`.
+Value BuildTrainStepPass::learningRate(OpBuilder &b, Location loc, Value s) {
+  auto c = [&](double v) { return f64Scalar(b, loc, v); };
+  Value peak = c(lr);
+  Value decayed = peak;
+  if (lrSchedule == "cosine") {
+    double span = std::max<int64_t>(1, totalSteps - warmupSteps);
+    Value progress = b.create<DivOp>(loc, b.create<SubOp>(loc, s, c(warmupSteps)), c(span));
+    Value cosine = b.create<CosOp>(loc, b.create<MulOp>(loc, progress, c(M_PI)));
+    Value factor = b.create<MulOp>(loc, c(0.5), b.create<AddOp>(loc, c(1.0), cosine));
+    decayed = b.create<AddOp>(loc, c(minLr), b.create<MulOp>(loc, c(lr - minLr), factor));
+  }
+  if (warmupSteps == 0)
+    return decayed;
+  Value warm = b.create<DivOp>(
+      loc, b.create<MulOp>(loc, peak, b.create<AddOp>(loc, s, c(1.0))), c(warmupSteps));
+  Value inWarmup = b.create<LessOp>(loc, s, c(warmupSteps));
+  return b.create<WhereOp>(loc, inWarmup, warm, decayed);
+}
+
+void BuildTrainStepPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto grad = module.lookupSymbol<func::FuncOp>("forward_grad");
+  if (!grad) {
+    module.emitError() << "no @forward_grad; run -ppc-autodiff first";
+    return signalPassFailure();
+  }
+  auto config = optimizerConfig(grad);
+  if (failed(config))
+    return signalPassFailure();
+  llvm::SmallVector<StringRef> stateKinds = optimizerStateKinds(*config);
+  MLIRContext *ctx = &getContext();
+  OpBuilder b(ctx);
+  Location loc = NameLoc::get(b.getStringAttr("train_step"));
+
+  // The signature: step, parameters, state per parameter, then the graph
+  // inputs with their batch dimension multiplied by the micro-batch count.
+  llvm::SmallVector<Type> argTypes{RankedTensorType::get({}, b.getI64Type())};
+  llvm::SmallVector<DictionaryAttr> argAttrs{
+      b.getDictionaryAttr(b.getNamedAttr(PpcDialect::kStepAttrName, b.getUnitAttr()))};
+  llvm::SmallVector<unsigned> paramArgs, inputArgs;
+  for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
+    if (grad.getArgAttr(i, PpcDialect::kParamAttrName))
+      paramArgs.push_back(i);
+    else
+      inputArgs.push_back(i);
+  }
+  for (unsigned i : paramArgs) {
+    argTypes.push_back(grad.getArgument(i).getType());
+    argAttrs.push_back(grad.getArgAttrDict(i));
+  }
+  for (StringRef kind : stateKinds) {
+    for (unsigned i : paramArgs) {
+      argTypes.push_back(grad.getArgument(i).getType());
+      auto name = grad.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName);
+      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          PpcDialect::kStateAttrName, b.getStringAttr(kind + ":" + name.getValue()))));
+    }
+  }
+  for (unsigned i : inputArgs) {
+    auto type = llvm::cast<RankedTensorType>(grad.getArgument(i).getType());
+    if (type.getRank() == 0) {
+      grad.emitError() << "graph input " << i << " is a scalar; a batch needs dimension 0";
+      return signalPassFailure();
+    }
+    llvm::SmallVector<int64_t> shape(type.getShape());
+    shape[0] *= microBatches;
+    argTypes.push_back(type.clone(shape));
+    argAttrs.push_back(grad.getArgAttrDict(i));
+  }
+
+  b.setInsertionPointAfter(grad);
+  auto step = b.create<func::FuncOp>(loc, "train_step", b.getFunctionType(argTypes, {}));
+  step.setAllArgAttrs(argAttrs);
+  Block *body = step.addEntryBlock();
+  b.setInsertionPointToEnd(body);
+  unsigned numParams = paramArgs.size();
+  auto param = [&](unsigned p) { return body->getArgument(1 + p); };
+  auto stateArg = [&](unsigned k, unsigned p) {
+    return body->getArgument(1 + numParams + k * numParams + p);
+  };
+  auto input = [&](unsigned n) {
+    return body->getArgument(1 + numParams * (1 + stateKinds.size()) + n);
+  };
+
+  // Loss and gradients of each micro-batch, summed.
+  auto gradReturn = llvm::cast<func::ReturnOp>(grad.getBody().front().getTerminator());
+  Value lossSum;
+  llvm::SmallVector<Value> gradSums(numParams);
+  for (int64_t j = 0; j < microBatches; ++j) {
+    IRMapping mapping;
+    for (auto [p, i] : llvm::enumerate(paramArgs))
+      mapping.map(grad.getArgument(i), param(p));
+    for (auto [n, i] : llvm::enumerate(inputArgs)) {
+      Value whole = input(n);
+      if (microBatches > 1) {
+        auto type = llvm::cast<RankedTensorType>(grad.getArgument(i).getType());
+        llvm::SmallVector<int64_t> starts(type.getRank(), 0), limits(type.getShape()),
+            steps(type.getRank(), 1);
+        starts[0] = j * type.getDimSize(0);
+        limits[0] = (j + 1) * type.getDimSize(0);
+        whole = b.create<SliceOp>(loc, whole, starts, limits, steps);
+      }
+      mapping.map(grad.getArgument(i), whole);
+    }
+    for (Operation &op : grad.getBody().front().without_terminator())
+      b.clone(op, mapping);
+    Value loss = mapping.lookup(gradReturn.getOperand(0));
+    lossSum = lossSum ? b.create<AddOp>(loc, lossSum, loss).getResult() : loss;
+    for (unsigned p = 0; p < numParams; ++p) {
+      Value g = mapping.lookup(gradReturn.getOperand(1 + p));
+      gradSums[p] = gradSums[p] ? b.create<AddOp>(loc, gradSums[p], g).getResult() : g;
+    }
+  }
+  auto mean = [&](Value sum) -> Value {
+    if (microBatches == 1)
+      return sum;
+    Type element = getElementTypeOrSelf(sum.getType());
+    return b.create<DivOp>(loc, sum,
+                           castScalar(b, loc, f64Scalar(b, loc, microBatches), element));
+  };
+  Value loss = mean(lossSum);
+  llvm::SmallVector<Value> grads;
+  for (Value g : gradSums)
+    grads.push_back(mean(g));
+
+  // Global gradient norm (reported, and used for clipping), in f32 like
+  // torch.nn.utils.clip_grad_norm_.
+  Type lossType = getElementTypeOrSelf(loss.getType());
+  Value sumSquares;
+  for (Value g : grads) {
+    auto type = llvm::cast<RankedTensorType>(g.getType());
+    llvm::SmallVector<int64_t> axes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      axes.push_back(d);
+    Value squares = b.create<MulOp>(loc, g, g);
+    Value s = b.create<ReduceSumOp>(loc, squares, axes, false);
+    s = castScalar(b, loc, s, lossType);
+    sumSquares = sumSquares ? b.create<AddOp>(loc, sumSquares, s).getResult() : s;
+  }
+  Value gradNorm = sumSquares ? b.create<SqrtOp>(loc, sumSquares).getResult()
+                              : castScalar(b, loc, f64Scalar(b, loc, 0), lossType);
+  if (gradClip > 0 && numParams > 0) {
+    Value coef = b.create<DivOp>(
+        loc, castScalar(b, loc, f64Scalar(b, loc, gradClip), lossType),
+        b.create<AddOp>(loc, gradNorm, castScalar(b, loc, f64Scalar(b, loc, 1e-6), lossType)));
+    coef = b.create<MinOp>(loc, coef, castScalar(b, loc, f64Scalar(b, loc, 1.0), lossType));
+    for (Value &g : grads)
+      g = b.create<MulOp>(loc, g, castScalar(b, loc, coef, getElementTypeOrSelf(g.getType())));
+  }
+
+  Value stepF64 = b.create<CastOp>(loc, RankedTensorType::get({}, b.getF64Type()),
+                                   body->getArgument(0));
+  StepScalars scalars{learningRate(b, loc, stepF64),
+                      b.create<AddOp>(loc, stepF64, f64Scalar(b, loc, 1.0))};
+  llvm::SmallVector<Value> newParams, newStates(numParams * stateKinds.size());
+  for (unsigned p = 0; p < numParams; ++p) {
+    llvm::SmallVector<Value> state, updated;
+    for (unsigned k = 0; k < stateKinds.size(); ++k)
+      state.push_back(stateArg(k, p));
+    buildParameterUpdate(b, loc, *config, scalars, param(p), grads[p], state, updated);
+    newParams.push_back(updated[0]);
+    for (unsigned k = 0; k < stateKinds.size(); ++k)
+      newStates[k * numParams + p] = updated[1 + k];
+  }
+
+  llvm::SmallVector<Value> results(newParams);
+  llvm::append_range(results, newStates);
+  results.push_back(loss);
+  results.push_back(gradNorm);
+  results.push_back(castScalar(b, loc, scalars.lr, lossType));
+  b.create<func::ReturnOp>(loc, results);
+  step.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  llvm::SmallVector<DictionaryAttr> resultAttrs(argAttrs.begin() + 1,
+                                                argAttrs.begin() + 1 + newParams.size() +
+                                                    newStates.size());
+  for (StringRef name : {"loss", "grad_norm", "lr"})
+    resultAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(PpcDialect::kOutputAttrName, b.getStringAttr(name))));
+  step.setAllResultAttrs(resultAttrs);
+
+  // The step function is the program now.
+  for (StringRef name : {"forward_grad", "forward"})
+    if (auto f = module.lookupSymbol<func::FuncOp>(name))
+      f.erase();
+}
+
+} // namespace
+} // namespace ppc

@@ -1,0 +1,51 @@
+//===- Optimizers.h - optimizer updates as ppc IR ---------------*- C++ -*-===//
+//
+// Optimizers are IR so that later stages can shard them (ZeRO). Each update
+// follows torch.optim's single-tensor implementation operation by operation,
+// with step-dependent scalars computed in f64 and applied in the parameter's
+// type, as PyTorch applies Python floats to float32 tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_PASSES_OPTIMIZERS_H
+#define PPC_PASSES_OPTIMIZERS_H
+
+#include "mlir/IR/Builders.h"
+
+namespace ppc {
+
+struct OptimizerConfig {
+  enum class Kind { Sgd, AdamW } kind = Kind::AdamW;
+  double momentum = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+};
+
+/// The names of the state tensors each parameter carries ("momentum";
+/// "exp_avg", "exp_avg_sq"), each zero-initialized and shaped like it.
+llvm::SmallVector<llvm::StringRef> optimizerStateKinds(const OptimizerConfig &config);
+
+/// Scalars shared by all parameter updates of one step, as rank-0 f64 values.
+struct StepScalars {
+  mlir::Value lr;
+  /// 1-based step count t = step + 1 (AdamW's bias correction).
+  mlir::Value t;
+};
+
+/// Builds the update of `param` with gradient `grad` and the state tensors
+/// `state` (in optimizerStateKinds order); appends the new parameter and
+/// then the new state to `results`.
+void buildParameterUpdate(mlir::OpBuilder &builder, mlir::Location loc,
+                          const OptimizerConfig &config, const StepScalars &scalars,
+                          mlir::Value param, mlir::Value grad,
+                          llvm::ArrayRef<mlir::Value> state,
+                          llvm::SmallVectorImpl<mlir::Value> &results);
+
+/// A rank-0 f64 constant.
+mlir::Value f64Scalar(mlir::OpBuilder &builder, mlir::Location loc, double value);
+
+/// `scalar` (rank-0 f64) cast to a rank-0 tensor of `elementType`.
+mlir::Value castScalar(mlir::OpBuilder &builder, mlir::Location loc,
+                       mlir::Value scalar, mlir::Type elementType);
+
+} // namespace ppc
+
+#endif // PPC_PASSES_OPTIMIZERS_H

@@ -1,0 +1,157 @@
+//===- Autodiff.cpp - reverse-mode differentiation of @forward ------------===//
+
+#include "ir/PpcOps.h"
+#include "passes/Passes.h"
+#include "passes/autodiff/Gradients.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+
+namespace ppc {
+#define GEN_PASS_DEF_AUTODIFF
+#include "passes/Passes.h.inc"
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  return llvm::isa<FloatType>(getElementTypeOrSelf(v.getType()));
+}
+
+/// Values on a path from a parameter to the loss: only they need adjoints.
+llvm::DenseSet<Value> activeValues(func::FuncOp func, Value loss,
+                                   const GradientRegistry &registry) {
+  Block &body = func.getBody().front();
+  llvm::DenseSet<Value> varied, useful, active;
+  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+    if (func.getArgAttr(i, PpcDialect::kParamAttrName) && isFloatTensor(arg))
+      varied.insert(arg);
+  for (Operation &op : body) {
+    if (registry.isNonDifferentiable(&op))
+      continue;
+    if (llvm::any_of(op.getOperands(), [&](Value v) { return varied.contains(v); }))
+      for (Value r : op.getResults())
+        if (isFloatTensor(r))
+          varied.insert(r);
+  }
+  useful.insert(loss);
+  for (Operation &op : llvm::reverse(body))
+    if (llvm::any_of(op.getResults(), [&](Value r) { return useful.contains(r); }))
+      for (Value v : op.getOperands())
+        useful.insert(v);
+  for (Value v : varied)
+    if (useful.contains(v))
+      active.insert(v);
+  return active;
+}
+
+LogicalResult differentiate(func::FuncOp func) {
+  const GradientRegistry &registry = GradientRegistry::get();
+  Block &body = func.getBody().front();
+  auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
+  Value loss = ret.getOperand(0);
+  llvm::DenseSet<Value> active = activeValues(func, loss, registry);
+
+  // Every op the gradient flows through needs a rule; report all at once.
+  bool missing = false;
+  for (Operation &op : body) {
+    if (registry.lookup(&op) || registry.isNonDifferentiable(&op))
+      continue;
+    if (llvm::any_of(op.getResults(), [&](Value r) { return active.contains(r); })) {
+      op.emitError() << "'" << op.getName() << "' has no gradient rule, and it "
+                     << "lies on a path from a parameter to the loss";
+      missing = true;
+    }
+  }
+  if (missing)
+    return failure();
+
+  OpBuilder builder(ret);
+  llvm::DenseMap<Value, Value> adjoint;
+  adjoint[loss] = builder.create<ConstantOp>(
+      loss.getLoc(),
+      DenseElementsAttr::get(llvm::cast<RankedTensorType>(loss.getType()),
+                             builder.getFloatAttr(getElementTypeOrSelf(loss), 1.0)));
+  llvm::SmallVector<Operation *> forwardOps;
+  for (Operation &op : body.without_terminator())
+    forwardOps.push_back(&op);
+  for (Operation *op : llvm::reverse(forwardOps)) {
+    if (registry.isNonDifferentiable(op))
+      continue;
+    llvm::SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      resultGrads.push_back(active.contains(r) ? adjoint.lookup(r) : Value());
+      any |= static_cast<bool>(resultGrads.back());
+    }
+    if (!any)
+      continue;
+    llvm::SmallVector<bool> wanted;
+    for (Value v : op->getOperands())
+      wanted.push_back(active.contains(v));
+    if (llvm::none_of(wanted, [](bool w) { return w; }))
+      continue;
+    llvm::SmallVector<Value> operandGrads;
+    GradientRequest request{builder, op, resultGrads, wanted};
+    if (failed((*registry.lookup(op))(request, operandGrads)))
+      return failure();
+    for (auto [operand, grad, want] : llvm::zip(op->getOperands(), operandGrads, wanted)) {
+      if (!grad || !want)
+        continue;
+      if (grad.getType() != operand.getType())
+        return op->emitError() << "gradient rule produced " << grad.getType()
+                               << " for an operand of type " << operand.getType();
+      Value &acc = adjoint[operand];
+      acc = acc ? builder.create<AddOp>(op->getLoc(), acc, grad).getResult() : grad;
+    }
+  }
+
+  llvm::SmallVector<Value> results{loss};
+  llvm::SmallVector<DictionaryAttr> resultAttrs{builder.getDictionaryAttr(
+      builder.getNamedAttr(PpcDialect::kOutputAttrName, builder.getStringAttr("loss")))};
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    auto name = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName);
+    if (!name || !isFloatTensor(arg))
+      continue;
+    Value grad = adjoint.lookup(arg);
+    if (!grad)
+      grad = zerosLike(builder, func.getLoc(), llvm::cast<RankedTensorType>(arg.getType()));
+    results.push_back(grad);
+    resultAttrs.push_back(builder.getDictionaryAttr(
+        builder.getNamedAttr(PpcDialect::kGradAttrName, name)));
+  }
+  ret->setOperands(results);
+  func.setType(builder.getFunctionType(func.getArgumentTypes(),
+                                       ValueRange(results).getTypes()));
+  func.setAllResultAttrs(resultAttrs);
+  return success();
+}
+
+struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward) {
+      module.emitError() << "no @forward function to differentiate";
+      return signalPassFailure();
+    }
+    auto resultType = forward.getNumResults() == 1
+                          ? llvm::dyn_cast<RankedTensorType>(forward.getResultTypes()[0])
+                          : RankedTensorType();
+    if (!resultType || resultType.getRank() != 0 ||
+        !llvm::isa<FloatType>(resultType.getElementType())) {
+      forward.emitError() << "@forward must return one float scalar (the loss); "
+                             "run -ppc-append-loss first";
+      return signalPassFailure();
+    }
+    auto grad = llvm::cast<func::FuncOp>(forward->clone());
+    grad.setSymName("forward_grad");
+    SymbolTable(module).insert(grad, std::next(Block::iterator(forward)));
+    if (failed(differentiate(grad)))
+      return signalPassFailure();
+  }
+};
+} // namespace
+} // namespace ppc

@@ -1,0 +1,493 @@
+#!/usr/bin/python3
+"""PyTorch reference trainer for ppc's training contract (DESIGN.md section 4).
+
+It trains one of the ``models/ppc_models.py`` transformers on CPU, starting from the
+initializers of an ONNX export, on the same data windows, loss and optimizer as
+``ppc simulate`` / a compiled ppc trainer, and writes the same JSON-lines log:
+
+    /usr/bin/python3 test/e2e/torch_reference.py MODEL.onnx --data FILE \\
+        [--data-dtype u8|u16|i32] --steps N [--log F.jsonl] [--kind K] \\
+        [--batch B] [--seq T] [--micro-batches M] \\
+        [--optimizer sgd|adamw] [--lr 1e-3] [--momentum 0] [--betas 0.9,0.999] \\
+        [--eps 1e-8] [--weight-decay W] [--grad-clip C] \\
+        [--lr-schedule constant|cosine] [--warmup-steps K] [--min-lr 0] \\
+        [--heads H] [--dtype f32|f64] [--threads 2] [--quiet]
+
+Contract, as implemented here:
+
+* Initial weights: every floating-point ONNX initializer is copied by name into
+  ``model.state_dict()``. Exports made with ``constant_folding=False`` keep torch's
+  parameter names, and tied weights appear once. An initializer that is no parameter,
+  a parameter with no initializer, or a shape mismatch is an error.
+* Data: n tokens; global sample b of step s reads ``o = ((s*B + b) * T) % (n - T - 1)``,
+  inputs ``tok[o:o+T]``, labels ``tok[o+1:o+T+1]`` (int64).
+* Loss: logits models (gpt, llama, bert) get ``F.cross_entropy(logits.reshape(-1, V),
+  labels.reshape(-1))``; gpt-loss is trained on its own output ``model(inputs, labels)``.
+  With M micro-batches (consecutive slices of the global batch), each micro-batch loss
+  is scaled by 1/M before backward, so the gradient and the logged loss are still the
+  mean over the global batch.
+* Optimizer: ``torch.optim.SGD(params, lr, momentum, weight_decay)`` or
+  ``torch.optim.AdamW(params, lr, betas, eps, weight_decay)`` over all parameters;
+  weight decay defaults to 0.01 for adamw and 0 for sgd.
+* grad_norm is the global L2 norm of the gradients before clipping (what
+  ``clip_grad_norm_`` returns); ``--grad-clip C`` clips with ``clip_grad_norm_``
+  (C = 0, like no flag, means no clipping).
+* Learning rate of step s (0-based), set before the optimizer step of step s:
+  ``lr*(s+1)/K`` for s < K (K warm-up steps), then ``lr`` (constant) or
+  ``min_lr + 0.5*(lr - min_lr)*(1 + cos(pi*(s - K)/max(1, steps - K)))`` (cosine).
+* Log: one line per step, ``{"step": s, "loss": L, "lr": lr_s, "grad_norm": g}``, the
+  floats written by ``json`` (shortest round-trip repr, >= 9 significant digits).
+
+Library use::
+
+    from torch_reference import train, logits
+    model, losses = train("gpt", "gpt.onnx", "tokens.bin", 20,
+                          dict(optimizer="sgd", lr=0.1, momentum=0.9, data_dtype="u8"))
+    out = logits(model, input_ids)
+"""
+import argparse
+import dataclasses
+import json
+import math
+import os
+import re
+import sys
+from typing import Optional, Tuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
+import ppc_models  # noqa: E402
+
+DATA_DTYPES = {"u8": np.dtype("u1"), "u16": np.dtype("<u2"), "i32": np.dtype("<i4")}
+TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64}
+# ONNX TensorProto element types that are floating point (float, float16, double,
+# bfloat16): every initializer of these types is a trainable parameter.
+ONNX_FLOAT_TYPES = {1, 10, 11, 16}
+
+
+class ReferenceError(Exception):
+    """Bad input to the reference trainer (model, weights, data or options)."""
+
+
+@dataclasses.dataclass
+class Options:
+    """Training options; names and defaults follow ppc's TRAINING flags."""
+    batch: Optional[int] = None          # global batch B [the model's batch dim]
+    seq: Optional[int] = None            # sequence length T [the model's seq dim]
+    micro_batches: int = 1
+    optimizer: str = "adamw"             # sgd | adamw
+    lr: float = 1e-3
+    momentum: float = 0.0
+    betas: Tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    weight_decay: Optional[float] = None  # None: 0.01 for adamw, 0 for sgd
+    grad_clip: Optional[float] = None
+    lr_schedule: str = "constant"        # constant | cosine
+    warmup_steps: int = 0
+    min_lr: float = 0.0
+    data_dtype: str = "u16"              # u8 | u16 | i32
+    dtype: str = "f32"                   # f32 | f64 (f64 only to investigate numerics)
+    threads: int = 2
+    log: Optional[str] = None            # JSON-lines file, one line per step
+    heads: Optional[int] = None          # n_heads when it cannot be read from the ONNX
+    quiet: bool = True                   # no progress lines on stderr
+
+    @classmethod
+    def make(cls, options):
+        if options is None:
+            return cls()
+        if isinstance(options, cls):
+            return options
+        unknown = set(options) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ReferenceError(f"unknown option(s): {', '.join(sorted(unknown))}")
+        return cls(**options)
+
+    def resolved_weight_decay(self):
+        if self.weight_decay is not None:
+            return self.weight_decay
+        return 0.01 if self.optimizer == "adamw" else 0.0
+
+
+# --------------------------------------------------------------------------- data
+
+
+def load_tokens(data, data_dtype="u16"):
+    """Token ids as an int64 numpy array, from a file path or an array."""
+    if isinstance(data, (str, os.PathLike)):
+        if data_dtype not in DATA_DTYPES:
+            raise ReferenceError(f"--data-dtype {data_dtype!r}: expected u8, u16 or i32")
+        if not os.path.isfile(data):
+            raise ReferenceError(f"--data {data}: no such file")
+        dt = DATA_DTYPES[data_dtype]
+        size = os.path.getsize(data)
+        if size % dt.itemsize:
+            raise ReferenceError(f"--data {data}: {size} bytes is not a whole number of "
+                                 f"{data_dtype} tokens")
+        tokens = np.fromfile(data, dtype=dt)
+    else:
+        tokens = np.asarray(data)
+    return tokens.astype(np.int64)
+
+
+def batch_windows(tokens, step, batch, seq):
+    """Inputs and labels [batch, seq] (int64 tensors) of global step ``step``."""
+    n = len(tokens)
+    span = n - seq - 1
+    if span <= 0:
+        raise ReferenceError(f"data has {n} tokens; needs more than seq+1 = {seq + 1}")
+    offsets = [((step * batch + b) * seq) % span for b in range(batch)]
+    inputs = np.stack([tokens[o:o + seq] for o in offsets])
+    labels = np.stack([tokens[o + 1:o + seq + 1] for o in offsets])
+    return torch.from_numpy(inputs), torch.from_numpy(labels)
+
+
+# --------------------------------------------------------------------- model setup
+
+
+def _dims(value_info):
+    """Static sizes (int) or symbolic names (str) of a graph input/output."""
+    return [d.dim_param if d.dim_param else d.dim_value
+            for d in value_info.type.tensor_type.shape.dim]
+
+
+def _graph_inputs(graph):
+    inits = {i.name for i in graph.initializer}
+    return [i for i in graph.input if i.name not in inits]
+
+
+def infer_kind(graph):
+    """ppc_models kind of an exported graph, from its parameter and output names."""
+    names = {i.name for i in graph.initializer}
+    if len(graph.output) == 1 and graph.output[0].name == "loss":
+        return "gpt-loss"
+    if "tok.weight" in names:
+        return "llama"
+    if "ln_emb.weight" in names:
+        return "bert"
+    if "wte.weight" in names:
+        return "gpt"
+    raise ReferenceError("cannot tell the model kind from the initializer names "
+                         "(was it exported with constant_folding=False?); pass --kind")
+
+
+def _infer_heads(graph):
+    """n_heads from split_heads' view(b, t, n_heads, hd): the third element of the
+    4-element Concat that feeds the first attention Reshape."""
+    from onnx import numpy_helper
+    producer = {out: node for node in graph.node for out in node.output}
+
+    def constant_scalar(name):
+        node = producer.get(name)
+        while node is not None and node.op_type in ("Unsqueeze", "Cast", "Identity"):
+            node = producer.get(node.input[0])
+        if node is None or node.op_type != "Constant":
+            return None
+        for attr in node.attribute:
+            if attr.name == "value":
+                value = numpy_helper.to_array(attr.t).reshape(-1)
+                return int(value[0]) if value.size == 1 else None
+        return None
+
+    for node in graph.node:
+        if node.op_type != "Reshape" or "attn" not in node.name:
+            continue
+        shape = producer.get(node.input[1])
+        if shape is not None and shape.op_type == "Concat" and len(shape.input) == 4:
+            heads = constant_scalar(shape.input[2])
+            if heads:
+                return heads
+        if shape is not None and shape.op_type == "Constant":
+            value = numpy_helper.to_array(shape.attribute[0].t).reshape(-1)
+            if value.size == 4:
+                return int(value[2])
+    return None
+
+
+def infer_cfg(kind, model_proto, heads=None):
+    """A ppc_models config matching the parameter shapes of an exported graph."""
+    graph = model_proto.graph
+    shapes = {i.name: tuple(i.dims) for i in graph.initializer}
+    emb = "tok.weight" if kind == "llama" else "wte.weight"
+    if emb not in shapes:
+        raise ReferenceError(f"{kind}: the ONNX graph has no initializer {emb!r} "
+                             "(export with constant_folding=False)")
+    vocab, d_model = shapes[emb]
+    layers = {int(m.group(1)) for n in shapes for m in [re.match(r"blocks\.(\d+)\.", n)] if m}
+    ffn_name = "blocks.0.w1.weight" if kind == "llama" else "blocks.0.mlp.0.weight"
+    cfg = dict(vocab=vocab, d_model=d_model, n_layers=len(layers),
+               ffn=shapes[ffn_name][0] if ffn_name in shapes else None)
+    first = _dims(_graph_inputs(graph)[0])
+    if isinstance(first[0], int) and first[0] > 0:
+        cfg["batch"] = first[0]
+    if "wpe.weight" in shapes:
+        cfg["seq"] = shapes["wpe.weight"][0]
+    elif len(first) > 1 and isinstance(first[1], int) and first[1] > 0:
+        cfg["seq"] = first[1]
+    cfg["n_heads"] = heads or _infer_heads(graph)
+    if not cfg["n_heads"]:
+        raise ReferenceError("cannot read the number of attention heads from the ONNX "
+                             "graph; pass --heads")
+    return cfg
+
+
+def load_initializers(model, model_proto):
+    """Copy every floating-point initializer of ``model_proto`` into ``model`` by name.
+
+    Each initializer must name an entry of ``model.state_dict()`` with the same shape,
+    and every parameter (tied ones count once) must receive one."""
+    from onnx import numpy_helper
+    entries = model.state_dict(keep_vars=True)
+    loaded = set()
+    with torch.no_grad():
+        for init in model_proto.graph.initializer:
+            if init.data_type not in ONNX_FLOAT_TYPES:
+                continue
+            if init.name not in entries:
+                raise ReferenceError(
+                    f"ONNX initializer {init.name!r} is not a parameter of the torch "
+                    f"model (was it exported with constant_folding=False?)")
+            target = entries[init.name]
+            value = torch.from_numpy(np.array(numpy_helper.to_array(init)))
+            if tuple(value.shape) != tuple(target.shape):
+                raise ReferenceError(f"ONNX initializer {init.name!r} has shape "
+                                     f"{tuple(value.shape)}, the torch parameter "
+                                     f"{tuple(target.shape)}")
+            if id(target) in loaded:
+                raise ReferenceError(f"ONNX initializer {init.name!r} sets a tied "
+                                     "parameter that another initializer already set")
+            target.copy_(value.to(target.dtype))
+            loaded.add(id(target))
+    missing = [n for n, p in model.named_parameters() if id(p) not in loaded]
+    if missing:
+        raise ReferenceError("torch parameter(s) with no ONNX initializer: "
+                             + ", ".join(missing))
+
+
+def build(kind, cfg_or_onnx_path, options=None):
+    """(model, batch, seq): the torch model with its initial weights and the default
+    global batch and sequence length (the model's dims, or the options')."""
+    opts = Options.make(options)
+    dtype = TORCH_DTYPES[opts.dtype]
+    if isinstance(cfg_or_onnx_path, dict):
+        if kind is None:
+            raise ReferenceError("a config needs a kind")
+        cfg = dict(cfg_or_onnx_path)
+        model = ppc_models.build_model(kind, cfg)   # the weights export() writes
+        full = ppc_models._cfg(kind, cfg)
+        batch, seq = full["batch"], full["seq"]
+    else:
+        import onnx
+        path = os.fspath(cfg_or_onnx_path)
+        if not os.path.isfile(path):
+            raise ReferenceError(f"{path}: no such file")
+        proto = onnx.load(path)
+        kind = kind or infer_kind(proto.graph)
+        cfg = infer_cfg(kind, proto, opts.heads)
+        batch, seq = cfg.pop("batch", None), None
+        dims = _dims(_graph_inputs(proto.graph)[0])
+        if len(dims) > 1 and isinstance(dims[1], int) and dims[1] > 0:
+            seq = dims[1]
+        if "seq" not in cfg:
+            cfg["seq"] = opts.seq or seq or ppc_models.DEFAULT_CFG["seq"]
+        model = ppc_models.build_model(kind, cfg)
+        load_initializers(model, proto)
+    model = model.to(dtype)
+    if dtype == torch.float64:
+        # ONNX stores LayerNormalization's epsilon as a float32 attribute.
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.eps = float(np.float32(module.eps))
+    batch, seq = opts.batch or batch, opts.seq or seq
+    if not batch or not seq:
+        raise ReferenceError("the model's batch or sequence dimension is symbolic; "
+                             "pass --batch and --seq")
+    return model, batch, seq
+
+
+# ------------------------------------------------------------------------ training
+
+
+def lr_at(step, steps, opts):
+    """Learning rate of 0-based ``step`` of ``steps``."""
+    k = opts.warmup_steps
+    if step < k:
+        return opts.lr * (step + 1) / k
+    if opts.lr_schedule == "constant":
+        return opts.lr
+    if opts.lr_schedule == "cosine":
+        progress = (step - k) / max(1, steps - k)
+        return opts.min_lr + 0.5 * (opts.lr - opts.min_lr) * (1 + math.cos(math.pi * progress))
+    raise ReferenceError(f"--lr-schedule {opts.lr_schedule!r}: expected constant or cosine")
+
+
+def make_optimizer(params, opts):
+    wd = opts.resolved_weight_decay()
+    if opts.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=opts.lr, momentum=opts.momentum, weight_decay=wd)
+    if opts.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=opts.lr, betas=tuple(opts.betas),
+                                 eps=opts.eps, weight_decay=wd)
+    raise ReferenceError(f"--optimizer {opts.optimizer!r}: expected sgd or adamw")
+
+
+def is_loss_model(model):
+    return isinstance(model, ppc_models.GPTLoss)
+
+
+def logits(model, input_ids):
+    """Logits [B, T, V] of ``model`` (for gpt-loss: of its GPT part) on int64 ids,
+    without autograd."""
+    ids = torch.as_tensor(input_ids, dtype=torch.int64)
+    with torch.no_grad():
+        if is_loss_model(model):
+            return ppc_models.GPT.forward(model, ids)
+        return model(ids)
+
+
+def loss_of(model, inputs, labels):
+    """The training loss of one (micro-)batch: the model's own scalar, or mean token
+    cross-entropy of its logits."""
+    if is_loss_model(model):
+        return model(inputs, labels)
+    out = model(inputs)
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1))
+
+
+def grad_total_norm(params):
+    """Global L2 norm of the gradients, computed as clip_grad_norm_ computes it."""
+    grads = [p.grad.detach() for p in params if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    return torch.norm(torch.stack([torch.norm(g, 2.0) for g in grads]), 2.0)
+
+
+def train(kind, cfg_or_onnx_path, data, steps, options=None):
+    """Train ``kind`` (None: read from the ONNX file) from a config (seeded weights, as
+    ppc_models.export writes them) or an ONNX file's initializers, for ``steps`` steps
+    on ``data`` (a token file or an array). Returns (model, per-step losses); with
+    ``options["log"]`` also writes the JSON-lines log."""
+    opts = Options.make(options)
+    torch.set_num_threads(opts.threads)
+    model, batch, seq = build(kind, cfg_or_onnx_path, opts)
+    tokens = load_tokens(data, opts.data_dtype)
+    vocab = model.wte.num_embeddings if hasattr(model, "wte") else model.tok.num_embeddings
+    if len(tokens) and (tokens.min() < 0 or tokens.max() >= vocab):
+        raise ReferenceError(f"token ids span [{tokens.min()}, {tokens.max()}]; the "
+                             f"model's vocabulary is {vocab}")
+    if hasattr(model, "wpe") and seq > model.wpe.num_embeddings:
+        raise ReferenceError(f"--seq {seq} exceeds the position table "
+                             f"({model.wpe.num_embeddings} rows)")
+    m = opts.micro_batches
+    if m < 1 or batch % m:
+        raise ReferenceError(f"--micro-batches {m} does not divide --batch {batch}")
+    if opts.warmup_steps < 0:
+        raise ReferenceError("--warmup-steps must be >= 0")
+    if opts.grad_clip is not None and opts.grad_clip < 0:
+        raise ReferenceError("--grad-clip must be >= 0")
+
+    model.train()   # no dropout in these models; eval and train modes compute the same
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = make_optimizer(params, opts)
+    log = open(opts.log, "w") if opts.log else None
+    losses = []
+    try:
+        for step in range(steps):
+            inputs, labels = batch_windows(tokens, step, batch, seq)
+            optimizer.zero_grad(set_to_none=True)
+            total = 0.0
+            size = batch // m
+            for j in range(m):
+                part = slice(j * size, (j + 1) * size)
+                loss = loss_of(model, inputs[part], labels[part])
+                if m > 1:
+                    loss = loss / m
+                loss.backward()
+                total += loss.item()
+            if opts.grad_clip:
+                norm = torch.nn.utils.clip_grad_norm_(params, opts.grad_clip)
+            else:
+                norm = grad_total_norm(params)
+            lr = lr_at(step, steps, opts)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            optimizer.step()
+            losses.append(float(total))
+            record = {"step": step, "loss": float(total), "lr": float(lr),
+                      "grad_norm": float(norm)}
+            if log:
+                log.write(json.dumps(record) + "\n")
+                log.flush()
+            if not opts.quiet:
+                print(f"step {step + 1}/{steps}  loss {total:.6f}  lr {lr:.3e}  "
+                      f"grad_norm {float(norm):.4e}", file=sys.stderr)
+    finally:
+        if log:
+            log.close()
+    model.eval()
+    return model, losses
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def _betas(text):
+    try:
+        b1, b2 = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected b1,b2, got {text!r}")
+    return (b1, b2)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        description="PyTorch reference trainer for ppc (DESIGN.md section 4): trains a "
+                    "ppc_models ONNX export from its initializers and writes ppc's "
+                    "JSON-lines log.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("model", metavar="MODEL.onnx",
+                   help="ppc_models export made with constant_folding=False")
+    p.add_argument("--kind", choices=ppc_models.KINDS, default=None,
+                   help="model family (default: read from the initializer names)")
+    p.add_argument("--data", required=True, help="flat token-id file")
+    p.add_argument("--data-dtype", choices=sorted(DATA_DTYPES), default="u16")
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--log", metavar="F.jsonl", help="JSON-lines log, one line per step")
+    p.add_argument("--batch", type=int, help="global batch B (default: model's dim 0)")
+    p.add_argument("--seq", type=int, help="sequence length T (default: model's dim 1)")
+    p.add_argument("--micro-batches", type=int, default=1)
+    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="adamw")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--momentum", type=float, default=0.0)
+    p.add_argument("--betas", type=_betas, default=(0.9, 0.999), help="b1,b2")
+    p.add_argument("--eps", type=float, default=1e-8)
+    p.add_argument("--weight-decay", type=float, default=None,
+                   help="default: 0.01 for adamw, 0 for sgd")
+    p.add_argument("--grad-clip", type=float, default=None,
+                   help="max global gradient norm (default, or 0: no clipping)")
+    p.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant")
+    p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--min-lr", type=float, default=0.0)
+    p.add_argument("--heads", type=int, help="attention heads, if the ONNX graph does "
+                                              "not show them")
+    p.add_argument("--dtype", choices=sorted(TORCH_DTYPES), default="f32",
+                   help="training precision (f64 only to investigate numerics)")
+    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    a = p.parse_args(argv)
+    fields = {f.name for f in dataclasses.fields(Options)}
+    opts = Options(**{k: v for k, v in vars(a).items() if k in fields})
+    try:
+        train(a.kind, a.model, a.data, a.steps, opts)
+    except ReferenceError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""Training parity of `ppc simulate` with PyTorch (DESIGN.md section 5).
+
+For gpt, llama, bert and gpt-loss (exported with constant_folding=False), and for SGD
+(lr 0.1, momentum 0.9) and AdamW (lr 1e-3, weight decay 0.01), both sides train the
+same ONNX initial weights on the same byte-level corpus for 20 steps:
+
+* per-step losses: |ppc - torch| / |torch| <= 1e-4 at every step;
+* the exported weights: `ppc eval TRAINED.onnx` on a held batch (the data windows of
+  the step after the last) against the trained torch model's logits,
+  max|ppc - torch| / max|torch| <= 1e-4. gpt-loss outputs only a loss, so its trained
+  initializers are put into the plain gpt graph (same parameter names) and that graph
+  is evaluated. The largest per-tensor weight error max|a-b|/max|b| is printed too,
+  for information.
+
+Then a micro-batch check on a gpt exported with dynamic batch/seq: AdamW with
+`--batch 8 --micro-batches 4` against `--micro-batches 1`, per-step losses equal to a
+relative 1e-6 (and both against torch's batch-8 run, 1e-4).
+
+    /usr/bin/python3 test/e2e/train_parity.py --ppc build/bin/ppc [--keep DIR]
+
+The ppc command lines are built in `simulate_command` and `eval_command`.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
+import ppc_models  # noqa: E402
+import torch_reference  # noqa: E402
+
+CORPUS = "/usr/share/common-licenses/GPL-3"
+DATA_DTYPE = "u8"
+CFG = dict(vocab=256, d_model=32, n_layers=2, n_heads=4, seq=16, batch=4, seed=0)
+STEPS = 20
+KINDS = ("gpt", "llama", "bert", "gpt-loss")
+OPTIMIZERS = {
+    "sgd": dict(optimizer="sgd", lr=0.1, momentum=0.9),
+    "adamw": dict(optimizer="adamw", lr=1e-3, weight_decay=0.01),
+}
+LOSS_TOL = 1e-4     # per-step relative loss error, ppc vs torch
+LOGITS_TOL = 1e-4   # max|a-b|/max|b| of logits from the exported weights
+MICRO_TOL = 1e-6    # per-step relative loss error, micro-batches 4 vs 1
+TIMEOUT_S = 600     # per ppc command
+
+# Training option (torch_reference.Options field) -> ppc flag.
+PPC_FLAGS = {
+    "batch": "--batch", "seq": "--seq", "micro_batches": "--micro-batches",
+    "optimizer": "--optimizer", "lr": "--lr", "momentum": "--momentum",
+    "betas": "--betas", "eps": "--eps", "weight_decay": "--weight-decay",
+    "grad_clip": "--grad-clip", "lr_schedule": "--lr-schedule",
+    "warmup_steps": "--warmup-steps", "min_lr": "--min-lr",
+}
+
+
+# ---------------------------------------------------------- ppc command lines
+
+
+def _flag_value(value):
+    if isinstance(value, (tuple, list)):
+        return ",".join(_flag_value(v) for v in value)
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def simulate_command(ppc, model, log, export, steps, training):
+    """`ppc simulate` on one device with `training` (torch_reference option names)."""
+    args = [ppc, "simulate", model, "--mesh", "1", "--data", CORPUS,
+            "--data-dtype", DATA_DTYPE, "--steps", str(steps), "--log", log]
+    if export:
+        args += ["--export", export]
+    for key, value in training.items():
+        args += [PPC_FLAGS[key], _flag_value(value)]
+    return args
+
+
+def eval_command(ppc, model, inputs, out_dir):
+    """`ppc eval` of `model` on {input name: .npy path}, outputs into out_dir."""
+    args = [ppc, "eval", model, "--output-dir", out_dir]
+    for name, path in inputs.items():
+        args += ["--input", f"{name}={path}"]
+    return args
+
+
+# ------------------------------------------------------------------ helpers
+
+
+class CaseError(Exception):
+    pass
+
+
+def run(args):
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise CaseError(f"timed out after {TIMEOUT_S}s: {' '.join(args)}")
+    if done.returncode != 0:
+        tail = "\n    ".join((done.stderr or done.stdout).strip().splitlines()[-8:])
+        raise CaseError(f"exit {done.returncode}: {' '.join(args)}\n    {tail}")
+    return done
+
+
+def read_log(path, steps):
+    """Per-step losses from a ppc JSON-lines log, checked to hold steps 0..steps-1."""
+    if not os.path.isfile(path):
+        raise CaseError(f"no log written at {path}")
+    records = [json.loads(line) for line in open(path) if line.strip()]
+    got = [r.get("step") for r in records]
+    if got != list(range(steps)):
+        raise CaseError(f"{path}: steps {got}, expected 0..{steps - 1}")
+    for r in records:
+        for key in ("loss", "lr", "grad_norm"):
+            if not isinstance(r.get(key), (int, float)):
+                raise CaseError(f"{path}: step {r['step']} has no numeric {key!r}")
+    return [float(r["loss"]) for r in records]
+
+
+def worst_relative(actual, expected):
+    return max(abs(a - e) / abs(e) for a, e in zip(actual, expected))
+
+
+def initializers(path):
+    return {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
+
+
+def weights_error(trained_path, model):
+    """Largest max|ppc - torch| / max|torch| over the trained parameters, and the
+    names of torch parameters missing from the export."""
+    exported = initializers(trained_path)
+    worst, missing = 0.0, []
+    for name, p in model.named_parameters():
+        if name not in exported:
+            missing.append(name)
+            continue
+        b = p.detach().numpy()
+        a = exported[name]
+        if a.shape != b.shape:
+            raise CaseError(f"exported {name} has shape {a.shape}, torch {b.shape}")
+        worst = max(worst, float(np.abs(a - b).max() / np.abs(b).max()))
+    return worst, missing
+
+
+def graft(trained_path, target_path, out_path):
+    """Write target_path's graph with trained_path's initializers (by name)."""
+    trained = initializers(trained_path)
+    target = onnx.load(target_path)
+    for init in target.graph.initializer:
+        if init.name not in trained:
+            raise CaseError(f"{trained_path} has no initializer {init.name!r}")
+        init.CopyFrom(numpy_helper.from_array(trained[init.name], init.name))
+    onnx.save(target, out_path)
+
+
+# ----------------------------------------------------------------- the cases
+
+
+class Exports:
+    """ONNX exports made once per (kind, dynamic)."""
+
+    def __init__(self, tmp):
+        self.tmp, self.paths = tmp, {}
+
+    def get(self, kind, dynamic=False):
+        key = (kind, dynamic)
+        if key not in self.paths:
+            path = os.path.join(self.tmp, f"{kind}{'-dyn' if dynamic else ''}.onnx")
+            ppc_models.export(kind, dict(CFG), path, opset=17, constant_folding=False,
+                              dynamic=dynamic)
+            self.paths[key] = path
+        return self.paths[key]
+
+
+def train_case(ppc, exports, tokens, kind, opt_name, tmp):
+    """Returns (ok, message)."""
+    training = OPTIMIZERS[opt_name]
+    model_path = exports.get(kind)
+    name = f"{kind}-{opt_name}"
+    log = os.path.join(tmp, f"{name}.jsonl")
+    trained = os.path.join(tmp, f"{name}-trained.onnx")
+    run(simulate_command(ppc, model_path, log, trained, STEPS, training))
+    ppc_losses = read_log(log, STEPS)
+
+    model, torch_losses = torch_reference.train(
+        kind, model_path, CORPUS, STEPS,
+        dict(training, data_dtype=DATA_DTYPE,
+             log=os.path.join(tmp, f"{name}-torch.jsonl")))
+    loss_err = worst_relative(ppc_losses, torch_losses)
+
+    if not os.path.isfile(trained):
+        raise CaseError(f"no export written at {trained}")
+    w_err, missing = weights_error(trained, model)
+    if missing:
+        raise CaseError(f"export lacks initializers: {', '.join(missing)}")
+    held, _ = torch_reference.batch_windows(tokens, STEPS, CFG["batch"], CFG["seq"])
+    held_path = os.path.join(tmp, f"{name}-held.npy")
+    np.save(held_path, held.numpy())
+    eval_model = trained
+    if kind == "gpt-loss":
+        eval_model = os.path.join(tmp, f"{name}-trained-as-gpt.onnx")
+        graft(trained, exports.get("gpt"), eval_model)
+    out_dir = os.path.join(tmp, f"{name}-eval")
+    run(eval_command(ppc, eval_model, {"input_ids": held_path}, out_dir))
+    actual = np.load(os.path.join(out_dir, "logits.npy"))
+    expected = torch_reference.logits(model, held).numpy()
+    if actual.shape != expected.shape:
+        raise CaseError(f"logits shape {actual.shape}, torch {expected.shape}")
+    logits_err = float(np.abs(actual - expected).max() / np.abs(expected).max())
+
+    ok = loss_err <= LOSS_TOL and logits_err <= LOGITS_TOL
+    return ok, (f"loss rel err {loss_err:.2e} (worst of {STEPS} steps), "
+                f"export logits rel err {logits_err:.2e}, weights {w_err:.1e}; "
+                f"loss {torch_losses[0]:.4f} -> {torch_losses[-1]:.4f}")
+
+
+def micro_batch_case(ppc, exports, tmp):
+    """gpt with dynamic batch/seq, AdamW, --batch 8: micro-batches 4 vs 1 (and torch)."""
+    model_path = exports.get("gpt", dynamic=True)
+    losses = {}
+    for m in (1, 4):
+        training = dict(OPTIMIZERS["adamw"], batch=8, seq=CFG["seq"], micro_batches=m)
+        log = os.path.join(tmp, f"gpt-micro{m}.jsonl")
+        run(simulate_command(ppc, model_path, log, None, STEPS, training))
+        losses[m] = read_log(log, STEPS)
+    _, torch_losses = torch_reference.train(
+        "gpt", model_path, CORPUS, STEPS,
+        dict(OPTIMIZERS["adamw"], batch=8, seq=CFG["seq"], data_dtype=DATA_DTYPE))
+    micro_err = worst_relative(losses[4], losses[1])
+    torch_err = max(worst_relative(losses[m], torch_losses) for m in (1, 4))
+    ok = micro_err <= MICRO_TOL and torch_err <= LOSS_TOL
+    return ok, (f"micro-batches 4 vs 1 loss rel err {micro_err:.2e} (tolerance "
+                f"{MICRO_TOL:.0e}), vs torch {torch_err:.2e}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ppc", required=True, help="path to the ppc binary")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="write the models, logs and outputs to DIR and keep them")
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help="comma-separated subset of " + ",".join(KINDS))
+    parser.add_argument("--optimizers", default=",".join(OPTIMIZERS),
+                        help="comma-separated subset of " + ",".join(OPTIMIZERS))
+    parser.add_argument("--no-micro", action="store_true",
+                        help="skip the micro-batch check")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    ppc = os.path.abspath(args.ppc)
+    tokens = torch_reference.load_tokens(CORPUS, DATA_DTYPE)
+
+    ok = True
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or scratch
+        os.makedirs(tmp, exist_ok=True)
+        exports = Exports(tmp)
+        cases = [(f"{k:8s} {o:5s}", lambda k=k, o=o: train_case(ppc, exports, tokens, k, o, tmp))
+                 for k in args.kinds.split(",") for o in args.optimizers.split(",")]
+        if not args.no_micro:
+            cases.append(("gpt      micro", lambda: micro_batch_case(ppc, exports, tmp)))
+        for label, case in cases:
+            start = time.time()
+            try:
+                passed, message = case()
+            except (CaseError, torch_reference.ReferenceError) as e:
+                passed, message = False, str(e)
+            ok &= passed
+            print(f"{label}: {message} [{time.time() - start:.1f}s] -> "
+                  f"{'ok' if passed else 'FAIL'}", flush=True)
+    print("train parity:", "all passed" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
