@@ -35,9 +35,10 @@ bool GradientRegistry::isNonDifferentiable(Operation *op) const {
       return true;
   // Without a float result (comparisons, casts to integers) no adjoint flows
   // back, whatever the op.
-  return llvm::none_of(op->getResultTypes(), [](Type type) {
-    return llvm::isa<FloatType>(getElementTypeOrSelf(type));
-  });
+  return op->getNumResults() > 0 &&
+         llvm::none_of(op->getResultTypes(), [](Type type) {
+           return llvm::isa<FloatType>(getElementTypeOrSelf(type));
+         });
 }
 
 Value unbroadcast(OpBuilder &builder, Location loc, Value grad,

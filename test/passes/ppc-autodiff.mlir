@@ -1,0 +1,57 @@
+// RUN: ppc-opt %s -split-input-file -ppc-autodiff | FileCheck %s
+
+// Tests that a parameter used twice (a tied weight) gets the sum of both
+// uses' gradients, and that the gradients come back in argument order,
+// tagged with the parameters' names.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK-SAME:    -> (tensor<f32> {ppc.output = "loss"}, tensor<3x3xf32> {ppc.grad = "w"}, tensor<3xf32> {ppc.grad = "b"})
+// CHECK:         %[[H:.*]] = ppc.matmul %arg0, %arg1
+// CHECK:         %[[H2:.*]] = ppc.matmul %[[H]], %arg1
+// CHECK:         %[[DH2:.*]] = ppc.expand
+// CHECK-DAG:     %[[HT:.*]] = ppc.transpose %[[H]] perm = [1, 0]
+// CHECK-DAG:     %[[FROM2:.*]] = ppc.matmul %[[HT]], %[[DH2]]
+// CHECK-DAG:     %[[XT:.*]] = ppc.transpose %arg0 perm = [1, 0]
+// CHECK-DAG:     %[[FROM1:.*]] = ppc.matmul %[[XT]], %{{.*}}
+// CHECK:         %[[DW:.*]] = ppc.add %[[FROM2]], %[[FROM1]] : (tensor<3x3xf32>, tensor<3x3xf32>)
+// CHECK:         return %{{.*}}, %[[DW]], %{{.*}} : tensor<f32>, tensor<3x3xf32>, tensor<3xf32>
+func.func @forward(%x: tensor<2x3xf32> {ppc.input = "x"}, %w: tensor<3x3xf32> {ppc.param = "w"},
+                   %b: tensor<3xf32> {ppc.param = "b"}) -> (tensor<f32> {ppc.output = "loss"}) {
+  %h = ppc.matmul %x, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+  %h2 = ppc.matmul %h, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+  %y = ppc.add %h2, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %l = ppc.reduce_sum %y axes = [0, 1] keepdims = false : (tensor<2x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that an embedding lookup's gradient is a scatter-add into the table,
+// that integer ids get none, and that a parameter that does not reach the
+// loss gets zeros.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK-SAME:    -> (tensor<f32> {ppc.output = "loss"}, tensor<5x4xf32> {ppc.grad = "wte"}, tensor<4xf32> {ppc.grad = "unused"})
+// CHECK-DAG:     %[[ZERO:.*]] = ppc.constant dense<0.000000e+00> : tensor<4xf32>
+// CHECK-DAG:     %[[D:.*]] = ppc.scatter_add %{{.*}}[%arg0] axis = 0 : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<5x4xf32>
+// CHECK:         return %{{.*}}, %[[D]], %[[ZERO]]
+func.func @forward(%ids: tensor<2x3xi64> {ppc.input = "ids"}, %wte: tensor<5x4xf32> {ppc.param = "wte"},
+                   %unused: tensor<4xf32> {ppc.param = "unused"}) -> (tensor<f32> {ppc.output = "loss"}) {
+  %e = ppc.gather %wte[%ids] axis = 0 : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  %l = ppc.reduce_mean %e axes = [0, 1, 2] keepdims = false : (tensor<2x3x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that gradients stop at non-differentiable ops: the comparison feeds
+// only a condition, so the where passes the adjoint to its value operands.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK-NOT:     ppc.greater{{.*}}ppc.greater
+// CHECK:         ppc.where
+// CHECK:         return
+func.func @forward(%w: tensor<4xf32> {ppc.param = "w"}) -> (tensor<f32> {ppc.output = "loss"}) {
+  %zero = ppc.constant dense<0.0> : tensor<f32>
+  %pos = ppc.greater %w, %zero : (tensor<4xf32>, tensor<f32>) -> tensor<4xi1>
+  %r = ppc.where %pos, %w, %zero : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %l = ppc.reduce_sum %r axes = [0] keepdims = false : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

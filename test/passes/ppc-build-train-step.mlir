@@ -1,0 +1,44 @@
+// RUN: ppc-opt %s -ppc-autodiff "-ppc-build-train-step=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 micro-batches=2" -canonicalize | FileCheck %s --check-prefix=SGD
+// RUN: ppc-opt %s -ppc-autodiff "-ppc-build-train-step=optimizer=adamw lr-schedule=cosine warmup-steps=2 total-steps=10 grad-clip=1.0" -canonicalize | FileCheck %s --check-prefix=ADAMW
+// RUN: ppc-opt %s -ppc-autodiff "-ppc-build-train-step=optimizer=lion" -verify-diagnostics -o /dev/null
+
+// Tests the signature of @train_step (step, parameters, optimizer state,
+// then the batch with its batch dimension times the micro-batch count), the
+// micro-batch slices with their losses and gradients averaged, and the SGD
+// momentum update; @forward and @forward_grad are gone.
+// SGD-LABEL: func.func @train_step
+// SGD-SAME:    (%[[STEP:.*]]: tensor<i64> {ppc.step}, %[[W:.*]]: tensor<3x3xf32> {ppc.param = "w"}, %[[BUF:.*]]: tensor<3x3xf32> {ppc.state = "momentum:w"}, %[[X:.*]]: tensor<4x3xf32> {ppc.input = "x"})
+// SGD-SAME:    -> (tensor<3x3xf32> {ppc.param = "w"}, tensor<3x3xf32> {ppc.state = "momentum:w"}, tensor<f32> {ppc.output = "loss"}, tensor<f32> {ppc.output = "grad_norm"}, tensor<f32> {ppc.output = "lr"})
+// SGD:         %[[X0:.*]] = ppc.slice %[[X]] starts = [0, 0] limits = [2, 3] steps = [1, 1]
+// SGD:         %[[L0:.*]] = ppc.reduce_mean
+// SGD:         %[[X1:.*]] = ppc.slice %[[X]] starts = [2, 0] limits = [4, 3] steps = [1, 1]
+// SGD:         %[[L1:.*]] = ppc.reduce_mean
+// SGD:         %[[LSUM:.*]] = ppc.add %[[L0]], %[[L1]]
+// SGD:         %[[GSUM:.*]] = ppc.add
+// SGD:         %[[LOSS:.*]] = ppc.div %[[LSUM]]
+// SGD:         %[[G:.*]] = ppc.div %[[GSUM]]
+// SGD:         %[[NEWBUF:.*]] = ppc.add %{{.*}}, %[[G]]
+// SGD:         %[[STEPPED:.*]] = ppc.mul %[[NEWBUF]]
+// SGD:         %[[NEWW:.*]] = ppc.sub %[[W]], %[[STEPPED]]
+// SGD:         return %[[NEWW]], %[[NEWBUF]], %[[LOSS]]
+// SGD-NOT:     func.func @forward
+
+// Tests AdamW's two state tensors, gradient clipping by the global norm,
+// and the warm-up + cosine schedule computed from the step argument.
+// ADAMW-LABEL: func.func @train_step
+// ADAMW-SAME:    {ppc.state = "exp_avg:w"}, %{{.*}}: tensor<3x3xf32> {ppc.state = "exp_avg_sq:w"}
+// ADAMW:         %[[NORM:.*]] = ppc.sqrt
+// ADAMW:         ppc.min
+// ADAMW:         ppc.cast %{{.*}} : tensor<i64> -> tensor<f64>
+// ADAMW:         ppc.cos
+// ADAMW:         ppc.less
+// ADAMW:         ppc.where
+// ADAMW:         ppc.pow
+
+// The third RUN line: an unknown optimizer is an error.
+// expected-error @+1 {{optimizer 'lion' is not one of sgd, adamw}}
+func.func @forward(%x: tensor<2x3xf32> {ppc.input = "x"}, %w: tensor<3x3xf32> {ppc.param = "w"}) -> (tensor<f32> {ppc.output = "loss"}) {
+  %h = ppc.matmul %x, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+  %l = ppc.reduce_mean %h axes = [0, 1] keepdims = false : (tensor<2x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
