@@ -79,7 +79,7 @@ static LogicalResult layerNormGradient(const GradientRequest &request,
     Value projection = b.create<MulOp>(
         loc, xhat, mean(b.create<MulOp>(loc, dxhat, xhat)));
     Value centeredGrad =
-        b.create<SubOp>(loc, b.create<SubOp>(loc, dxhat, mean(dxhat)), projection);
+        b.create<SubOp>(loc, dxhat, mean(dxhat));
     inputGrad = b.create<MulOp>(loc, centeredGrad, rstd);
   }
   if (request.wanted[1])
