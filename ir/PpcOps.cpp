@@ -69,7 +69,8 @@ LogicalResult inferReduceResult(std::optional<Location> location, Value input,
 static FailureOr<Shape> sliceShape(llvm::ArrayRef<int64_t> shape,
                                    llvm::ArrayRef<int64_t> starts,
                                    llvm::ArrayRef<int64_t> limits,
-                                   llvm::ArrayRef<int64_t> steps, ErrorFn error) {
+                                   llvm::ArrayRef<int64_t> steps,
+                                   ErrorFn error) {
   size_t rank = shape.size();
   if (starts.size() != rank || limits.size() != rank || steps.size() != rank) {
     error("starts, limits and steps need one entry per dimension (rank " +
@@ -304,9 +305,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   auto input = rankedType(location, adaptor.getInput());
   if (failed(input))
     return failure();
-  auto shape = sliceShape(input->getShape(), adaptor.getStarts(),
-                          adaptor.getLimits(), adaptor.getSteps(),
-                          LocErrors{location});
+  auto shape =
+      sliceShape(input->getShape(), adaptor.getStarts(), adaptor.getLimits(),
+                 adaptor.getSteps(), LocErrors{location});
   if (failed(shape))
     return failure();
   types.push_back(RankedTensorType::get(*shape, input->getElementType()));
@@ -318,10 +319,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
 //===----------------------------------------------------------------------===//
 
 LogicalResult InsertSliceOp::verify() {
-  auto shape = sliceShape(getDest().getType().getShape(), getStarts(),
-                          getLimits(), getSteps(), [&](const llvm::Twine &msg) {
-                            (void)emitOpError(msg);
-                          });
+  auto shape = sliceShape(
+      getDest().getType().getShape(), getStarts(), getLimits(), getSteps(),
+      [&](const llvm::Twine &msg) { (void)emitOpError(msg); });
   if (failed(shape))
     return failure();
   if (getSource().getType().getShape() != llvm::ArrayRef<int64_t>(*shape))
@@ -372,8 +372,8 @@ LogicalResult ScatterAddOp::verify() {
                          << " do not match the gather shape "
                          << RankedTensorType::get(expected,
                                                   result.getElementType())
-                         << " of indices " << getIndices().getType()
-                         << " into " << result << " along axis " << axis;
+                         << " of indices " << getIndices().getType() << " into "
+                         << result << " along axis " << axis;
   return success();
 }
 

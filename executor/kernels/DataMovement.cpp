@@ -111,7 +111,8 @@ static int64_t sliceStrides(llvm::ArrayRef<int64_t> shape,
                             llvm::ArrayRef<int64_t> starts,
                             llvm::ArrayRef<int64_t> steps, Shape &strides) {
   int64_t offset = 0;
-  for (auto [start, step, stride] : llvm::zip(starts, steps, stridesOf(shape))) {
+  for (auto [start, step, stride] :
+       llvm::zip(starts, steps, stridesOf(shape))) {
     offset += start * stride;
     strides.push_back(step * stride);
   }
@@ -124,8 +125,8 @@ static LogicalResult sliceKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
   auto slice = llvm::cast<SliceOp>(op);
   const Tensor &input = operands[0];
   Shape strides;
-  int64_t offset = sliceStrides(input.shape(), slice.getStarts(),
-                                slice.getSteps(), strides);
+  int64_t offset =
+      sliceStrides(input.shape(), slice.getStarts(), slice.getSteps(), strides);
   results.push_back(stridedView(op, options, input, offset, strides));
   return success();
 }
@@ -194,9 +195,8 @@ static FailureOr<Shape> axisRows(Operation *op, const Tensor &indices,
   Shape rows;
   for (int64_t idx : indices.ints()) {
     if (idx < -n || idx >= n)
-      return op->emitError() << op->getName().stripDialect() << " index "
-                             << idx << " out of range [" << -n << ", " << n
-                             << ")";
+      return op->emitError() << op->getName().stripDialect() << " index " << idx
+                             << " out of range [" << -n << ", " << n << ")";
     rows.push_back(idx < 0 ? idx + n : idx);
   }
   return rows;
@@ -263,8 +263,7 @@ static LogicalResult scatterAddKernel(Operation *op,
     scatterAdd<double>(updates.floats(), result.floats(), *rows, outer, n,
                        inner);
   else
-    scatterAdd<uint64_t>(updates.ints(), result.ints(), *rows, outer, n,
-                         inner);
+    scatterAdd<uint64_t>(updates.ints(), result.ints(), *rows, outer, n, inner);
   result.roundToDType();
   results.push_back(std::move(result));
   return success();

@@ -73,7 +73,8 @@ Value scalarConstant(OpBuilder &builder, Location loc, Type elementType,
 
 Value zerosLike(OpBuilder &builder, Location loc, RankedTensorType type) {
   return builder.create<ConstantOp>(
-      loc, DenseElementsAttr::get(type, builder.getZeroAttr(type.getElementType())));
+      loc,
+      DenseElementsAttr::get(type, builder.getZeroAttr(type.getElementType())));
 }
 
 } // namespace ppc

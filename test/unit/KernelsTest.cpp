@@ -784,12 +784,11 @@ TEST_F(KernelsTest, ScatterAddRoundsTheSumOnce) {
       %0 = ppc.scatter_add %u[%i] axis = 0 : (tensor<3xf32>, tensor<3xi64>) -> tensor<1xf32>
       return %0 : tensor<1xf32>
     })mlir";
-  // 1 + 2^-24 + 2^-24 rounds to 1 + 2^-23 when summed exactly, but to 1 when
-  // each partial sum is rounded to f32.
+  // Summed exactly, 1 + 2^-24 + 2^-24 is 1 + 2^-23, an f32; rounding each
+  // partial sum to f32 would give 1.
   double tiny = std::ldexp(1.0, -24);
-  Tensor result =
-      runOne(source, {makeTensor(DType::F32, {3}, {1, tiny, tiny}),
-                      makeInts(DType::I64, {3}, {0, 0, 0})});
+  Tensor result = runOne(source, {makeTensor(DType::F32, {3}, {1, tiny, tiny}),
+                                  makeInts(DType::I64, {3}, {0, 0, 0})});
   expectValues(result, {1}, {1 + 2 * tiny});
 }
 

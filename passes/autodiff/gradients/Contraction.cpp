@@ -40,8 +40,9 @@ static Value transposeLastTwo(OpBuilder &b, Location loc, Value value) {
 
 /// d(A @ B) = dC @ B^T for A and A^T @ dC for B, summed over the batch
 /// dimensions each was broadcast along.
-static LogicalResult matmulGradient(const GradientRequest &request,
-                                    llvm::SmallVectorImpl<Value> &operandGrads) {
+static LogicalResult
+matmulGradient(const GradientRequest &request,
+               llvm::SmallVectorImpl<Value> &operandGrads) {
   Operation *op = request.op;
   Value lhs = op->getOperand(0), rhs = op->getOperand(1),
         g = request.resultGrads[0];
@@ -69,15 +70,17 @@ static LogicalResult matmulGradient(const GradientRequest &request,
 static Value iota(OpBuilder &b, Location loc, llvm::ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, b.getI64Type());
   auto values = llvm::to_vector(llvm::seq<int64_t>(0, type.getNumElements()));
-  return b.create<ConstantOp>(loc,
-                              DenseElementsAttr::get(type, llvm::ArrayRef(values)));
+  return b.create<ConstantOp>(
+      loc, DenseElementsAttr::get(type, llvm::ArrayRef(values)));
 }
 
 /// The n x n identity matrix of `elementType`, built from two iotas so that
 /// the constant holds O(n) elements.
 static Value identity(OpBuilder &b, Location loc, int64_t n, Type elementType) {
-  Value equal = b.create<EqualOp>(loc, iota(b, loc, {n, 1}), iota(b, loc, {1, n}));
-  return b.create<CastOp>(loc, RankedTensorType::get({n, n}, elementType), equal);
+  Value equal =
+      b.create<EqualOp>(loc, iota(b, loc, {n, 1}), iota(b, loc, {1, n}));
+  return b.create<CastOp>(loc, RankedTensorType::get({n, n}, elementType),
+                          equal);
 }
 
 /// A vector of n ones of `elementType`.
@@ -94,7 +97,8 @@ static Value ones(OpBuilder &b, Location loc, int64_t n, Type elementType) {
 /// operand alone) gets a vector of ones, which broadcasts the adjoint along
 /// it.
 static Value einsumOperandGrad(OpBuilder &b, Location loc, EinsumOp einsum,
-                               const EinsumSpec &spec, unsigned index, Value g) {
+                               const EinsumSpec &spec, unsigned index,
+                               Value g) {
   Type elementType = getElementTypeOrSelf(g.getType());
   std::map<char, int64_t> sizes;
   for (auto [term, operand] : llvm::zip(spec.inputs, einsum.getInputs()))
@@ -134,8 +138,9 @@ static Value einsumOperandGrad(OpBuilder &b, Location loc, EinsumOp einsum,
     operands.push_back(identity(b, loc, sizes[c], elementType));
   }
   for (char c : output) {
-    bool elsewhere = llvm::any_of(
-        terms, [&](const std::string &term) { return llvm::is_contained(term, c); });
+    bool elsewhere = llvm::any_of(terms, [&](const std::string &term) {
+      return llvm::is_contained(term, c);
+    });
     if (elsewhere)
       continue;
     terms.push_back(std::string(1, c));
@@ -145,8 +150,9 @@ static Value einsumOperandGrad(OpBuilder &b, Location loc, EinsumOp einsum,
   return b.create<EinsumOp>(loc, equation, operands);
 }
 
-static LogicalResult einsumGradient(const GradientRequest &request,
-                                    llvm::SmallVectorImpl<Value> &operandGrads) {
+static LogicalResult
+einsumGradient(const GradientRequest &request,
+               llvm::SmallVectorImpl<Value> &operandGrads) {
   auto einsum = llvm::cast<EinsumOp>(request.op);
   auto spec = parseEinsum(einsum.getEquation(), [&](const llvm::Twine &msg) {
     (void)einsum.emitError(msg);

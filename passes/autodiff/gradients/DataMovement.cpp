@@ -23,7 +23,8 @@ static RankedTensorType tensorType(Value value) {
 
 /// The adjoint of the op's only float operand (index 0) from `fn(g)`; other
 /// operands get none.
-template <typename OpT, typename Fn> static GradientRule firstOperandRule(Fn fn) {
+template <typename OpT, typename Fn>
+static GradientRule firstOperandRule(Fn fn) {
   return [fn](const GradientRequest &request,
               llvm::SmallVectorImpl<Value> &operandGrads) {
     auto op = llvm::cast<OpT>(request.op);
@@ -73,8 +74,9 @@ static Value triluGradient(OpBuilder &b, TriluOp op, Value g) {
 }
 
 /// Each operand's adjoint is its part of the result's adjoint along the axis.
-static LogicalResult concatGradient(const GradientRequest &request,
-                                    llvm::SmallVectorImpl<Value> &operandGrads) {
+static LogicalResult
+concatGradient(const GradientRequest &request,
+               llvm::SmallVectorImpl<Value> &operandGrads) {
   auto concat = llvm::cast<ConcatOp>(request.op);
   OpBuilder &b = request.builder;
   Value g = request.resultGrads[0];
@@ -99,8 +101,9 @@ static LogicalResult concatGradient(const GradientRequest &request,
 
 /// The source's adjoint is the slice of the result's adjoint it landed in;
 /// the destination's is the result's adjoint with that region zeroed.
-static LogicalResult insertSliceGradient(const GradientRequest &request,
-                                         llvm::SmallVectorImpl<Value> &operandGrads) {
+static LogicalResult
+insertSliceGradient(const GradientRequest &request,
+                    llvm::SmallVectorImpl<Value> &operandGrads) {
   auto insert = llvm::cast<InsertSliceOp>(request.op);
   OpBuilder &b = request.builder;
   Location loc = insert.getLoc();
@@ -109,15 +112,16 @@ static LogicalResult insertSliceGradient(const GradientRequest &request,
     operandGrads.append(2, Value());
     return success();
   }
-  operandGrads.push_back(
-      request.wanted[0] ? b.create<SliceOp>(loc, g, insert.getStarts(),
-                                            insert.getLimits(), insert.getSteps())
-                              .getResult()
-                        : Value());
+  operandGrads.push_back(request.wanted[0]
+                             ? b.create<SliceOp>(loc, g, insert.getStarts(),
+                                                 insert.getLimits(),
+                                                 insert.getSteps())
+                                   .getResult()
+                             : Value());
   operandGrads.push_back(
       request.wanted[1]
-          ? b.create<InsertSliceOp>(loc, zerosLike(b, loc, tensorType(source)), g,
-                                    insert.getStarts(), insert.getLimits(),
+          ? b.create<InsertSliceOp>(loc, zerosLike(b, loc, tensorType(source)),
+                                    g, insert.getStarts(), insert.getLimits(),
                                     insert.getSteps())
                 .getResult()
           : Value());
@@ -129,7 +133,8 @@ void registerDataMovementGradients(GradientRegistry &registry) {
   registry.add<TransposeOp>(firstOperandRule<TransposeOp>(transposeGradient));
   registry.add<SliceOp>(firstOperandRule<SliceOp>(sliceGradient));
   registry.add<GatherOp>(firstOperandRule<GatherOp>(gatherGradient));
-  registry.add<ScatterAddOp>(firstOperandRule<ScatterAddOp>(scatterAddGradient));
+  registry.add<ScatterAddOp>(
+      firstOperandRule<ScatterAddOp>(scatterAddGradient));
   registry.add<ExpandOp>(firstOperandRule<ExpandOp>(expandGradient));
   registry.add<TriluOp>(firstOperandRule<TriluOp>(triluGradient));
   registry.add<ConcatOp>(concatGradient);

@@ -37,15 +37,16 @@ static Value maskAs(OpBuilder &b, Location loc, Value mask, Value like) {
 
 /// The derivative of a unary op at its input `x` and result `y`, to be
 /// multiplied by the adjoint.
-using Derivative = std::function<Value(OpBuilder &b, Location loc, Value x,
-                                       Value y)>;
+using Derivative =
+    std::function<Value(OpBuilder &b, Location loc, Value x, Value y)>;
 
 /// A rule for a unary op: adjoint * derivative(x, y).
 static GradientRule unaryRule(Derivative derivative) {
   return [derivative](const GradientRequest &request,
                       llvm::SmallVectorImpl<Value> &operandGrads) {
     Operation *op = request.op;
-    Value x = op->getOperand(0), y = op->getResult(0), g = request.resultGrads[0];
+    Value x = op->getOperand(0), y = op->getResult(0),
+          g = request.resultGrads[0];
     if (!request.wanted[0] || !isFloatTensor(x)) {
       operandGrads.push_back(Value());
       return success();
@@ -58,18 +59,18 @@ static GradientRule unaryRule(Derivative derivative) {
 }
 
 /// A scalar constant of `like`'s element type.
-static Value constantLike(OpBuilder &b, Location loc, Value like, double value) {
+static Value constantLike(OpBuilder &b, Location loc, Value like,
+                          double value) {
   return scalarConstant(b, loc, getElementTypeOrSelf(like.getType()), value);
 }
 
 static LogicalResult negGradient(const GradientRequest &request,
                                  llvm::SmallVectorImpl<Value> &operandGrads) {
   Value x = request.op->getOperand(0);
-  operandGrads.push_back(
-      request.wanted[0] && isFloatTensor(x)
-          ? request.builder.create<NegOp>(request.op->getLoc(),
-                                          request.resultGrads[0])
-          : Value());
+  operandGrads.push_back(request.wanted[0] && isFloatTensor(x)
+                             ? request.builder.create<NegOp>(
+                                   request.op->getLoc(), request.resultGrads[0])
+                             : Value());
   return success();
 }
 
@@ -83,10 +84,10 @@ static LogicalResult castGradient(const GradientRequest &request,
     return success();
   }
   Value g = request.resultGrads[0];
-  operandGrads.push_back(
-      g.getType() == x.getType()
-          ? g
-          : request.builder.create<CastOp>(request.op->getLoc(), x.getType(), g));
+  operandGrads.push_back(g.getType() == x.getType()
+                             ? g
+                             : request.builder.create<CastOp>(
+                                   request.op->getLoc(), x.getType(), g));
   return success();
 }
 
@@ -96,13 +97,15 @@ static void registerUnaryGradients(GradientRegistry &registry) {
   // d|x| = sign(x), 0 at 0 (as torch).
   registry.add<AbsOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
     Value zero = constantLike(b, loc, x, 0);
-    return b.create<SubOp>(loc,
-                           maskAs(b, loc, b.create<GreaterOp>(loc, x, zero), x),
-                           maskAs(b, loc, b.create<LessOp>(loc, x, zero), x))
+    return b
+        .create<SubOp>(loc,
+                       maskAs(b, loc, b.create<GreaterOp>(loc, x, zero), x),
+                       maskAs(b, loc, b.create<LessOp>(loc, x, zero), x))
         .getResult();
   }));
   // d sqrt(x) = 0.5 / y.
-  registry.add<SqrtOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value y) {
+  registry.add<SqrtOp>(unaryRule([](OpBuilder &b, Location loc, Value x,
+                                    Value y) {
     return b.create<DivOp>(loc, constantLike(b, loc, x, 0.5), y).getResult();
   }));
   // d (1/x) = -y^2.
@@ -123,11 +126,13 @@ static void registerUnaryGradients(GradientRegistry &registry) {
         .getResult();
   }));
   // d tanh(x) = 1 - y^2.
-  registry.add<TanhOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value y) {
-    return b
-        .create<SubOp>(loc, constantLike(b, loc, x, 1), b.create<MulOp>(loc, y, y))
-        .getResult();
-  }));
+  registry.add<TanhOp>(
+      unaryRule([](OpBuilder &b, Location loc, Value x, Value y) {
+        return b
+            .create<SubOp>(loc, constantLike(b, loc, x, 1),
+                           b.create<MulOp>(loc, y, y))
+            .getResult();
+      }));
   // d sigmoid(x) = y (1 - y).
   registry.add<SigmoidOp>(
       unaryRule([](OpBuilder &b, Location loc, Value x, Value y) {
@@ -135,10 +140,11 @@ static void registerUnaryGradients(GradientRegistry &registry) {
         return b.create<MulOp>(loc, y, oneMinus).getResult();
       }));
   // d relu(x) = [x > 0], 0 at 0 (as torch).
-  registry.add<ReluOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
-    return maskAs(b, loc,
-                  b.create<GreaterOp>(loc, x, constantLike(b, loc, x, 0)), x);
-  }));
+  registry.add<ReluOp>(
+      unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
+        return maskAs(
+            b, loc, b.create<GreaterOp>(loc, x, constantLike(b, loc, x, 0)), x);
+      }));
   registry.add<SinOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
     return b.create<CosOp>(loc, x).getResult();
   }));
@@ -157,7 +163,8 @@ static void registerUnaryGradients(GradientRegistry &registry) {
 //===----------------------------------------------------------------------===//
 
 /// The adjoints of both operands of a broadcast binary op, before
-/// unbroadcasting; `wanted` says which to build (the other may stay null).
+/// unbroadcasting; `wantX` and `wantY` say which to build (the other may stay
+/// null).
 using BinaryPartials = std::function<std::pair<Value, Value>(
     OpBuilder &b, Location loc, Value g, Value x, Value y, Value result,
     bool wantX, bool wantY)>;
@@ -193,57 +200,57 @@ static std::pair<Value, Value> extremumPartials(OpBuilder &b, Location loc,
                                                 Value g, Value x, Value y,
                                                 Value, bool, bool) {
   Value half = constantLike(b, loc, x, 0.5);
-  Value tie = b.create<MulOp>(loc, maskAs(b, loc, b.create<EqualOp>(loc, x, y), x),
-                              half);
-  Value xWeight = b.create<AddOp>(loc, maskAs(b, loc, b.create<Pick>(loc, x, y), x),
-                                  tie);
-  Value yWeight = b.create<AddOp>(loc, maskAs(b, loc, b.create<Pick>(loc, y, x), x),
-                                  tie);
+  Value tie = b.create<MulOp>(
+      loc, maskAs(b, loc, b.create<EqualOp>(loc, x, y), x), half);
+  Value xWeight =
+      b.create<AddOp>(loc, maskAs(b, loc, b.create<Pick>(loc, x, y), x), tie);
+  Value yWeight =
+      b.create<AddOp>(loc, maskAs(b, loc, b.create<Pick>(loc, y, x), x), tie);
   return {b.create<MulOp>(loc, g, xWeight), b.create<MulOp>(loc, g, yWeight)};
 }
 
 static void registerBinaryGradients(GradientRegistry &registry) {
-  registry.add<AddOp>(binaryRule(
-      [](OpBuilder &, Location, Value g, Value, Value, Value, bool, bool) {
-        return std::pair<Value, Value>(g, g);
-      }));
+  registry.add<AddOp>(
+      binaryRule([](OpBuilder &, Location, Value g, Value, Value, Value, bool,
+                    bool) { return std::pair<Value, Value>(g, g); }));
   registry.add<SubOp>(binaryRule([](OpBuilder &b, Location loc, Value g, Value,
                                     Value, Value, bool, bool wantY) {
-    return std::pair<Value, Value>(g, wantY ? b.create<NegOp>(loc, g).getResult()
-                                            : Value());
-  }));
-  registry.add<MulOp>(binaryRule([](OpBuilder &b, Location loc, Value g, Value x,
-                                    Value y, Value, bool wantX, bool wantY) {
     return std::pair<Value, Value>(
-        wantX ? b.create<MulOp>(loc, g, y).getResult() : Value(),
-        wantY ? b.create<MulOp>(loc, g, x).getResult() : Value());
+        g, wantY ? b.create<NegOp>(loc, g).getResult() : Value());
   }));
+  registry.add<MulOp>(
+      binaryRule([](OpBuilder &b, Location loc, Value g, Value x, Value y,
+                    Value, bool wantX, bool wantY) {
+        return std::pair<Value, Value>(
+            wantX ? b.create<MulOp>(loc, g, y).getResult() : Value(),
+            wantY ? b.create<MulOp>(loc, g, x).getResult() : Value());
+      }));
   // d(x/y)/dx = 1/y, d(x/y)/dy = -(x/y)/y.
-  registry.add<DivOp>(binaryRule([](OpBuilder &b, Location loc, Value g, Value,
-                                    Value y, Value result, bool wantX,
-                                    bool wantY) {
-    Value gx = b.create<DivOp>(loc, g, y);
-    Value gy;
-    if (wantY)
-      gy = b.create<NegOp>(loc, b.create<MulOp>(loc, gx, result));
-    return std::pair<Value, Value>(wantX ? gx : Value(), gy);
-  }));
+  registry.add<DivOp>(
+      binaryRule([](OpBuilder &b, Location loc, Value g, Value, Value y,
+                    Value result, bool wantX, bool wantY) {
+        Value gx = b.create<DivOp>(loc, g, y);
+        Value gy;
+        if (wantY)
+          gy = b.create<NegOp>(loc, b.create<MulOp>(loc, gx, result));
+        return std::pair<Value, Value>(wantX ? gx : Value(), gy);
+      }));
   // d(x^y)/dx = y x^(y-1); d(x^y)/dy = x^y log(x), built only when wanted
   // (the exponent is usually a constant, and log(x) is NaN for x < 0).
-  registry.add<PowOp>(binaryRule([](OpBuilder &b, Location loc, Value g, Value x,
-                                    Value y, Value result, bool wantX,
-                                    bool wantY) {
-    Value gx, gy;
-    if (wantX) {
-      Value lowered =
-          b.create<PowOp>(loc, x, b.create<SubOp>(loc, y, constantLike(b, loc, y, 1)));
-      gx = b.create<MulOp>(loc, g, b.create<MulOp>(loc, y, lowered));
-    }
-    if (wantY)
-      gy = b.create<MulOp>(loc, g,
-                           b.create<MulOp>(loc, result, b.create<LogOp>(loc, x)));
-    return std::pair<Value, Value>(gx, gy);
-  }));
+  registry.add<PowOp>(
+      binaryRule([](OpBuilder &b, Location loc, Value g, Value x, Value y,
+                    Value result, bool wantX, bool wantY) {
+        Value gx, gy;
+        if (wantX) {
+          Value lowered = b.create<PowOp>(
+              loc, x, b.create<SubOp>(loc, y, constantLike(b, loc, y, 1)));
+          gx = b.create<MulOp>(loc, g, b.create<MulOp>(loc, y, lowered));
+        }
+        if (wantY)
+          gy = b.create<MulOp>(
+              loc, g, b.create<MulOp>(loc, result, b.create<LogOp>(loc, x)));
+        return std::pair<Value, Value>(gx, gy);
+      }));
   registry.add<MaxOp>(binaryRule(extremumPartials<GreaterOp>));
   registry.add<MinOp>(binaryRule(extremumPartials<LessOp>));
 

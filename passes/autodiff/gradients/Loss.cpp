@@ -11,8 +11,9 @@ namespace ppc {
 /// it is -g * weight[target] (0 for ignored targets), divided by the summed
 /// weight of the non-ignored targets for `mean`. It is built as a where over
 /// the one-hot of the targets (target == iota over the class dimension).
-static LogicalResult nllLossGradient(const GradientRequest &request,
-                                     llvm::SmallVectorImpl<Value> &operandGrads) {
+static LogicalResult
+nllLossGradient(const GradientRequest &request,
+                llvm::SmallVectorImpl<Value> &operandGrads) {
   auto nllLoss = llvm::cast<NllLossOp>(request.op);
   Value input = nllLoss.getInput(), target = nllLoss.getTarget(),
         weight = nllLoss.getWeight();
@@ -65,7 +66,7 @@ static LogicalResult nllLossGradient(const GradientRequest &request,
                    /*keepdims=*/false)
                   .getResult()
             : scalarConstant(b, loc, element, targetType.getNumElements());
-    (void)total;
+    coefficient = b.create<DivOp>(loc, coefficient, total);
   }
 
   // Targets and coefficients with a class dimension of size 1, against an
@@ -83,7 +84,8 @@ static LogicalResult nllLossGradient(const GradientRequest &request,
   llvm::SmallVector<Attribute> classes;
   for (int64_t c = 0; c < numClasses; ++c)
     classes.push_back(b.getIntegerAttr(index, c));
-  Value iota = b.create<ConstantOp>(loc, DenseElementsAttr::get(classType, classes));
+  Value iota =
+      b.create<ConstantOp>(loc, DenseElementsAttr::get(classType, classes));
   Value oneHot = b.create<EqualOp>(loc, targets, iota);
   operandGrads[0] = b.create<WhereOp>(loc, oneHot, coefficient,
                                       scalarConstant(b, loc, element, 0));

@@ -45,7 +45,8 @@ template <typename OpT, typename Fn> static GradientRule reduceRule(Fn fn) {
               llvm::SmallVectorImpl<Value> &operandGrads) {
     auto op = llvm::cast<OpT>(request.op);
     auto inputType = llvm::cast<RankedTensorType>(op.getInput().getType());
-    if (!request.wanted[0] || !llvm::isa<FloatType>(inputType.getElementType())) {
+    if (!request.wanted[0] ||
+        !llvm::isa<FloatType>(inputType.getElementType())) {
       operandGrads.push_back(Value());
       return success();
     }
@@ -68,12 +69,14 @@ static Value meanGradient(OpBuilder &b, Location loc, const ReduceParts &p) {
     count *= p.inputType.getDimSize(axis);
   Value scale =
       scalarConstant(b, loc, p.inputType.getElementType(), 1.0 / count);
-  return b.create<ExpandOp>(loc, p.inputType, b.create<MulOp>(loc, p.grad, scale));
+  return b.create<ExpandOp>(loc, p.inputType,
+                            b.create<MulOp>(loc, p.grad, scale));
 }
 
 /// The adjoint is shared evenly by the elements equal to the extremum (as
 /// torch.amax/amin).
-static Value extremumGradient(OpBuilder &b, Location loc, const ReduceParts &p) {
+static Value extremumGradient(OpBuilder &b, Location loc,
+                              const ReduceParts &p) {
   Value mask = b.create<CastOp>(loc, p.inputType,
                                 b.create<EqualOp>(loc, p.input, p.result));
   Value count = b.create<ReduceSumOp>(loc, mask, p.axes, /*keepdims=*/true);
