@@ -13,6 +13,11 @@ same ONNX initial weights on the same byte-level corpus for 20 steps:
   is evaluated. The largest per-tensor weight error max|a-b|/max|b| is printed too,
   for information.
 
+The logged lr and grad_norm are compared as well (relative 1e-6 and 1e-4 per step). Two
+extra cases cover the other TRAINING flags: gpt with AdamW, betas/eps/weight decay,
+cosine schedule with warm-up and min-lr, and gradient clipping; llama with SGD, weight
+decay and clipping.
+
 Then a micro-batch check on a gpt exported with dynamic batch/seq: AdamW with
 `--batch 8 --micro-batches 4` against `--micro-batches 1`, per-step losses equal to a
 relative 1e-6 (and both against torch's batch-8 run, 1e-4).
@@ -47,11 +52,22 @@ DATA_DTYPE = "u8"
 CFG = dict(vocab=256, d_model=64, n_layers=2, n_heads=4, seq=16, batch=4, seed=0)
 STEPS = 20
 KINDS = ("gpt", "llama", "bert", "gpt-loss")
-OPTIMIZERS = {
+# Training settings (torch_reference.Options names): the two optimizers run on every
+# kind; the extra ones exercise the other TRAINING flags on one kind each.
+SETTINGS = {
     "sgd": dict(optimizer="sgd", lr=0.1, momentum=0.9),
     "adamw": dict(optimizer="adamw", lr=1e-3, weight_decay=0.01),
+    "adamw-cosine-clip": dict(optimizer="adamw", lr=3e-3, betas=(0.9, 0.95), eps=1e-6,
+                              weight_decay=0.1, grad_clip=1.0, lr_schedule="cosine",
+                              warmup_steps=5, min_lr=1e-4),
+    "sgd-wd-clip": dict(optimizer="sgd", lr=0.05, momentum=0.5, weight_decay=0.01,
+                        grad_clip=0.5),
 }
+OPTIMIZERS = ("sgd", "adamw")
+EXTRA_CASES = (("gpt", "adamw-cosine-clip"), ("llama", "sgd-wd-clip"))
 LOSS_TOL = 1e-4     # per-step relative loss error, ppc vs torch
+LR_TOL = 1e-6       # per-step relative error of the logged lr (ppc logs it in float32)
+GRAD_NORM_TOL = 1e-4  # per-step relative error of the logged grad_norm
 LOGITS_TOL = 1e-4   # max|a-b|/max|b| of logits from the exported weights
 MICRO_TOL = 1e-6    # per-step relative loss error, micro-batches 4 vs 1
 TIMEOUT_S = 600     # per ppc command
@@ -115,7 +131,8 @@ def run(args):
 
 
 def read_log(path, steps):
-    """Per-step losses from a ppc JSON-lines log, checked to hold steps 0..steps-1."""
+    """Per-step records from a JSON-lines log, checked to hold steps 0..steps-1 with
+    numeric loss, lr and grad_norm."""
     if not os.path.isfile(path):
         raise CaseError(f"no log written at {path}")
     records = [json.loads(line) for line in open(path) if line.strip()]
@@ -126,7 +143,19 @@ def read_log(path, steps):
         for key in ("loss", "lr", "grad_norm"):
             if not isinstance(r.get(key), (int, float)):
                 raise CaseError(f"{path}: step {r['step']} has no numeric {key!r}")
-    return [float(r["loss"]) for r in records]
+    return records
+
+
+def compare_logs(ppc_records, torch_records):
+    """Worst per-step relative errors {loss, lr, grad_norm} of ppc against torch."""
+    return {key: worst_relative([float(r[key]) for r in ppc_records],
+                                [float(r[key]) for r in torch_records])
+            for key in ("loss", "lr", "grad_norm")}
+
+
+def log_ok(errors):
+    return (errors["loss"] <= LOSS_TOL and errors["lr"] <= LR_TOL
+            and errors["grad_norm"] <= GRAD_NORM_TOL)
 
 
 def worst_relative(actual, expected):
@@ -184,21 +213,22 @@ class Exports:
         return self.paths[key]
 
 
-def train_case(ppc, exports, tokens, kind, opt_name, tmp):
-    """Returns (ok, message)."""
-    training = OPTIMIZERS[opt_name]
+def train_case(ppc, exports, tokens, kind, setting, tmp):
+    """ppc simulate vs torch_reference for `kind` under SETTINGS[setting]: per-step log,
+    then the exported weights' logits on the held batch. Returns (ok, message)."""
+    training = SETTINGS[setting]
     model_path = exports.get(kind)
-    name = f"{kind}-{opt_name}"
+    name = f"{kind}-{setting}"
     log = os.path.join(tmp, f"{name}.jsonl")
     trained = os.path.join(tmp, f"{name}-trained.onnx")
     run(simulate_command(ppc, model_path, log, trained, STEPS, training))
-    ppc_losses = read_log(log, STEPS)
+    ppc_log = read_log(log, STEPS)
 
+    torch_log_path = os.path.join(tmp, f"{name}-torch.jsonl")
     model, torch_losses = torch_reference.train(
         kind, model_path, CORPUS, STEPS,
-        dict(training, data_dtype=DATA_DTYPE,
-             log=os.path.join(tmp, f"{name}-torch.jsonl")))
-    loss_err = worst_relative(ppc_losses, torch_losses)
+        dict(training, data_dtype=DATA_DTYPE, log=torch_log_path))
+    errors = compare_logs(ppc_log, read_log(torch_log_path, STEPS))
 
     if not os.path.isfile(trained):
         raise CaseError(f"no export written at {trained}")
@@ -220,9 +250,10 @@ def train_case(ppc, exports, tokens, kind, opt_name, tmp):
         raise CaseError(f"logits shape {actual.shape}, torch {expected.shape}")
     logits_err = float(np.abs(actual - expected).max() / np.abs(expected).max())
 
-    ok = loss_err <= LOSS_TOL and logits_err <= LOGITS_TOL
-    return ok, (f"loss rel err {loss_err:.2e} (worst of {STEPS} steps), "
-                f"export logits rel err {logits_err:.2e}, weights {w_err:.1e}; "
+    ok = log_ok(errors) and logits_err <= LOGITS_TOL
+    return ok, (f"loss rel err {errors['loss']:.2e} (worst of {STEPS} steps; lr "
+                f"{errors['lr']:.1e}, grad_norm {errors['grad_norm']:.1e}), export "
+                f"logits rel err {logits_err:.2e} (weights {w_err:.1e}); "
                 f"loss {torch_losses[0]:.4f} -> {torch_losses[-1]:.4f}")
 
 
@@ -231,13 +262,13 @@ def micro_batch_case(ppc, exports, tmp):
     model_path = exports.get("gpt", dynamic=True)
     losses = {}
     for m in (1, 4):
-        training = dict(OPTIMIZERS["adamw"], batch=8, seq=CFG["seq"], micro_batches=m)
+        training = dict(SETTINGS["adamw"], batch=8, seq=CFG["seq"], micro_batches=m)
         log = os.path.join(tmp, f"gpt-micro{m}.jsonl")
         run(simulate_command(ppc, model_path, log, None, STEPS, training))
-        losses[m] = read_log(log, STEPS)
+        losses[m] = [float(r["loss"]) for r in read_log(log, STEPS)]
     _, torch_losses = torch_reference.train(
         "gpt", model_path, CORPUS, STEPS,
-        dict(OPTIMIZERS["adamw"], batch=8, seq=CFG["seq"], data_dtype=DATA_DTYPE))
+        dict(SETTINGS["adamw"], batch=8, seq=CFG["seq"], data_dtype=DATA_DTYPE))
     micro_err = worst_relative(losses[4], losses[1])
     torch_err = max(worst_relative(losses[m], torch_losses) for m in (1, 4))
     ok = micro_err <= MICRO_TOL and torch_err <= LOSS_TOL
@@ -254,8 +285,8 @@ def main():
                         help="comma-separated subset of " + ",".join(KINDS))
     parser.add_argument("--optimizers", default=",".join(OPTIMIZERS),
                         help="comma-separated subset of " + ",".join(OPTIMIZERS))
-    parser.add_argument("--no-micro", action="store_true",
-                        help="skip the micro-batch check")
+    parser.add_argument("--no-extra", action="store_true",
+                        help="skip the micro-batch and the schedule/clipping checks")
     args = parser.parse_args()
     torch.set_num_threads(2)
     ppc = os.path.abspath(args.ppc)
@@ -266,10 +297,14 @@ def main():
         tmp = args.keep or scratch
         os.makedirs(tmp, exist_ok=True)
         exports = Exports(tmp)
-        cases = [(f"{k:8s} {o:5s}", lambda k=k, o=o: train_case(ppc, exports, tokens, k, o, tmp))
-                 for k in args.kinds.split(",") for o in args.optimizers.split(",")]
-        if not args.no_micro:
-            cases.append(("gpt      micro", lambda: micro_batch_case(ppc, exports, tmp)))
+        pairs = [(k, o) for k in args.kinds.split(",") for o in args.optimizers.split(",")]
+        if not args.no_extra:
+            pairs += EXTRA_CASES
+        cases = [(f"{k:8s} {o}", lambda k=k, o=o: train_case(ppc, exports, tokens, k, o, tmp))
+                 for k, o in pairs]
+        if not args.no_extra:
+            cases.append(("gpt      micro-batches",
+                          lambda: micro_batch_case(ppc, exports, tmp)))
         for label, case in cases:
             start = time.time()
             try:
