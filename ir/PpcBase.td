@@ -24,8 +24,15 @@ def Ppc_Dialect : Dialect {
     `ppc.grad = "<param>"` (a gradient result), `ppc.state =
     "<kind>:<param>"` (optimizer state, argument and result) and `ppc.step`
     (the step-number argument of @train_step, a unit attribute).
+
+    Parallelization adds a `ppc.mesh` symbol naming the device mesh,
+    `ppc.sharding = #ppc.sharding<...>` on function arguments and results,
+    `ppc.shardings = [#ppc.sharding<...>, ...]` (one per result) on ops, and
+    the collective ops that SPMD programs communicate with.
   }];
   let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
@@ -35,6 +42,8 @@ def Ppc_Dialect : Dialect {
     static constexpr llvm::StringLiteral kGradAttrName = "ppc.grad";
     static constexpr llvm::StringLiteral kStateAttrName = "ppc.state";
     static constexpr llvm::StringLiteral kStepAttrName = "ppc.step";
+    static constexpr llvm::StringLiteral kShardingAttrName = "ppc.sharding";
+    static constexpr llvm::StringLiteral kShardingsAttrName = "ppc.shardings";
   }];
 }
 

@@ -14,4 +14,12 @@ def Ppc_LossReduction : I32EnumAttr<"LossReduction",
   let cppNamespace = "::ppc";
 }
 
+def Ppc_ReductionKind : I32EnumAttr<"ReductionKind",
+    "how a collective combines the values of a group", [
+      I32EnumAttrCase<"Sum", 0, "sum">,
+      I32EnumAttrCase<"Max", 1, "max">
+    ]> {
+  let cppNamespace = "::ppc";
+}
+
 #endif // PPC_ENUMS_TD

@@ -26,7 +26,24 @@ struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
 private:
   FailureOr<OptimizerConfig> optimizerConfig(Operation *anchor);
   Value learningRate(OpBuilder &b, Location loc, Value stepF64);
+  Value microBatchSlice(OpBuilder &b, Location loc, Value batch,
+                        RankedTensorType microType, int64_t j);
 };
+
+/// Micro-batch `j` of `batch` [dp * M * b, ...]: viewed as [dp, M, b, ...],
+/// the slice [:, j] reshaped to [dp * b, ...] = `microType`.
+Value BuildTrainStepPass::microBatchSlice(OpBuilder &b, Location loc, Value batch,
+                                          RankedTensorType microType, int64_t j) {
+  int64_t perRank = microType.getDimSize(0) / dataParallel;
+  llvm::SmallVector<int64_t> view{dataParallel, microBatches, perRank};
+  llvm::append_range(view, microType.getShape().drop_front());
+  Value viewed = b.create<ReshapeOp>(loc, microType.clone(view), batch);
+  llvm::SmallVector<int64_t> starts(view.size(), 0), limits(view), steps(view.size(), 1);
+  starts[1] = j;
+  limits[1] = j + 1;
+  Value slice = b.create<SliceOp>(loc, viewed, starts, limits, steps);
+  return b.create<ReshapeOp>(loc, microType, slice);
+}
 
 FailureOr<OptimizerConfig> BuildTrainStepPass::optimizerConfig(Operation *anchor) {
   OptimizerConfig config;
@@ -43,9 +60,9 @@ FailureOr<OptimizerConfig> BuildTrainStepPass::optimizerConfig(Operation *anchor
   if (lrSchedule != "constant" && lrSchedule != "cosine")
     return anchor->emitError() << "lr schedule '" << lrSchedule
                                << "' is not one of constant, cosine";
-  if (microBatches < 1 || warmupSteps < 0 || gradClip < 0)
-    return anchor->emitError() << "micro-batches must be >= 1, warmup steps and "
-                                  "grad clip >= 0";
+  if (microBatches < 1 || dataParallel < 1 || warmupSteps < 0 || gradClip < 0)
+    return anchor->emitError() << "micro-batches and data-parallel must be >= 1, "
+                                  "warmup steps and grad clip >= 0";
   return config;
 }
 
@@ -115,6 +132,12 @@ void BuildTrainStepPass::runOnOperation() {
       grad.emitError() << "graph input " << i << " is a scalar; a batch needs dimension 0";
       return signalPassFailure();
     }
+    if (type.getDimSize(0) % dataParallel != 0) {
+      grad.emitError() << "graph input " << i << " has a batch of " << type.getDimSize(0)
+                       << ", which the " << dataParallel
+                       << " data-parallel ranks cannot share";
+      return signalPassFailure();
+    }
     llvm::SmallVector<int64_t> shape(type.getShape());
     shape[0] *= microBatches;
     argTypes.push_back(type.clone(shape));
@@ -145,14 +168,10 @@ void BuildTrainStepPass::runOnOperation() {
       mapping.map(grad.getArgument(i), param(p));
     for (auto [n, i] : llvm::enumerate(inputArgs)) {
       Value whole = input(n);
-      if (microBatches > 1) {
-        auto type = llvm::cast<RankedTensorType>(grad.getArgument(i).getType());
-        llvm::SmallVector<int64_t> starts(type.getRank(), 0), limits(type.getShape()),
-            steps(type.getRank(), 1);
-        starts[0] = j * type.getDimSize(0);
-        limits[0] = (j + 1) * type.getDimSize(0);
-        whole = b.create<SliceOp>(loc, whole, starts, limits, steps);
-      }
+      if (microBatches > 1)
+        whole = microBatchSlice(b, loc, whole,
+                                llvm::cast<RankedTensorType>(grad.getArgument(i).getType()),
+                                j);
       mapping.map(grad.getArgument(i), whole);
     }
     for (Operation &op : grad.getBody().front().without_terminator())

@@ -59,9 +59,14 @@ def BuildTrainStep : Pass<"ppc-build-train-step", "mlir::ModuleOp"> {
   let description = [{
     Builds `@train_step(step, params..., optimizer state..., batch...) ->
     (new params..., new state..., loss, grad_norm, lr)` from
-    `@forward_grad`: the batch is cut into `micro-batches` slices along
-    dimension 0, each runs the loss and gradient computation, gradients and
-    losses are averaged; then global-norm clipping, the learning-rate
+    `@forward_grad`: the batch is cut into `micro-batches` slices, each runs
+    the loss and gradient computation, gradients and losses are averaged.
+    @forward_grad's batch dimension is the global micro-batch; with
+    `data-parallel` = dp, the batch `[dp * M * b, ...]` is viewed as
+    `[dp, M, b, ...]` (DESIGN.md §4: rank r owns rows `[r*B/dp, (r+1)*B/dp)`,
+    micro-batch j consecutive slices of those) and micro-batch j is
+    `[:, j]` reshaped to `[dp * b, ...]`, so sharding the batch over dp never
+    cuts a micro-batch slice; then global-norm clipping, the learning-rate
     schedule (a function of the step argument) and the optimizer update
     with torch.optim semantics (SGD with momentum and weight decay, AdamW
     with bias correction). @forward and @forward_grad are removed.
@@ -87,7 +92,9 @@ def BuildTrainStep : Pass<"ppc-build-train-step", "mlir::ModuleOp"> {
     Option<"minLr", "min-lr", "double", /*default=*/"0.0",
            "learning rate at the end of the cosine schedule">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
-           "micro-batches the batch is cut into">
+           "micro-batches the batch is cut into">,
+    Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"1",
+           "size of the data-parallel mesh axis (how the batch is laid out)">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

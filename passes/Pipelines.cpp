@@ -34,6 +34,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
   step.totalSteps = options.totalSteps;
   step.minLr = options.minLr;
   step.microBatches = options.microBatches;
+  step.dataParallel = options.dataParallel;
   pm.addPass(createBuildTrainStep(step));
   pm.addNestedPass<func::FuncOp>(createFoldConstants());
   pm.addPass(createCanonicalizerPass());

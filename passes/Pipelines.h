@@ -56,6 +56,9 @@ struct TrainingPipelineOptions
   Option<int64_t> microBatches{*this, "micro-batches",
                                llvm::cl::desc("micro-batches per step"),
                                llvm::cl::init(1)};
+  Option<int64_t> dataParallel{*this, "data-parallel",
+                               llvm::cl::desc("size of the data-parallel axis"),
+                               llvm::cl::init(1)};
 };
 
 /// Turns the imported @forward into @train_step: the loss (appended when the

@@ -1,5 +1,6 @@
 // RUN: ppc-opt %s -ppc-autodiff "-ppc-build-train-step=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 micro-batches=2" -canonicalize | FileCheck %s --check-prefix=SGD
 // RUN: ppc-opt %s -ppc-autodiff "-ppc-build-train-step=optimizer=adamw lr-schedule=cosine warmup-steps=2 total-steps=10 grad-clip=1.0" -canonicalize | FileCheck %s --check-prefix=ADAMW
+// RUN: ppc-opt %s -ppc-autodiff "-ppc-build-train-step=optimizer=sgd micro-batches=2 data-parallel=2" -canonicalize | FileCheck %s --check-prefix=DP
 // RUN: ppc-opt %s -ppc-autodiff "-ppc-build-train-step=optimizer=lion" -verify-diagnostics -o /dev/null
 
 // Tests the signature of @train_step (step, parameters, optimizer state,
@@ -9,9 +10,10 @@
 // SGD-LABEL: func.func @train_step
 // SGD-SAME:    (%[[STEP:.*]]: tensor<i64> {ppc.step}, %[[W:.*]]: tensor<3x3xf32> {ppc.param = "w"}, %[[BUF:.*]]: tensor<3x3xf32> {ppc.state = "momentum:w"}, %[[X:.*]]: tensor<4x3xf32> {ppc.input = "x"})
 // SGD-SAME:    -> (tensor<3x3xf32> {ppc.param = "w"}, tensor<3x3xf32> {ppc.state = "momentum:w"}, tensor<f32> {ppc.output = "loss"}, tensor<f32> {ppc.output = "grad_norm"}, tensor<f32> {ppc.output = "lr"})
-// SGD:         %[[X0:.*]] = ppc.slice %[[X]] starts = [0, 0] limits = [2, 3] steps = [1, 1]
+// SGD:         %[[V0:.*]] = ppc.reshape %[[X]] : tensor<4x3xf32> -> tensor<1x2x2x3xf32>
+// SGD:         ppc.slice %[[V0]] starts = [0, 0, 0, 0] limits = [1, 1, 2, 3] steps = [1, 1, 1, 1]
 // SGD:         %[[L0:.*]] = ppc.reduce_mean
-// SGD:         %[[X1:.*]] = ppc.slice %[[X]] starts = [2, 0] limits = [4, 3] steps = [1, 1]
+// SGD:         ppc.slice %{{.*}} starts = [0, 1, 0, 0] limits = [1, 2, 2, 3] steps = [1, 1, 1, 1]
 // SGD:         %[[L1:.*]] = ppc.reduce_mean
 // SGD:         %[[LSUM:.*]] = ppc.add %[[L0]], %[[L1]]
 // SGD:         %[[GSUM:.*]] = ppc.add
@@ -22,6 +24,15 @@
 // SGD:         %[[NEWW:.*]] = ppc.sub %[[W]], %[[STEPPED]]
 // SGD:         return %[[NEWW]], %[[NEWBUF]], %[[LOSS]]
 // SGD-NOT:     func.func @forward
+
+// Tests that with 2 data-parallel ranks the batch [4, 3] is viewed as
+// [dp, M, b, 3] = [2, 2, 1, 3]: micro-batch j is row j of each rank's half
+// (DESIGN.md §4), so sharding the batch over dp never cuts a slice.
+// DP-LABEL: func.func @train_step
+// DP:         %[[V:.*]] = ppc.reshape %{{.*}} : tensor<4x3xf32> -> tensor<2x2x1x3xf32>
+// DP:         %[[S0:.*]] = ppc.slice %[[V]] starts = [0, 0, 0, 0] limits = [2, 1, 1, 3] steps = [1, 1, 1, 1]
+// DP:         ppc.reshape %[[S0]] : tensor<2x1x1x3xf32> -> tensor<2x3xf32>
+// DP:         ppc.slice %{{.*}} starts = [0, 1, 0, 0] limits = [2, 2, 1, 3] steps = [1, 1, 1, 1]
 
 // Tests AdamW's two state tensors, gradient clipping by the global norm,
 // and the warm-up + cosine schedule computed from the step argument.

@@ -1,0 +1,81 @@
+//===- ShardingRules.h - per-op sharding rules as data -----------*- C++ -*-===//
+//
+// How an op may be split over a mesh, as data (Shardy-style factors): every
+// dimension of every operand and result is a list of factors (most
+// dimensions have one; a reshape's merged or split dimensions have several,
+// major to minor), each factor has a size and a kind. Sharding a factor over
+// mesh axes shards every dimension it appears in the same way; the op then
+// runs unchanged on local shards, except that
+//  - a Reduction factor (it appears in operands only: matmul's k, a reduced
+//    axis) leaves each result a partial sum over those axes, and
+//  - a NeedReplication factor (softmax's axis, layer_norm's normalized dims,
+//    a gather's indexed rows) must not be sharded.
+// Ops whose sharded form needs more than that (vocabulary-parallel gather or
+// cross-entropy) get dedicated partitioning later; their rules mark the
+// factor NeedReplication until then.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_PASSES_SHARDING_SHARDINGRULES_H
+#define PPC_PASSES_SHARDING_SHARDINGRULES_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <functional>
+#include <string>
+
+namespace ppc {
+
+enum class FactorKind { Parallel, Reduction, NeedReplication };
+
+struct ShardingRule {
+  /// Factor sizes and kinds, by factor index.
+  llvm::SmallVector<int64_t> factorSizes;
+  llvm::SmallVector<FactorKind> factorKinds;
+  /// For each operand / result, for each dimension, its factors (major to
+  /// minor; the product of their sizes is the dimension's size). Operands
+  /// that are not tensors, or that every factor leaves whole, may have empty
+  /// lists per dimension only where the dimension has size 1.
+  llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int64_t, 1>>> operands;
+  llvm::SmallVector<llvm::SmallVector<llvm::SmallVector<int64_t, 1>>> results;
+
+  /// Adds a factor and returns its index.
+  int64_t addFactor(int64_t size, FactorKind kind = FactorKind::Parallel);
+  /// Checks sizes and indices against the op's types; a human-readable
+  /// description of the first problem, or "" when consistent.
+  std::string verify(mlir::Operation *op) const;
+  /// "([i, k], [k, j]) -> ([i, j]) {i=8, k=4, j=2} reduction={k}" for tests
+  /// and diagnostics (factors named i, j, k, ... in index order).
+  std::string str() const;
+};
+
+using ShardingRuleFn = std::function<ShardingRule(mlir::Operation *op)>;
+
+class ShardingRuleRegistry {
+public:
+  static const ShardingRuleRegistry &get();
+
+  template <typename OpT>
+  void add(ShardingRuleFn fn) {
+    rules[mlir::TypeID::get<OpT>()] = std::move(fn);
+  }
+  /// The rule of `op`, or none when the op has no rule.
+  std::optional<ShardingRule> lookup(mlir::Operation *op) const;
+
+private:
+  llvm::DenseMap<mlir::TypeID, ShardingRuleFn> rules;
+};
+
+// One registration function per op family (passes/sharding/rules/*.cpp).
+void registerElementwiseShardingRules(ShardingRuleRegistry &registry);
+void registerContractionShardingRules(ShardingRuleRegistry &registry);
+void registerReductionShardingRules(ShardingRuleRegistry &registry);
+void registerNormalizationShardingRules(ShardingRuleRegistry &registry);
+void registerDataMovementShardingRules(ShardingRuleRegistry &registry);
+void registerLossShardingRules(ShardingRuleRegistry &registry);
+
+} // namespace ppc
+
+#endif // PPC_PASSES_SHARDING_SHARDINGRULES_H

@@ -1,0 +1,1 @@
+// Placeholder: sharding rules are being written (issue 5).
