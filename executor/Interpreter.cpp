@@ -10,68 +10,98 @@ using namespace mlir;
 
 namespace ppc {
 
-static LogicalResult runOp(Operation *op, llvm::ArrayRef<Tensor> operands,
-                           llvm::SmallVectorImpl<Tensor> &results,
+LogicalResult checkResults(Operation *op, llvm::ArrayRef<Tensor> results,
                            const ExecOptions &options) {
+  if (results.size() != op->getNumResults())
+    return op->emitError() << "executor returned " << results.size()
+                           << " results, expected " << op->getNumResults();
+  for (auto [i, t] : llvm::enumerate(results)) {
+    auto type = llvm::cast<ShapedType>(op->getResult(i).getType());
+    if (t.shape() != type.getShape() || t.dtype() != resultDType(op, i, options))
+      return op->emitError()
+             << "executor result " << i << " has dtype " << dtypeName(t.dtype())
+             << " and " << t.rank() << " dims, expected " << type;
+  }
+  return success();
+}
+
+LogicalResult runKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                        llvm::SmallVectorImpl<Tensor> &results,
+                        const ExecOptions &options) {
   const Kernel *kernel = KernelRegistry::get().lookup(op);
+  if (!kernel && op->hasTrait<CollectiveTrait>())
+    return op->emitError() << "'" << op->getName()
+                           << "' combines the ranks of a mesh; run the program "
+                              "with the SPMD executor";
   if (!kernel)
     return op->emitError() << "the reference executor has no kernel for '"
                            << op->getName() << "'";
   if (failed((*kernel)(op, operands, results, options)))
     return failure();
-  if (results.size() != op->getNumResults())
-    return op->emitError() << "kernel returned " << results.size()
-                           << " results, expected " << op->getNumResults();
-  // A kernel bug becomes a diagnostic at the op rather than a wrong value.
-  for (auto [i, t] : llvm::enumerate(results)) {
-    auto type = llvm::cast<ShapedType>(op->getResult(i).getType());
-    if (t.shape() != type.getShape() || t.dtype() != resultDType(op, i, options))
-      return op->emitError() << "kernel result " << i << " has dtype "
-                             << dtypeName(t.dtype()) << " and " << t.rank()
-                             << " dims, expected " << type;
+  return checkResults(op, results, options);
+}
+
+FailureOr<ExecutionFrame>
+ExecutionFrame::create(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
+  Block &body = func.getBody().front();
+  if (arguments.size() != body.getNumArguments())
+    return func.emitError() << "expected " << body.getNumArguments()
+                            << " arguments, got " << arguments.size();
+  ExecutionFrame frame;
+  for (auto [arg, tensor] : llvm::zip(body.getArguments(), arguments))
+    frame.values[arg] = tensor;
+  for (Operation &op : body)
+    for (Value v : op.getOperands())
+      ++frame.usesLeft[v];
+  return frame;
+}
+
+FailureOr<llvm::SmallVector<Tensor>>
+ExecutionFrame::takeOperands(Operation &op) {
+  llvm::SmallVector<Tensor> operands;
+  for (Value v : op.getOperands()) {
+    auto it = values.find(v);
+    if (it == values.end())
+      return op.emitError() << "operand has no value";
+    if (--usesLeft[v] == 0) {
+      operands.push_back(std::move(it->second));
+      values.erase(it);
+    } else {
+      operands.push_back(it->second);
+    }
   }
+  return operands;
+}
+
+void ExecutionFrame::setResults(Operation &op,
+                                llvm::MutableArrayRef<Tensor> results) {
+  for (auto [v, t] : llvm::zip(op.getResults(), results))
+    if (!v.use_empty())
+      values[v] = std::move(t);
+}
+
+LogicalResult ExecutionFrame::runOp(Operation &op, const ExecOptions &options) {
+  auto operands = takeOperands(op);
+  if (failed(operands))
+    return failure();
+  llvm::SmallVector<Tensor> results;
+  if (failed(runKernel(&op, *operands, results, options)))
+    return failure();
+  setResults(op, results);
   return success();
 }
 
 FailureOr<llvm::SmallVector<Tensor>>
 runFunction(func::FuncOp func, llvm::ArrayRef<Tensor> arguments,
             const ExecOptions &options) {
-  Block &body = func.getBody().front();
-  if (arguments.size() != body.getNumArguments())
-    return func.emitError() << "expected " << body.getNumArguments()
-                            << " arguments, got " << arguments.size();
-  llvm::DenseMap<Value, Tensor> values;
-  for (auto [arg, tensor] : llvm::zip(body.getArguments(), arguments))
-    values[arg] = tensor;
-
-  // Remaining uses per value, so each tensor is freed after its last use.
-  llvm::DenseMap<Value, unsigned> usesLeft;
-  for (Operation &op : body)
-    for (Value v : op.getOperands())
-      ++usesLeft[v];
-
-  for (Operation &op : body) {
-    llvm::SmallVector<Tensor> operands;
-    for (Value v : op.getOperands()) {
-      auto it = values.find(v);
-      if (it == values.end())
-        return op.emitError() << "operand has no value";
-      // The last use takes the tensor; earlier uses copy it.
-      if (--usesLeft[v] == 0) {
-        operands.push_back(std::move(it->second));
-        values.erase(it);
-      } else {
-        operands.push_back(it->second);
-      }
-    }
-    if (auto ret = llvm::dyn_cast<func::ReturnOp>(op))
-      return llvm::SmallVector<Tensor>(operands);
-    llvm::SmallVector<Tensor> results;
-    if (failed(runOp(&op, operands, results, options)))
+  auto frame = ExecutionFrame::create(func, arguments);
+  if (failed(frame))
+    return failure();
+  for (Operation &op : func.getBody().front()) {
+    if (llvm::isa<func::ReturnOp>(op))
+      return frame->takeOperands(op);
+    if (failed(frame->runOp(op, options)))
       return failure();
-    for (auto [v, t] : llvm::zip(op.getResults(), results))
-      if (!v.use_empty())
-        values[v] = std::move(t);
   }
   return func.emitError() << "function has no return";
 }
@@ -98,7 +128,7 @@ FailureOr<bool> foldWithExecutor(Operation *op, OpBuilder &builder,
     operands.push_back(std::move(*tensor));
   }
   llvm::SmallVector<Tensor> results;
-  if (failed(runOp(op, operands, results, ExecOptions{})))
+  if (failed(runKernel(op, operands, results, ExecOptions{})))
     return failure();
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(op);

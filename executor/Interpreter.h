@@ -15,6 +15,43 @@ mlir::FailureOr<llvm::SmallVector<Tensor>>
 runFunction(mlir::func::FuncOp func, llvm::ArrayRef<Tensor> arguments,
             const ExecOptions &options);
 
+/// The live values of one run of a function body: the arguments, then each
+/// op's results, each freed after its last use. `runFunction` steps one
+/// frame through the body; `runSpmd` steps one frame per rank in lockstep.
+class ExecutionFrame {
+public:
+  /// A frame for `func`'s body holding `arguments`; an argument-count
+  /// mismatch is an error at the function.
+  static mlir::FailureOr<ExecutionFrame>
+  create(mlir::func::FuncOp func, llvm::ArrayRef<Tensor> arguments);
+
+  /// The values of `op`'s operands, in order; the last use of a value moves
+  /// it out of the frame, earlier uses copy it.
+  mlir::FailureOr<llvm::SmallVector<Tensor>> takeOperands(mlir::Operation &op);
+  /// Stores `op`'s results (those that have uses).
+  void setResults(mlir::Operation &op, llvm::MutableArrayRef<Tensor> results);
+  /// Runs `op` with its kernel: operands, kernel, results.
+  mlir::LogicalResult runOp(mlir::Operation &op, const ExecOptions &options);
+
+private:
+  llvm::DenseMap<mlir::Value, Tensor> values;
+  /// Remaining uses per value, so each tensor is freed after its last use.
+  llvm::DenseMap<mlir::Value, unsigned> usesLeft;
+};
+
+/// Runs `op`'s kernel on `operands` and checks the results (`checkResults`).
+mlir::LogicalResult runKernel(mlir::Operation *op,
+                              llvm::ArrayRef<Tensor> operands,
+                              llvm::SmallVectorImpl<Tensor> &results,
+                              const ExecOptions &options);
+
+/// Checks that `results` has one tensor per result of `op`, each of the
+/// result's shape and storage dtype; a mismatch (an executor bug) becomes a
+/// diagnostic at the op rather than a wrong value.
+mlir::LogicalResult checkResults(mlir::Operation *op,
+                                 llvm::ArrayRef<Tensor> results,
+                                 const ExecOptions &options);
+
 /// Replaces `op` by constants when every operand is a `ppc.constant`, the
 /// executor can run it and no result has more than `maxElements` elements;
 /// returns true when it did, with the new constants in `replacements` when

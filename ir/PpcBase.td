@@ -44,6 +44,12 @@ def Ppc_Dialect : Dialect {
     static constexpr llvm::StringLiteral kStepAttrName = "ppc.step";
     static constexpr llvm::StringLiteral kShardingAttrName = "ppc.sharding";
     static constexpr llvm::StringLiteral kShardingsAttrName = "ppc.shardings";
+
+  private:
+    /// Adds the attributes (in PpcAttrs.cpp, beside their storage classes).
+    void registerAttributes();
+
+  public:
   }];
 }
 

@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace ppc;
@@ -16,6 +17,7 @@ void PpcDialect::initialize() {
 #define GET_OP_LIST
 #include "ir/PpcOps.cpp.inc"
       >();
+  registerAttributes();
 }
 
 Operation *PpcDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -26,14 +28,74 @@ Operation *PpcDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return builder.create<ConstantOp>(loc, elements);
 }
 
+/// Checks a sharding against the type of the value it describes and,
+/// when `anchor` sits in a symbol table, against the mesh it names.
+static LogicalResult
+verifyShardingOf(Operation *anchor, ShardingAttr sharding, Type type,
+                 llvm::function_ref<InFlightDiagnostic()> emitError) {
+  auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return emitError() << "a sharding needs a ranked tensor, got " << type;
+  if (tensor.getRank() != sharding.getRank())
+    return emitError() << "sharding has " << sharding.getRank()
+                       << " dimensions, but the value has type " << type;
+  if (!SymbolTable::getNearestSymbolTable(anchor))
+    return success();
+  auto mesh =
+      SymbolTable::lookupNearestSymbolFrom<MeshOp>(anchor, sharding.getMesh());
+  if (!mesh)
+    return emitError() << "sharding names " << sharding.getMesh()
+                       << ", which is not a ppc.mesh";
+  auto checkAxis = [&](StringAttr axis) -> LogicalResult {
+    if (!mesh.getAxisIndex(axis.getValue()))
+      return emitError() << "sharding uses axis '" << axis.getValue()
+                         << "', which mesh " << sharding.getMesh()
+                         << " does not have";
+    return success();
+  };
+  for (llvm::ArrayRef<StringAttr> axes : sharding.getDimAxes())
+    for (StringAttr axis : axes)
+      if (failed(checkAxis(axis)))
+        return failure();
+  for (StringAttr axis : sharding.getPartialAxes())
+    if (failed(checkAxis(axis)))
+      return failure();
+  return success();
+}
+
+/// `ppc.sharding` on argument or result `index` of a function: a sharding
+/// of that argument's or result's type.
+static LogicalResult verifyFunctionSharding(Operation *op, NamedAttribute attr,
+                                            unsigned index, bool isResult) {
+  auto sharding = llvm::dyn_cast<ShardingAttr>(attr.getValue());
+  if (!sharding)
+    return op->emitError() << "'" << PpcDialect::kShardingAttrName
+                           << "' must be a #ppc.sharding";
+  auto function = llvm::dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return success();
+  llvm::ArrayRef<Type> types =
+      isResult ? function.getResultTypes() : function.getArgumentTypes();
+  if (index >= types.size())
+    return success();
+  return verifyShardingOf(op, sharding, types[index], [&] {
+    return op->emitError() << (isResult ? "result " : "argument ") << index
+                           << ": ";
+  });
+}
+
 /// `ppc.input`, `ppc.param`, `ppc.output`, `ppc.grad` and `ppc.state` name
 /// the ONNX value (or parameter) behind a function argument or result; each
-/// must be a non-empty string. `ppc.step` marks the step argument.
-static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr,
-                                    llvm::ArrayRef<llvm::StringLiteral> allowed) {
+/// must be a non-empty string. `ppc.step` marks the step argument;
+/// `ppc.sharding` says how the value is split over a mesh.
+static LogicalResult
+verifyNameAttr(Operation *op, NamedAttribute attr, unsigned index,
+               bool isResult, llvm::ArrayRef<llvm::StringLiteral> allowed) {
   if (!llvm::is_contained(allowed, attr.getName().getValue()))
     return op->emitError() << "unknown ppc attribute '" << attr.getName().getValue()
                            << "' here";
+  if (attr.getName().getValue() == PpcDialect::kShardingAttrName)
+    return verifyFunctionSharding(op, attr, index, isResult);
   if (attr.getName().getValue() == PpcDialect::kStepAttrName) {
     if (!llvm::isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << PpcDialect::kStepAttrName
@@ -48,14 +110,44 @@ static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr,
 }
 
 LogicalResult PpcDialect::verifyRegionArgAttribute(Operation *op, unsigned,
-                                                   unsigned, NamedAttribute attr) {
-  return verifyNameAttr(op, attr,
-                        {kInputAttrName, kParamAttrName, kStateAttrName, kStepAttrName});
+                                                   unsigned argIndex,
+                                                   NamedAttribute attr) {
+  return verifyNameAttr(op, attr, argIndex, /*isResult=*/false,
+                        {kInputAttrName, kParamAttrName, kStateAttrName,
+                         kStepAttrName, kShardingAttrName});
 }
 
 LogicalResult PpcDialect::verifyRegionResultAttribute(Operation *op, unsigned,
-                                                      unsigned,
+                                                      unsigned resultIndex,
                                                       NamedAttribute attr) {
-  return verifyNameAttr(op, attr,
-                        {kOutputAttrName, kParamAttrName, kGradAttrName, kStateAttrName});
+  return verifyNameAttr(op, attr, resultIndex, /*isResult=*/true,
+                        {kOutputAttrName, kParamAttrName, kGradAttrName,
+                         kStateAttrName, kShardingAttrName});
+}
+
+/// `ppc.shardings` on an op: one sharding per result. Other discardable
+/// `ppc.*` attributes on ops (the module's `ppc.source` and `ppc.opset`)
+/// are not checked here.
+LogicalResult PpcDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  if (attr.getName().getValue() != kShardingsAttrName)
+    return success();
+  auto array = llvm::dyn_cast<ArrayAttr>(attr.getValue());
+  if (!array || !llvm::all_of(array, [](Attribute a) {
+        return llvm::isa<ShardingAttr>(a);
+      }))
+    return op->emitOpError() << "'" << kShardingsAttrName
+                             << "' must be an array of #ppc.sharding";
+  if (array.size() != op->getNumResults())
+    return op->emitOpError()
+           << "'" << kShardingsAttrName << "' has " << array.size()
+           << " shardings for " << op->getNumResults() << " results";
+  for (auto [index, sharding] :
+       llvm::enumerate(array.getAsRange<ShardingAttr>()))
+    if (failed(
+            verifyShardingOf(op, sharding, op->getResult(index).getType(), [&] {
+              return op->emitOpError() << "result " << index << ": ";
+            })))
+      return failure();
+  return success();
 }

@@ -8,11 +8,13 @@
 #ifndef PPC_OPS_TD
 #define PPC_OPS_TD
 
+include "ir/PpcAttrs.td"
 include "ir/PpcBase.td"
 include "ir/PpcEnums.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Constants and casts
@@ -504,6 +506,271 @@ def Ppc_NllLossOp : Ppc_Op<"nll_loss", [Pure, InferTypeOpAdaptor]> {
     $input `,` $target (`,` $weight^)? $reduction (`ignore_index` `=` $ignore_index^)? attr-dict
     `:` functional-type(operands, results)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Meshes and collectives
+//
+// An SPMD program runs on every rank of a mesh; each value is the rank's
+// local tensor. A collective over mesh axes A combines the values of the
+// ranks that share this rank's coordinates on every axis not in A (its
+// group), in group order: row-major over the axes of A in the order the op
+// lists them, which is the order of the blocks of a dimension sharded over
+// those axes.
+//===----------------------------------------------------------------------===//
+
+def Ppc_MeshOp : Ppc_Op<"mesh", [Symbol]> {
+  let summary = "a named device mesh";
+  let description = [{
+    Declares a mesh of ranks at module level. Axes are listed major to
+    minor in rank order: rank `r` has coordinates `c` with
+    `r = (c[0] * shape[1] + c[1]) * shape[2] + c[2]` for three axes. With
+    DESIGN.md's layout `rank = (pp_i * DP + dp_i) * TP + tp_i`, the axes are
+    listed `pp`, `dp`, `tp`. Names are unique and non-empty; sizes positive.
+
+    Example:
+    ```mlir
+    ppc.mesh @mesh axes = ["pp", "dp", "tp"] shape = [1, 2, 4]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
+                       DenseI64ArrayAttr:$shape);
+  let assemblyFormat = "$sym_name `axes` `=` $axes `shape` `=` $shape attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The axis names, major to minor.
+    ::llvm::SmallVector<::llvm::StringRef> getAxisNames();
+    /// The position of `axis` in the axis list, or none.
+    std::optional<unsigned> getAxisIndex(::llvm::StringRef axis);
+    /// The size of `axis`, or none when the mesh has no such axis.
+    std::optional<int64_t> getAxisSize(::llvm::StringRef axis);
+    /// The number of ranks: the product of the sizes.
+    int64_t getNumRanks();
+    /// The coordinates of `rank`, one per axis in axis order.
+    ::llvm::SmallVector<int64_t> getCoordinates(int64_t rank);
+    /// The coordinate of `rank` along `axis`, or none for an unknown axis.
+    std::optional<int64_t> getCoordinate(int64_t rank, ::llvm::StringRef axis);
+    /// The rank at `coordinates` (one per axis).
+    int64_t getRankAt(::llvm::ArrayRef<int64_t> coordinates);
+    /// The number of ranks in a group over `axes`: the product of their
+    /// sizes. Fails on an unknown axis.
+    ::mlir::FailureOr<int64_t> getGroupSize(::llvm::ArrayRef<::llvm::StringRef> axes);
+    /// The position of `rank` in its group over `axes`: its coordinates on
+    /// `axes`, row-major in the listed order. It is also the block that
+    /// `rank` holds of a dimension sharded over `axes`.
+    ::mlir::FailureOr<int64_t> getIndexInGroup(int64_t rank,
+                                               ::llvm::ArrayRef<::llvm::StringRef> axes);
+    /// The ranks of the group of `rank` over `axes` (those sharing its
+    /// coordinates on every other axis), in group order.
+    ::mlir::FailureOr<::llvm::SmallVector<int64_t>>
+    getGroup(int64_t rank, ::llvm::ArrayRef<::llvm::StringRef> axes);
+  }];
+}
+
+/// Marks the ops that combine the ranks of mesh groups
+/// (`op->hasTrait<ppc::CollectiveTrait>()`): they exist only in SPMD
+/// programs, after partitioning.
+def Ppc_Collective : NativeOpTrait<"CollectiveTrait"> {
+  let cppNamespace = "::ppc";
+}
+
+/// A collective on the local tensors of the ranks of each group of `mesh`
+/// over `axes`. Every collective verifies its operands locally (`verify`)
+/// and, against the mesh, through `verifyGroupSize`. Besides the generated
+/// builders, each has one taking (result type, input, mesh, axes) and its
+/// other arguments as plain C++ values (`int64_t`, `ReductionKind`).
+class Ppc_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Ppc_Op<mnemonic, !listconcat([Pure, Ppc_Collective,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>], traits)> {
+  dag collectiveArgs = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The axes of the group, in group order.
+    ::llvm::SmallVector<::llvm::StringRef> getAxisNames();
+    /// The mesh, looked up from the nearest symbol table (null if missing).
+    ::ppc::MeshOp getMeshOp();
+    /// Checks the shapes that depend on the group size.
+    ::mlir::LogicalResult verifyGroupSize(int64_t groupSize);
+  }];
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult
+    $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
+      ::mlir::FailureOr<int64_t> groupSize =
+          ::ppc::verifyCollectiveMesh(*this, symbolTable, getMeshAttr(), getAxes());
+      if (::mlir::failed(groupSize))
+        return ::mlir::failure();
+      return verifyGroupSize(*groupSize);
+    }
+    ::llvm::SmallVector<::llvm::StringRef> $cppClass::getAxisNames() {
+      return ::ppc::axisNames(getAxes());
+    }
+    ::ppc::MeshOp $cppClass::getMeshOp() {
+      return ::mlir::SymbolTable::lookupNearestSymbolFrom<::ppc::MeshOp>(
+          *this, getMeshAttr());
+    }
+  }];
+}
+
+def Ppc_AllReduceOp : Ppc_CollectiveOp<"all_reduce", [SameOperandsAndResultType]> {
+  let summary = "sum or maximum over the ranks of each group";
+  let description = [{
+    Every rank of a group receives the elementwise `reduction` (`sum` or
+    `max`) of the group's tensors.
+
+    Example:
+    ```mlir
+    %r = ppc.all_reduce %x on @mesh["tp"] sum : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = !con((ins Ppc_NumericTensor:$input), collectiveArgs,
+                       (ins Ppc_ReductionKind:$reduction));
+  let results = (outs Ppc_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `` $axes $reduction attr-dict `:` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input, "::mlir::FlatSymbolRefAttr":$mesh, "::mlir::ArrayAttr":$axes,
+                   "::ppc::ReductionKind":$reduction), [{
+      build($_builder, $_state, result, input, mesh, axes,
+            ::ppc::ReductionKindAttr::get($_builder.getContext(), reduction));
+    }]>
+  ];
+}
+
+def Ppc_AllGatherOp : Ppc_CollectiveOp<"all_gather",
+    [SameOperandsAndResultElementType]> {
+  let summary = "concatenates the tensors of each group along one dimension";
+  let description = [{
+    Every rank of a group receives the group's tensors concatenated along
+    `dim` in group order; the result's `dim` is the operand's times the
+    group size.
+
+    Example:
+    ```mlir
+    %r = ppc.all_gather %x on @mesh["tp"] dim = 1 : tensor<4x2xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = !con((ins Ppc_Tensor:$input), collectiveArgs,
+                       (ins I64Attr:$dim));
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `` $axes `dim` `=` $dim attr-dict `:` type($input) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input, "::mlir::FlatSymbolRefAttr":$mesh, "::mlir::ArrayAttr":$axes, "int64_t":$dim), [{
+      build($_builder, $_state, result, input, mesh, axes, $_builder.getI64IntegerAttr(dim));
+    }]>
+  ];
+}
+
+def Ppc_ReduceScatterOp : Ppc_CollectiveOp<"reduce_scatter",
+    [SameOperandsAndResultElementType]> {
+  let summary = "reduces over each group and keeps this rank's block";
+  let description = [{
+    Reduces the group's tensors elementwise (`sum` or `max`), cuts the
+    result into group-size equal blocks along `dim` and gives the rank at
+    position `i` of the group block `i`. The operand's `dim` divides by the
+    group size.
+
+    Example:
+    ```mlir
+    %r = ppc.reduce_scatter %x on @mesh["dp"] dim = 0 sum : tensor<8x4xf32> -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = !con((ins Ppc_NumericTensor:$input), collectiveArgs,
+                       (ins I64Attr:$dim, Ppc_ReductionKind:$reduction));
+  let results = (outs Ppc_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `` $axes `dim` `=` $dim $reduction attr-dict `:` type($input) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input, "::mlir::FlatSymbolRefAttr":$mesh, "::mlir::ArrayAttr":$axes, "int64_t":$dim,
+                   "::ppc::ReductionKind":$reduction), [{
+      build($_builder, $_state, result, input, mesh, axes, $_builder.getI64IntegerAttr(dim),
+            ::ppc::ReductionKindAttr::get($_builder.getContext(), reduction));
+    }]>
+  ];
+}
+
+def Ppc_AllToAllOp : Ppc_CollectiveOp<"all_to_all",
+    [SameOperandsAndResultElementType]> {
+  let summary = "exchanges blocks between the ranks of each group";
+  let description = [{
+    Every rank cuts its tensor into group-size equal blocks along `split`
+    and sends block `j` to the rank at position `j` of the group; each rank
+    concatenates the blocks it receives along `concat` in group order. The
+    result's `split` is divided by the group size, then its `concat`
+    multiplied by it (with `split == concat` the shape is unchanged).
+
+    Example:
+    ```mlir
+    %r = ppc.all_to_all %x on @mesh["tp"] split = 1 concat = 0 : tensor<2x8xf32> -> tensor<8x2xf32>
+    ```
+  }];
+  let arguments = !con((ins Ppc_Tensor:$input), collectiveArgs,
+                       (ins I64Attr:$split, I64Attr:$concat));
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `` $axes `split` `=` $split `concat` `=` $concat attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input, "::mlir::FlatSymbolRefAttr":$mesh, "::mlir::ArrayAttr":$axes, "int64_t":$split, "int64_t":$concat), [{
+      build($_builder, $_state, result, input, mesh, axes, $_builder.getI64IntegerAttr(split),
+            $_builder.getI64IntegerAttr(concat));
+    }]>
+  ];
+}
+
+def Ppc_AllSliceOp : Ppc_CollectiveOp<"all_slice",
+    [SameOperandsAndResultElementType]> {
+  let summary = "keeps this rank's block of a tensor replicated over a group";
+  let description = [{
+    The inverse of `ppc.all_gather`, without communication: cuts the tensor
+    (the same on every rank of the group) into group-size equal blocks along
+    `dim` and keeps the block at this rank's position in the group. It turns
+    a replicated value into one sharded over `axes`.
+
+    Example:
+    ```mlir
+    %r = ppc.all_slice %x on @mesh["tp"] dim = 1 : tensor<4x8xf32> -> tensor<4x2xf32>
+    ```
+  }];
+  let arguments = !con((ins Ppc_Tensor:$input), collectiveArgs,
+                       (ins I64Attr:$dim));
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `` $axes `dim` `=` $dim attr-dict `:` type($input) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input, "::mlir::FlatSymbolRefAttr":$mesh, "::mlir::ArrayAttr":$axes, "int64_t":$dim), [{
+      build($_builder, $_state, result, input, mesh, axes, $_builder.getI64IntegerAttr(dim));
+    }]>
+  ];
+}
+
+def Ppc_AxisIndexOp : Ppc_CollectiveOp<"axis_index"> {
+  let summary = "this rank's position in its group";
+  let description = [{
+    The position of the executing rank in its group over `axes`: its
+    coordinates on those axes, row-major in the listed order (`0` for no
+    axes). It is the block this rank holds of a dimension sharded over
+    `axes`, as needed to offset indices into a local shard.
+
+    Example:
+    ```mlir
+    %i = ppc.axis_index on @mesh["tp"] : tensor<i64>
+    ```
+  }];
+  let arguments = collectiveArgs;
+  let results = (outs 0DTensorOf<[I64]>:$result);
+  let assemblyFormat = "`on` $mesh `` $axes attr-dict `:` type($result)";
+  let builders = [
+    OpBuilder<(ins "::mlir::FlatSymbolRefAttr":$mesh, "::mlir::ArrayAttr":$axes), [{
+      build($_builder, $_state, ::mlir::RankedTensorType::get({}, $_builder.getI64Type()),
+            mesh, axes);
+    }]>
+  ];
 }
 
 #endif // PPC_OPS_TD

@@ -99,4 +99,27 @@ def BuildTrainStep : Pass<"ppc-build-train-step", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def Partition : Pass<"ppc-partition", "mlir::ModuleOp"> {
+  let summary = "Rewrites @train_step into the per-rank SPMD program";
+  let description = [{
+    Declares `ppc.mesh @mesh` (axes pp, dp, tp, major to minor in rank
+    order) and rewrites @train_step into the program every rank runs: local
+    shapes, and the collectives that the chosen layouts need. Each op's
+    sharding rule (passes/sharding/rules) turns its operands' layouts into
+    factor shardings; operands are converted to the layout those factors
+    need (all_reduce of partial sums, all_gather / all_slice of
+    dimensions), and results get the implied layout, partial over sharded
+    reduction factors. Partial sums flow through linear ops and are reduced
+    at the first op that needs the full value. Data inputs are split along
+    their batch over dp; parameters stay replicated unless the planner
+    chooses otherwise. Every argument, result and op records its layout as
+    `#ppc.sharding` (`ppc.sharding`, `ppc.shardings`).
+  }];
+  let options = [
+    Option<"dataParallel", "dp", "int64_t", /*default=*/"1", "data-parallel ranks">,
+    Option<"tensorParallel", "tp", "int64_t", /*default=*/"1", "tensor-parallel ranks">
+  ];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 #endif // PPC_PASSES_TD

@@ -24,6 +24,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace ppc {
@@ -63,6 +64,9 @@ public:
   }
   /// The rule of `op`, or none when the op has no rule.
   std::optional<ShardingRule> lookup(mlir::Operation *op) const;
+  /// Whether ops named `name` have a rule. Unlike `lookup`, this needs no
+  /// well-formed op (tests compare the registry with the ops they check).
+  bool contains(mlir::OperationName name) const;
 
 private:
   llvm::DenseMap<mlir::TypeID, ShardingRuleFn> rules;
@@ -75,6 +79,27 @@ void registerReductionShardingRules(ShardingRuleRegistry &registry);
 void registerNormalizationShardingRules(ShardingRuleRegistry &registry);
 void registerDataMovementShardingRules(ShardingRuleRegistry &registry);
 void registerLossShardingRules(ShardingRuleRegistry &registry);
+
+// Helpers shared by the rule files.
+
+/// The factors of one tensor: for each dimension, its factors major to minor.
+using TensorFactors = llvm::SmallVector<llvm::SmallVector<int64_t, 1>>;
+
+/// The static shape of a ranked tensor value.
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value value);
+
+/// One new factor of `kind` per dimension of `shape`, of that dimension's
+/// size.
+TensorFactors addFactorPerDim(ShardingRule &rule, llvm::ArrayRef<int64_t> shape,
+                              FactorKind kind = FactorKind::Parallel);
+
+/// The factors of a tensor of `shape` that broadcasts (numpy rules, aligned
+/// on the right) to a tensor of `toShape` with factors `to`: a dimension of
+/// the same size shares its factors, a broadcast one (size 1 against a larger
+/// size) has none, so it stays whole on every shard.
+TensorFactors broadcastFactors(llvm::ArrayRef<int64_t> shape,
+                               llvm::ArrayRef<int64_t> toShape,
+                               const TensorFactors &to);
 
 } // namespace ppc
 

@@ -640,6 +640,12 @@ TEST_F(GradientCheckTest, EveryRuleMatchesFiniteDifferences) {
 TEST_F(GradientCheckTest, EveryPpcOpHasARuleOrIsNonDifferentiable) {
   const GradientRegistry &registry = GradientRegistry::get();
   for (Operation *op : everyPpcOp(context)) {
+    // The mesh and the collectives appear only in partitioned programs,
+    // after autodiff; the pass names a collective on a gradient path.
+    if (llvm::isa<MeshOp>(op) || op->hasTrait<CollectiveTrait>()) {
+      op->destroy();
+      continue;
+    }
     bool rule = registry.lookup(op), none = registry.isNonDifferentiable(op);
     EXPECT_NE(rule, none)
         << op->getName().getStringRef().str()

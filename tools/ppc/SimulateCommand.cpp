@@ -7,6 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "executor/Interpreter.h"
+#include "executor/Spmd.h"
+#include "ir/PpcAttrs.h"
+#include "passes/Passes.h"
 #include "frontend/OnnxExport.h"
 #include "frontend/OnnxTensor.h"
 #include "ir/PpcDialect.h"
@@ -171,9 +174,9 @@ int runSimulateCommand(int argc, char **argv) {
   auto mesh = parseMesh(meshFlag);
   if (!mesh)
     return reportError(llvm::toString(mesh.takeError()));
-  if (mesh->size() != 1)
-    return reportError("--mesh '" + meshFlag + "': simulate runs one rank so far; data, "
-                       "tensor and pipeline partitioning arrive with later issues");
+  if (mesh->pp != 1)
+    return reportError("--mesh '" + meshFlag + "': pipeline parallelism (pp > 1) arrives "
+                       "with the pipeline issue");
   if (steps < 1)
     return reportError("--steps must be at least 1");
   if (microBatches < 1)
@@ -206,6 +209,12 @@ int runSimulateCommand(int argc, char **argv) {
     return 1;
   if (llvm::Error e = tokens->checkSequence(seqLen))
     return reportError(llvm::toString(std::move(e)));
+  if ((globalBatch / microBatches) % mesh->dp != 0)
+    return reportError(llvm::formatv("--batch {0} with --micro-batches {1} gives "
+                                     "micro-batches of {2} sequences, which {3} "
+                                     "data-parallel ranks cannot share",
+                                     globalBatch, microBatches, globalBatch / microBatches,
+                                     mesh->dp));
 
   MLIRContext context;
   DriverDiagnostics diagnostics(context);
@@ -228,44 +237,87 @@ int runSimulateCommand(int argc, char **argv) {
   training.totalSteps = steps.getValue();
   training.minLr = minLr.getValue();
   training.microBatches = microBatches.getValue();
+  training.dataParallel = mesh->dp;
   if (failed(runPipeline(
-          *module, [&](OpPassManager &pm) { buildTrainingPipeline(pm, training); },
+          *module,
+          [&](OpPassManager &pm) {
+            buildTrainingPipeline(pm, training);
+            if (mesh->size() > 1) {
+              PartitionOptions partition;
+              partition.dataParallel = mesh->dp;
+              partition.tensorParallel = mesh->tp;
+              pm.addPass(createPartition(partition));
+            }
+          },
           pipelineFlags.dumpIR)))
     return 1;
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  auto meshOps = module->getOps<MeshOp>();
+  MeshOp meshOp = meshOps.empty() ? MeshOp() : *meshOps.begin();
+  int64_t numRanks = meshOp ? meshOp.getNumRanks() : 1;
 
-  // Arguments: the step, parameters (from the model), optimizer state (zeros),
-  // and token windows: inputs to the first integer input, labels to the
-  // second (DESIGN.md §4).
+  // Arguments, as global tensors: the step, parameters (from the model),
+  // optimizer state (zeros), and token windows: inputs to the first integer
+  // input, labels to the second (DESIGN.md §4). Each rank gets its block of
+  // each, as the argument's ppc.sharding says.
   ExecOptions exec;
-  llvm::SmallVector<Tensor> args;
+  llvm::SmallVector<Tensor> global;
   llvm::SmallVector<unsigned> paramArgs, tokenArgs;
   llvm::SmallVector<std::string> paramNames;
   for (auto [i, arg] : llvm::enumerate(step.getArguments())) {
     auto type = llvm::cast<RankedTensorType>(arg.getType());
+    auto sharding = step.getArgAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName);
+    llvm::SmallVector<int64_t> shape(type.getShape());
+    // The global shape: the local one times the blocks of each dimension.
+    if (sharding)
+      for (auto [d, axes] : llvm::enumerate(sharding.getDimAxes())) {
+        llvm::SmallVector<StringRef> names;
+        for (StringAttr a : axes)
+          names.push_back(a.getValue());
+        shape[d] *= *meshOp.getGroupSize(names);
+      }
     if (auto name = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName)) {
       auto value = imported->loadInitializer(name.getValue());
       if (!value)
         return reportError(llvm::toString(value.takeError()));
-      args.push_back(value->castTo(exec.storage(type)));
+      global.push_back(value->castTo(exec.storage(type)));
       paramArgs.push_back(i);
       paramNames.push_back(name.getValue().str());
       continue;
     }
     if (auto name = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kInputAttrName)) {
-      if (type.getShape() != llvm::ArrayRef<int64_t>{globalBatch, seqLen} ||
+      if (shape != llvm::ArrayRef<int64_t>{globalBatch, seqLen} ||
           isFloat(exec.storage(type)))
         return reportError("input '" + name.getValue() +
                            "': training feeds integer token windows [" +
                            llvm::Twine(globalBatch) + ", " + llvm::Twine(seqLen) + "]");
       tokenArgs.push_back(i);
     }
-    args.push_back(Tensor(exec.storage(type), type.getShape()));
+    global.push_back(Tensor(exec.storage(type), shape));
   }
   if (tokenArgs.empty() || tokenArgs.size() > 2)
     return reportError("training feeds token windows to one or two integer inputs "
                        "(inputs, then labels); the model has " +
                        llvm::Twine(tokenArgs.size()));
+  auto shard = [&](unsigned i, const Tensor &value, int64_t rank) -> FailureOr<Tensor> {
+    auto sharding = step.getArgAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName);
+    if (!sharding)
+      return value;
+    auto local = shardTensor(value, sharding, meshOp, rank);
+    if (!local) {
+      reportError(llvm::toString(local.takeError()));
+      return failure();
+    }
+    return std::move(*local);
+  };
+  std::vector<llvm::SmallVector<Tensor>> args(numRanks);
+  for (int64_t r = 0; r < numRanks; ++r)
+    for (auto [i, value] : llvm::enumerate(global)) {
+      auto local = shard(i, value, r);
+      if (failed(local))
+        return 1;
+      args[r].push_back(std::move(*local));
+    }
 
   std::unique_ptr<llvm::raw_fd_ostream> log;
   if (!logPath.empty()) {
@@ -277,29 +329,49 @@ int runSimulateCommand(int argc, char **argv) {
   unsigned numParams = paramArgs.size();
   unsigned numState = step.getNumResults() - 3 - numParams;
   for (int64_t s = 0; s < steps; ++s) {
-    args[0].setInt(0, s);
-    Tensor &inputs = args[tokenArgs[0]];
+    Tensor &inputs = global[tokenArgs[0]];
     Tensor labels(inputs.dtype(), inputs.shape());
     for (int64_t b = 0; b < globalBatch; ++b)
       tokens->window(s, globalBatch, seqLen, b, inputs.ints().data() + b * seqLen,
                      labels.ints().data() + b * seqLen);
     if (tokenArgs.size() == 2)
-      args[tokenArgs[1]] = labels;
+      global[tokenArgs[1]] = labels;
+    for (int64_t r = 0; r < numRanks; ++r) {
+      args[r][0].setInt(0, s);
+      for (unsigned i : tokenArgs) {
+        auto local = shard(i, global[i], r);
+        if (failed(local))
+          return 1;
+        args[r][i] = std::move(*local);
+      }
+    }
 
     auto start = std::chrono::steady_clock::now();
-    auto results = runFunction(step, args, exec);
+    FailureOr<std::vector<llvm::SmallVector<Tensor>>> results;
+    if (meshOp) {
+      auto spmd = runSpmd(step, meshOp, args, exec);
+      if (succeeded(spmd))
+        results = std::vector<llvm::SmallVector<Tensor>>(spmd->begin(), spmd->end());
+    } else {
+      auto single = runFunction(step, args[0], exec);
+      if (succeeded(single))
+        results = std::vector<llvm::SmallVector<Tensor>>{std::move(*single)};
+    }
     if (failed(results))
       return 1;
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    // New parameters, then new state, go back in as the next step's arguments.
-    for (unsigned p = 0; p < numParams; ++p)
-      args[paramArgs[p]] = std::move((*results)[p]);
-    for (unsigned k = 0; k < numState; ++k)
-      args[1 + numParams + k] = std::move((*results)[numParams + k]);
-    double loss = (*results)[numParams + numState].getDouble(0);
-    double gradNorm = (*results)[numParams + numState + 1].getDouble(0);
-    double rate = (*results)[numParams + numState + 2].getDouble(0);
+    // Each rank's new parameters and state go back in as its next arguments.
+    for (int64_t r = 0; r < numRanks; ++r) {
+      for (unsigned p = 0; p < numParams; ++p)
+        args[r][paramArgs[p]] = std::move((*results)[r][p]);
+      for (unsigned k = 0; k < numState; ++k)
+        args[r][1 + numParams + k] = std::move((*results)[r][numParams + k]);
+    }
+    const auto &rank0 = (*results)[0];
+    double loss = rank0[numParams + numState].getDouble(0);
+    double gradNorm = rank0[numParams + numState + 1].getDouble(0);
+    double rate = rank0[numParams + numState + 2].getDouble(0);
     double tokensPerSecond = globalBatch * seqLen / seconds;
     if (log) {
       llvm::json::OStream json(*log);
@@ -324,8 +396,21 @@ int runSimulateCommand(int argc, char **argv) {
 
   if (!exportPath.empty()) {
     llvm::StringMap<Tensor> trained;
-    for (unsigned p = 0; p < numParams; ++p)
-      trained[paramNames[p]] = args[paramArgs[p]];
+    for (unsigned p = 0; p < numParams; ++p) {
+      unsigned i = paramArgs[p];
+      auto sharding = step.getArgAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName);
+      if (!sharding) {
+        trained[paramNames[p]] = args[0][i];
+        continue;
+      }
+      llvm::SmallVector<Tensor> perRank;
+      for (int64_t r = 0; r < numRanks; ++r)
+        perRank.push_back(args[r][i]);
+      auto whole = unshardTensor(perRank, sharding, meshOp);
+      if (!whole)
+        return reportError(llvm::toString(whole.takeError()));
+      trained[paramNames[p]] = std::move(*whole);
+    }
     if (llvm::Error e = exportOnnxModel(*imported, trained, exportPath))
       return reportError(llvm::toString(std::move(e)));
     llvm::errs() << "wrote " << exportPath << "\n";

@@ -1,1 +1,61 @@
-// Placeholder: sharding rules are being written (issue 5).
+//===- Normalization.cpp - sharding rules of softmax and layer_norm -------===//
+//
+// A normalization reads every element along its normalized dimensions to
+// compute each one (a maximum, a sum of exponentials, a mean and variance),
+// and those statistics are not sums of per-shard ones: the normalized
+// dimensions need replication. The other dimensions are parallel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/PpcOps.h"
+#include "passes/sharding/ShardingRules.h"
+
+using namespace mlir;
+
+namespace ppc {
+
+/// softmax and log_softmax: `axis` needs replication, the rest is parallel.
+template <typename OpT> static ShardingRule softmaxRule(Operation *op) {
+  auto softmax = llvm::cast<OpT>(op);
+  int64_t axis = softmax.getAxis();
+  ShardingRule rule;
+  TensorFactors dims;
+  for (auto [d, size] : llvm::enumerate(shapeOf(softmax.getInput())))
+    dims.push_back({rule.addFactor(size, static_cast<int64_t>(d) == axis
+                                             ? FactorKind::NeedReplication
+                                             : FactorKind::Parallel)});
+  rule.operands.push_back(dims);
+  rule.results.push_back(dims);
+  return rule;
+}
+
+/// layer_norm: dimensions from `axis` on need replication; scale and bias
+/// broadcast to them (aligned on the right), so they share those factors
+/// where they are not broadcast. The leading dimensions are parallel.
+static ShardingRule layerNormRule(Operation *op) {
+  auto layerNorm = llvm::cast<LayerNormOp>(op);
+  llvm::ArrayRef<int64_t> shape = shapeOf(layerNorm.getInput());
+  int64_t axis = layerNorm.getAxis();
+  ShardingRule rule;
+  TensorFactors dims;
+  for (auto [d, size] : llvm::enumerate(shape))
+    dims.push_back({rule.addFactor(size, static_cast<int64_t>(d) < axis
+                                             ? FactorKind::Parallel
+                                             : FactorKind::NeedReplication)});
+  llvm::ArrayRef<int64_t> normalized = shape.drop_front(axis);
+  TensorFactors normalizedDims(dims.begin() + axis, dims.end());
+  rule.operands.push_back(dims);
+  for (Value operand : layerNorm->getOperands().drop_front())
+    rule.operands.push_back(
+        broadcastFactors(shapeOf(operand), normalized, normalizedDims));
+  rule.results.push_back(dims);
+  return rule;
+}
+
+void registerNormalizationShardingRules(ShardingRuleRegistry &registry) {
+  registry.add<SoftmaxOp>(softmaxRule<SoftmaxOp>);
+  registry.add<LogSoftmaxOp>(softmaxRule<LogSoftmaxOp>);
+  registry.add<LayerNormOp>(layerNormRule);
+}
+
+} // namespace ppc
