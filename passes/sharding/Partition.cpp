@@ -82,7 +82,8 @@ private:
   Layout argumentLayout(func::FuncOp func, unsigned i);
   LogicalResult partitionOp(Operation *op);
   /// `local` (a value of layout `from`) converted to layout `to`.
-  Value convert(Value local, const Layout &from, const Layout &to, Location loc);
+  Value convert(Value local, const Layout &from, const Layout &to, Location loc,
+                Value global);
   Value allReduce(Value v, llvm::ArrayRef<std::string> axes, Location loc);
   Value allGather(Value v, int64_t dim, llvm::ArrayRef<std::string> axes, Location loc);
   Value allSlice(Value v, int64_t dim, llvm::ArrayRef<std::string> axes, Location loc);
@@ -239,7 +240,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     Layout want = layoutOf(rule->operands[i]);
     if (flow.keep[i])
       want.partial = in[i]->partial;
-    local.map(v, convert(mapping.lookup(v), *in[i], want, op->getLoc()));
+    local.map(v, convert(mapping.lookup(v), *in[i], want, op->getLoc(), v));
   }
   Operation *clone = builder.clone(*op, local);
   AxisList reductionAxes;
@@ -337,22 +338,45 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   return success();
 }
 
-Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Location loc) {
+/// What a report calls the value behind a collective: the ONNX node that
+/// computed it, or the parameter or input it is.
+static std::string valueName(Value global) {
+  if (Operation *def = global.getDefiningOp()) {
+    if (auto name = llvm::dyn_cast<NameLoc>(def->getLoc()))
+      return name.getName().str();
+    return def->getName().getStringRef().str();
+  }
+  auto arg = llvm::cast<BlockArgument>(global);
+  auto func = llvm::cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kInputAttrName,
+                         PpcDialect::kStateAttrName})
+    if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr))
+      return name.getValue().str();
+  return "argument " + std::to_string(arg.getArgNumber());
+}
+
+Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Location loc,
+                           Value global) {
   if (from == to)
     return local;
   auto key = std::make_pair(local.getAsOpaquePointer(), to.str());
   if (auto it = converted.find(key); it != converted.end())
     return it->second;
   Value v = local;
+  auto cause = builder.getStringAttr(valueName(global));
+  auto tag = [&](Value collective) {
+    collective.getDefiningOp()->setAttr("ppc.value", cause);
+    return collective;
+  };
   if (!from.partial.empty() && to.partial.empty())
-    v = allReduce(v, from.partial, loc);
+    v = tag(allReduce(v, from.partial, loc));
   for (auto [d, axes] : llvm::enumerate(from.dims)) {
     if (axes == to.dims[d])
       continue;
     if (!axes.empty())
-      v = allGather(v, d, axes, loc);
+      v = tag(allGather(v, d, axes, loc));
     if (!to.dims[d].empty())
-      v = allSlice(v, d, to.dims[d], loc);
+      v = tag(allSlice(v, d, to.dims[d], loc));
   }
   converted[key] = v;
   return v;
@@ -429,7 +453,7 @@ LogicalResult Partitioner::run(func::FuncOp func) {
     for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
       if (auto name = func.getResultAttrOfType<StringAttr>(i, attr))
         want = byName.lookup((attr + ":" + name.getValue()).str());
-    results.push_back(convert(mapping.lookup(v), layouts[v], want, ret.getLoc()));
+    results.push_back(convert(mapping.lookup(v), layouts[v], want, ret.getLoc(), v));
   }
   builder.create<func::ReturnOp>(ret.getLoc(), results);
   spmd.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
