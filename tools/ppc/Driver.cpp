@@ -129,8 +129,13 @@ OwningOpRef<ModuleOp> importModel(llvm::StringRef path, MLIRContext &context,
     return nullptr;
   }
   model = std::move(*loaded);
+  return importModel(*model, context, options, dumpDir);
+}
+
+OwningOpRef<ModuleOp> importModel(const OnnxModel &model, MLIRContext &context,
+                                  const ImportOptions &options, llvm::StringRef dumpDir) {
   OwningOpRef<ModuleOp> module = importOnnxModel(
-      *model, context, options, [](const llvm::Twine &m) { reportError(m); });
+      model, context, options, [](const llvm::Twine &m) { reportError(m); });
   if (!module)
     return nullptr;
   ImportPipelineOptions pipeline;

@@ -60,6 +60,12 @@ importModel(llvm::StringRef path, mlir::MLIRContext &context,
             const ImportOptions &options, llvm::StringRef dumpDir,
             std::unique_ptr<OnnxModel> &model);
 
+/// The same for a model already loaded.
+mlir::OwningOpRef<mlir::ModuleOp> importModel(const OnnxModel &model,
+                                              mlir::MLIRContext &context,
+                                              const ImportOptions &options,
+                                              llvm::StringRef dumpDir);
+
 /// The values of `func`'s arguments: graph inputs from `inputs` (name ->
 /// tensor, checked against the declared type and converted to the storage
 /// dtype of `options`) and parameters from the model's initializers.
@@ -70,6 +76,7 @@ bindArguments(mlir::func::FuncOp func, const OnnxModel &model,
 int runImportCommand(int argc, char **argv);
 int runEvalCommand(int argc, char **argv);
 int runSimulateCommand(int argc, char **argv);
+int runCompileCommand(int argc, char **argv);
 
 } // namespace ppc
 

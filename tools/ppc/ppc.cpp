@@ -22,6 +22,8 @@ const Command commands[] = {
      "run a model on the reference executor (MODEL.onnx --input NAME=FILE.npy ...)"},
     {"simulate", ppc::runSimulateCommand,
      "train a model on the reference executor (MODEL.onnx --data F --steps N ...)"},
+    {"compile", ppc::runCompileCommand,
+     "build the partitioned training step (MODEL.onnx --mesh M --emit mlir ...)"},
 };
 
 void printUsage(llvm::raw_ostream &os) {

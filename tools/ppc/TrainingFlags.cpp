@@ -1,0 +1,196 @@
+//===- TrainingFlags.cpp - the TRAINING options of simulate and compile ---===//
+
+#include "tools/ppc/TrainingFlags.h"
+#include "frontend/OnnxTensor.h"
+#include "passes/Passes.h"
+#include "tools/ppc/Driver.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace ppc {
+
+namespace {
+
+/// The batch and sequence dimensions of the model's integer inputs: a size,
+/// or the name of a symbolic dimension to bind.
+struct TokenDim {
+  int64_t size = 0;
+  std::string symbol;
+};
+
+LogicalResult tokenDims(const OnnxModel &model, TokenDim &batch, TokenDim &seq) {
+  for (const auto &info : model.proto().graph().input()) {
+    if (model.initializer(info.name()) || !info.type().has_tensor_type())
+      continue;
+    const auto &type = info.type().tensor_type();
+    auto dtype = dtypeFromOnnxOrNull(type.elem_type());
+    if (!dtype || isFloat(*dtype))
+      continue;
+    if (type.shape().dim_size() != 2) {
+      reportError("input '" + info.name() + "': training feeds token windows [batch, "
+                  "seq], but it has rank " + llvm::Twine(type.shape().dim_size()));
+      return failure();
+    }
+    auto dim = [](const onnx::TensorShapeProto::Dimension &d) {
+      TokenDim t;
+      if (d.has_dim_value())
+        t.size = d.dim_value();
+      else
+        t.symbol = d.dim_param();
+      return t;
+    };
+    batch = dim(type.shape().dim(0));
+    seq = dim(type.shape().dim(1));
+    return success();
+  }
+  reportError("the model has no integer input to feed token windows to");
+  return failure();
+}
+
+/// Settles the global batch, micro-batch and sequence sizes against the
+/// model's dimensions, binding symbolic ones.
+LogicalResult settleShapes(const TokenDim &batch, const TokenDim &seq, int64_t &globalBatch,
+                           int64_t microBatches, int64_t &seqLen, ImportOptions &options) {
+  if (globalBatch == 0) {
+    if (batch.size == 0)
+      return failure(reportError("--batch is required: the model's batch dimension is "
+                                 "symbolic ('" + batch.symbol + "')"));
+    globalBatch = batch.size * microBatches;
+  }
+  if (globalBatch % microBatches != 0)
+    return failure(reportError(llvm::formatv("--batch {0} does not split into "
+                                             "--micro-batches {1}",
+                                             globalBatch, microBatches)));
+  int64_t micro = globalBatch / microBatches;
+  if (batch.size != 0 && batch.size != micro)
+    return failure(reportError(llvm::formatv(
+        "--batch {0} with --micro-batches {1} needs micro-batches of {2} sequences, "
+        "but the model's batch dimension is fixed at {3}; export it with a "
+        "dynamic batch axis to choose it",
+        globalBatch, microBatches, micro, batch.size)));
+  if (!batch.symbol.empty())
+    options.dimSizes[batch.symbol] = micro;
+  if (seqLen == 0) {
+    if (seq.size == 0)
+      return failure(reportError("--seq is required: the model's sequence dimension "
+                                 "is symbolic ('" + seq.symbol + "')"));
+    seqLen = seq.size;
+  }
+  if (seq.size != 0 && seq.size != seqLen)
+    return failure(reportError(llvm::formatv(
+        "--seq {0}: the model's sequence dimension is fixed at {1}", seqLen, seq.size)));
+  if (!seq.symbol.empty())
+    options.dimSizes[seq.symbol] = seqLen;
+  return success();
+}
+
+} // namespace
+
+TrainingFlags::TrainingFlags(cl::OptionCategory &category)
+    : mesh("mesh", cl::desc("data x tensor x pipeline mesh (AxBxC or dp=A,tp=B,pp=C)"),
+           cl::value_desc("AxBxC"), cl::init("1"), cl::cat(category)),
+      batch("batch", cl::desc("global batch in sequences [the model's batch dimension "
+                              "times --micro-batches]"),
+            cl::init(0), cl::cat(category)),
+      seq("seq", cl::desc("sequence length [the model's]"), cl::init(0), cl::cat(category)),
+      microBatches("micro-batches", cl::desc("micro-batches per step"), cl::init(1),
+                   cl::cat(category)),
+      optimizer("optimizer", cl::desc("sgd or adamw"), cl::init("adamw"), cl::cat(category)),
+      lr("lr", cl::desc("learning rate"), cl::init(1e-3), cl::cat(category)),
+      momentum("momentum", cl::desc("SGD momentum"), cl::init(0), cl::cat(category)),
+      betas("betas", cl::desc("AdamW betas"), cl::value_desc("b1,b2"), cl::init("0.9,0.999"),
+            cl::cat(category)),
+      eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8), cl::cat(category)),
+      weightDecay("weight-decay", cl::desc("weight decay [0.01 for adamw, 0 for sgd]"),
+                  cl::init(-1), cl::cat(category)),
+      gradClip("grad-clip", cl::desc("clip the global gradient norm [off]"), cl::init(0),
+               cl::cat(category)),
+      lrSchedule("lr-schedule", cl::desc("constant or cosine"), cl::init("constant"),
+                 cl::cat(category)),
+      warmupSteps("warmup-steps", cl::desc("steps of linear warm-up"), cl::init(0),
+                  cl::cat(category)),
+      minLr("min-lr", cl::desc("final learning rate of the cosine schedule"), cl::init(0),
+            cl::cat(category)),
+      seed("seed", cl::desc("random seed (nothing is random yet)"), cl::init(0),
+           cl::cat(category)),
+      dataDtype("data-dtype", cl::desc("token type of the data file: u8, u16 or i32"),
+                cl::init("u16"), cl::cat(category)),
+      zero("zero", cl::desc("ZeRO stage 0-3 [chosen]"), cl::init(""), cl::cat(category)),
+      schedule("schedule", cl::desc("gpipe, 1f1b or interleaved"), cl::init("1f1b"),
+               cl::cat(category)),
+      precision("precision", cl::desc("fp32 or bf16"), cl::init("fp32"), cl::cat(category)),
+      dims("dim", cl::desc("size of a symbolic input dimension"), cl::value_desc("NAME=N"),
+           cl::cat(category)) {}
+
+LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &options,
+                                   int64_t scheduleSteps, Setup &setup) {
+  auto parsed = parseMesh(mesh);
+  if (!parsed)
+    return failure(reportError(llvm::toString(parsed.takeError())));
+  setup.mesh = *parsed;
+  if (setup.mesh.pp != 1)
+    return failure(reportError("--mesh '" + mesh + "': pipeline parallelism (pp > 1) "
+                               "arrives with the pipeline issue"));
+  if (microBatches < 1)
+    return failure(reportError("--micro-batches must be at least 1"));
+  if (precision != "fp32")
+    return failure(reportError("--precision '" + precision + "': only fp32 so far"));
+  if (!zero.empty() && zero != "0" && zero != "1" && zero != "2" && zero != "3")
+    return failure(reportError("--zero '" + zero + "': expected 0, 1, 2 or 3"));
+  if (schedule != "gpipe" && schedule != "1f1b" && schedule != "interleaved")
+    return failure(reportError("--schedule '" + schedule +
+                               "': expected gpipe, 1f1b or interleaved"));
+  auto [beta1Text, beta2Text] = llvm::StringRef(betas).split(',');
+  double beta1, beta2;
+  if (beta1Text.trim().getAsDouble(beta1) || beta2Text.trim().getAsDouble(beta2))
+    return failure(reportError("--betas '" + betas + "': expected two numbers b1,b2"));
+  if (failed(parseDimFlags(dims, options)))
+    return failure();
+
+  TokenDim batchDim, seqDim;
+  setup.globalBatch = batch;
+  setup.seqLen = seq;
+  if (failed(tokenDims(model, batchDim, seqDim)) ||
+      failed(settleShapes(batchDim, seqDim, setup.globalBatch, microBatches, setup.seqLen,
+                          options)))
+    return failure();
+  if ((setup.globalBatch / microBatches) % setup.mesh.dp != 0)
+    return failure(reportError(llvm::formatv(
+        "--batch {0} with --micro-batches {1} gives micro-batches of {2} sequences, "
+        "which {3} data-parallel ranks cannot share",
+        setup.globalBatch, microBatches.getValue(), setup.globalBatch / microBatches,
+        setup.mesh.dp)));
+
+  TrainingPipelineOptions &p = setup.pipeline;
+  p.optimizer = optimizer.getValue();
+  p.lr = lr.getValue();
+  p.momentum = momentum.getValue();
+  p.beta1 = beta1;
+  p.beta2 = beta2;
+  p.eps = eps.getValue();
+  p.weightDecay = weightDecay >= 0 ? weightDecay.getValue()
+                                   : optimizer == "adamw" ? 0.01 : 0.0;
+  p.gradClip = gradClip.getValue();
+  p.lrSchedule = lrSchedule.getValue();
+  p.warmupSteps = warmupSteps.getValue();
+  p.totalSteps = scheduleSteps;
+  p.minLr = minLr.getValue();
+  p.microBatches = microBatches.getValue();
+  p.dataParallel = setup.mesh.dp;
+  return success();
+}
+
+void TrainingFlags::buildPipeline(OpPassManager &pm, const Setup &setup) {
+  buildTrainingPipeline(pm, setup.pipeline);
+  if (setup.mesh.size() > 1) {
+    PartitionOptions partition;
+    partition.dataParallel = setup.mesh.dp;
+    partition.tensorParallel = setup.mesh.tp;
+    pm.addPass(createPartition(partition));
+  }
+}
+
+} // namespace ppc

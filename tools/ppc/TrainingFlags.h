@@ -1,0 +1,57 @@
+//===- TrainingFlags.h - the TRAINING options of simulate and compile -*- C++ -*-===//
+//
+// DESIGN.md §4's TRAINING options, shared by `ppc simulate` and `ppc compile`
+// (same names, same defaults), and what they decide: the mesh, the batch
+// layout, and the pass pipeline that builds and partitions @train_step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_TOOLS_PPC_TRAININGFLAGS_H
+#define PPC_TOOLS_PPC_TRAININGFLAGS_H
+
+#include "frontend/OnnxImporter.h"
+#include "passes/Pipelines.h"
+#include "runtime/Mesh.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+
+namespace ppc {
+
+struct TrainingFlags {
+  explicit TrainingFlags(llvm::cl::OptionCategory &category);
+
+  /// What the flags decide once the model is known.
+  struct Setup {
+    Mesh mesh;
+    int64_t globalBatch = 0, seqLen = 0;
+    TrainingPipelineOptions pipeline;
+  };
+
+  /// Checks the flags against each other and against `model`'s token
+  /// inputs, binding symbolic batch/sequence dimensions in `options`. Every
+  /// problem is reported as one line naming the flag.
+  mlir::LogicalResult setUp(const OnnxModel &model, ImportOptions &options,
+                            int64_t scheduleSteps, Setup &setup);
+
+  /// The training pipeline, then partitioning when the mesh has more than one
+  /// rank.
+  static void buildPipeline(mlir::OpPassManager &pm, const Setup &setup);
+
+  llvm::cl::opt<std::string> mesh;
+  llvm::cl::opt<int64_t> batch, seq, microBatches;
+  llvm::cl::opt<std::string> optimizer;
+  llvm::cl::opt<double> lr, momentum;
+  llvm::cl::opt<std::string> betas;
+  llvm::cl::opt<double> eps, weightDecay, gradClip;
+  llvm::cl::opt<std::string> lrSchedule;
+  llvm::cl::opt<int64_t> warmupSteps;
+  llvm::cl::opt<double> minLr;
+  llvm::cl::opt<int64_t> seed;
+  llvm::cl::opt<std::string> dataDtype, zero, schedule, precision;
+  llvm::cl::list<std::string> dims;
+};
+
+} // namespace ppc
+
+#endif // PPC_TOOLS_PPC_TRAININGFLAGS_H
