@@ -122,4 +122,26 @@ def Partition : Pass<"ppc-partition", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def BucketAllReduces : Pass<"ppc-bucket-all-reduces", "mlir::func::FuncOp"> {
+  let summary = "Groups sum all-reduces into buckets in the order their data is ready";
+  let description = [{
+    Data-parallel gradient reduction as DDP does it: the sum all_reduces over
+    the same mesh axes and element type are ordered by when their operand is
+    computed (gradients become ready in reverse layer order during the
+    backward pass), packed into buckets of at most `bucket-bytes`, and each
+    bucket becomes one all_reduce of the flattened, concatenated operands,
+    placed right after its last operand is computed so that it can overlap
+    the rest of the backward pass. Sums are elementwise, so results are
+    bit-identical.
+
+    Example: two all_reduces of a 3x5 and a 5-element gradient become one
+    all_reduce of 20 elements, followed by slices and reshapes.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"25 << 20",
+           "largest bucket (bytes); an all_reduce larger than this is its own bucket">
+  ];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 #endif // PPC_PASSES_TD

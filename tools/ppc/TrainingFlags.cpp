@@ -190,6 +190,7 @@ void TrainingFlags::buildPipeline(OpPassManager &pm, const Setup &setup) {
     partition.dataParallel = setup.mesh.dp;
     partition.tensorParallel = setup.mesh.tp;
     pm.addPass(createPartition(partition));
+    pm.addNestedPass<func::FuncOp>(createBucketAllReduces());
   }
 }
 
