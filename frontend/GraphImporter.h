@@ -26,6 +26,7 @@ public:
   bool isRead(llvm::StringRef name) const { return readNames.contains(name); }
   void report(const llvm::Twine &message) { emitError(message); }
   int64_t maxFoldElements() const { return options.maxFoldElements; }
+  llvm::StringRef modelDirectory() const { return model.directory(); }
   /// The element type values of `dtype` are imported as (f64 for floats when
   /// promoting).
   mlir::Type elementType(DType dtype);

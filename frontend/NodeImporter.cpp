@@ -19,6 +19,8 @@ NodeImporter::NodeImporter(GraphImporter &graph, const onnx::NodeProto &node,
     : graph_(graph), node_(node), displayName_(displayName), builder_(builder),
       loc_(NameLoc::get(builder.getStringAttr(displayName))), opset_(opset) {}
 
+llvm::StringRef NodeImporter::modelDirectory() const { return graph_.modelDirectory(); }
+
 bool NodeImporter::hasInput(int i) const {
   return i < node_.input_size() && !node_.input(i).empty();
 }

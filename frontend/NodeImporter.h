@@ -33,6 +33,8 @@ public:
 
   const onnx::NodeProto &node() const { return node_; }
   int64_t opset() const { return opset_; }
+  /// The directory tensor attributes' external data is anchored in.
+  llvm::StringRef modelDirectory() const;
   mlir::OpBuilder &builder() { return builder_; }
   mlir::Location loc() const { return loc_; }
   mlir::MLIRContext *context() { return builder_.getContext(); }

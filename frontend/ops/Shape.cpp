@@ -29,7 +29,7 @@ static LogicalResult importConstant(NodeImporter &n) {
   const onnx::AttributeProto &a = n.node().attribute(0);
   Tensor value;
   if (a.name() == "value") {
-    auto decoded = decodeTensorProto(a.t(), "");
+    auto decoded = decodeTensorProto(a.t(), n.modelDirectory());
     if (!decoded)
       return n.error(llvm::toString(decoded.takeError()));
     value = std::move(*decoded);
@@ -89,7 +89,7 @@ static LogicalResult importConstantOfShape(NodeImporter &n) {
       return n.error("shape has a negative dimension " + llvm::Twine(d));
   Tensor fill(DType::F32, {1});
   if (const auto *a = n.attr("value")) {
-    auto decoded = decodeTensorProto(a->t(), "");
+    auto decoded = decodeTensorProto(a->t(), n.modelDirectory());
     if (!decoded)
       return n.error(llvm::toString(decoded.takeError()));
     if (decoded->numElements() != 1)

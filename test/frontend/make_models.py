@@ -175,6 +175,27 @@ def external_model(out, name, location, length=16):
                [external_tensor("w", [2, 2], location, 0, length)]), out, name)
 
 
+def external_constant(out):
+    """A Constant node whose tensor attribute is stored as external data (as
+    torch writes large constants of large models)."""
+    mask = np.tril(np.ones((4, 4), dtype=bool))
+    with open(os.path.join(out, "mask.bin"), "wb") as f:
+        f.write(mask.tobytes())
+    t = TensorProto()
+    t.name = "mask"
+    t.data_type = TensorProto.BOOL
+    t.dims.extend([4, 4])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "mask.bin"), ("offset", "0"), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    nodes = [helper.make_node("Constant", [], ["m"], name="mask_const", value=t),
+             helper.make_node("Where", ["m", "x", "zero"], ["y"], name="where")]
+    save(model(nodes, [vi("x", F32, [4, 4])], [vi("y", F32, [4, 4])],
+               [numpy_helper.from_array(np.array(0, np.float32), "zero")]),
+         out, "external_constant")
+
+
 def external_escape(out):
     """External data that points outside the model's directory."""
     external_model(out, "external_escape", "../x")
@@ -273,7 +294,7 @@ def bad_shapes(out):
 MODELS = {f.__name__: f for f in [
     reduce_mean_axes_input, reduce_mean_axes_attr, split_num_outputs,
     split_sizes_input, shape_arithmetic, slice_negative_steps, matmul_gemm_einsum,
-    loss_ops, external_data_ok, external_escape, external_absolute, external_symlink,
+    loss_ops, external_data_ok, external_constant, external_escape, external_absolute, external_symlink,
     external_short, two_unsupported, malformed, raw_data_mismatch, dangling_input,
     wrong_input_count, symbolic_dim, new_opset, legacy_broadcast, softmax_opset11,
     bad_shapes]}
