@@ -117,7 +117,10 @@ def Partition : Pass<"ppc-partition", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"dataParallel", "dp", "int64_t", /*default=*/"1", "data-parallel ranks">,
-    Option<"tensorParallel", "tp", "int64_t", /*default=*/"1", "tensor-parallel ranks">
+    Option<"tensorParallel", "tp", "int64_t", /*default=*/"1", "tensor-parallel ranks">,
+    ListOption<"tpShards", "tp-shard", "std::string",
+               "pinned parameter layouts, NAME:DIM: split dimension DIM of parameter "
+               "NAME over tp (the planner chooses the others)">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

@@ -10,9 +10,9 @@
 // factors.
 //
 // Partial sums flow through linear ops (add/sub of equally partial values,
-// mul/div by a non-partial value, reshapes, transposes, slices, sums,
-// matmuls with one partial operand) and are all-reduced at the first op that
-// needs the full value. So a data-parallel gradient is reduced once, after
+// scaling by a full scalar, reshapes, transposes, slices, sums, matmuls with
+// one partial operand) and are all-reduced at the first op that needs the
+// full value. So a data-parallel gradient is reduced once, after
 // micro-batch accumulation, right before gradient clipping and the optimizer.
 //
 // Which layouts the arguments get is the planner's choice (seeds): the batch
@@ -66,8 +66,10 @@ constexpr llvm::StringLiteral kShardingsAttrName = "ppc.shardings";
 
 class Partitioner {
 public:
-  Partitioner(ModuleOp module, llvm::StringMap<int64_t> axisSizes)
-      : module(module), axisSizes(std::move(axisSizes)), builder(module.getContext()) {}
+  Partitioner(ModuleOp module, llvm::StringMap<int64_t> axisSizes,
+              llvm::StringMap<int64_t> pinnedTpDims)
+      : module(module), axisSizes(std::move(axisSizes)),
+        pinnedTpDims(std::move(pinnedTpDims)), builder(module.getContext()) {}
 
   LogicalResult run(func::FuncOp func);
 
@@ -93,6 +95,8 @@ private:
 
   ModuleOp module;
   llvm::StringMap<int64_t> axisSizes;
+  /// Parameters whose dimension is pinned to tp, by name.
+  llvm::StringMap<int64_t> pinnedTpDims;
   OpBuilder builder;
   IRMapping mapping;
   llvm::DenseMap<Value, Layout> layouts;
@@ -143,9 +147,18 @@ PartialFlow partialFlow(Operation *op, llvm::ArrayRef<const Layout *> in) {
     }
     return flow;
   }
-  // One operand partial, the others not: products with a full value.
-  bool oneOperandLinear = llvm::isa<MulOp, MatMulOp, EinsumOp>(op) ||
-                          (llvm::isa<DivOp>(op) && partialOf(1).empty());
+  // One operand partial, the others not: contractions with a full value,
+  // and scaling by a full scalar. An elementwise product with a full tensor
+  // is linear too, but letting a partial value into one branch of an
+  // elementwise computation makes every branch reduce its own copy; reduced
+  // once where it meets elementwise math, it serves all of them.
+  auto isScalar = [](Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getNumElements() == 1;
+  };
+  bool scaling = llvm::isa<MulOp, DivOp>(op) &&
+                 ((partialOf(0).empty() && isScalar(op->getOperand(0))) ||
+                  (partialOf(1).empty() && isScalar(op->getOperand(1))));
+  bool oneOperandLinear = llvm::isa<MatMulOp, EinsumOp>(op) || scaling;
   if (oneOperandLinear) {
     int partialOperand = -1, count = 0;
     for (unsigned i = 0; i < in.size(); ++i)
@@ -177,6 +190,15 @@ Layout Partitioner::argumentLayout(func::FuncOp func, unsigned i) {
   if (func.getArgAttr(i, PpcDialect::kInputAttrName) && type.getRank() > 0 &&
       axisSizes.lookup("dp") > 1)
     layout.dims[0] = {"dp"};
+  // Pinned tensor-parallel layouts; optimizer state follows its parameter.
+  StringRef name;
+  if (auto param = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName))
+    name = param.getValue();
+  if (auto state = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kStateAttrName))
+    name = state.getValue().split(':').second;
+  auto pinned = pinnedTpDims.find(name);
+  if (!name.empty() && pinned != pinnedTpDims.end() && axisSizes.lookup("tp") > 1)
+    layout.dims[pinned->second] = {"tp"};
   return layout;
 }
 
@@ -495,7 +517,32 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
                            builder.getStrArrayAttr({"pp", "dp", "tp"}),
                            builder.getDenseI64ArrayAttr({1, dataParallel, tensorParallel}));
     llvm::StringMap<int64_t> sizes{{"pp", 1}, {"dp", dataParallel}, {"tp", tensorParallel}};
-    if (failed(Partitioner(module, std::move(sizes)).run(step)))
+    llvm::StringMap<int64_t> pinned;
+    for (const std::string &entry : tpShards) {
+      auto [name, dimText] = StringRef(entry).rsplit(':');
+      int64_t dim;
+      if (name.empty() || dimText.getAsInteger(10, dim) || dim < 0) {
+        module.emitError() << "tp-shard '" << entry << "': expected NAME:DIM";
+        return signalPassFailure();
+      }
+      pinned[name] = dim;
+    }
+    // Every pin names a parameter and one of its dimensions.
+    llvm::StringMap<int64_t> ranks;
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      if (auto param = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName))
+        ranks[param.getValue()] =
+            llvm::cast<RankedTensorType>(step.getArgument(i).getType()).getRank();
+    for (const auto &pin : pinned) {
+      auto rank = ranks.find(pin.getKey());
+      if (rank == ranks.end() || pin.getValue() >= rank->second) {
+        module.emitError() << "tp-shard '" << pin.getKey() << ":" << pin.getValue()
+                           << "': " << (rank == ranks.end() ? "no parameter of that name"
+                                                            : "no such dimension");
+        return signalPassFailure();
+      }
+    }
+    if (failed(Partitioner(module, std::move(sizes), std::move(pinned)).run(step)))
       return signalPassFailure();
   }
 };

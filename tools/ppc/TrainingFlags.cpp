@@ -123,7 +123,11 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                cl::cat(category)),
       precision("precision", cl::desc("fp32 or bf16"), cl::init("fp32"), cl::cat(category)),
       dims("dim", cl::desc("size of a symbolic input dimension"), cl::value_desc("NAME=N"),
-           cl::cat(category)) {}
+           cl::cat(category)),
+      shards("shard",
+             cl::desc("pin a parameter's layout: split dimension DIM of parameter NAME "
+                      "over the tensor-parallel axis (repeatable)"),
+             cl::value_desc("NAME:DIM"), cl::cat(category)) {}
 
 LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &options,
                                    int64_t scheduleSteps, Setup &setup) {
@@ -180,6 +184,9 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
   p.minLr = minLr.getValue();
   p.microBatches = microBatches.getValue();
   p.dataParallel = setup.mesh.dp;
+  setup.shards.assign(shards.begin(), shards.end());
+  if (!setup.shards.empty() && setup.mesh.tp == 1)
+    return failure(reportError("--shard needs a tensor-parallel axis (--mesh AxB with B > 1)"));
   return success();
 }
 
@@ -189,6 +196,7 @@ void TrainingFlags::buildPipeline(OpPassManager &pm, const Setup &setup) {
     PartitionOptions partition;
     partition.dataParallel = setup.mesh.dp;
     partition.tensorParallel = setup.mesh.tp;
+    partition.tpShards = setup.shards;
     pm.addPass(createPartition(partition));
     pm.addNestedPass<func::FuncOp>(createBucketAllReduces());
   }

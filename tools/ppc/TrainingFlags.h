@@ -26,6 +26,7 @@ struct TrainingFlags {
     Mesh mesh;
     int64_t globalBatch = 0, seqLen = 0;
     TrainingPipelineOptions pipeline;
+    std::vector<std::string> shards;
   };
 
   /// Checks the flags against each other and against `model`'s token
@@ -50,6 +51,7 @@ struct TrainingFlags {
   llvm::cl::opt<int64_t> seed;
   llvm::cl::opt<std::string> dataDtype, zero, schedule, precision;
   llvm::cl::list<std::string> dims;
+  llvm::cl::list<std::string> shards;
 };
 
 } // namespace ppc
