@@ -5,8 +5,12 @@ and the data-parallel traffic in `--report` must match 2 Psi (d-1)/d.
 
     /usr/bin/python3 test/e2e/mesh_parity.py --ppc build/bin/ppc
 
-Tensor-parallel layouts are not chosen yet (the tp axis replicates), so the
-meshes with tp > 1 check that replicated tensor-parallel ranks agree.
+The planner does not choose tensor-parallel layouts yet (the tp axis
+replicates unless a layout is pinned), so the meshes with tp > 1 check that
+replicated tensor-parallel ranks agree, and the LLaMA cases below pin
+Megatron's layout with --shard: column-parallel q, k, v, w1, w3 and
+row-parallel o, w2 must give the losses of one rank and exactly four
+tensor-parallel all-reduces of (batch / dp) * seq * hidden elements per layer.
 """
 import argparse
 import json
@@ -41,6 +45,38 @@ def simulate(ppc, model, tmp, name, mesh, extra, report=None):
     return [json.loads(line)["loss"] for line in open(log)]
 
 
+def megatron_llama_shards():
+    shards = []
+    for i in range(CFG["n_layers"]):
+        for name, dim in (("attn.wq", 0), ("attn.wk", 0), ("attn.wv", 0), ("attn.wo", 1),
+                          ("w1", 0), ("w3", 0), ("w2", 1)):
+            shards += ["--shard", f"blocks.{i}.{name}.weight:{dim}"]
+    return shards
+
+
+def tensor_parallel(ppc, tmp):
+    model = os.path.join(tmp, "llama-tp.onnx")
+    ppc_models.export("llama", dict(CFG), model, constant_folding=False)
+    base = simulate(ppc, model, tmp, "llama-tp-1", "1", [])
+    ok = True
+    for mesh, dp in (("1x2", 1), ("1x4", 1), ("2x2", 2)):
+        report = os.path.join(tmp, f"llama-tp-{mesh}.json")
+        losses = simulate(ppc, model, tmp, f"llama-tp-{mesh}", mesh, megatron_llama_shards(),
+                          report)
+        worst = max(abs(a - b) / abs(a) for a, b in zip(base, losses))
+        bsh = CFG["batch"] // dp * CFG["seq"] * CFG["d_model"]
+        tp_reduces = [c for c in json.load(open(report))["per_rank_per_step"]["collectives"]
+                      if c["axes"] == ["tp"] and c["op"] == "all_reduce"
+                      and c["elements"] == bsh]
+        per_layer = len(tp_reduces) / CFG["n_layers"]
+        good = worst <= 1e-5 and per_layer == 4
+        ok &= good
+        print(f"llama  --mesh {mesh:4s} Megatron layout pinned: worst loss rel err {worst:.2e} "
+              f"vs --mesh 1; tp all-reduces of b*s*h={bsh} per layer: {per_layer:g} "
+              f"-> {'ok' if good else 'FAIL'}")
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ppc", required=True)
@@ -69,6 +105,7 @@ def main():
                 print(f"{kind:6s} --mesh {mesh:4s} {' '.join(extra):18s} worst loss rel err "
                       f"{worst:.2e} vs --mesh 1; dp traffic / 2Psi(d-1)/d = {ratio} "
                       f"-> {'ok' if good else 'FAIL'}")
+        ok &= tensor_parallel(args.ppc, tmp)
     print("mesh parity:", "all passed" if ok else "FAILED")
     return 0 if ok else 1
 
