@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/PpcOps.h"
-#include "passes/sharding/CommunicationReport.h"
 #include "tools/ppc/Driver.h"
 #include "tools/ppc/TrainingFlags.h"
 
@@ -35,10 +34,8 @@ int runCompileCommand(int argc, char **argv) {
                             cl::cat(category));
   cl::opt<std::string> target("target", cl::desc("cpu or cuda"), cl::init(""),
                               cl::cat(category));
-  cl::opt<std::string> reportPath(
-      "report", cl::desc("write the collectives of one step and the chosen parameter "
-                         "shardings as JSON"),
-      cl::value_desc("F.json"), cl::cat(category));
+  ReportFlag report;
+  report.path.addCategory(category);
   cl::opt<int64_t> scheduleSteps(
       "lr-total-steps", cl::desc("steps the cosine learning-rate schedule spans"),
       cl::init(1), cl::cat(category));
@@ -86,17 +83,8 @@ int runCompileCommand(int argc, char **argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
-  auto meshOps = module->getOps<MeshOp>();
-  if (!reportPath.empty()) {
-    if (meshOps.empty())
-      return reportError("--report: a single rank communicates nothing; give --mesh");
-    MeshOp mesh = *meshOps.begin();
-    llvm::json::Value json = reportToJson(analyzeCommunication(step, mesh), mesh, 1);
-    if (failed(writeOutput(reportPath, [&](llvm::raw_ostream &os) {
-          os << llvm::formatv("{0:2}", json) << "\n";
-        })))
-      return 1;
-  }
+  if (!report.path.empty() && failed(writeCommunicationReport(report.path, *module, 1)))
+    return 1;
   int64_t ops = 0;
   step.walk([&](Operation *) { ++ops; });
   llvm::errs() << llvm::formatv("compiled @train_step: {0} ops per rank, {1:f2} s\n", ops,

@@ -3,6 +3,7 @@
 #include "tools/ppc/Driver.h"
 #include "ir/PpcDialect.h"
 #include "passes/Pipelines.h"
+#include "passes/sharding/CommunicationReport.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
@@ -206,6 +207,21 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
   if (!ok)
     return failure();
   return args;
+}
+
+LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module,
+                                       int64_t steps) {
+  auto meshes = module.getOps<MeshOp>();
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (meshes.empty() || !step) {
+    reportError("--report: a single rank communicates nothing; give --mesh");
+    return failure();
+  }
+  MeshOp mesh = *meshes.begin();
+  llvm::json::Value json = reportToJson(analyzeCommunication(step, mesh), mesh, steps);
+  return writeOutput(path, [&](llvm::raw_ostream &os) {
+    os << llvm::formatv("{0:2}", json) << "\n";
+  });
 }
 
 LogicalResult writeOutput(llvm::StringRef path,

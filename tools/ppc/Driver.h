@@ -37,6 +37,20 @@ struct PipelineFlags {
       llvm::cl::value_desc("DIR")};
 };
 
+/// `--report F.json`, which `simulate` and `compile` take.
+struct ReportFlag {
+  llvm::cl::opt<std::string> path{
+      "report",
+      llvm::cl::desc("write the collectives of one step, per rank, and the chosen "
+                     "parameter shardings as JSON"),
+      llvm::cl::value_desc("F.json")};
+};
+
+/// Writes the communication report of the partitioned @train_step of
+/// `module` to `path`; reports an error (and fails) when it has no mesh.
+mlir::LogicalResult writeCommunicationReport(llvm::StringRef path, mlir::ModuleOp module,
+                                             int64_t steps);
+
 /// Runs the passes `build` adds on `module`; with `dumpDir`, writes the IR
 /// before the pipeline and after each pass as numbered files.
 mlir::LogicalResult

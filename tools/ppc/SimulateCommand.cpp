@@ -10,7 +10,6 @@
 #include "executor/Spmd.h"
 #include "ir/PpcAttrs.h"
 #include "passes/Passes.h"
-#include "passes/sharding/CommunicationReport.h"
 #include "frontend/OnnxExport.h"
 #include "frontend/OnnxTensor.h"
 #include "ir/PpcDialect.h"
@@ -47,10 +46,8 @@ int runSimulateCommand(int argc, char **argv) {
   cl::opt<std::string> exportPath(
       "export", cl::desc("write the trained model as ONNX"), cl::value_desc("OUT.onnx"),
       cl::cat(category));
-  cl::opt<std::string> reportPath(
-      "report", cl::desc("write the collectives of one step and the chosen parameter "
-                         "shardings as JSON"),
-      cl::value_desc("F.json"), cl::cat(category));
+  ReportFlag report;
+  report.path.addCategory(category);
   TrainingFlags training(category);
   PipelineFlags pipelineFlags;
   pipelineFlags.dumpIR.addCategory(category);
@@ -94,16 +91,8 @@ int runSimulateCommand(int argc, char **argv) {
   auto meshOps = module->getOps<MeshOp>();
   MeshOp meshOp = meshOps.empty() ? MeshOp() : *meshOps.begin();
   int64_t numRanks = meshOp ? meshOp.getNumRanks() : 1;
-  if (!reportPath.empty()) {
-    if (!meshOp)
-      return reportError("--report: a single rank communicates nothing; give --mesh");
-    llvm::json::Value json =
-        reportToJson(analyzeCommunication(step, meshOp), meshOp, steps);
-    if (failed(writeOutput(reportPath, [&](llvm::raw_ostream &os) {
-          os << llvm::formatv("{0:2}", json) << "\n";
-        })))
-      return 1;
-  }
+  if (!report.path.empty() && failed(writeCommunicationReport(report.path, *module, steps)))
+    return 1;
 
   // Arguments, as global tensors: the step, parameters (from the model),
   // optimizer state (zeros), and token windows: inputs to the first integer
