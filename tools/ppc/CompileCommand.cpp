@@ -40,11 +40,7 @@ int runCompileCommand(int argc, char **argv) {
       "lr-total-steps", cl::desc("steps the cosine learning-rate schedule spans"),
       cl::init(1), cl::cat(category));
   TrainingFlags training(category);
-  PipelineFlags pipelineFlags;
-  pipelineFlags.dumpIR.addCategory(category);
-  registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
-  registerPassManagerCLOptions();
+  PipelineFlags pipelineFlags(category);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ppc compile: build the training step of a model for a mesh\n\n"

@@ -5,7 +5,9 @@
 #include "passes/Pipelines.h"
 #include "passes/sharding/CommunicationReport.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/Pass.h"
@@ -51,6 +53,16 @@ DriverDiagnostics::DriverDiagnostics(MLIRContext &context) : context(context) {
 }
 
 DriverDiagnostics::~DriverDiagnostics() { context.getDiagEngine().eraseHandler(id); }
+
+PipelineFlags::PipelineFlags(llvm::cl::OptionCategory &category)
+    : dumpIR("dump-ir",
+             llvm::cl::desc("write the IR before the first pass and after every pass "
+                            "to DIR/NN_<pass>.mlir"),
+             llvm::cl::value_desc("DIR"), llvm::cl::cat(category)) {
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+}
 
 namespace {
 /// Writes the module to DIR/NN_<name>.mlir before the pipeline and after

@@ -29,12 +29,12 @@ private:
   mlir::DiagnosticEngine::HandlerID id;
 };
 
-/// Options every subcommand that runs passes takes.
+/// Options every subcommand that runs passes takes: --dump-ir in the
+/// command's category, and MLIR's own (--mlir-print-ir-after-all, ...).
 struct PipelineFlags {
-  llvm::cl::opt<std::string> dumpIR{
-      "dump-ir", llvm::cl::desc("write the IR before the first pass and after "
-                                "every pass to DIR/NN_<pass>.mlir"),
-      llvm::cl::value_desc("DIR")};
+  explicit PipelineFlags(llvm::cl::OptionCategory &category);
+
+  llvm::cl::opt<std::string> dumpIR;
 };
 
 /// `--report F.json`, which `simulate` and `compile` take.

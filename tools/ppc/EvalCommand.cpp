@@ -42,11 +42,7 @@ int runEvalCommand(int argc, char **argv) {
   cl::list<std::string> dims("dim",
                              cl::desc("size of a symbolic input dimension, NAME=N"),
                              cl::value_desc("NAME=N"), cl::cat(category));
-  PipelineFlags pipelineFlags;
-  pipelineFlags.dumpIR.addCategory(category);
-  registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
-  registerPassManagerCLOptions();
+  PipelineFlags pipelineFlags(category);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ppc eval: run an ONNX model on the reference executor\n\n"

@@ -76,11 +76,7 @@ int runImportCommand(int argc, char **argv) {
       "max-fold-elements",
       cl::desc("largest constant (in elements) that folding produces"),
       cl::init(int64_t(1) << 22), cl::cat(category));
-  PipelineFlags pipelineFlags;
-  pipelineFlags.dumpIR.addCategory(category);
-  registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
-  registerPassManagerCLOptions();
+  PipelineFlags pipelineFlags(category);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ppc import: ONNX model to ppc IR\n\n"

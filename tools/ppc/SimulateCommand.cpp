@@ -49,11 +49,7 @@ int runSimulateCommand(int argc, char **argv) {
   ReportFlag report;
   report.path.addCategory(category);
   TrainingFlags training(category);
-  PipelineFlags pipelineFlags;
-  pipelineFlags.dumpIR.addCategory(category);
-  registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
-  registerPassManagerCLOptions();
+  PipelineFlags pipelineFlags(category);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ppc simulate: train a model on the reference executor\n\n"
