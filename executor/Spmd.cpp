@@ -109,21 +109,25 @@ llvm::SmallVector<StringRef> names(llvm::ArrayRef<StringAttr> axes) {
       llvm::map_range(axes, [](StringAttr a) { return a.getValue(); }));
 }
 
-/// Where `rank`'s block starts in the global tensor, per dimension.
-llvm::SmallVector<int64_t> blockOrigin(ShardingAttr sharding, MeshOp mesh,
-                                       int64_t rank,
-                                       llvm::ArrayRef<int64_t> localShape) {
-  llvm::SmallVector<int64_t> origin;
-  for (auto [axes, size] : llvm::zip(sharding.getDimAxes(), localShape))
-    origin.push_back(*mesh.getIndexInGroup(rank, names(axes)) * size);
-  return origin;
+/// Where `rank`'s part of each dimension lies: the index, among the parts,
+/// of the part it holds, and the dimension's blocks (each block is split in
+/// as many parts as the dimension; a rank holds its part of every block).
+struct DimPart {
+  int64_t part, blocks;
+};
+
+llvm::SmallVector<DimPart> partsOf(ShardingAttr sharding, MeshOp mesh, int64_t rank) {
+  llvm::SmallVector<DimPart> parts;
+  for (auto [d, axes] : llvm::enumerate(sharding.getDimAxes()))
+    parts.push_back({*mesh.getIndexInGroup(rank, names(axes)), sharding.getBlocks(d)});
+  return parts;
 }
 
-/// Calls `fn(localFlat, globalFlat)` for every element of a block of shape
-/// `localShape` at `origin` in a tensor of `globalShape`.
-void forEachBlockElement(llvm::ArrayRef<int64_t> localShape,
+/// Calls `fn(localFlat, globalFlat)` for every element a rank holds, given
+/// its parts of a tensor of `globalShape`.
+void forEachLocalElement(llvm::ArrayRef<int64_t> localShape,
                          llvm::ArrayRef<int64_t> globalShape,
-                         llvm::ArrayRef<int64_t> origin,
+                         llvm::ArrayRef<DimPart> parts,
                          llvm::function_ref<void(int64_t, int64_t)> fn) {
   Shape localStrides = stridesOf(localShape),
         globalStrides = stridesOf(globalShape);
@@ -132,9 +136,14 @@ void forEachBlockElement(llvm::ArrayRef<int64_t> localShape,
     count *= d;
   for (int64_t local = 0; local < count; ++local) {
     int64_t global = 0;
-    for (size_t d = 0; d < localShape.size(); ++d)
-      global += ((local / localStrides[d]) % localShape[d] + origin[d]) *
+    for (size_t d = 0; d < localShape.size(); ++d) {
+      int64_t i = (local / localStrides[d]) % localShape[d];
+      int64_t partSize = localShape[d] / parts[d].blocks;
+      int64_t block = i / partSize, offset = i % partSize;
+      global += (block * (globalShape[d] / parts[d].blocks) + parts[d].part * partSize +
+                 offset) *
                 globalStrides[d];
+    }
     fn(local, global);
   }
 }
@@ -170,9 +179,8 @@ llvm::Expected<Tensor> shardTensor(const Tensor &global, ShardingAttr sharding,
   Tensor local(global.dtype(), *localShape);
   if (*mesh.getIndexInGroup(rank, names(sharding.getPartialAxes())) != 0)
     return local;
-  forEachBlockElement(
-      *localShape, global.shape(),
-      blockOrigin(sharding, mesh, rank, *localShape),
+  forEachLocalElement(
+      *localShape, global.shape(), partsOf(sharding, mesh, rank),
       [&](int64_t l, int64_t g) { copyElement(global, g, local, l); });
   return local;
 }
@@ -188,12 +196,15 @@ llvm::Expected<Tensor> unshardTensor(llvm::ArrayRef<Tensor> perRank,
   if (globalShape.size() != sharding.getRank())
     return error("sharding " + str(sharding) +
                  " does not fit a tensor of shape " + str(first.shape()));
-  for (auto [size, axes] : llvm::zip(globalShape, sharding.getDimAxes())) {
-    auto blocks = mesh.getGroupSize(names(axes));
-    if (failed(blocks))
+  for (auto [d, size, axes] : llvm::enumerate(globalShape, sharding.getDimAxes())) {
+    if (size % sharding.getBlocks(d) != 0)
+      return error("sharding " + str(sharding) + " does not fit a local tensor of shape " +
+                   str(first.shape()));
+    auto parts = mesh.getGroupSize(names(axes));
+    if (failed(parts))
       return error("sharding " + str(sharding) + " uses axes that mesh @" +
                    mesh.getSymName() + " does not have");
-    size *= *blocks;
+    size *= *parts;
   }
   for (auto [rank, t] : llvm::enumerate(perRank))
     if (t.shape() != first.shape() || t.dtype() != first.dtype())
@@ -214,8 +225,7 @@ llvm::Expected<Tensor> unshardTensor(llvm::ArrayRef<Tensor> perRank,
     if (llvm::any_of(replicated,
                      [&](unsigned axis) { return coordinates[axis] != 0; }))
       continue;
-    forEachBlockElement(local.shape(), globalShape,
-                        blockOrigin(sharding, mesh, rank, local.shape()),
+    forEachLocalElement(local.shape(), globalShape, partsOf(sharding, mesh, rank),
                         [&](int64_t l, int64_t g) {
                           if (partial)
                             addElement(local, l, global, g);

@@ -59,14 +59,31 @@ static ParseResult parseAxisList(AsmParser &parser,
   });
 }
 
+/// A dimension: `[axes]`, or `B * [axes]` for one split in B blocks.
+static ParseResult parseDim(AsmParser &parser, SmallVectorImpl<StringAttr> &axes,
+                            int64_t &blocks) {
+  blocks = 1;
+  OptionalParseResult count = parser.parseOptionalInteger(blocks);
+  if (count.has_value() && (failed(*count) || parser.parseStar()))
+    return failure();
+  return parseAxisList(parser, axes);
+}
+
+/// All-one blocks are stored as none, so equal shardings are one attribute.
+static ArrayRef<int64_t> canonicalBlocks(ArrayRef<int64_t> blocks) {
+  return llvm::all_of(blocks, [](int64_t b) { return b == 1; }) ? ArrayRef<int64_t>()
+                                                                 : blocks;
+}
+
 Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   FlatSymbolRefAttr mesh;
   SmallVector<SmallVector<StringAttr>> dims;
+  SmallVector<int64_t> blocks;
   SmallVector<StringAttr> partial;
   if (parser.parseLess() || parser.parseAttribute(mesh) ||
       parser.parseComma() ||
       parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
-        return parseAxisList(parser, dims.emplace_back());
+        return parseDim(parser, dims.emplace_back(), blocks.emplace_back());
       }))
     return {};
   if (succeeded(parser.parseOptionalComma()) &&
@@ -77,16 +94,21 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
     return {};
   SmallVector<ArrayRef<StringAttr>> dimRefs(dims.begin(), dims.end());
   return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
-                    parser.getContext(), mesh, dimRefs, partial);
+                    parser.getContext(), mesh, dimRefs, partial,
+                    canonicalBlocks(blocks));
 }
 
 void ShardingAttr::print(AsmPrinter &printer) const {
   printer << '<';
   printer.printAttributeWithoutType(getMesh());
   printer << ", [";
-  llvm::interleaveComma(getDimAxes(), printer, [&](ArrayRef<StringAttr> axes) {
+  for (auto [d, axes] : llvm::enumerate(getDimAxes())) {
+    if (d)
+      printer << ", ";
+    if (getBlocks(d) != 1)
+      printer << getBlocks(d) << " * ";
     printAxisList(printer, axes);
-  });
+  }
   printer << ']';
   if (!getPartialAxes().empty()) {
     printer << ", partial = ";
@@ -102,9 +124,17 @@ void ShardingAttr::print(AsmPrinter &printer) const {
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FlatSymbolRefAttr mesh,
                                    ArrayRef<ArrayRef<StringAttr>> dimAxes,
-                                   ArrayRef<StringAttr> partialAxes) {
+                                   ArrayRef<StringAttr> partialAxes,
+                                   ArrayRef<int64_t> dimBlocks) {
   if (!mesh)
     return emitError() << "sharding needs a mesh";
+  if (!dimBlocks.empty() && dimBlocks.size() != dimAxes.size())
+    return emitError() << "sharding has " << dimBlocks.size() << " block counts for "
+                       << dimAxes.size() << " dimensions";
+  for (auto [blocks, axes] : llvm::zip(dimBlocks, dimAxes))
+    if (blocks < 1 || (blocks > 1 && axes.empty()))
+      return emitError() << "sharding has " << blocks << " blocks on a dimension "
+                         << (blocks < 1 ? "(must be at least 1)" : "that is not split");
   llvm::StringSet<> seen;
   auto check = [&](StringAttr axis) -> LogicalResult {
     if (!axis || axis.getValue().empty())
@@ -126,7 +156,8 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 ShardingAttr ShardingAttr::get(MLIRContext *context, StringRef mesh,
                                ArrayRef<SmallVector<StringRef>> dimAxes,
-                               ArrayRef<StringRef> partialAxes) {
+                               ArrayRef<StringRef> partialAxes,
+                               ArrayRef<int64_t> dimBlocks) {
   auto toAttrs = [&](ArrayRef<StringRef> names) {
     return llvm::to_vector(llvm::map_range(
         names, [&](StringRef name) { return StringAttr::get(context, name); }));
@@ -136,7 +167,7 @@ ShardingAttr ShardingAttr::get(MLIRContext *context, StringRef mesh,
     dims.push_back(toAttrs(axes));
   SmallVector<ArrayRef<StringAttr>> dimRefs(dims.begin(), dims.end());
   return get(context, FlatSymbolRefAttr::get(context, mesh), dimRefs,
-             toAttrs(partialAxes));
+             toAttrs(partialAxes), canonicalBlocks(dimBlocks));
 }
 
 bool ShardingAttr::isReplicated() const {
@@ -165,13 +196,13 @@ ShardingAttr::getLocalShape(MeshOp mesh, ArrayRef<int64_t> globalShape) const {
     if (!mesh.getAxisIndex(axis.getValue()))
       return failure();
   SmallVector<int64_t> local;
-  for (auto [size, axes] : llvm::zip(globalShape, getDimAxes())) {
+  for (auto [d, size, axes] : llvm::enumerate(globalShape, getDimAxes())) {
     auto names = llvm::to_vector(
         llvm::map_range(axes, [](StringAttr a) { return a.getValue(); }));
-    FailureOr<int64_t> blocks = mesh.getGroupSize(names);
-    if (failed(blocks) || size % *blocks != 0)
+    FailureOr<int64_t> parts = mesh.getGroupSize(names);
+    if (failed(parts) || size % (*parts * getBlocks(d)) != 0)
       return failure();
-    local.push_back(size / *blocks);
+    local.push_back(size / *parts);
   }
   return local;
 }

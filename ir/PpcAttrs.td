@@ -37,6 +37,12 @@ def Ppc_ShardingAttr : Ppc_Attr<"Sharding", "sharding"> {
     ranks of such an axis. Axes mentioned nowhere replicate the value. No
     axis appears twice.
 
+    A dimension written `3 * [tp]` is viewed as 3 equal blocks, each split
+    over `tp`: rank `r` holds part `tp_i` of every block, in block order. A
+    fused QKV projection's output `[b, s, 3h]` split so holds the same heads
+    of q, k and v on each rank (Megatron's column split of a fused weight);
+    slicing q, k and v out of it needs no communication.
+
     Function arguments and results carry one as `ppc.sharding`, ops one per
     result in the array `ppc.shardings`.
 
@@ -44,23 +50,31 @@ def Ppc_ShardingAttr : Ppc_Attr<"Sharding", "sharding"> {
     ```mlir
     #ppc.sharding<@mesh, [[dp], [], [tp]]>
     #ppc.sharding<@mesh, [[], []], partial = [tp]>
+    #ppc.sharding<@mesh, [[dp], [], 3 * [tp]]>
     ```
   }];
   let parameters = (ins
     AttrParameter<"::mlir::FlatSymbolRefAttr", "the ppc.mesh">:$mesh,
     Ppc_AxesPerDimParameter:$dimAxes,
     OptionalArrayRefParameter<"::mlir::StringAttr",
-                              "axes of a pending sum">:$partialAxes);
+                              "axes of a pending sum">:$partialAxes,
+    OptionalArrayRefParameter<"int64_t",
+                              "blocks per dimension (empty: all 1)">:$dimBlocks);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let builders = [
     AttrBuilder<(ins "::llvm::StringRef":$mesh,
                      "::llvm::ArrayRef<::llvm::SmallVector<::llvm::StringRef>>":$dimAxes,
-                     CArg<"::llvm::ArrayRef<::llvm::StringRef>", "{}">:$partialAxes)>
+                     CArg<"::llvm::ArrayRef<::llvm::StringRef>", "{}">:$partialAxes,
+                     CArg<"::llvm::ArrayRef<int64_t>", "{}">:$dimBlocks)>
   ];
   let extraClassDeclaration = [{
     /// The number of tensor dimensions this sharding describes.
     unsigned getRank() const { return getDimAxes().size(); }
+    /// The blocks dimension `dim` is viewed as (1: split contiguously).
+    int64_t getBlocks(unsigned dim) const {
+      return getDimBlocks().empty() ? 1 : getDimBlocks()[dim];
+    }
     /// True when no dimension is split and no axis is partial.
     bool isReplicated() const;
     /// The dimension `axis` splits, or none.

@@ -99,28 +99,63 @@ def BuildTrainStep : Pass<"ppc-build-train-step", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def PlanShardings : Pass<"ppc-plan-shardings", "mlir::ModuleOp"> {
+  let summary = "Chooses how every argument of @train_step is split over the mesh, by cost";
+  let description = [{
+    Declares `ppc.mesh @mesh` and records a layout for every argument of
+    @train_step as its `ppc.sharding`; ppc-partition then derives the
+    layout of every other value op by op. Data inputs are split along their
+    batch over dp. Parameters (and the optimizer state that follows each)
+    get their tensor-parallel layout from a search priced by the cost model
+    (passes/sharding/CostModel.h): the partitioner's own layout decisions
+    run without building IR, and a plan costs its compute at the device's
+    rates plus every collective at its bytes per rank over the axis
+    bandwidth; its per-rank peak of live bytes must fit `memory-per-rank`.
+
+    The search is greedy over classes of parameters (parameters whose shape
+    and uses, a few ops deep, are alike: the same weight of every layer is
+    decided together). A move gives one class a layout, a dimension split
+    over tp (whole, or blockwise where the program slices that dimension in
+    blocks, as q, k and v out of a fused projection), then lets every
+    parameter that a use slices (a layout it could have had for free) take
+    that layout, until none does. While the plan does not fit in memory the
+    move saving most bytes per second added is taken; once it fits, the
+    move that shortens the step most. It stops when no move helps. Pinned
+    parameters (`tp-shard`) keep their layout.
+  }];
+  let options = [
+    Option<"dataParallel", "dp", "int64_t", /*default=*/"1", "data-parallel ranks">,
+    Option<"tensorParallel", "tp", "int64_t", /*default=*/"1", "tensor-parallel ranks">,
+    ListOption<"tpShards", "tp-shard", "std::string",
+               "pinned parameter layouts, NAME:DIM or NAME:DIM:BLOCKS: split dimension "
+               "DIM of parameter NAME over tp (in BLOCKS blocks)">,
+    Option<"memoryPerRank", "memory-per-rank", "double", /*default=*/"80e9",
+           "device memory of one rank in bytes; plans must fit">
+  ];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def Partition : Pass<"ppc-partition", "mlir::ModuleOp"> {
   let summary = "Rewrites @train_step into the per-rank SPMD program";
   let description = [{
     Declares `ppc.mesh @mesh` (axes pp, dp, tp, major to minor in rank
-    order) and rewrites @train_step into the program every rank runs: local
+    order) unless ppc-plan-shardings did, and rewrites @train_step into the program every rank runs: local
     shapes, and the collectives that the chosen layouts need. Each op's
     sharding rule (passes/sharding/rules) turns its operands' layouts into
     factor shardings; operands are converted to the layout those factors
     need (all_reduce of partial sums, all_gather / all_slice of
     dimensions), and results get the implied layout, partial over sharded
     reduction factors. Partial sums flow through linear ops and are reduced
-    at the first op that needs the full value. Data inputs are split along
-    their batch over dp; parameters stay replicated unless the planner
-    chooses otherwise. Every argument, result and op records its layout as
+    at the first op that needs the full value. Arguments keep the layout
+    the planner recorded as their `ppc.sharding`; without one, data inputs
+    are split along their batch over dp and the rest is replicated. A split
+    dimension viewed as blocks is gathered and sliced block by block
+    (between reshapes). Every argument, result and op records its layout as
     `#ppc.sharding` (`ppc.sharding`, `ppc.shardings`).
   }];
   let options = [
     Option<"dataParallel", "dp", "int64_t", /*default=*/"1", "data-parallel ranks">,
-    Option<"tensorParallel", "tp", "int64_t", /*default=*/"1", "tensor-parallel ranks">,
-    ListOption<"tpShards", "tp-shard", "std::string",
-               "pinned parameter layouts, NAME:DIM: split dimension DIM of parameter "
-               "NAME over tp (the planner chooses the others)">
+    Option<"tensorParallel", "tp", "int64_t", /*default=*/"1", "tensor-parallel ranks">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

@@ -65,6 +65,7 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
     report.parameters.emplace_back(name.getValue().str(), os.str());
     // Psi counts whole parameters: a local shard times its blocks.
     int64_t bytes = bytesOf(step.getArgument(i).getType());
+    report.parameterBytesPerRank += bytes;
     if (sharding)
       for (auto axesOfDim : sharding.getDimAxes()) {
         llvm::SmallVector<StringRef> dimAxes;
@@ -74,6 +75,13 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
       }
     report.parameterBytes += bytes;
   }
+  if (auto plan = step->getAttrOfType<DictionaryAttr>("ppc.plan"))
+    for (NamedAttribute entry : plan) {
+      if (auto f = llvm::dyn_cast<FloatAttr>(entry.getValue()))
+        report.plan[entry.getName().str()] = f.getValueAsDouble();
+      if (auto i = llvm::dyn_cast<IntegerAttr>(entry.getValue()))
+        report.plan[entry.getName().str()] = static_cast<double>(i.getInt());
+    }
   return report;
 }
 
@@ -96,7 +104,10 @@ llvm::json::Value reportToJson(const CommunicationReport &report, MeshOp mesh,
   for (const auto &[name, layout] : report.parameters)
     parameters[name] = layout;
   int64_t dp = mesh.getAxisSize("dp").value_or(1);
-  double formula = dp > 1 ? 2.0 * report.parameterBytes * (dp - 1) / dp : 0.0;
+  double formula = dp > 1 ? 2.0 * report.parameterBytesPerRank * (dp - 1) / dp : 0.0;
+  llvm::json::Object plan;
+  for (const auto &[key, value] : report.plan)
+    plan[key] = value;
   double measured = report.bytesByAxis.count("dp") ? report.bytesByAxis.at("dp") : 0.0;
   llvm::json::Object mesh_;
   for (StringRef axis : mesh.getAxisNames())
@@ -108,7 +119,10 @@ llvm::json::Value reportToJson(const CommunicationReport &report, MeshOp mesh,
       {"note", "SPMD: every rank runs these collectives once per step"},
       {"per_rank_per_step", llvm::json::Object{{"collectives", std::move(collectives)},
                                                {"bytes_by_axes", std::move(byAxis)}}},
+      {"plan", std::move(plan)},
       {"data_parallel", llvm::json::Object{{"parameter_bytes", report.parameterBytes},
+                                           {"parameter_bytes_per_rank",
+                                            report.parameterBytesPerRank},
                                            {"formula_bytes", formula},
                                            {"measured_bytes", measured},
                                            {"ratio", formula > 0 ? measured / formula : 0.0}}},

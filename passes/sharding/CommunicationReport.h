@@ -40,15 +40,21 @@ struct CommunicationReport {
   std::map<std::string, double> bytesByAxis;
   /// Parameter name -> layout ("[[], [tp]]").
   std::vector<std::pair<std::string, std::string>> parameters;
-  /// Total parameter bytes (Psi of DESIGN.md §6).
+  /// Total parameter bytes (Psi of DESIGN.md §6), and the bytes of the
+  /// parameter shards one rank holds (Psi / tp when all are split over tp).
   int64_t parameterBytes = 0;
+  int64_t parameterBytesPerRank = 0;
+  /// The planner's estimate for the plan (`ppc.plan`): compute and
+  /// communication seconds per step, peak bytes per rank, ...
+  std::map<std::string, double> plan;
 };
 
 /// Walks a partitioned `step` on `mesh`.
 CommunicationReport analyzeCommunication(mlir::func::FuncOp step, MeshOp mesh);
 
 /// The report as JSON, with the data-parallel traffic next to its formula
-/// 2 Psi (d-1)/d.
+/// 2 Psi (d-1)/d, where Psi is the parameter bytes of one rank (a rank
+/// reduces the gradients of its own shards over dp).
 llvm::json::Value reportToJson(const CommunicationReport &report, MeshOp mesh,
                                int64_t steps);
 

@@ -15,8 +15,11 @@
 // full value. So a data-parallel gradient is reduced once, after
 // micro-batch accumulation, right before gradient clipping and the optimizer.
 //
-// Which layouts the arguments get is the planner's choice (seeds): the batch
-// of data inputs on dp; parameters replicated, or as given.
+// Which layouts the arguments get is the planner's choice
+// (ppc-plan-shardings records it as each argument's ppc.sharding); without
+// a plan, data inputs are split along their batch over dp and everything
+// else is replicated. How each op's layouts follow from its operands' is
+// decided in Layout.cpp, which the planner prices the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,47 +42,19 @@ namespace ppc {
 #define GEN_PASS_DEF_PARTITION
 #include "passes/Passes.h.inc"
 
-std::string Layout::str() const {
-  std::string s = "[";
-  for (auto [i, axes] : llvm::enumerate(dims)) {
-    s += i ? ", [" : "[";
-    for (auto [j, a] : llvm::enumerate(axes))
-      s += (j ? ", " : "") + a;
-    s += "]";
-  }
-  s += "]";
-  if (!partial.empty()) {
-    s += " partial [";
-    for (auto [j, a] : llvm::enumerate(partial))
-      s += (j ? ", " : "") + a;
-    s += "]";
-  }
-  return s;
-}
-
 namespace {
-
-using AxisList = llvm::SmallVector<std::string, 1>;
 
 constexpr llvm::StringLiteral kShardingAttrName = "ppc.sharding";
 constexpr llvm::StringLiteral kShardingsAttrName = "ppc.shardings";
 
 class Partitioner {
 public:
-  Partitioner(ModuleOp module, llvm::StringMap<int64_t> axisSizes,
-              llvm::StringMap<int64_t> pinnedTpDims)
-      : module(module), axisSizes(std::move(axisSizes)),
-        pinnedTpDims(std::move(pinnedTpDims)), builder(module.getContext()) {}
+  Partitioner(ModuleOp module, AxisSizes axisSizes)
+      : module(module), axisSizes(std::move(axisSizes)), builder(module.getContext()) {}
 
   LogicalResult run(func::FuncOp func);
 
 private:
-  int64_t groupSize(llvm::ArrayRef<std::string> axes) const {
-    int64_t n = 1;
-    for (const std::string &a : axes)
-      n *= axisSizes.lookup(a);
-    return n;
-  }
   FailureOr<RankedTensorType> localType(Value global, const Layout &layout, Operation *at);
   Layout argumentLayout(func::FuncOp func, unsigned i);
   LogicalResult partitionOp(Operation *op);
@@ -87,19 +62,24 @@ private:
   Value convert(Value local, const Layout &from, const Layout &to, Location loc,
                 Value global);
   Value allReduce(Value v, llvm::ArrayRef<std::string> axes, Location loc);
-  Value allGather(Value v, int64_t dim, llvm::ArrayRef<std::string> axes, Location loc);
-  Value allSlice(Value v, int64_t dim, llvm::ArrayRef<std::string> axes, Location loc);
+  /// `v`'s dimension `dim`, seen as `blocks` blocks, gathered or sliced
+  /// block by block over `axes`.
+  Value allGather(Value v, int64_t dim, int64_t blocks, llvm::ArrayRef<std::string> axes,
+                  Location loc);
+  Value allSlice(Value v, int64_t dim, int64_t blocks, llvm::ArrayRef<std::string> axes,
+                 Location loc);
+  Value reduceScatter(Value v, int64_t dim, int64_t blocks, llvm::ArrayRef<std::string> axes,
+                      Location loc);
   ArrayAttr axesAttr(llvm::ArrayRef<std::string> axes);
-  ShardingAttr shardingAttr(const Layout &layout);
   FlatSymbolRefAttr meshRef() { return FlatSymbolRefAttr::get(builder.getContext(), "mesh"); }
 
   ModuleOp module;
-  llvm::StringMap<int64_t> axisSizes;
-  /// Parameters whose dimension is pinned to tp, by name.
-  llvm::StringMap<int64_t> pinnedTpDims;
+  AxisSizes axisSizes;
   OpBuilder builder;
   IRMapping mapping;
   llvm::DenseMap<Value, Layout> layouts;
+  /// Layouts results are sliced to as soon as they are computed.
+  llvm::DenseMap<Value, Layout> hints;
   /// Conversions done already: a value converted once serves every use.
   std::map<std::pair<void *, std::string>, Value> converted;
 };
@@ -111,94 +91,41 @@ ArrayAttr Partitioner::axesAttr(llvm::ArrayRef<std::string> axes) {
   return builder.getArrayAttr(names);
 }
 
+static std::string valueName(Value global);
+
 FailureOr<RankedTensorType> Partitioner::localType(Value global, const Layout &layout,
                                                    Operation *at) {
   auto type = llvm::cast<RankedTensorType>(global.getType());
-  llvm::SmallVector<int64_t> shape(type.getShape());
+  auto shape = localShape(type.getShape(), layout, axisSizes);
+  if (shape)
+    return type.clone(*shape);
   for (auto [d, axes] : llvm::enumerate(layout.dims)) {
-    int64_t n = groupSize(axes);
-    if (shape[d] % n != 0)
-      return at->emitError() << "dimension " << d << " of size " << shape[d]
-                             << " cannot be split over mesh axes of size " << n;
-    shape[d] /= n;
+    int64_t parts = groupSize(axisSizes, axes) * (axes.empty() ? 1 : layout.blocks[d]);
+    if (type.getDimSize(d) % parts == 0)
+      continue;
+    std::string names;
+    for (const std::string &a : axes)
+      names += (names.empty() ? "" : ", ") + a;
+    auto diag = at->emitError() << "'" << valueName(global) << "': dimension " << d
+                                << " of size " << type.getDimSize(d)
+                                << " cannot be split over mesh axes [" << names << "] of size "
+                                << groupSize(axisSizes, axes);
+    if (layout.blocks[d] != 1)
+      diag << " in " << layout.blocks[d] << " blocks";
+    return diag;
   }
-  return type.clone(shape);
-}
-
-/// Which operands of `op` may stay partial sums, and the partial axes of
-/// its result then: ops linear in those operands.
-struct PartialFlow {
-  llvm::SmallVector<bool> keep;
-  AxisList resultPartial;
-};
-
-PartialFlow partialFlow(Operation *op, llvm::ArrayRef<const Layout *> in) {
-  PartialFlow flow;
-  flow.keep.assign(in.size(), false);
-  auto partialOf = [&](unsigned i) -> const AxisList & { return in[i]->partial; };
-  auto anyPartial = llvm::any_of(in, [](const Layout *l) { return !l->partial.empty(); });
-  if (!anyPartial)
-    return flow;
-  // Every operand equally partial: sums and data movement.
-  if (llvm::isa<AddOp, SubOp, ConcatOp>(op)) {
-    if (llvm::all_of(in, [&](const Layout *l) { return l->partial == partialOf(0); })) {
-      flow.keep.assign(in.size(), true);
-      flow.resultPartial = partialOf(0);
-    }
-    return flow;
-  }
-  // One operand partial, the others not: contractions with a full value,
-  // and scaling by a full scalar. An elementwise product with a full tensor
-  // is linear too, but letting a partial value into one branch of an
-  // elementwise computation makes every branch reduce its own copy; reduced
-  // once where it meets elementwise math, it serves all of them.
-  auto isScalar = [](Value v) {
-    return llvm::cast<RankedTensorType>(v.getType()).getNumElements() == 1;
-  };
-  bool scaling = llvm::isa<MulOp, DivOp>(op) &&
-                 ((partialOf(0).empty() && isScalar(op->getOperand(0))) ||
-                  (partialOf(1).empty() && isScalar(op->getOperand(1))));
-  bool oneOperandLinear = llvm::isa<MatMulOp, EinsumOp>(op) || scaling;
-  if (oneOperandLinear) {
-    int partialOperand = -1, count = 0;
-    for (unsigned i = 0; i < in.size(); ++i)
-      if (!in[i]->partial.empty())
-        partialOperand = i, ++count;
-    if (count == 1) {
-      flow.keep[partialOperand] = true;
-      flow.resultPartial = partialOf(partialOperand);
-    }
-    return flow;
-  }
-  // Unary linear ops and linear data movement of the first operand.
-  if (llvm::isa<NegOp, ReshapeOp, TransposeOp, SliceOp, ExpandOp, ReduceSumOp,
-                ReduceMeanOp, GatherOp, ScatterAddOp>(op) ||
-      (llvm::isa<CastOp>(op) &&
-       llvm::isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType())))) {
-    if (llvm::all_of(in.drop_front(), [](const Layout *l) { return l->partial.empty(); })) {
-      flow.keep[0] = true;
-      flow.resultPartial = partialOf(0);
-    }
-  }
-  return flow;
+  return at->emitError() << "cannot lay out " << type << " as " << layout.str();
 }
 
 Layout Partitioner::argumentLayout(func::FuncOp func, unsigned i) {
+  if (auto planned = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttrName))
+    return fromAttr(planned);
   auto type = llvm::cast<RankedTensorType>(func.getArgument(i).getType());
   Layout layout = Layout::replicated(type.getRank());
-  // The planner's seeds: the batch of every data input on the data axis.
+  // Without a plan: the batch of every data input on the data axis.
   if (func.getArgAttr(i, PpcDialect::kInputAttrName) && type.getRank() > 0 &&
       axisSizes.lookup("dp") > 1)
     layout.dims[0] = {"dp"};
-  // Pinned tensor-parallel layouts; optimizer state follows its parameter.
-  StringRef name;
-  if (auto param = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName))
-    name = param.getValue();
-  if (auto state = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kStateAttrName))
-    name = state.getValue().split(':').second;
-  auto pinned = pinnedTpDims.find(name);
-  if (!name.empty() && pinned != pinnedTpDims.end() && axisSizes.lookup("tp") > 1)
-    layout.dims[pinned->second] = {"tp"};
   return layout;
 }
 
@@ -224,56 +151,16 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   llvm::SmallVector<const Layout *> in;
   for (Value v : op->getOperands())
     in.push_back(&layouts[v]);
+  OpLayouts decided = layoutsForOp(op, *rule, in, axisSizes);
 
-  // Factor shardings from the operands' layouts, first operand first: a
-  // dimension split over axes shards its major factor (block sharding), if
-  // that factor may be sharded and the axes are still free.
-  llvm::SmallVector<AxisList> factorAxes(rule->factorSizes.size());
-  std::set<std::string> used;
-  for (auto [i, layout] : llvm::enumerate(in)) {
-    for (auto [d, axes] : llvm::enumerate(layout->dims)) {
-      if (axes.empty() || d >= rule->operands[i].size())
-        continue;
-      const auto &factors = rule->operands[i][d];
-      auto major = llvm::find_if(factors, [&](int64_t f) { return rule->factorSizes[f] > 1; });
-      if (major == factors.end())
-        continue;
-      int64_t f = *major;
-      if (rule->factorKinds[f] == FactorKind::NeedReplication || !factorAxes[f].empty() ||
-          rule->factorSizes[f] % groupSize(axes) != 0 ||
-          llvm::any_of(axes, [&](const std::string &a) { return used.count(a); }))
-        continue;
-      factorAxes[f] = axes;
-      used.insert(axes.begin(), axes.end());
-    }
-  }
-  auto layoutOf = [&](llvm::ArrayRef<llvm::SmallVector<int64_t, 1>> dimFactors) {
-    Layout layout = Layout::replicated(dimFactors.size());
-    for (auto [d, factors] : llvm::enumerate(dimFactors))
-      for (int64_t f : factors)
-        llvm::append_range(layout.dims[d], factorAxes[f]);
-    return layout;
-  };
-
-  PartialFlow flow = partialFlow(op, in);
   OpBuilder::InsertionGuard guard(builder);
   IRMapping local;
-  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-    Layout want = layoutOf(rule->operands[i]);
-    if (flow.keep[i])
-      want.partial = in[i]->partial;
-    local.map(v, convert(mapping.lookup(v), *in[i], want, op->getLoc(), v));
-  }
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    local.map(v, convert(mapping.lookup(v), *in[i], decided.operands[i], op->getLoc(), v));
   Operation *clone = builder.clone(*op, local);
-  AxisList reductionAxes;
-  for (auto [f, axes] : llvm::enumerate(factorAxes))
-    if (rule->factorKinds[f] == FactorKind::Reduction)
-      llvm::append_range(reductionAxes, axes);
+  const AxisList &reductionAxes = decided.reductionAxes;
   for (auto [r, result] : llvm::enumerate(op->getResults())) {
-    Layout out = layoutOf(rule->results[r]);
-    out.partial = flow.resultPartial;
-    llvm::append_range(out.partial, reductionAxes);
-    llvm::sort(out.partial);
+    const Layout &out = decided.results[r];
     auto type = localType(result, out, op);
     if (failed(type))
       return failure();
@@ -283,25 +170,38 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   }
   llvm::SmallVector<Attribute> resultShardings;
   for (Value result : op->getResults())
-    resultShardings.push_back(shardingAttr(layouts[result]));
+    resultShardings.push_back(toAttr(builder.getContext(), layouts[result]));
   clone->setAttr(kShardingsAttrName, builder.getArrayAttr(resultShardings));
+  // Results wanted split (gradients of split parameters) are sliced now.
+  for (Value result : op->getResults()) {
+    auto hint = hints.find(result);
+    if (hint == hints.end())
+      continue;
+    Layout sliced = applyHint(layouts[result], hint->second);
+    if (sliced == layouts[result])
+      continue;
+    OpBuilder::InsertionGuard after(builder);
+    builder.setInsertionPointAfter(clone);
+    mapping.map(result, convert(mapping.lookup(result), layouts[result], sliced,
+                                op->getLoc(), result));
+    layouts[result] = sliced;
+  }
 
-  // Attributes that spell out global sizes become local: a dimension the
-  // partitioner split is one the slice takes whole (its rule forbids
-  // splitting sliced dimensions), so its limit is the local size.
-  auto localLimits = [&](llvm::ArrayRef<int64_t> limits, unsigned operand) {
-    llvm::SmallVector<int64_t> local(limits);
-    auto global = llvm::cast<RankedTensorType>(op->getOperand(operand).getType());
-    auto shard = llvm::cast<RankedTensorType>(clone->getOperand(operand).getType());
-    for (int64_t d = 0; d < global.getRank(); ++d)
-      if (shard.getDimSize(d) != global.getDimSize(d))
-        local[d] = shard.getDimSize(d);
-    return local;
+  // Attributes that spell out global positions become local: a split
+  // dimension is sliced within each of its blocks.
+  auto localizeBounds = [&](auto slice, unsigned operand) {
+    llvm::SmallVector<int64_t> starts(slice.getStarts()), limits(slice.getLimits());
+    localizeSliceBounds(
+        starts, limits, slice.getSteps(),
+        llvm::cast<RankedTensorType>(op->getOperand(operand).getType()).getShape(),
+        llvm::cast<RankedTensorType>(clone->getOperand(operand).getType()).getShape());
+    slice.setStarts(starts);
+    slice.setLimits(limits);
   };
   if (auto slice = llvm::dyn_cast<SliceOp>(clone))
-    slice.setLimits(localLimits(slice.getLimits(), 0));
+    localizeBounds(slice, 0);
   if (auto insert = llvm::dyn_cast<InsertSliceOp>(clone))
-    insert.setLimits(localLimits(insert.getLimits(), 1));
+    localizeBounds(insert, 1);
 
   // A mean over a sharded dimension: each rank's mean of its part, scaled
   // by its share, is a partial sum of the global mean.
@@ -311,7 +211,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     Type element = getElementTypeOrSelf(part.getType());
     Value share = builder.create<ConstantOp>(
         op->getLoc(), DenseElementsAttr::get(RankedTensorType::get({}, element),
-                                             builder.getFloatAttr(element, 1.0 / groupSize(reductionAxes))));
+                                             builder.getFloatAttr(element, 1.0 / groupSize(axisSizes, reductionAxes))));
     Value scaled = builder.create<MulOp>(op->getLoc(), part, share);
     mapping.map(op->getResult(0), scaled);
   }
@@ -330,7 +230,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       // the ranks' means.
       Value share = builder.create<ConstantOp>(
           loc, DenseElementsAttr::get(scalar, builder.getFloatAttr(
-                                                  element, 1.0 / groupSize(reductionAxes))));
+                                                  element, 1.0 / groupSize(axisSizes, reductionAxes))));
       mapping.map(op->getResult(0), builder.create<MulOp>(loc, part, share));
     } else {
       // Ranks may ignore different numbers of targets: the global sum over
@@ -386,30 +286,45 @@ Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Lo
     return it->second;
   Value v = local;
   auto cause = builder.getStringAttr(valueName(global));
-  auto tag = [&](Value collective) {
-    collective.getDefiningOp()->setAttr("ppc.value", cause);
-    return collective;
-  };
-  if (!from.partial.empty() && to.partial.empty())
-    v = tag(allReduce(v, from.partial, loc));
-  for (auto [d, axes] : llvm::enumerate(from.dims)) {
-    if (axes == to.dims[d])
+  auto shape = llvm::cast<RankedTensorType>(global.getType()).getShape();
+  for (const ConversionStep &step : conversionSteps(shape, from, to, axisSizes)) {
+    switch (step.kind) {
+    case ConversionStep::AllReduce:
+      v = allReduce(v, step.axes, loc);
+      break;
+    case ConversionStep::AllGather:
+      v = allGather(v, step.dim, step.blocks, step.axes, loc);
+      break;
+    case ConversionStep::AllSlice:
+      v = allSlice(v, step.dim, step.blocks, step.axes, loc);
+      break;
+    case ConversionStep::ReduceScatter:
+      v = reduceScatter(v, step.dim, step.blocks, step.axes, loc);
+      break;
+    case ConversionStep::ToPartial: {
+      // Kept at position 0 of the axes, zero elsewhere.
+      auto type = llvm::cast<RankedTensorType>(v.getType());
+      auto scalarOf = [&](Type element, Attribute value) {
+        return builder.create<ConstantOp>(
+            loc, DenseElementsAttr::get(RankedTensorType::get({}, element), value));
+      };
+      Value index = builder.create<AxisIndexOp>(loc, meshRef(), axesAttr(step.axes));
+      Value first = builder.create<EqualOp>(
+          loc, index, scalarOf(builder.getI64Type(), builder.getI64IntegerAttr(0)));
+      Value zero = scalarOf(type.getElementType(),
+                            builder.getZeroAttr(type.getElementType()));
+      v = builder.create<WhereOp>(loc, first, v, zero);
       continue;
-    if (!axes.empty())
-      v = tag(allGather(v, d, axes, loc));
-    if (!to.dims[d].empty())
-      v = tag(allSlice(v, d, to.dims[d], loc));
+    }
+    }
+    // The collective (a blocked one sits between reshapes).
+    Operation *collective = v.getDefiningOp();
+    if (llvm::isa<ReshapeOp>(collective))
+      collective = collective->getOperand(0).getDefiningOp();
+    collective->setAttr("ppc.value", cause);
   }
   converted[key] = v;
   return v;
-}
-
-ShardingAttr Partitioner::shardingAttr(const Layout &layout) {
-  llvm::SmallVector<llvm::SmallVector<StringRef>> dims;
-  for (const auto &axes : layout.dims)
-    dims.emplace_back(axes.begin(), axes.end());
-  llvm::SmallVector<StringRef> partial(layout.partial.begin(), layout.partial.end());
-  return ShardingAttr::get(builder.getContext(), "mesh", dims, partial);
 }
 
 Value Partitioner::allReduce(Value v, llvm::ArrayRef<std::string> axes, Location loc) {
@@ -417,22 +332,62 @@ Value Partitioner::allReduce(Value v, llvm::ArrayRef<std::string> axes, Location
                                      axesAttr(axes), ReductionKind::Sum);
 }
 
-Value Partitioner::allGather(Value v, int64_t dim, llvm::ArrayRef<std::string> axes,
-                             Location loc) {
+/// `v` with dimension `dim` seen as [blocks, size / blocks] (identity for
+/// one block), and back.
+static Value splitBlocks(OpBuilder &builder, Location loc, Value v, int64_t dim,
+                         int64_t blocks) {
+  if (blocks == 1)
+    return v;
   auto type = llvm::cast<RankedTensorType>(v.getType());
   llvm::SmallVector<int64_t> shape(type.getShape());
-  shape[dim] *= groupSize(axes);
-  return builder.create<AllGatherOp>(loc, type.clone(shape), v, meshRef(), axesAttr(axes),
-                                     dim);
+  shape[dim] /= blocks;
+  shape.insert(shape.begin() + dim, blocks);
+  return builder.create<ReshapeOp>(loc, type.clone(shape), v);
 }
 
-Value Partitioner::allSlice(Value v, int64_t dim, llvm::ArrayRef<std::string> axes,
-                            Location loc) {
+static Value mergeBlocks(OpBuilder &builder, Location loc, Value v, int64_t dim,
+                         int64_t blocks) {
+  if (blocks == 1)
+    return v;
   auto type = llvm::cast<RankedTensorType>(v.getType());
   llvm::SmallVector<int64_t> shape(type.getShape());
-  shape[dim] /= groupSize(axes);
-  return builder.create<AllSliceOp>(loc, type.clone(shape), v, meshRef(), axesAttr(axes),
-                                    dim);
+  shape[dim + 1] *= blocks;
+  shape.erase(shape.begin() + dim);
+  return builder.create<ReshapeOp>(loc, type.clone(shape), v);
+}
+
+Value Partitioner::allGather(Value v, int64_t dim, int64_t blocks,
+                             llvm::ArrayRef<std::string> axes, Location loc) {
+  int64_t at = blocks == 1 ? dim : dim + 1;
+  v = splitBlocks(builder, loc, v, dim, blocks);
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  llvm::SmallVector<int64_t> shape(type.getShape());
+  shape[at] *= groupSize(axisSizes, axes);
+  v = builder.create<AllGatherOp>(loc, type.clone(shape), v, meshRef(), axesAttr(axes), at);
+  return mergeBlocks(builder, loc, v, dim, blocks);
+}
+
+Value Partitioner::allSlice(Value v, int64_t dim, int64_t blocks,
+                            llvm::ArrayRef<std::string> axes, Location loc) {
+  int64_t at = blocks == 1 ? dim : dim + 1;
+  v = splitBlocks(builder, loc, v, dim, blocks);
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  llvm::SmallVector<int64_t> shape(type.getShape());
+  shape[at] /= groupSize(axisSizes, axes);
+  v = builder.create<AllSliceOp>(loc, type.clone(shape), v, meshRef(), axesAttr(axes), at);
+  return mergeBlocks(builder, loc, v, dim, blocks);
+}
+
+Value Partitioner::reduceScatter(Value v, int64_t dim, int64_t blocks,
+                                 llvm::ArrayRef<std::string> axes, Location loc) {
+  int64_t at = blocks == 1 ? dim : dim + 1;
+  v = splitBlocks(builder, loc, v, dim, blocks);
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  llvm::SmallVector<int64_t> shape(type.getShape());
+  shape[at] /= groupSize(axisSizes, axes);
+  v = builder.create<ReduceScatterOp>(loc, type.clone(shape), v, meshRef(), axesAttr(axes), at,
+                                      ReductionKind::Sum);
+  return mergeBlocks(builder, loc, v, dim, blocks);
 }
 
 LogicalResult Partitioner::run(func::FuncOp func) {
@@ -451,16 +406,13 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   auto spmd = builder.create<func::FuncOp>(func.getLoc(), func.getSymName(),
                                            builder.getFunctionType(argTypes, {}));
   spmd.setAllArgAttrs(func.getAllArgAttrs());
+  if (Attribute plan = func->getAttr("ppc.plan"))
+    spmd->setAttr("ppc.plan", plan);
   Block *entry = spmd.addEntryBlock();
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     mapping.map(arg, entry->getArgument(i));
     layouts[arg] = argLayouts[i];
   }
-  builder.setInsertionPointToEnd(entry);
-  for (Operation &op : body.without_terminator())
-    if (failed(partitionOp(&op)))
-      return failure();
-
   // Results: updated parameters and state keep their argument's layout;
   // everything else (loss, metrics) is returned whole on every rank.
   auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
@@ -469,19 +421,36 @@ LogicalResult Partitioner::run(func::FuncOp func) {
     for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
       if (auto name = func.getArgAttrOfType<StringAttr>(i, attr))
         byName[(attr + ":" + name.getValue()).str()] = argLayouts[i];
-  llvm::SmallVector<Value> results;
+  llvm::SmallVector<Layout> returnLayouts;
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Layout want = Layout::replicated(llvm::cast<RankedTensorType>(v.getType()).getRank());
     for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
       if (auto name = func.getResultAttrOfType<StringAttr>(i, attr))
         want = byName.lookup((attr + ":" + name.getValue()).str());
-    results.push_back(convert(mapping.lookup(v), layouts[v], want, ret.getLoc(), v));
+    returnLayouts.push_back(std::move(want));
   }
+  std::vector<std::optional<ShardingRule>> rules;
+  llvm::DenseMap<Operation *, size_t> ruleIndex;
+  hints = layoutHints(body, returnLayouts, [&](Operation *op) -> const ShardingRule * {
+    auto [it, inserted] = ruleIndex.try_emplace(op, rules.size());
+    if (inserted)
+      rules.push_back(ShardingRuleRegistry::get().lookup(op));
+    return rules[it->second] ? &*rules[it->second] : nullptr;
+  });
+
+  builder.setInsertionPointToEnd(entry);
+  for (Operation &op : body.without_terminator())
+    if (failed(partitionOp(&op)))
+      return failure();
+
+  llvm::SmallVector<Value> results;
+  for (auto [v, want] : llvm::zip(ret.getOperands(), returnLayouts))
+    results.push_back(convert(mapping.lookup(v), layouts[v], want, ret.getLoc(), v));
   builder.create<func::ReturnOp>(ret.getLoc(), results);
   spmd.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   spmd.setAllResultAttrs(func.getAllResultAttrs());
   for (auto [i, layout] : llvm::enumerate(argLayouts))
-    spmd.setArgAttr(i, kShardingAttrName, shardingAttr(layout));
+    spmd.setArgAttr(i, kShardingAttrName, toAttr(builder.getContext(), layout));
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Layout out = layouts[v];
     out.partial.clear();
@@ -492,7 +461,7 @@ LogicalResult Partitioner::run(func::FuncOp func) {
     if (!func.getResultAttr(i, PpcDialect::kParamAttrName) &&
         !func.getResultAttr(i, PpcDialect::kStateAttrName))
       out = Layout::replicated(out.dims.size());
-    spmd.setResultAttr(i, kShardingAttrName, shardingAttr(out));
+    spmd.setResultAttr(i, kShardingAttrName, toAttr(builder.getContext(), out));
   }
   func.erase();
   return success();
@@ -508,41 +477,10 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       module.emitError() << "no @train_step to partition; run the training pipeline first";
       return signalPassFailure();
     }
-    if (dataParallel < 1 || tensorParallel < 1) {
-      module.emitError() << "mesh axes must have at least one rank";
+    auto sizes = declareMesh(module, dataParallel, tensorParallel);
+    if (failed(sizes))
       return signalPassFailure();
-    }
-    OpBuilder builder(module.getBodyRegion());
-    builder.create<MeshOp>(module.getLoc(), "mesh",
-                           builder.getStrArrayAttr({"pp", "dp", "tp"}),
-                           builder.getDenseI64ArrayAttr({1, dataParallel, tensorParallel}));
-    llvm::StringMap<int64_t> sizes{{"pp", 1}, {"dp", dataParallel}, {"tp", tensorParallel}};
-    llvm::StringMap<int64_t> pinned;
-    for (const std::string &entry : tpShards) {
-      auto [name, dimText] = StringRef(entry).rsplit(':');
-      int64_t dim;
-      if (name.empty() || dimText.getAsInteger(10, dim) || dim < 0) {
-        module.emitError() << "tp-shard '" << entry << "': expected NAME:DIM";
-        return signalPassFailure();
-      }
-      pinned[name] = dim;
-    }
-    // Every pin names a parameter and one of its dimensions.
-    llvm::StringMap<int64_t> ranks;
-    for (unsigned i = 0; i < step.getNumArguments(); ++i)
-      if (auto param = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName))
-        ranks[param.getValue()] =
-            llvm::cast<RankedTensorType>(step.getArgument(i).getType()).getRank();
-    for (const auto &pin : pinned) {
-      auto rank = ranks.find(pin.getKey());
-      if (rank == ranks.end() || pin.getValue() >= rank->second) {
-        module.emitError() << "tp-shard '" << pin.getKey() << ":" << pin.getValue()
-                           << "': " << (rank == ranks.end() ? "no parameter of that name"
-                                                            : "no such dimension");
-        return signalPassFailure();
-      }
-    }
-    if (failed(Partitioner(module, std::move(sizes), std::move(pinned)).run(step)))
+    if (failed(Partitioner(module, std::move(*sizes)).run(step)))
       return signalPassFailure();
   }
 };

@@ -12,6 +12,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <numeric>
+
 using namespace mlir;
 
 namespace ppc {
@@ -239,6 +241,27 @@ std::string ShardingRule::str() const {
       !replicated.empty())
     text += " replicated={" + replicated + "}";
   return text;
+}
+
+int64_t sliceBlockLength(int64_t size, int64_t start, int64_t limit, int64_t step) {
+  if (step != 1 || start < 0 || limit > size || start >= limit)
+    return 1;
+  return std::gcd(std::gcd(start, limit), size);
+}
+
+void localizeSliceBounds(llvm::SmallVectorImpl<int64_t> &starts,
+                         llvm::SmallVectorImpl<int64_t> &limits,
+                         llvm::ArrayRef<int64_t> steps,
+                         llvm::ArrayRef<int64_t> globalShape,
+                         llvm::ArrayRef<int64_t> localShape) {
+  for (size_t d = 0; d < globalShape.size(); ++d) {
+    if (localShape[d] == globalShape[d])
+      continue;
+    int64_t block = sliceBlockLength(globalShape[d], starts[d], limits[d], steps[d]);
+    int64_t localBlock = block / (globalShape[d] / localShape[d]);
+    starts[d] = starts[d] / block * localBlock;
+    limits[d] = limits[d] / block * localBlock;
+  }
 }
 
 } // namespace ppc

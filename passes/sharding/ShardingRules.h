@@ -101,6 +101,21 @@ TensorFactors broadcastFactors(llvm::ArrayRef<int64_t> shape,
                                llvm::ArrayRef<int64_t> toShape,
                                const TensorFactors &to);
 
+/// The block length a slice along one dimension is made of: the dimension's
+/// size when it is taken whole; for step 1, the gcd of start, limit and size
+/// (the slice takes whole blocks of that length); 1 otherwise.
+int64_t sliceBlockLength(int64_t size, int64_t start, int64_t limit, int64_t step);
+
+/// A slice's (or insert_slice's) starts and limits on a shard, given the
+/// global and local shapes of its input (insert_slice: its dest). A
+/// dimension split by the partitioner is split within each block
+/// (`sliceBlockLength`), so the slice takes the same blocks' local parts.
+void localizeSliceBounds(llvm::SmallVectorImpl<int64_t> &starts,
+                         llvm::SmallVectorImpl<int64_t> &limits,
+                         llvm::ArrayRef<int64_t> steps,
+                         llvm::ArrayRef<int64_t> globalShape,
+                         llvm::ArrayRef<int64_t> localShape);
+
 } // namespace ppc
 
 #endif // PPC_PASSES_SHARDING_SHARDINGRULES_H

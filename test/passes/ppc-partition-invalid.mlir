@@ -12,7 +12,7 @@ module {
 
 // Tests that a batch the data-parallel ranks cannot share is an error naming
 // the dimension.
-// expected-error @+1 {{dimension 0 of size 3 cannot be split over mesh axes of size 2}}
+// expected-error @+1 {{'x': dimension 0 of size 3 cannot be split over mesh axes [dp] of size 2}}
 func.func @train_step(%x: tensor<3x4xf32> {ppc.input = "x"}) -> tensor<3x4xf32> {
   return %x : tensor<3x4xf32>
 }

@@ -181,26 +181,28 @@ double relativeError(const Tensor &actual, const Tensor &expected) {
 // The check
 //===----------------------------------------------------------------------===//
 
-/// A slice's limits on a shard of its input (or insert_slice's dest) of
-/// `shape`: a dimension taken whole has the local size as its limit.
+/// A slice's (or insert_slice's) bounds on a shard, as the partitioner
+/// rewrites them (`localizeSliceBounds`).
 template <typename OpT>
-void setLocalLimits(OpT slice, llvm::ArrayRef<int64_t> shape) {
-  llvm::SmallVector<int64_t> limits(slice.getLimits());
-  for (auto [d, limit] : llvm::enumerate(limits))
-    if (slice.getStarts()[d] == 0 && slice.getSteps()[d] == 1)
-      limit = std::min(limit, shape[d]);
+void setLocalBounds(OpT slice, llvm::ArrayRef<int64_t> globalShape,
+                    llvm::ArrayRef<int64_t> localShape) {
+  llvm::SmallVector<int64_t> starts(slice.getStarts()), limits(slice.getLimits());
+  localizeSliceBounds(starts, limits, slice.getSteps(), globalShape, localShape);
+  slice.setStarts(starts);
   slice.setLimits(limits);
 }
 
-/// The one attribute the rules do not carry over unchanged: a slice's (or
-/// insert_slice's) limit along a dimension it takes whole is the
-/// dimension's size, which on a shard is the local size. The partitioner
-/// has to rewrite it the same way.
-void localizeAttributes(Operation *op, llvm::ArrayRef<Tensor> localArgs) {
+/// The attributes the rules do not carry over unchanged: a slice's (or
+/// insert_slice's) bounds along a split dimension.
+void localizeAttributes(Operation *op, Operation *global,
+                        llvm::ArrayRef<Tensor> localArgs) {
+  auto shape = [&](unsigned i) {
+    return llvm::cast<RankedTensorType>(global->getOperand(i).getType()).getShape();
+  };
   if (auto slice = llvm::dyn_cast<SliceOp>(op))
-    setLocalLimits(slice, localArgs[0].shape());
+    setLocalBounds(slice, shape(0), localArgs[0].shape());
   if (auto insert = llvm::dyn_cast<InsertSliceOp>(op))
-    setLocalLimits(insert, localArgs[1].shape());
+    setLocalBounds(insert, shape(1), localArgs[1].shape());
 }
 
 template <typename OpT> BuildFn unary() {
@@ -341,7 +343,7 @@ protected:
           auto type = llvm::cast<RankedTensorType>(result.getType());
           result.setType(type.clone(localShape(*rule, dims, f)));
         }
-        localizeAttributes(localOp, localArgs[half]);
+        localizeAttributes(localOp, op, localArgs[half]);
         // A constant's operand is its value.
         if (auto constant = llvm::dyn_cast<ConstantOp>(localOp)) {
           const TensorFactors &dims = rule->results[0];
@@ -631,6 +633,10 @@ void ShardingRulesTest::checkDataMovement() {
         slice({5, 0}, {-1, 8}, {-2, 1}));
   check("slice reverse", {uniform({4, 6})}, slice({3, 5}, {-1, -1}, {-1, -1}));
   check("slice identity", {uniform({4, 6})}, slice({0, 0}, {4, 6}, {1, 1}));
+  // q, k and v out of a fused projection: blocks of 8 (their parts split).
+  check("slice fused qkv first", {uniform({2, 3, 24})}, slice({0, 0, 0}, {2, 3, 8}, {1, 1, 1}));
+  check("slice fused qkv last", {uniform({2, 24})}, slice({0, 16}, {2, 24}, {1, 1}));
+  check("slice two blocks", {uniform({2, 24})}, slice({0, 8}, {2, 24}, {1, 1}));
 
   auto insertSlice = [](Shape starts, Shape limits, Shape steps) {
     return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
@@ -641,6 +647,8 @@ void ShardingRulesTest::checkDataMovement() {
         insertSlice({1, 0}, {5, 4}, {2, 1}));
   check("insert_slice negative step", {uniform({2, 6}), uniform({4, 6})},
         insertSlice({3, 0}, {-1, 6}, {-2, 1}));
+  check("insert_slice fused qkv middle", {uniform({2, 8}), uniform({2, 24})},
+        insertSlice({0, 8}, {2, 16}, {1, 1}));
   check("insert_slice both dims", {uniform({2, 2}), uniform({3, 4})},
         insertSlice({2, 3}, {-1, 0}, {-2, -2}));
 

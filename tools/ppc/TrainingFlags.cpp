@@ -126,8 +126,13 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
            cl::cat(category)),
       shards("shard",
              cl::desc("pin a parameter's layout: split dimension DIM of parameter NAME "
-                      "over the tensor-parallel axis (repeatable)"),
-             cl::value_desc("NAME:DIM"), cl::cat(category)) {}
+                      "over the tensor-parallel axis, in BLOCKS blocks [1] (repeatable; "
+                      "the planner chooses the others)"),
+             cl::value_desc("NAME:DIM[:BLOCKS]"), cl::cat(category)),
+      memoryPerRank("memory-per-rank",
+                    cl::desc("device memory of one rank in bytes (suffixes K, M, G: "
+                             "powers of 1024); the planner's plans must fit [80e9]"),
+                    cl::value_desc("BYTES"), cl::init(""), cl::cat(category)) {}
 
 LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &options,
                                    int64_t scheduleSteps, Setup &setup) {
@@ -185,6 +190,19 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
   p.microBatches = microBatches.getValue();
   p.dataParallel = setup.mesh.dp;
   setup.shards.assign(shards.begin(), shards.end());
+  if (!memoryPerRank.empty()) {
+    llvm::StringRef text = llvm::StringRef(memoryPerRank).trim();
+    double scale = 1;
+    if (!text.empty() && llvm::StringRef("KMG").contains(text.back())) {
+      scale = text.back() == 'K' ? 1024.0 : text.back() == 'M' ? 1048576.0 : 1073741824.0;
+      text = text.drop_back();
+    }
+    double bytes;
+    if (text.getAsDouble(bytes) || bytes <= 0)
+      return failure(reportError("--memory-per-rank '" + memoryPerRank +
+                                 "': expected a positive number of bytes (e.g. 80e9, 512M)"));
+    setup.memoryPerRank = bytes * scale;
+  }
   if (!setup.shards.empty() && setup.mesh.tp == 1)
     return failure(reportError("--shard needs a tensor-parallel axis (--mesh AxB with B > 1)"));
   return success();
@@ -193,10 +211,15 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
 void TrainingFlags::buildPipeline(OpPassManager &pm, const Setup &setup) {
   buildTrainingPipeline(pm, setup.pipeline);
   if (setup.mesh.size() > 1) {
+    PlanShardingsOptions plan;
+    plan.dataParallel = setup.mesh.dp;
+    plan.tensorParallel = setup.mesh.tp;
+    plan.tpShards = setup.shards;
+    plan.memoryPerRank = setup.memoryPerRank;
+    pm.addPass(createPlanShardings(plan));
     PartitionOptions partition;
     partition.dataParallel = setup.mesh.dp;
     partition.tensorParallel = setup.mesh.tp;
-    partition.tpShards = setup.shards;
     pm.addPass(createPartition(partition));
     pm.addNestedPass<func::FuncOp>(createBucketAllReduces());
   }

@@ -27,6 +27,7 @@ struct TrainingFlags {
     int64_t globalBatch = 0, seqLen = 0;
     TrainingPipelineOptions pipeline;
     std::vector<std::string> shards;
+    double memoryPerRank = 80e9;
   };
 
   /// Checks the flags against each other and against `model`'s token
@@ -52,6 +53,7 @@ struct TrainingFlags {
   llvm::cl::opt<std::string> dataDtype, zero, schedule, precision;
   llvm::cl::list<std::string> dims;
   llvm::cl::list<std::string> shards;
+  llvm::cl::opt<std::string> memoryPerRank;
 };
 
 } // namespace ppc

@@ -189,14 +189,13 @@ static ShardingRule concatRule(Operation *op) {
   return rule;
 }
 
-/// Whether a slice takes something other than the whole dimension in order.
-static bool isSliced(int64_t size, int64_t start, int64_t limit, int64_t step) {
-  return start != 0 || limit != size || step != 1;
-}
-
-/// slice: a dimension taken whole is parallel and shared; a sliced one
-/// (start, limit or step not the identity) needs replication, with separate
-/// factors for the input and the result.
+/// slice: a dimension taken whole is parallel and shared. A dimension
+/// sliced with step 1 at multiples of a block length L (the gcd of start,
+/// limit and size) is viewed as [size / L, L]: the blocks are taken or not
+/// (their factor needs replication, with separate factors for the input and
+/// the result), and each block's L elements are a parallel factor shared by
+/// input and result, so a split of that factor slices locally (q, k and v
+/// out of a fused projection). Other sliced dimensions need replication.
 static ShardingRule sliceRule(Operation *op) {
   auto slice = llvm::cast<SliceOp>(op);
   llvm::ArrayRef<int64_t> in = shapeOf(slice.getInput()),
@@ -204,14 +203,19 @@ static ShardingRule sliceRule(Operation *op) {
   ShardingRule rule;
   TensorFactors inDims, outDims;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (isSliced(in[d], slice.getStarts()[d], slice.getLimits()[d],
-                 slice.getSteps()[d])) {
-      inDims.push_back({rule.addFactor(in[d], FactorKind::NeedReplication)});
-      outDims.push_back({rule.addFactor(out[d], FactorKind::NeedReplication)});
-    } else {
+    int64_t block = sliceBlockLength(in[d], slice.getStarts()[d],
+                                     slice.getLimits()[d], slice.getSteps()[d]);
+    if (block == in[d]) {
       int64_t f = rule.addFactor(in[d]);
       inDims.push_back({f});
       outDims.push_back({f});
+    } else if (block > 1) {
+      int64_t inner = rule.addFactor(block);
+      inDims.push_back({rule.addFactor(in[d] / block, FactorKind::NeedReplication), inner});
+      outDims.push_back({rule.addFactor(out[d] / block, FactorKind::NeedReplication), inner});
+    } else {
+      inDims.push_back({rule.addFactor(in[d], FactorKind::NeedReplication)});
+      outDims.push_back({rule.addFactor(out[d], FactorKind::NeedReplication)});
     }
   }
   rule.operands.push_back(std::move(inDims));
@@ -219,8 +223,8 @@ static ShardingRule sliceRule(Operation *op) {
   return rule;
 }
 
-/// insert_slice: like slice, with dest and result sharing every factor; a
-/// sliced dimension needs replication (the source has its own factor).
+/// insert_slice: like slice, with dest and result sharing every factor and
+/// the source's blocks its own factor.
 static ShardingRule insertSliceRule(Operation *op) {
   auto insert = llvm::cast<InsertSliceOp>(op);
   llvm::ArrayRef<int64_t> source = shapeOf(insert.getSource()),
@@ -228,16 +232,20 @@ static ShardingRule insertSliceRule(Operation *op) {
   ShardingRule rule;
   TensorFactors sourceDims, destDims;
   for (size_t d = 0; d < dest.size(); ++d) {
-    if (isSliced(dest[d], insert.getStarts()[d], insert.getLimits()[d],
-                 insert.getSteps()[d])) {
-      sourceDims.push_back(
-          {rule.addFactor(source[d], FactorKind::NeedReplication)});
-      destDims.push_back(
-          {rule.addFactor(dest[d], FactorKind::NeedReplication)});
-    } else {
+    int64_t block = sliceBlockLength(dest[d], insert.getStarts()[d],
+                                     insert.getLimits()[d], insert.getSteps()[d]);
+    if (block == dest[d]) {
       int64_t f = rule.addFactor(dest[d]);
       destDims.push_back({f});
       sourceDims.push_back({f});
+    } else if (block > 1) {
+      int64_t inner = rule.addFactor(block);
+      destDims.push_back({rule.addFactor(dest[d] / block, FactorKind::NeedReplication), inner});
+      sourceDims.push_back(
+          {rule.addFactor(source[d] / block, FactorKind::NeedReplication), inner});
+    } else {
+      sourceDims.push_back({rule.addFactor(source[d], FactorKind::NeedReplication)});
+      destDims.push_back({rule.addFactor(dest[d], FactorKind::NeedReplication)});
     }
   }
   rule.operands = {sourceDims, destDims};

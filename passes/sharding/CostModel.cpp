@@ -1,0 +1,231 @@
+//===- CostModel.cpp - what a sharding plan costs per step ----------------===//
+
+#include "passes/sharding/CostModel.h"
+#include "ir/PpcDialect.h"
+#include "ir/PpcOps.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+using namespace mlir;
+
+namespace ppc {
+
+double DeviceModel::bandwidth(llvm::ArrayRef<std::string> axes) const {
+  double slowest = tpBandwidth;
+  for (const std::string &axis : axes)
+    if (axis != "tp")
+      slowest = std::min(slowest, interNodeBandwidth);
+  return slowest;
+}
+
+double bytesPerRank(ConversionStep::Kind kind, int64_t elements, int64_t elementBytes,
+                    int64_t n) {
+  double bytes = static_cast<double>(elements) * elementBytes;
+  switch (kind) {
+  case ConversionStep::AllReduce:
+    return 2.0 * (n - 1) / n * bytes;
+  case ConversionStep::AllGather:
+  case ConversionStep::ReduceScatter:
+    return static_cast<double>(n - 1) / n * bytes;
+  case ConversionStep::AllSlice:
+  case ConversionStep::ToPartial:
+    return 0;
+  }
+  return 0;
+}
+
+double DeviceModel::seconds(const ConversionStep &step, int64_t elementBytes,
+                            const AxisSizes &sizes) const {
+  if (step.kind == ConversionStep::AllSlice || step.kind == ConversionStep::ToPartial)
+    return static_cast<double>(step.elements) * elementBytes / memoryBandwidth;
+  int64_t n = groupSize(sizes, step.axes);
+  return latency + bytesPerRank(step.kind, step.elements, elementBytes, n) / bandwidth(step.axes);
+}
+
+static int64_t elementBytes(Value v) {
+  Type element = getElementTypeOrSelf(v.getType());
+  return std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+}
+
+static std::string axesKey(llvm::ArrayRef<std::string> axes) {
+  std::string key;
+  for (const std::string &a : axes)
+    key += (key.empty() ? "" : ",") + a;
+  return key;
+}
+
+PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device)
+    : step(step), sizes(std::move(sizes)), device(device) {
+  Block &body = step.getBody().front();
+  for (Value arg : body.getArguments()) {
+    numbers[arg] = values.size();
+    values.push_back(arg);
+  }
+  for (Operation &op : body.without_terminator()) {
+    ops.push_back(&op);
+    rules.push_back(ShardingRuleRegistry::get().lookup(&op));
+    for (Value result : op.getResults()) {
+      numbers[result] = values.size();
+      values.push_back(result);
+    }
+  }
+  lastUse.assign(values.size(), 0);
+  for (auto [i, op] : llvm::enumerate(ops))
+    for (Value v : op->getOperands())
+      lastUse[numbers.lookup(v)] = i;
+  for (Value v : body.getTerminator()->getOperands())
+    lastUse[numbers.lookup(v)] = ops.size();
+}
+
+FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
+                                      llvm::SmallVectorImpl<LayoutRequest> *requests) {
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  unsigned numArgs = step.getNumArguments();
+  std::vector<Layout> layouts(values.size());
+  std::set<std::pair<unsigned, std::string>> converted;
+  PlanCost cost;
+
+  auto bytesOf = [&](Value v, const Layout &layout) -> double {
+    auto shape = localShape(llvm::cast<RankedTensorType>(v.getType()).getShape(), layout, sizes);
+    if (!shape)
+      return kInfinity;
+    double n = elementBytes(v);
+    for (int64_t s : *shape)
+      n *= s;
+    return n;
+  };
+  double argumentBytes = 0;
+  for (unsigned i = 0; i < numArgs; ++i) {
+    layouts[i] = arguments[i];
+    argumentBytes += bytesOf(values[i], arguments[i]);
+  }
+  // Converts value `n` from `from` to `to` (once per target layout), adding
+  // the collectives' cost; returns the bytes of the converted copy.
+  auto convert = [&](unsigned n, const Layout &from, const Layout &to) -> double {
+    if (from == to || !converted.insert({n, to.str()}).second)
+      return 0;
+    Value v = values[n];
+    auto shape = llvm::cast<RankedTensorType>(v.getType()).getShape();
+    auto steps = conversionSteps(shape, from, to, sizes);
+    bool slicesOnly = true;
+    for (const ConversionStep &s : steps) {
+      cost.commSeconds += device.seconds(s, elementBytes(v), sizes);
+      if (s.kind == ConversionStep::AllReduce || s.kind == ConversionStep::AllGather ||
+          s.kind == ConversionStep::ReduceScatter)
+        cost.bytesByAxes[axesKey(s.axes)] +=
+            bytesPerRank(s.kind, s.elements, elementBytes(v), groupSize(sizes, s.axes));
+      slicesOnly &= s.kind == ConversionStep::AllSlice;
+    }
+    if (requests && n < numArgs && slicesOnly)
+      requests->push_back({n, to});
+    return bytesOf(v, to);
+  };
+
+  // Where results end up, and the hints that follows.
+  auto ret = step.getBody().front().getTerminator();
+  llvm::StringMap<unsigned> argByName;
+  for (unsigned i = 0; i < numArgs; ++i)
+    for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
+      if (auto name = step.getArgAttrOfType<StringAttr>(i, attr))
+        argByName[(attr + ":" + name.getValue()).str()] = i;
+  llvm::SmallVector<std::optional<unsigned>> returnArg;
+  llvm::SmallVector<Layout> returnLayouts;
+  for (auto [r, v] : llvm::enumerate(ret->getOperands())) {
+    std::optional<unsigned> arg;
+    for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
+      if (auto name = step.getResultAttrOfType<StringAttr>(r, attr))
+        if (auto it = argByName.find((attr + ":" + name.getValue()).str()); it != argByName.end())
+          arg = it->second;
+    returnArg.push_back(arg);
+    returnLayouts.push_back(arg ? arguments[*arg]
+                                : Layout::replicated(llvm::cast<RankedTensorType>(v.getType()).getRank()));
+  }
+  llvm::DenseMap<Operation *, size_t> opIndex;
+  for (auto [i, op] : llvm::enumerate(ops))
+    opIndex[op] = i;
+  auto hints = layoutHints(step.getBody().front(), returnLayouts,
+                           [&](Operation *op) -> const ShardingRule * {
+                             auto it = opIndex.find(op);
+                             if (it == opIndex.end() || !rules[it->second])
+                               return nullptr;
+                             return &*rules[it->second];
+                           });
+
+  double live = 0;
+  cost.peakBytes = argumentBytes;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    if (!rules[i])
+      return op->emitError() << "'" << op->getName() << "' has no sharding rule";
+    // A partial value reduced for an earlier use is used reduced.
+    for (Value v : op->getOperands()) {
+      Layout &layout = layouts[numbers.lookup(v)];
+      if (layout.partial.empty())
+        continue;
+      Layout full = layout;
+      full.partial.clear();
+      if (converted.count({numbers.lookup(v), full.str()}))
+        layout = full;
+    }
+    llvm::SmallVector<const Layout *> in;
+    for (Value v : op->getOperands())
+      in.push_back(&layouts[numbers.lookup(v)]);
+    OpLayouts decided = layoutsForOp(op, *rules[i], in, sizes);
+
+    double temporaries = 0, touched = 0;
+    for (auto [k, v] : llvm::enumerate(op->getOperands())) {
+      temporaries += convert(numbers.lookup(v), *in[k], decided.operands[k]);
+      touched += bytesOf(v, decided.operands[k]);
+    }
+    double resultBytes = 0;
+    for (auto [r, result] : llvm::enumerate(op->getResults())) {
+      unsigned n = numbers.lookup(result);
+      layouts[n] = decided.results[r];
+      resultBytes += bytesOf(result, decided.results[r]);
+      if (auto hint = hints.find(result); hint != hints.end()) {
+        Layout sliced = applyHint(layouts[n], hint->second);
+        convert(n, layouts[n], sliced);
+        layouts[n] = sliced;
+      }
+    }
+    if (auto matmul = llvm::dyn_cast<MatMulOp>(op)) {
+      // 2 * M * N * K on local shapes: the result's elements times the
+      // contracted size of the left operand.
+      Value lhs = matmul->getOperand(0);
+      auto shape = localShape(llvm::cast<RankedTensorType>(lhs.getType()).getShape(),
+                              decided.operands[0], sizes);
+      double contracted = shape && !shape->empty() ? shape->back() : 1;
+      cost.computeSeconds += 2 * resultBytes / elementBytes(op->getResult(0)) * contracted /
+                             device.flops;
+    } else {
+      cost.computeSeconds += (touched + resultBytes) / device.memoryBandwidth;
+    }
+    live += resultBytes;
+    cost.peakBytes = std::max(cost.peakBytes, argumentBytes + live + temporaries);
+    for (Value v : llvm::SmallDenseSet<Value>(op->getOperands().begin(), op->getOperands().end())) {
+      unsigned n = numbers.lookup(v);
+      if (n >= numArgs && lastUse[n] == i)
+        live -= bytesOf(v, layouts[n]);
+    }
+  }
+
+  // Updated parameters and state return in their argument's layout;
+  // everything else whole.
+  for (auto [r, v] : llvm::enumerate(ret->getOperands())) {
+    unsigned n = numbers.lookup(v);
+    if (layouts[n] == returnLayouts[r])
+      continue;
+    convert(n, layouts[n], returnLayouts[r]);
+    // The update came out split: its argument could have been split so.
+    Layout computed = layouts[n];
+    computed.partial.clear();
+    if (requests && returnArg[r] && !computed.isReplicated())
+      requests->push_back({*returnArg[r], computed});
+  }
+  if (!std::isfinite(cost.peakBytes))
+    cost.computeSeconds = kInfinity;
+  return cost;
+}
+
+} // namespace ppc

@@ -1,0 +1,105 @@
+//===- CostModel.h - what a sharding plan costs per step ----------*- C++ -*-===//
+//
+// The planner scores a candidate plan by running the partitioner's layout
+// decisions (Layout.h) over @train_step without building IR, and adding up
+//  - compute: matmuls at the device's FLOP rate on local shapes, every other
+//    op at its memory bandwidth (bytes read and written);
+//  - communication: every collective the plan needs, at the nccl-tests
+//    per-rank byte counts of DESIGN.md §6 over the bandwidth of its mesh
+//    axes, plus a fixed latency;
+//  - memory: the peak of live local bytes in program order (arguments for
+//    the whole step, every other value from its definition to its last use).
+// A plan is feasible when its peak fits the per-rank memory; among feasible
+// plans the planner wants the shortest step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_PASSES_SHARDING_COSTMODEL_H
+#define PPC_PASSES_SHARDING_COSTMODEL_H
+
+#include "passes/sharding/Layout.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+#include <string>
+
+namespace ppc {
+
+/// The machine a plan is priced for. The defaults are one H100 SXM in a
+/// node of eight (NVLink between tensor-parallel ranks, InfiniBand between
+/// nodes): the figures of DESIGN.md §6.
+struct DeviceModel {
+  /// Dense matmul rate, FLOP/s (f32 math on tensor cores, TF32).
+  double flops = 400e12;
+  /// Device memory bandwidth, bytes/s.
+  double memoryBandwidth = 3e12;
+  /// Device memory per rank, bytes.
+  double memoryBytes = 80e9;
+  /// Per-rank link bandwidth of a collective over the tensor-parallel axis
+  /// (within a node) and over any other axis (across nodes), bytes/s.
+  double tpBandwidth = 450e9;
+  double interNodeBandwidth = 50e9;
+  /// Fixed cost of one collective, seconds.
+  double latency = 10e-6;
+
+  /// The bandwidth of a collective over `axes`: the slowest axis's.
+  double bandwidth(llvm::ArrayRef<std::string> axes) const;
+  /// Seconds for one conversion step (all_slice is a local copy).
+  double seconds(const ConversionStep &step, int64_t elementBytes,
+                 const AxisSizes &sizes) const;
+};
+
+/// Bytes each rank sends for a collective on `elements` elements (the
+/// reduced tensor, or the gathered one) over `n` ranks: all-reduce
+/// 2(n-1)/n, all-gather (n-1)/n of the whole, all-slice nothing.
+double bytesPerRank(ConversionStep::Kind kind, int64_t elements, int64_t elementBytes,
+                    int64_t n);
+
+/// A plan's price.
+struct PlanCost {
+  double computeSeconds = 0;
+  double commSeconds = 0;
+  double peakBytes = 0;
+  /// Bytes each rank sends, by the mesh axes of the collective ("dp", "tp").
+  std::map<std::string, double> bytesByAxes;
+
+  double seconds() const { return computeSeconds + commSeconds; }
+};
+
+/// A layout a use of an argument asked for, reached by slicing alone: the
+/// argument could have been laid out so in the first place.
+struct LayoutRequest {
+  unsigned argument;
+  Layout layout;
+};
+
+/// Prices plans of one @train_step: fixed layouts for its arguments, the
+/// rest decided op by op as the partitioner would.
+class PlanPricer {
+public:
+  PlanPricer(mlir::func::FuncOp step, AxisSizes sizes, DeviceModel device);
+
+  /// The cost of partitioning with `arguments` (one layout per argument).
+  /// Fails, naming the op, when an op has no sharding rule; a layout that
+  /// does not divide a value's shape makes the plan infinitely expensive.
+  mlir::FailureOr<PlanCost> price(llvm::ArrayRef<Layout> arguments,
+                                  llvm::SmallVectorImpl<LayoutRequest> *requests = nullptr);
+
+private:
+  mlir::func::FuncOp step;
+  AxisSizes sizes;
+  DeviceModel device;
+  std::vector<mlir::Operation *> ops;
+  std::vector<std::optional<ShardingRule>> rules;
+  /// Values by number: arguments first, then results in program order.
+  llvm::DenseMap<mlir::Value, unsigned> numbers;
+  std::vector<mlir::Value> values;
+  /// The op index of each value's last use (ops.size() for the return).
+  std::vector<size_t> lastUse;
+};
+
+} // namespace ppc
+
+#endif // PPC_PASSES_SHARDING_COSTMODEL_H

@@ -1,0 +1,399 @@
+//===- Layout.cpp - layouts op by op, and the collectives between them ----===//
+
+#include "passes/sharding/Layout.h"
+#include "ir/PpcOps.h"
+
+#include <set>
+
+using namespace mlir;
+
+namespace ppc {
+
+std::string Layout::str() const {
+  std::string s = "[";
+  for (auto [i, axes] : llvm::enumerate(dims)) {
+    if (i)
+      s += ", ";
+    if (!axes.empty() && blocks[i] != 1)
+      s += std::to_string(blocks[i]) + " * ";
+    s += "[";
+    for (auto [j, a] : llvm::enumerate(axes))
+      s += (j ? ", " : "") + a;
+    s += "]";
+  }
+  s += "]";
+  if (!partial.empty()) {
+    s += " partial [";
+    for (auto [j, a] : llvm::enumerate(partial))
+      s += (j ? ", " : "") + a;
+    s += "]";
+  }
+  return s;
+}
+
+ShardingAttr toAttr(MLIRContext *context, const Layout &layout) {
+  llvm::SmallVector<llvm::SmallVector<StringRef>> dims;
+  for (const auto &axes : layout.dims)
+    dims.emplace_back(axes.begin(), axes.end());
+  llvm::SmallVector<StringRef> partial(layout.partial.begin(), layout.partial.end());
+  llvm::SmallVector<int64_t> blocks;
+  for (auto [axes, b] : llvm::zip(layout.dims, layout.blocks))
+    blocks.push_back(axes.empty() ? 1 : b);
+  return ShardingAttr::get(context, "mesh", dims, partial, blocks);
+}
+
+Layout fromAttr(ShardingAttr sharding) {
+  Layout layout = Layout::replicated(sharding.getRank());
+  for (auto [d, axes] : llvm::enumerate(sharding.getDimAxes())) {
+    for (StringAttr a : axes)
+      layout.dims[d].push_back(a.getValue().str());
+    layout.blocks[d] = sharding.getBlocks(d);
+  }
+  for (StringAttr a : sharding.getPartialAxes())
+    layout.partial.push_back(a.getValue().str());
+  return layout;
+}
+
+FailureOr<AxisSizes> declareMesh(ModuleOp module, int64_t dp, int64_t tp) {
+  if (dp < 1 || tp < 1)
+    return module.emitError() << "mesh axes must have at least one rank";
+  auto mesh = module.lookupSymbol<MeshOp>("mesh");
+  if (!mesh) {
+    OpBuilder builder(module.getBodyRegion());
+    mesh = builder.create<MeshOp>(module.getLoc(), "mesh",
+                                  builder.getStrArrayAttr({"pp", "dp", "tp"}),
+                                  builder.getDenseI64ArrayAttr({1, dp, tp}));
+  }
+  AxisSizes sizes;
+  for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+    sizes[name] = size;
+  if (sizes.lookup("dp") != dp || sizes.lookup("tp") != tp)
+    return module.emitError() << "@mesh has dp=" << sizes.lookup("dp")
+                              << ", tp=" << sizes.lookup("tp") << ", but dp=" << dp
+                              << ", tp=" << tp << " were asked for";
+  return sizes;
+}
+
+int64_t groupSize(const AxisSizes &sizes, llvm::ArrayRef<std::string> axes) {
+  int64_t n = 1;
+  for (const std::string &a : axes)
+    n *= sizes.lookup(a);
+  return n;
+}
+
+std::optional<llvm::SmallVector<int64_t>>
+localShape(llvm::ArrayRef<int64_t> shape, const Layout &layout, const AxisSizes &sizes) {
+  llvm::SmallVector<int64_t> local(shape);
+  for (auto [d, axes] : llvm::enumerate(layout.dims)) {
+    int64_t n = groupSize(sizes, axes);
+    if (shape[d] % (n * (axes.empty() ? 1 : layout.blocks[d])) != 0)
+      return std::nullopt;
+    local[d] /= n;
+  }
+  return local;
+}
+
+namespace {
+
+/// Which operands of `op` may stay partial sums, and the partial axes of
+/// its result then: ops linear in those operands.
+struct PartialFlow {
+  llvm::SmallVector<bool> keep;
+  AxisList resultPartial;
+  /// Whole operands are to be made partial over `resultPartial`.
+  bool makePartial = false;
+};
+
+PartialFlow partialFlow(Operation *op, llvm::ArrayRef<const Layout *> in) {
+  PartialFlow flow;
+  flow.keep.assign(in.size(), false);
+  auto partialOf = [&](unsigned i) -> const AxisList & { return in[i]->partial; };
+  auto anyPartial = llvm::any_of(in, [](const Layout *l) { return !l->partial.empty(); });
+  if (!anyPartial)
+    return flow;
+  // Every operand equally partial: sums and data movement.
+  if (llvm::isa<AddOp, SubOp, ConcatOp>(op)) {
+    if (llvm::all_of(in, [&](const Layout *l) { return l->partial == partialOf(0); })) {
+      flow.keep.assign(in.size(), true);
+      flow.resultPartial = partialOf(0);
+      return flow;
+    }
+    // A scalar sum of partial and whole terms (a gradient norm over split
+    // and replicated gradients): the whole terms become partial locally,
+    // and one all-reduce serves the whole sum.
+    const AxisList *common = nullptr;
+    bool scalar = llvm::cast<RankedTensorType>(op->getResult(0).getType()).getNumElements() == 1;
+    for (const Layout *l : in) {
+      if (l->partial.empty())
+        continue;
+      if (common && *common != l->partial)
+        return flow;
+      common = &l->partial;
+    }
+    if (scalar && llvm::isa<AddOp, SubOp>(op)) {
+      flow.keep.assign(in.size(), true);
+      flow.resultPartial = *common;
+      flow.makePartial = true;
+    }
+    return flow;
+  }
+  // One operand partial, the others not: contractions with a full value,
+  // and scaling by a full scalar. An elementwise product with a full tensor
+  // is linear too, but letting a partial value into one branch of an
+  // elementwise computation makes every branch reduce its own copy; reduced
+  // once where it meets elementwise math, it serves all of them.
+  auto isScalar = [](Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getNumElements() == 1;
+  };
+  bool scaling = llvm::isa<MulOp, DivOp>(op) &&
+                 ((partialOf(0).empty() && isScalar(op->getOperand(0))) ||
+                  (partialOf(1).empty() && isScalar(op->getOperand(1))));
+  bool oneOperandLinear = llvm::isa<MatMulOp, EinsumOp>(op) || scaling;
+  if (oneOperandLinear) {
+    int partialOperand = -1, count = 0;
+    for (unsigned i = 0; i < in.size(); ++i)
+      if (!in[i]->partial.empty())
+        partialOperand = i, ++count;
+    if (count == 1) {
+      flow.keep[partialOperand] = true;
+      flow.resultPartial = partialOf(partialOperand);
+    }
+    return flow;
+  }
+  // Unary linear ops and linear data movement of the first operand.
+  if (llvm::isa<NegOp, ReshapeOp, TransposeOp, SliceOp, ExpandOp, ReduceSumOp,
+                ReduceMeanOp, GatherOp, ScatterAddOp>(op) ||
+      (llvm::isa<CastOp>(op) &&
+       llvm::isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType())))) {
+    if (llvm::all_of(in.drop_front(), [](const Layout *l) { return l->partial.empty(); })) {
+      flow.keep[0] = true;
+      flow.resultPartial = partialOf(0);
+    }
+  }
+  return flow;
+}
+
+/// The factor a dimension's split falls on: the dimension, with factors
+/// `factors`, is viewed as `blocks` blocks each split in `parts`. Returns
+/// the factor and its own blocks, or -1.
+std::pair<int64_t, int64_t> splitFactor(const ShardingRule &rule,
+                                        llvm::ArrayRef<int64_t> factors, int64_t blocks,
+                                        int64_t parts) {
+  int64_t before = 1;
+  for (int64_t f : factors) {
+    int64_t size = rule.factorSizes[f];
+    if (size == 1)
+      continue;
+    if (blocks % before == 0 && blocks / before < size) {
+      int64_t own = blocks / before;
+      if (size % own != 0 || (size / own) % parts != 0)
+        return {-1, 1};
+      return {f, own};
+    }
+    before *= size;
+  }
+  return {-1, 1};
+}
+
+} // namespace
+
+OpLayouts layoutsForOp(Operation *op, const ShardingRule &rule,
+                       llvm::ArrayRef<const Layout *> in, const AxisSizes &sizes) {
+  size_t numFactors = rule.factorSizes.size();
+  llvm::SmallVector<AxisList> factorAxes(numFactors);
+  llvm::SmallVector<int64_t> factorBlocks(numFactors, 1);
+  std::set<std::string> used;
+  for (auto [i, layout] : llvm::enumerate(in)) {
+    for (auto [d, axes] : llvm::enumerate(layout->dims)) {
+      if (axes.empty() || d >= rule.operands[i].size())
+        continue;
+      auto [f, blocks] =
+          splitFactor(rule, rule.operands[i][d], layout->blocks[d], groupSize(sizes, axes));
+      if (f < 0 || rule.factorKinds[f] == FactorKind::NeedReplication ||
+          !factorAxes[f].empty() ||
+          llvm::any_of(axes, [&](const std::string &a) { return used.count(a); }))
+        continue;
+      factorAxes[f] = axes;
+      factorBlocks[f] = blocks;
+      used.insert(axes.begin(), axes.end());
+    }
+  }
+  // One split factor per dimension: a dimension with two would hold a
+  // non-contiguous, non-blocked part. Keep the major one.
+  auto dropMinorSplits = [&](llvm::ArrayRef<llvm::SmallVector<int64_t, 1>> dimFactors) {
+    for (const auto &factors : dimFactors) {
+      bool seen = false;
+      for (int64_t f : factors) {
+        if (factorAxes[f].empty())
+          continue;
+        if (seen)
+          factorAxes[f].clear();
+        seen = true;
+      }
+    }
+  };
+  for (const auto &dims : rule.operands)
+    dropMinorSplits(dims);
+  for (const auto &dims : rule.results)
+    dropMinorSplits(dims);
+
+  auto layoutOf = [&](llvm::ArrayRef<llvm::SmallVector<int64_t, 1>> dimFactors) {
+    Layout layout = Layout::replicated(dimFactors.size());
+    for (auto [d, factors] : llvm::enumerate(dimFactors)) {
+      int64_t before = 1;
+      for (int64_t f : factors) {
+        if (!factorAxes[f].empty()) {
+          layout.dims[d] = factorAxes[f];
+          layout.blocks[d] = before * factorBlocks[f];
+        }
+        before *= rule.factorSizes[f];
+      }
+    }
+    return layout;
+  };
+
+  OpLayouts out;
+  PartialFlow flow = partialFlow(op, in);
+  // A partial sum cannot also be split over its axes: if a factor is split
+  // over an axis a kept operand is partial over, reduce the partial sums
+  // first.
+  std::set<std::string> splitAxes;
+  for (const AxisList &axes : factorAxes)
+    splitAxes.insert(axes.begin(), axes.end());
+  if (llvm::any_of(flow.resultPartial, [&](const std::string &a) { return splitAxes.count(a); })) {
+    flow.keep.assign(in.size(), false);
+    flow.resultPartial.clear();
+    flow.makePartial = false;
+  }
+  for (auto [i, dims] : llvm::enumerate(rule.operands)) {
+    Layout want = layoutOf(dims);
+    if (flow.keep[i])
+      want.partial = flow.makePartial ? flow.resultPartial : in[i]->partial;
+    out.operands.push_back(std::move(want));
+  }
+  for (auto [f, axes] : llvm::enumerate(factorAxes))
+    if (rule.factorKinds[f] == FactorKind::Reduction)
+      llvm::append_range(out.reductionAxes, axes);
+  for (const auto &dims : rule.results) {
+    Layout result = layoutOf(dims);
+    result.partial = flow.resultPartial;
+    llvm::append_range(result.partial, out.reductionAxes);
+    llvm::sort(result.partial);
+    out.results.push_back(std::move(result));
+  }
+  return out;
+}
+
+
+llvm::DenseMap<Value, Layout>
+layoutHints(Block &body, llvm::ArrayRef<Layout> returnLayouts,
+            llvm::function_ref<const ShardingRule *(Operation *)> ruleOf) {
+  llvm::DenseMap<Value, Layout> hints;
+  auto hint = [&](Value v, const Layout &layout) {
+    Layout whole = layout;
+    whole.partial.clear();
+    if (!whole.isReplicated())
+      hints.try_emplace(v, std::move(whole));
+  };
+  for (auto [v, layout] : llvm::zip(body.getTerminator()->getOperands(), returnLayouts))
+    hint(v, layout);
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (op.getNumResults() != 1)
+      continue;
+    auto it = hints.find(op.getResult(0));
+    if (it == hints.end())
+      continue;
+    // Elementwise: the operands with exactly the result's factors (not
+    // broadcast ones) want the result's layout.
+    const ShardingRule *rule = ruleOf(&op);
+    if (!rule || rule->results.size() != 1 ||
+        llvm::any_of(rule->factorKinds, [](FactorKind k) { return k != FactorKind::Parallel; }))
+      continue;
+    Layout wanted = it->second;
+    for (auto [operand, dims] : llvm::zip(op.getOperands(), rule->operands))
+      if (dims == rule->results[0])
+        hint(operand, wanted);
+  }
+  return hints;
+}
+
+Layout applyHint(const Layout &computed, const Layout &hint) {
+  if (computed.dims.size() != hint.dims.size() ||
+      llvm::any_of(computed.dims, [](const AxisList &axes) { return !axes.empty(); }))
+    return computed;
+  // No axis may be both split and partial.
+  for (const AxisList &axes : hint.dims)
+    for (const std::string &a : axes)
+      if (llvm::is_contained(computed.partial, a))
+        return computed;
+  Layout sliced = hint;
+  sliced.partial = computed.partial;
+  return sliced;
+}
+
+llvm::SmallVector<ConversionStep> conversionSteps(llvm::ArrayRef<int64_t> shape,
+                                                  const Layout &from, const Layout &to,
+                                                  const AxisSizes &sizes) {
+  llvm::SmallVector<ConversionStep> steps;
+  if (from == to)
+    return steps;
+  auto local = localShape(shape, from, sizes);
+  llvm::SmallVector<int64_t> current = local ? *local : llvm::SmallVector<int64_t>(shape);
+  auto elements = [&] {
+    int64_t n = 1;
+    for (int64_t s : current)
+      n *= s;
+    return n;
+  };
+  auto slice = [&](size_t d) {
+    current[d] /= groupSize(sizes, to.dims[d]);
+    steps.push_back({ConversionStep::AllSlice, to.dims[d], static_cast<int64_t>(d),
+                     to.blocks[d], elements()});
+  };
+  // Slices over axes the value is neither partial over nor split over
+  // first (they only drop data); the others wait until those axes are free.
+  auto busy = [&](const AxisList &axes) {
+    return llvm::any_of(axes, [&](const std::string &a) {
+      return llvm::is_contained(from.partial, a) ||
+             llvm::any_of(from.dims, [&](const AxisList &split) { return llvm::is_contained(split, a); });
+    });
+  };
+  llvm::SmallVector<size_t> later;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (from.sameDim(to, d) || to.dims[d].empty())
+      continue;
+    if (from.dims[d].empty() && !busy(to.dims[d]))
+      slice(d);
+    else
+      later.push_back(d);
+  }
+  if (!from.partial.empty() && to.partial.empty()) {
+    // Reduced and split over the same axes at once: a reduce-scatter.
+    auto scatter = llvm::find_if(later, [&](size_t d) {
+      return from.dims[d].empty() && to.dims[d] == from.partial;
+    });
+    if (scatter != later.end()) {
+      size_t d = *scatter;
+      steps.push_back({ConversionStep::ReduceScatter, from.partial, static_cast<int64_t>(d),
+                       to.blocks[d], elements()});
+      current[d] /= groupSize(sizes, to.dims[d]);
+      later.erase(scatter);
+    } else {
+      steps.push_back({ConversionStep::AllReduce, from.partial, -1, 1, elements()});
+    }
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (from.dims[d].empty() || from.sameDim(to, d))
+      continue;
+    current[d] *= groupSize(sizes, from.dims[d]);
+    steps.push_back({ConversionStep::AllGather, from.dims[d], static_cast<int64_t>(d),
+                     from.blocks[d], elements()});
+  }
+  for (size_t d : later)
+    slice(d);
+  if (from.partial.empty() && !to.partial.empty())
+    steps.push_back({ConversionStep::ToPartial, to.partial, -1, 1, elements()});
+  return steps;
+}
+
+} // namespace ppc

@@ -1,0 +1,388 @@
+//===- PlanShardings.cpp - choose argument layouts by cost ----------------===//
+//
+// The planner of DESIGN.md §1: data inputs split along their batch over dp,
+// and a tensor-parallel layout for every parameter chosen by a greedy search
+// priced by the cost model (CostModel.h). See the pass description in
+// Passes.td for the search; nothing here knows the names or roles of a
+// transformer's weights.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/PpcAttrs.h"
+#include "ir/PpcDialect.h"
+#include "ir/PpcOps.h"
+#include "passes/Passes.h"
+#include "passes/sharding/CostModel.h"
+#include "passes/sharding/Layout.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <set>
+
+using namespace mlir;
+
+namespace ppc {
+#define GEN_PASS_DEF_PLANSHARDINGS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+/// A tensor-parallel layout of a parameter: dimension `dim` split over tp
+/// in `blocks` blocks, or replicated (dim < 0).
+struct TpOption {
+  int64_t dim = -1;
+  int64_t blocks = 1;
+  bool operator==(const TpOption &o) const { return dim == o.dim && blocks == o.blocks; }
+  bool operator!=(const TpOption &o) const { return !(*this == o); }
+};
+
+/// Parameters decided together, and what they may be.
+struct ParamClass {
+  llvm::SmallVector<unsigned> params;
+  llvm::SmallVector<TpOption> options;
+  bool pinned = false;
+};
+
+/// What a parameter's uses look like a few ops deep, with its shape: the
+/// same weight of every layer has the same signature.
+std::string signature(BlockArgument arg) {
+  constexpr int kDepth = 4;
+  constexpr size_t kFrontier = 32;
+  std::string shape;
+  llvm::raw_string_ostream os(shape);
+  os << arg.getType();
+  std::vector<std::string> parts;
+  llvm::SmallVector<Value> frontier{arg};
+  for (int depth = 1; depth <= kDepth && !frontier.empty(); ++depth) {
+    llvm::SmallVector<Value> next;
+    for (Value v : frontier)
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        std::string part;
+        llvm::raw_string_ostream ps(part);
+        ps << depth << ':' << user->getName();
+        // Where a value is returned says which parameter it is, not how
+        // it is used.
+        if (!user->hasTrait<OpTrait::IsTerminator>())
+          ps << ':' << use.getOperandNumber();
+        for (Type t : user->getResultTypes())
+          ps << ':' << t;
+        parts.push_back(part);
+        if (next.size() < kFrontier)
+          llvm::append_range(next, user->getResults());
+      }
+    frontier = std::move(next);
+  }
+  llvm::sort(parts);
+  for (const std::string &p : parts)
+    shape += "|" + p;
+  return shape;
+}
+
+class Planner {
+public:
+  Planner(func::FuncOp step, AxisSizes sizes, DeviceModel device, double memoryPerRank)
+      : step(step), sizes(sizes), pricer(step, sizes, device), budget(memoryPerRank) {}
+
+  /// Reads parameters and pins, forms classes and their options.
+  LogicalResult setUp(llvm::ArrayRef<std::string> pins);
+  /// Runs the search; the argument layouts of the chosen plan.
+  FailureOr<llvm::SmallVector<Layout>> run();
+  /// The chosen plan's cost, and how many plans were priced.
+  const PlanCost &chosenCost() const { return chosen; }
+  size_t plansPriced() const { return memo.size(); }
+
+private:
+  using Plan = llvm::SmallVector<TpOption>;
+  struct Scored {
+    Plan plan;
+    PlanCost cost;
+  };
+  llvm::SmallVector<Layout> layoutsOf(const Plan &plan);
+  FailureOr<PlanCost> price(const Plan &plan, llvm::SmallVectorImpl<LayoutRequest> *requests);
+  /// `plan` with every request on a free, replicated class granted, until
+  /// none is left.
+  FailureOr<Scored> closure(Plan plan);
+  bool fits(const PlanCost &cost) const { return cost.peakBytes <= budget; }
+
+  func::FuncOp step;
+  AxisSizes sizes;
+  PlanPricer pricer;
+  double budget;
+  int64_t tp() const { return sizes.lookup("tp"); }
+
+  llvm::SmallVector<ParamClass> classes;
+  /// The class of each argument that is a parameter or its state, or -1.
+  llvm::SmallVector<int> classOf;
+  std::map<std::string, PlanCost> memo;
+  PlanCost chosen;
+};
+
+LogicalResult Planner::setUp(llvm::ArrayRef<std::string> pins) {
+  unsigned numArgs = step.getNumArguments();
+  classOf.assign(numArgs, -1);
+  llvm::StringMap<unsigned> paramArg;
+  for (unsigned i = 0; i < numArgs; ++i)
+    if (auto name = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName))
+      paramArg[name.getValue()] = i;
+
+  // Blocks the program slices dimensions in (q, k, v of a fused projection).
+  std::set<int64_t> blockCounts{1};
+  step.walk([&](Operation *op) {
+    auto add = [&](llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> starts,
+                   llvm::ArrayRef<int64_t> limits, llvm::ArrayRef<int64_t> steps) {
+      for (size_t d = 0; d < shape.size(); ++d) {
+        int64_t block = sliceBlockLength(shape[d], starts[d], limits[d], steps[d]);
+        if (block > 1 && block < shape[d])
+          blockCounts.insert(shape[d] / block);
+      }
+    };
+    if (auto slice = llvm::dyn_cast<SliceOp>(op))
+      add(slice.getInput().getType().getShape(), slice.getStarts(), slice.getLimits(),
+          slice.getSteps());
+    if (auto insert = llvm::dyn_cast<InsertSliceOp>(op))
+      add(insert.getDest().getType().getShape(), insert.getStarts(), insert.getLimits(),
+          insert.getSteps());
+  });
+
+  auto optionsFor = [&](RankedTensorType type) {
+    llvm::SmallVector<TpOption> options{TpOption{}};
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      for (int64_t b : blockCounts)
+        if (type.getDimSize(d) % (b * tp()) == 0 && type.getDimSize(d) / b > 1)
+          options.push_back({d, b});
+    return options;
+  };
+
+  // Pinned parameters: a class of their own with one option.
+  std::set<std::string> pinnedNames;
+  for (const std::string &entry : pins) {
+    llvm::SmallVector<StringRef, 3> fields;
+    StringRef(entry).split(fields, ':');
+    int64_t dim = -1, blocks = 1;
+    bool bad = fields.size() < 2 || fields.size() > 3 ||
+               fields[1].getAsInteger(10, dim) || dim < 0 ||
+               (fields.size() == 3 && (fields[2].getAsInteger(10, blocks) || blocks < 1));
+    // A parameter name may hold ':' itself only if it is not a pin's tail.
+    if (bad)
+      return step.emitError() << "tp-shard '" << entry
+                              << "': expected NAME:DIM or NAME:DIM:BLOCKS";
+    auto it = paramArg.find(fields[0]);
+    if (it == paramArg.end())
+      return step.emitError() << "tp-shard '" << entry << "': no parameter '" << fields[0]
+                              << "'";
+    auto type = llvm::cast<RankedTensorType>(step.getArgument(it->second).getType());
+    if (dim >= type.getRank())
+      return step.emitError() << "tp-shard '" << entry << "': parameter '" << fields[0]
+                              << "' of type " << type << " has no dimension " << dim;
+    if (type.getDimSize(dim) % (blocks * tp()) != 0)
+      return step.emitError() << "tp-shard '" << entry << "': dimension " << dim
+                              << " of parameter '" << fields[0] << "' (size "
+                              << type.getDimSize(dim) << ") does not split into " << blocks
+                              << " blocks over mesh axis tp of size " << tp();
+    ParamClass pinned;
+    pinned.params.push_back(it->second);
+    pinned.options.push_back({dim, blocks});
+    pinned.pinned = true;
+    classOf[it->second] = classes.size();
+    classes.push_back(std::move(pinned));
+    pinnedNames.insert(fields[0].str());
+  }
+
+  // The others, by signature, in argument order.
+  std::map<std::string, int> bySignature;
+  for (unsigned i = 0; i < numArgs; ++i) {
+    auto name = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName);
+    if (!name || pinnedNames.count(name.getValue().str()))
+      continue;
+    auto [it, inserted] = bySignature.try_emplace(signature(step.getArgument(i)),
+                                                  static_cast<int>(classes.size()));
+    if (inserted) {
+      ParamClass c;
+      c.options = optionsFor(llvm::cast<RankedTensorType>(step.getArgument(i).getType()));
+      classes.push_back(std::move(c));
+    }
+    classes[it->second].params.push_back(i);
+    classOf[i] = it->second;
+  }
+  // Optimizer state follows its parameter (when shaped like it).
+  for (unsigned i = 0; i < numArgs; ++i) {
+    auto state = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kStateAttrName);
+    if (!state)
+      continue;
+    auto it = paramArg.find(state.getValue().split(':').second);
+    if (it != paramArg.end() &&
+        step.getArgument(i).getType() == step.getArgument(it->second).getType())
+      classOf[i] = classOf[it->second];
+  }
+  return success();
+}
+
+llvm::SmallVector<Layout> Planner::layoutsOf(const Plan &plan) {
+  llvm::SmallVector<Layout> layouts;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto type = llvm::cast<RankedTensorType>(step.getArgument(i).getType());
+    Layout layout = Layout::replicated(type.getRank());
+    if (step.getArgAttr(i, PpcDialect::kInputAttrName) && type.getRank() > 0 &&
+        sizes.lookup("dp") > 1)
+      layout.dims[0] = {"dp"};
+    if (classOf[i] >= 0) {
+      TpOption option = plan[classOf[i]];
+      if (option.dim >= 0) {
+        layout.dims[option.dim] = {"tp"};
+        layout.blocks[option.dim] = option.blocks;
+      }
+    }
+    layouts.push_back(std::move(layout));
+  }
+  return layouts;
+}
+
+FailureOr<PlanCost> Planner::price(const Plan &plan,
+                                   llvm::SmallVectorImpl<LayoutRequest> *requests) {
+  std::string key;
+  for (const TpOption &o : plan)
+    key += std::to_string(o.dim) + "/" + std::to_string(o.blocks) + ",";
+  if (!requests)
+    if (auto it = memo.find(key); it != memo.end())
+      return it->second;
+  auto cost = pricer.price(layoutsOf(plan), requests);
+  if (succeeded(cost))
+    memo[key] = *cost;
+  return cost;
+}
+
+FailureOr<Planner::Scored> Planner::closure(Plan plan) {
+  for (int round = 0;; ++round) {
+    llvm::SmallVector<LayoutRequest> requests;
+    auto cost = price(plan, &requests);
+    if (failed(cost))
+      return failure();
+    bool changed = false;
+    for (const LayoutRequest &request : requests) {
+      int c = classOf[request.argument];
+      if (c < 0 || classes[c].pinned || plan[c].dim >= 0 || round >= 8)
+        continue;
+      // A split of one dimension over tp alone, if the class may take it.
+      const Layout &l = request.layout;
+      TpOption wanted;
+      bool other = !l.partial.empty();
+      for (auto [d, axes] : llvm::enumerate(l.dims)) {
+        if (axes.empty())
+          continue;
+        if (axes.size() != 1 || axes[0] != "tp" || wanted.dim >= 0)
+          other = true;
+        wanted = {static_cast<int64_t>(d), l.blocks[d]};
+      }
+      if (other || wanted.dim < 0 || !llvm::is_contained(classes[c].options, wanted))
+        continue;
+      plan[c] = wanted;
+      changed = true;
+    }
+    if (!changed)
+      return Scored{plan, *cost};
+  }
+}
+
+FailureOr<llvm::SmallVector<Layout>> Planner::run() {
+  Plan start;
+  for (const ParamClass &c : classes)
+    start.push_back(c.pinned ? c.options.front() : TpOption{});
+  auto current = closure(start);
+  if (failed(current))
+    return failure();
+  chosen = current->cost;
+  if (tp() == 1)
+    return layoutsOf(start);
+  constexpr double kTiny = 1e-12;
+  for (size_t round = 0; round < 4 * classes.size() + 4; ++round) {
+    std::optional<Scored> best;
+    double bestScore = 0;
+    for (auto [c, cls] : llvm::enumerate(classes)) {
+      if (cls.pinned)
+        continue;
+      for (const TpOption &option : cls.options) {
+        if (option == current->plan[c])
+          continue;
+        Plan plan = current->plan;
+        plan[c] = option;
+        auto candidate = closure(plan);
+        if (failed(candidate))
+          return failure();
+        const PlanCost &now = current->cost, &next = candidate->cost;
+        double score;
+        if (!fits(now)) {
+          // Bytes saved per second added (any saving that costs no time
+          // ranks above all that do).
+          double saved = now.peakBytes - next.peakBytes;
+          if (saved <= 0)
+            continue;
+          score = saved / std::max(next.seconds() - now.seconds(), kTiny);
+        } else {
+          if (!fits(next) || next.seconds() >= now.seconds() * (1 - 1e-9))
+            continue;
+          score = now.seconds() - next.seconds();
+        }
+        if (!best || score > bestScore) {
+          best = *candidate;
+          bestScore = score;
+        }
+      }
+    }
+    if (!best)
+      break;
+    current = std::move(*best);
+  }
+  chosen = current->cost;
+  if (!fits(chosen))
+    return step.emitError() << "no plan found fits in " << budget
+                            << " bytes per rank (memory-per-rank): the best needs "
+                            << chosen.peakBytes << " bytes";
+  return layoutsOf(current->plan);
+}
+
+struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
+  using PlanShardingsBase::PlanShardingsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step) {
+      module.emitError() << "no @train_step to plan; run the training pipeline first";
+      return signalPassFailure();
+    }
+    auto sizes = declareMesh(module, dataParallel, tensorParallel);
+    if (failed(sizes))
+      return signalPassFailure();
+    if (!tpShards.empty() && tensorParallel == 1) {
+      module.emitError() << "tp-shard needs a tensor-parallel axis (tp > 1)";
+      return signalPassFailure();
+    }
+    DeviceModel device;
+    Planner planner(step, *sizes, device, memoryPerRank);
+    llvm::SmallVector<std::string> pins(tpShards.begin(), tpShards.end());
+    if (failed(planner.setUp(pins)))
+      return signalPassFailure();
+    auto layouts = planner.run();
+    if (failed(layouts))
+      return signalPassFailure();
+    for (auto [i, layout] : llvm::enumerate(*layouts))
+      step.setArgAttr(i, PpcDialect::kShardingAttrName, toAttr(&getContext(), layout));
+    // The cost model's estimate for the chosen plan, for reports and tests.
+    Builder b(&getContext());
+    const PlanCost &cost = planner.chosenCost();
+    step->setAttr("ppc.plan",
+                  b.getDictionaryAttr({
+                      b.getNamedAttr("compute_seconds", b.getF64FloatAttr(cost.computeSeconds)),
+                      b.getNamedAttr("comm_seconds", b.getF64FloatAttr(cost.commSeconds)),
+                      b.getNamedAttr("peak_bytes", b.getF64FloatAttr(cost.peakBytes)),
+                      b.getNamedAttr("memory_per_rank", b.getF64FloatAttr(memoryPerRank)),
+                      b.getNamedAttr("plans_priced",
+                                     b.getI64IntegerAttr(planner.plansPriced())),
+                  }));
+  }
+};
+
+} // namespace
+} // namespace ppc
