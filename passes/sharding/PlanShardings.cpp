@@ -336,9 +336,9 @@ FailureOr<llvm::SmallVector<Layout>> Planner::run() {
   }
   chosen = current->cost;
   if (!fits(chosen))
-    return step.emitError() << "no plan found fits in " << budget
+    return step.emitError() << "no plan found fits in " << static_cast<int64_t>(budget)
                             << " bytes per rank (memory-per-rank): the best needs "
-                            << chosen.peakBytes << " bytes";
+                            << static_cast<int64_t>(chosen.peakBytes);
   return layoutsOf(current->plan);
 }
 
