@@ -64,6 +64,7 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device)
     values.push_back(arg);
   }
   for (Operation &op : body.without_terminator()) {
+    opIndex[&op] = ops.size();
     ops.push_back(&op);
     rules.push_back(ShardingRuleRegistry::get().lookup(&op));
     for (Value result : op.getResults()) {
@@ -71,6 +72,7 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device)
       values.push_back(result);
     }
   }
+  updated = updatedArguments(step);
   lastUse.assign(values.size(), 0);
   for (auto [i, op] : llvm::enumerate(ops))
     for (Value v : op->getOperands())
@@ -123,34 +125,15 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     return bytesOf(v, to);
   };
 
-  // Where results end up, and the hints that follows.
+  // Where results end up, and the hints that follow.
   auto ret = step.getBody().front().getTerminator();
-  llvm::StringMap<unsigned> argByName;
-  for (unsigned i = 0; i < numArgs; ++i)
-    for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
-      if (auto name = step.getArgAttrOfType<StringAttr>(i, attr))
-        argByName[(attr + ":" + name.getValue()).str()] = i;
-  llvm::SmallVector<std::optional<unsigned>> returnArg;
-  llvm::SmallVector<Layout> returnLayouts;
-  for (auto [r, v] : llvm::enumerate(ret->getOperands())) {
-    std::optional<unsigned> arg;
-    for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
-      if (auto name = step.getResultAttrOfType<StringAttr>(r, attr))
-        if (auto it = argByName.find((attr + ":" + name.getValue()).str()); it != argByName.end())
-          arg = it->second;
-    returnArg.push_back(arg);
-    returnLayouts.push_back(arg ? arguments[*arg]
-                                : Layout::replicated(llvm::cast<RankedTensorType>(v.getType()).getRank()));
-  }
-  llvm::DenseMap<Operation *, size_t> opIndex;
-  for (auto [i, op] : llvm::enumerate(ops))
-    opIndex[op] = i;
-  auto hints = layoutHints(step.getBody().front(), returnLayouts,
+  llvm::SmallVector<Layout> resultLayouts = returnLayouts(step, arguments);
+  auto hints = layoutHints(step.getBody().front(), resultLayouts,
                            [&](Operation *op) -> const ShardingRule * {
                              auto it = opIndex.find(op);
-                             if (it == opIndex.end() || !rules[it->second])
-                               return nullptr;
-                             return &*rules[it->second];
+                             return it != opIndex.end() && rules[it->second]
+                                        ? &*rules[it->second]
+                                        : nullptr;
                            });
 
   double live = 0;
@@ -214,14 +197,14 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
   // everything else whole.
   for (auto [r, v] : llvm::enumerate(ret->getOperands())) {
     unsigned n = numbers.lookup(v);
-    if (layouts[n] == returnLayouts[r])
+    if (layouts[n] == resultLayouts[r])
       continue;
-    convert(n, layouts[n], returnLayouts[r]);
+    convert(n, layouts[n], resultLayouts[r]);
     // The update came out split: its argument could have been split so.
     Layout computed = layouts[n];
     computed.partial.clear();
-    if (requests && returnArg[r] && !computed.isReplicated())
-      requests->push_back({*returnArg[r], computed});
+    if (requests && updated[r] && !computed.isReplicated())
+      requests->push_back({*updated[r], computed});
   }
   if (!std::isfinite(cost.peakBytes))
     cost.computeSeconds = kInfinity;

@@ -93,6 +93,9 @@ private:
   DeviceModel device;
   std::vector<mlir::Operation *> ops;
   std::vector<std::optional<ShardingRule>> rules;
+  llvm::DenseMap<mlir::Operation *, size_t> opIndex;
+  /// The argument each result updates (Layout.h's updatedArguments).
+  llvm::SmallVector<std::optional<unsigned>> updated;
   /// Values by number: arguments first, then results in program order.
   llvm::DenseMap<mlir::Value, unsigned> numbers;
   std::vector<mlir::Value> values;

@@ -1,6 +1,7 @@
 //===- Layout.cpp - layouts op by op, and the collectives between them ----===//
 
 #include "passes/sharding/Layout.h"
+#include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 
 #include <set>
@@ -284,6 +285,32 @@ OpLayouts layoutsForOp(Operation *op, const ShardingRule &rule,
   return out;
 }
 
+
+llvm::SmallVector<std::optional<unsigned>> updatedArguments(func::FuncOp step) {
+  llvm::StringMap<unsigned> argByName;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
+      if (auto name = step.getArgAttrOfType<StringAttr>(i, attr))
+        argByName[(attr + ":" + name.getValue()).str()] = i;
+  llvm::SmallVector<std::optional<unsigned>> updated;
+  for (unsigned r = 0; r < step.getNumResults(); ++r) {
+    std::optional<unsigned> arg;
+    for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
+      if (auto name = step.getResultAttrOfType<StringAttr>(r, attr))
+        if (auto it = argByName.find((attr + ":" + name.getValue()).str()); it != argByName.end())
+          arg = it->second;
+    updated.push_back(arg);
+  }
+  return updated;
+}
+
+llvm::SmallVector<Layout> returnLayouts(func::FuncOp step, llvm::ArrayRef<Layout> arguments) {
+  llvm::SmallVector<Layout> layouts;
+  for (auto [arg, type] : llvm::zip(updatedArguments(step), step.getResultTypes()))
+    layouts.push_back(arg ? arguments[*arg]
+                          : Layout::replicated(llvm::cast<RankedTensorType>(type).getRank()));
+  return layouts;
+}
 
 llvm::DenseMap<Value, Layout>
 layoutHints(Block &body, llvm::ArrayRef<Layout> returnLayouts,

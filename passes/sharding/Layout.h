@@ -16,6 +16,7 @@
 #include "ir/PpcAttrs.h"
 #include "passes/sharding/ShardingRules.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SmallVector.h"
@@ -100,6 +101,15 @@ struct OpLayouts {
 /// Partial sums stay partial through ops linear in them.
 OpLayouts layoutsForOp(mlir::Operation *op, const ShardingRule &rule,
                        llvm::ArrayRef<const Layout *> in, const AxisSizes &sizes);
+
+/// For each result of `step`, the argument it is the updated value of (a
+/// parameter or optimizer state of the same name), or none (outputs).
+llvm::SmallVector<std::optional<unsigned>> updatedArguments(mlir::func::FuncOp step);
+
+/// The layout each result of `step` is returned in, given the arguments':
+/// an updated parameter or state in its argument's, everything else whole.
+llvm::SmallVector<Layout> returnLayouts(mlir::func::FuncOp step,
+                                        llvm::ArrayRef<Layout> arguments);
 
 /// Layouts values should take as soon as they are computed, from where
 /// they end up: an updated parameter (or optimizer state) returns in its

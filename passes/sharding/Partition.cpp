@@ -58,6 +58,13 @@ private:
   FailureOr<RankedTensorType> localType(Value global, const Layout &layout, Operation *at);
   Layout argumentLayout(func::FuncOp func, unsigned i);
   LogicalResult partitionOp(Operation *op);
+  /// The sharding rule of `op` (looked up once), or null.
+  const ShardingRule *ruleOf(Operation *op) {
+    auto [it, inserted] = rules.try_emplace(op);
+    if (inserted)
+      it->second = ShardingRuleRegistry::get().lookup(op);
+    return it->second ? &*it->second : nullptr;
+  }
   /// `local` (a value of layout `from`) converted to layout `to`.
   Value convert(Value local, const Layout &from, const Layout &to, Location loc,
                 Value global);
@@ -78,6 +85,7 @@ private:
   OpBuilder builder;
   IRMapping mapping;
   llvm::DenseMap<Value, Layout> layouts;
+  llvm::DenseMap<Operation *, std::optional<ShardingRule>> rules;
   /// Layouts results are sliced to as soon as they are computed.
   llvm::DenseMap<Value, Layout> hints;
   /// Conversions done already: a value converted once serves every use.
@@ -130,7 +138,7 @@ Layout Partitioner::argumentLayout(func::FuncOp func, unsigned i) {
 }
 
 LogicalResult Partitioner::partitionOp(Operation *op) {
-  const auto rule = ShardingRuleRegistry::get().lookup(op);
+  const ShardingRule *rule = ruleOf(op);
   if (!rule)
     return op->emitError() << "'" << op->getName() << "' has no sharding rule";
   // A partial value that was already all-reduced for an earlier use is used
@@ -416,27 +424,8 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   // Results: updated parameters and state keep their argument's layout;
   // everything else (loss, metrics) is returned whole on every rank.
   auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
-  llvm::StringMap<Layout> byName;
-  for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
-      if (auto name = func.getArgAttrOfType<StringAttr>(i, attr))
-        byName[(attr + ":" + name.getValue()).str()] = argLayouts[i];
-  llvm::SmallVector<Layout> returnLayouts;
-  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    Layout want = Layout::replicated(llvm::cast<RankedTensorType>(v.getType()).getRank());
-    for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName})
-      if (auto name = func.getResultAttrOfType<StringAttr>(i, attr))
-        want = byName.lookup((attr + ":" + name.getValue()).str());
-    returnLayouts.push_back(std::move(want));
-  }
-  std::vector<std::optional<ShardingRule>> rules;
-  llvm::DenseMap<Operation *, size_t> ruleIndex;
-  hints = layoutHints(body, returnLayouts, [&](Operation *op) -> const ShardingRule * {
-    auto [it, inserted] = ruleIndex.try_emplace(op, rules.size());
-    if (inserted)
-      rules.push_back(ShardingRuleRegistry::get().lookup(op));
-    return rules[it->second] ? &*rules[it->second] : nullptr;
-  });
+  llvm::SmallVector<Layout> resultLayouts = returnLayouts(func, argLayouts);
+  hints = layoutHints(body, resultLayouts, [&](Operation *op) { return ruleOf(op); });
 
   builder.setInsertionPointToEnd(entry);
   for (Operation &op : body.without_terminator())
@@ -444,25 +433,15 @@ LogicalResult Partitioner::run(func::FuncOp func) {
       return failure();
 
   llvm::SmallVector<Value> results;
-  for (auto [v, want] : llvm::zip(ret.getOperands(), returnLayouts))
+  for (auto [v, want] : llvm::zip(ret.getOperands(), resultLayouts))
     results.push_back(convert(mapping.lookup(v), layouts[v], want, ret.getLoc(), v));
   builder.create<func::ReturnOp>(ret.getLoc(), results);
   spmd.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   spmd.setAllResultAttrs(func.getAllResultAttrs());
   for (auto [i, layout] : llvm::enumerate(argLayouts))
     spmd.setArgAttr(i, kShardingAttrName, toAttr(builder.getContext(), layout));
-  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    Layout out = layouts[v];
-    out.partial.clear();
-    if (auto name = func.getResultAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName))
-      out = byName.lookup((PpcDialect::kParamAttrName + ":" + name.getValue()).str());
-    if (auto name = func.getResultAttrOfType<StringAttr>(i, PpcDialect::kStateAttrName))
-      out = byName.lookup((PpcDialect::kStateAttrName + ":" + name.getValue()).str());
-    if (!func.getResultAttr(i, PpcDialect::kParamAttrName) &&
-        !func.getResultAttr(i, PpcDialect::kStateAttrName))
-      out = Layout::replicated(out.dims.size());
-    spmd.setResultAttr(i, kShardingAttrName, toAttr(builder.getContext(), out));
-  }
+  for (auto [i, layout] : llvm::enumerate(resultLayouts))
+    spmd.setResultAttr(i, kShardingAttrName, toAttr(builder.getContext(), layout));
   func.erase();
   return success();
 }

@@ -189,65 +189,58 @@ static ShardingRule concatRule(Operation *op) {
   return rule;
 }
 
-/// slice: a dimension taken whole is parallel and shared. A dimension
-/// sliced with step 1 at multiples of a block length L (the gcd of start,
-/// limit and size) is viewed as [size / L, L]: the blocks are taken or not
-/// (their factor needs replication, with separate factors for the input and
-/// the result), and each block's L elements are a parallel factor shared by
-/// input and result, so a split of that factor slices locally (q, k and v
-/// out of a fused projection). Other sliced dimensions need replication.
+/// One dimension of a slice: `whole` elements of which `part` are taken
+/// (start, limit, step). Taken whole, it is one parallel factor shared by
+/// both sides. Sliced with step 1 at multiples of a block length L (the gcd
+/// of start, limit and size), it is viewed as [size / L, L]: the blocks are
+/// taken or not (a factor per side that needs replication), and each
+/// block's L elements are a parallel factor shared by both, so a split of
+/// that factor slices locally (q, k and v out of a fused projection).
+/// Otherwise each side has its own factor that needs replication.
+static void addSliceDim(ShardingRule &rule, int64_t whole, int64_t part, int64_t start,
+                        int64_t limit, int64_t step, TensorFactors &wholeDims,
+                        TensorFactors &partDims) {
+  int64_t block = sliceBlockLength(whole, start, limit, step);
+  if (block == whole) {
+    int64_t f = rule.addFactor(whole);
+    wholeDims.push_back({f});
+    partDims.push_back({f});
+  } else if (block > 1) {
+    int64_t inner = rule.addFactor(block);
+    wholeDims.push_back({rule.addFactor(whole / block, FactorKind::NeedReplication), inner});
+    partDims.push_back({rule.addFactor(part / block, FactorKind::NeedReplication), inner});
+  } else {
+    wholeDims.push_back({rule.addFactor(whole, FactorKind::NeedReplication)});
+    partDims.push_back({rule.addFactor(part, FactorKind::NeedReplication)});
+  }
+}
+
+/// slice: input and result dimension by dimension (`addSliceDim`).
 static ShardingRule sliceRule(Operation *op) {
   auto slice = llvm::cast<SliceOp>(op);
   llvm::ArrayRef<int64_t> in = shapeOf(slice.getInput()),
                           out = shapeOf(slice.getResult());
   ShardingRule rule;
   TensorFactors inDims, outDims;
-  for (size_t d = 0; d < in.size(); ++d) {
-    int64_t block = sliceBlockLength(in[d], slice.getStarts()[d],
-                                     slice.getLimits()[d], slice.getSteps()[d]);
-    if (block == in[d]) {
-      int64_t f = rule.addFactor(in[d]);
-      inDims.push_back({f});
-      outDims.push_back({f});
-    } else if (block > 1) {
-      int64_t inner = rule.addFactor(block);
-      inDims.push_back({rule.addFactor(in[d] / block, FactorKind::NeedReplication), inner});
-      outDims.push_back({rule.addFactor(out[d] / block, FactorKind::NeedReplication), inner});
-    } else {
-      inDims.push_back({rule.addFactor(in[d], FactorKind::NeedReplication)});
-      outDims.push_back({rule.addFactor(out[d], FactorKind::NeedReplication)});
-    }
-  }
+  for (size_t d = 0; d < in.size(); ++d)
+    addSliceDim(rule, in[d], out[d], slice.getStarts()[d], slice.getLimits()[d],
+                slice.getSteps()[d], inDims, outDims);
   rule.operands.push_back(std::move(inDims));
   rule.results.push_back(std::move(outDims));
   return rule;
 }
 
 /// insert_slice: like slice, with dest and result sharing every factor and
-/// the source's blocks its own factor.
+/// the source as the sliced side.
 static ShardingRule insertSliceRule(Operation *op) {
   auto insert = llvm::cast<InsertSliceOp>(op);
   llvm::ArrayRef<int64_t> source = shapeOf(insert.getSource()),
                           dest = shapeOf(insert.getDest());
   ShardingRule rule;
   TensorFactors sourceDims, destDims;
-  for (size_t d = 0; d < dest.size(); ++d) {
-    int64_t block = sliceBlockLength(dest[d], insert.getStarts()[d],
-                                     insert.getLimits()[d], insert.getSteps()[d]);
-    if (block == dest[d]) {
-      int64_t f = rule.addFactor(dest[d]);
-      destDims.push_back({f});
-      sourceDims.push_back({f});
-    } else if (block > 1) {
-      int64_t inner = rule.addFactor(block);
-      destDims.push_back({rule.addFactor(dest[d] / block, FactorKind::NeedReplication), inner});
-      sourceDims.push_back(
-          {rule.addFactor(source[d] / block, FactorKind::NeedReplication), inner});
-    } else {
-      sourceDims.push_back({rule.addFactor(source[d], FactorKind::NeedReplication)});
-      destDims.push_back({rule.addFactor(dest[d], FactorKind::NeedReplication)});
-    }
-  }
+  for (size_t d = 0; d < dest.size(); ++d)
+    addSliceDim(rule, dest[d], source[d], insert.getStarts()[d], insert.getLimits()[d],
+                insert.getSteps()[d], destDims, sourceDims);
   rule.operands = {sourceDims, destDims};
   rule.results = {destDims};
   return rule;
