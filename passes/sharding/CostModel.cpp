@@ -1,6 +1,7 @@
 //===- CostModel.cpp - what a sharding plan costs per step ----------------===//
 
 #include "passes/sharding/CostModel.h"
+#include "passes/sharding/LocalForms.h"
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 
@@ -160,6 +161,13 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     for (auto [k, v] : llvm::enumerate(op->getOperands())) {
       temporaries += convert(numbers.lookup(v), *in[k], decided.operands[k]);
       touched += bytesOf(v, decided.operands[k]);
+    }
+    // The collectives of the op's local form (a split softmax's statistics).
+    for (const ConversionStep &s : localCollectives(op, *rules[i], decided, sizes)) {
+      int64_t bytes = elementBytes(op->getOperand(0));
+      cost.commSeconds += device.seconds(s, bytes, sizes);
+      cost.bytesByAxes[axesKey(s.axes)] +=
+          bytesPerRank(s.kind, s.elements, bytes, groupSize(sizes, s.axes));
     }
     double resultBytes = 0;
     for (auto [r, result] : llvm::enumerate(op->getResults())) {

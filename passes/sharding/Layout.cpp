@@ -273,7 +273,8 @@ OpLayouts layoutsForOp(Operation *op, const ShardingRule &rule,
     out.operands.push_back(std::move(want));
   }
   for (auto [f, axes] : llvm::enumerate(factorAxes))
-    if (rule.factorKinds[f] == FactorKind::Reduction)
+    if (rule.factorKinds[f] == FactorKind::Reduction ||
+        rule.factorKinds[f] == FactorKind::IndexedReduction)
       llvm::append_range(out.reductionAxes, axes);
   for (const auto &dims : rule.results) {
     Layout result = layoutOf(dims);
@@ -282,6 +283,8 @@ OpLayouts layoutsForOp(Operation *op, const ShardingRule &rule,
     llvm::sort(result.partial);
     out.results.push_back(std::move(result));
   }
+  out.factorAxes = std::move(factorAxes);
+  out.factorBlocks = std::move(factorBlocks);
   return out;
 }
 

@@ -90,8 +90,13 @@ struct OpLayouts {
   llvm::SmallVector<Layout> operands;
   /// The layout of each result, as the op computes it on local shards.
   llvm::SmallVector<Layout> results;
-  /// The axes of sharded reduction factors (results are partial over them).
+  /// The axes of sharded reduction and indexed-reduction factors (results
+  /// are partial over them).
   AxisList reductionAxes;
+  /// For each factor of the rule, the axes it is split over (none: whole)
+  /// and the blocks it is split in.
+  llvm::SmallVector<AxisList> factorAxes;
+  llvm::SmallVector<int64_t> factorBlocks;
 };
 
 /// The layouts for `op` with sharding rule `rule`, given its operands'

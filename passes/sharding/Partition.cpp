@@ -27,6 +27,7 @@
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
 #include "passes/sharding/Layout.h"
+#include "passes/sharding/LocalForms.h"
 #include "passes/sharding/ShardingRules.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -166,7 +167,6 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   for (auto [i, v] : llvm::enumerate(op->getOperands()))
     local.map(v, convert(mapping.lookup(v), *in[i], decided.operands[i], op->getLoc(), v));
   Operation *clone = builder.clone(*op, local);
-  const AxisList &reductionAxes = decided.reductionAxes;
   for (auto [r, result] : llvm::enumerate(op->getResults())) {
     const Layout &out = decided.results[r];
     auto type = localType(result, out, op);
@@ -174,12 +174,34 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       return failure();
     clone->getResult(r).setType(*type);
     layouts[result] = out;
-    mapping.map(result, clone->getResult(r));
   }
-  llvm::SmallVector<Attribute> resultShardings;
-  for (Value result : op->getResults())
-    resultShardings.push_back(toAttr(builder.getContext(), layouts[result]));
-  clone->setAttr(kShardingsAttrName, builder.getArrayAttr(resultShardings));
+  // What the shard runs: the clone, or the op's local form (LocalForms.cpp).
+  llvm::SmallVector<Value> results(clone->getResults());
+  auto cause = builder.getStringAttr(op->getNumResults() ? valueName(op->getResult(0))
+                                                         : op->getName().getStringRef().str());
+  LocalFormContext context{
+      builder,
+      op,
+      *rule,
+      decided,
+      axisSizes,
+      [&](Value v, llvm::ArrayRef<std::string> axes, ReductionKind kind) -> Value {
+        auto reduce = builder.create<AllReduceOp>(op->getLoc(), v.getType(), v, meshRef(),
+                                                  axesAttr(axes), kind);
+        reduce->setAttr("ppc.value", cause);
+        return reduce;
+      },
+      [&](llvm::ArrayRef<std::string> axes) -> Value {
+        return builder.create<AxisIndexOp>(op->getLoc(), meshRef(), axesAttr(axes));
+      }};
+  if (failed(buildLocalForm(context, clone, results)))
+    return failure();
+  for (auto [result, value] : llvm::zip(op->getResults(), results)) {
+    mapping.map(result, value);
+    if (Operation *def = value.getDefiningOp(); def && def->getNumResults() == 1)
+      def->setAttr(kShardingsAttrName,
+                   builder.getArrayAttr({toAttr(builder.getContext(), layouts[result])}));
+  }
   // Results wanted split (gradients of split parameters) are sliced now.
   for (Value result : op->getResults()) {
     auto hint = hints.find(result);
@@ -188,83 +210,10 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     Layout sliced = applyHint(layouts[result], hint->second);
     if (sliced == layouts[result])
       continue;
-    OpBuilder::InsertionGuard after(builder);
-    builder.setInsertionPointAfter(clone);
     mapping.map(result, convert(mapping.lookup(result), layouts[result], sliced,
                                 op->getLoc(), result));
     layouts[result] = sliced;
   }
-
-  // Attributes that spell out global positions become local: a split
-  // dimension is sliced within each of its blocks.
-  auto localizeBounds = [&](auto slice, unsigned operand) {
-    llvm::SmallVector<int64_t> starts(slice.getStarts()), limits(slice.getLimits());
-    localizeSliceBounds(
-        starts, limits, slice.getSteps(),
-        llvm::cast<RankedTensorType>(op->getOperand(operand).getType()).getShape(),
-        llvm::cast<RankedTensorType>(clone->getOperand(operand).getType()).getShape());
-    slice.setStarts(starts);
-    slice.setLimits(limits);
-  };
-  if (auto slice = llvm::dyn_cast<SliceOp>(clone))
-    localizeBounds(slice, 0);
-  if (auto insert = llvm::dyn_cast<InsertSliceOp>(clone))
-    localizeBounds(insert, 1);
-
-  // A mean over a sharded dimension: each rank's mean of its part, scaled
-  // by its share, is a partial sum of the global mean.
-  if (llvm::isa<ReduceMeanOp>(op) && !reductionAxes.empty()) {
-    builder.setInsertionPointAfter(clone);
-    Value part = clone->getResult(0);
-    Type element = getElementTypeOrSelf(part.getType());
-    Value share = builder.create<ConstantOp>(
-        op->getLoc(), DenseElementsAttr::get(RankedTensorType::get({}, element),
-                                             builder.getFloatAttr(element, 1.0 / groupSize(axisSizes, reductionAxes))));
-    Value scaled = builder.create<MulOp>(op->getLoc(), part, share);
-    mapping.map(op->getResult(0), scaled);
-  }
-  if (auto nll = llvm::dyn_cast<NllLossOp>(op);
-      nll && !reductionAxes.empty() && nll.getReduction() == LossReduction::Mean) {
-    builder.setInsertionPointAfter(clone);
-    Location loc = op->getLoc();
-    Value part = clone->getResult(0);
-    auto scalar = llvm::cast<RankedTensorType>(part.getType());
-    Type element = scalar.getElementType();
-    if (nll.getWeight())
-      return op->emitError() << "a weighted mean nll_loss over a sharded batch is not "
-                                "partitioned yet";
-    if (!nll.getIgnoreIndexAttr()) {
-      // Every rank holds as many targets: the global mean is the mean of
-      // the ranks' means.
-      Value share = builder.create<ConstantOp>(
-          loc, DenseElementsAttr::get(scalar, builder.getFloatAttr(
-                                                  element, 1.0 / groupSize(axisSizes, reductionAxes))));
-      mapping.map(op->getResult(0), builder.create<MulOp>(loc, part, share));
-    } else {
-      // Ranks may ignore different numbers of targets: the global sum over
-      // the global count of the others.
-      llvm::cast<NllLossOp>(clone).setReduction(LossReduction::Sum);
-      Value target = clone->getOperand(1);
-      auto targetType = llvm::cast<RankedTensorType>(target.getType());
-      Value ignore = builder.create<ConstantOp>(
-          loc, DenseElementsAttr::get(
-                   RankedTensorType::get({}, targetType.getElementType()),
-                   builder.getIntegerAttr(targetType.getElementType(),
-                                          nll.getIgnoreIndexAttr().getInt())));
-      Value ignored = builder.create<EqualOp>(loc, target, ignore);
-      Value kept = builder.create<CastOp>(loc, targetType.clone(element),
-                                          builder.create<NotOp>(loc, ignored));
-      llvm::SmallVector<int64_t> all;
-      for (int64_t d = 0; d < targetType.getRank(); ++d)
-        all.push_back(d);
-      Value count = builder.create<ReduceSumOp>(loc, kept, all, false);
-      Value sum = allReduce(part, reductionAxes, loc);
-      mapping.map(op->getResult(0),
-                  builder.create<DivOp>(loc, sum, allReduce(count, reductionAxes, loc)));
-      layouts[op->getResult(0)].partial.clear();
-    }
-  }
-  builder.setInsertionPointToEnd(clone->getBlock());
   return success();
 }
 

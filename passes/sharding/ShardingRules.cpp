@@ -102,6 +102,10 @@ static llvm::StringRef kindName(FactorKind kind) {
     return "parallel";
   case FactorKind::Reduction:
     return "reduction";
+  case FactorKind::IndexedReduction:
+    return "indexed-reduction";
+  case FactorKind::Normalized:
+    return "normalized";
   case FactorKind::NeedReplication:
     return "need-replication";
   }
@@ -145,9 +149,10 @@ std::string ShardingRule::verify(Operation *op) const {
           return llvm::formatv("{0} factor {1} appears twice in {2} {3}",
                                kindName(factorKinds[f]), factorName(f), what,
                                index);
-        if (isResult && factorKinds[f] == FactorKind::Reduction)
-          return llvm::formatv("reduction factor {0} appears in result {1}",
-                               factorName(f), index);
+        if (isResult && (factorKinds[f] == FactorKind::Reduction ||
+                         factorKinds[f] == FactorKind::IndexedReduction))
+          return llvm::formatv("{0} factor {1} appears in result {2}",
+                               kindName(factorKinds[f]), factorName(f), index);
         seen.push_back(f);
         used[f] = true;
         inResult[f] = inResult[f] || isResult;
@@ -177,10 +182,12 @@ std::string ShardingRule::verify(Operation *op) const {
                            factorName(f));
     // Sharding a parallel factor must shard some result, or the op would
     // compute its whole result from partial operands.
-    if (factorKinds[f] == FactorKind::Parallel && !inResult[f] &&
+    if ((factorKinds[f] == FactorKind::Parallel ||
+         factorKinds[f] == FactorKind::Normalized) &&
+        !inResult[f] &&
         op->getNumResults() > 0)
-      return llvm::formatv("parallel factor {0} appears in no result",
-                           factorName(f));
+      return llvm::formatv("{0} factor {1} appears in no result",
+                           kindName(factorKinds[f]), factorName(f));
   }
   return "";
 }
@@ -237,6 +244,12 @@ std::string ShardingRule::str() const {
   if (std::string reduction = factorsOfKind(FactorKind::Reduction);
       !reduction.empty())
     text += " reduction={" + reduction + "}";
+  if (std::string indexed = factorsOfKind(FactorKind::IndexedReduction);
+      !indexed.empty())
+    text += " indexed={" + indexed + "}";
+  if (std::string normalized = factorsOfKind(FactorKind::Normalized);
+      !normalized.empty())
+    text += " normalized={" + normalized + "}";
   if (std::string replicated = factorsOfKind(FactorKind::NeedReplication);
       !replicated.empty())
     text += " replicated={" + replicated + "}";

@@ -7,12 +7,19 @@
 // mesh axes shards every dimension it appears in the same way; the op then
 // runs unchanged on local shards, except that
 //  - a Reduction factor (it appears in operands only: matmul's k, a reduced
-//    axis) leaves each result a partial sum over those axes, and
-//  - a NeedReplication factor (softmax's axis, layer_norm's normalized dims,
-//    a gather's indexed rows) must not be sharded.
-// Ops whose sharded form needs more than that (vocabulary-parallel gather or
-// cross-entropy) get dedicated partitioning later; their rules mark the
-// factor NeedReplication until then.
+//    axis) leaves each result a partial sum over those axes;
+//  - an IndexedReduction factor (a dimension indexed by data: a gather's
+//    rows, nll_loss's classes) appears in operands only too and leaves
+//    results partial sums: each shard serves the indices that fall in its
+//    part and contributes zeros for the others (a vocabulary-parallel
+//    embedding or loss);
+//  - a Normalized factor (softmax's axis) stays split in the results, and
+//    the shards exchange the statistics they normalize by (the maximum and
+//    the sum of exponentials: two small all-reduces); and
+//  - a NeedReplication factor (layer_norm's normalized dims, a slice of a
+//    dimension that is not made of whole blocks) must not be sharded.
+// IndexedReduction and Normalized factors are not sharded by cloning the op:
+// LocalForms.cpp builds what each shard runs instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +36,7 @@
 
 namespace ppc {
 
-enum class FactorKind { Parallel, Reduction, NeedReplication };
+enum class FactorKind { Parallel, Reduction, IndexedReduction, Normalized, NeedReplication };
 
 struct ShardingRule {
   /// Factor sizes and kinds, by factor index.

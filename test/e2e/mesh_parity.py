@@ -8,9 +8,11 @@ and the data-parallel traffic in `--report` must match 2 Psi (d-1)/d.
 On meshes with tp > 1 the planner chooses the tensor-parallel layouts by
 cost. These models are tiny, so splitting them only pays when memory is
 short: for each such mesh the test lowers --memory-per-rank (fractions of
-the replicated plan's peak) until every weight matrix of the blocks is split
-over tp, then requires Megatron's result: exactly four tensor-parallel
-all-reduces of (batch / dp) * seq * hidden elements per layer, and the
+the replicated plan's peak) until every weight matrix of the blocks (and
+GPT's tied embedding, by vocabulary) is split over tp, then requires
+Megatron's result: exactly four tensor-parallel all-reduces of
+(batch / dp) * seq * hidden elements per layer, GPT's vocabulary-parallel
+cross-entropy (two all-reduces of (batch / dp) * seq statistics), and the
 losses of one rank. The LLaMA case at the end pins Megatron's layout with
 --shard instead (column-parallel q, k, v, w1, w3; row-parallel o, w2).
 """
@@ -58,19 +60,47 @@ def layer_tp_reduces(report, bsh):
 
 def megatron_budget(ppc, model, tmp, mesh, extra):
     """The largest --memory-per-rank (a fraction of the replicated plan's
-    peak) at which the planner splits every weight matrix of the blocks."""
+    peak, to 0.02) at which the planner splits every weight matrix of the
+    blocks (and GPT's tied embedding by vocabulary): tenths first, then
+    hundredths above the first tenth that does."""
     peak = compile_report(ppc, model, tmp, mesh, extra)["plan"]["peak_bytes"]
-    for tenths in range(9, 2, -1):
-        budget = int(peak * tenths / 10)
+
+    def splits(hundredths):
+        budget = int(peak * hundredths / 100)
         report = compile_report(ppc, model, tmp, mesh,
                                 extra + ["--memory-per-rank", str(budget)])
         if report is None:
-            break
+            return None
         matrices = {k: v for k, v in report["parameters"].items()
                     if k.startswith("blocks.") and k.endswith("weight") and "], [" in v}
-        if all("tp" in v for v in matrices.values()):
-            return budget, tenths / 10
-    raise AssertionError(f"{model} --mesh {mesh}: no budget splits every block matrix")
+        # GPT ties its embedding to the LM head: Megatron splits it by rows
+        # (the vocabulary), with a vocabulary-parallel cross-entropy.
+        vocab = report["parameters"].get("wte.weight", "") if "gpt" in model else ""
+        return all("tp" in v for v in matrices.values()) and (not vocab or "[[tp], []]" in vocab)
+
+    for tenths in range(9, 2, -1):
+        found = splits(tenths * 10)
+        if found is None:
+            break
+        if found:
+            best = tenths * 10
+            for hundredths in range(best + 8, best, -2):
+                if splits(hundredths):
+                    best = hundredths
+                    break
+            return int(peak * best / 100), best / 100
+    raise AssertionError(f"{model} --mesh {mesh}: no budget splits every block matrix "
+                         "(and GPT's embedding by vocabulary)")
+
+
+def vocab_parallel(report, bs):
+    """GPT's vocabulary-parallel embedding and cross-entropy: the embedding's
+    partial lookups are summed once (an all-reduce of b*s*h, counted as
+    '/Add' where wte and wpe meet) and the loss all-reduces two statistics
+    of b*s elements (the maximum and the sum of exponentials)."""
+    stats = [c for c in report["per_rank_per_step"]["collectives"]
+             if c["axes"] == ["tp"] and c["value"] == "cross_entropy" and c["elements"] == bs]
+    return report["parameters"]["wte.weight"], len(stats)
 
 
 def simulate(ppc, model, tmp, name, mesh, extra, report=None):
@@ -138,7 +168,7 @@ def main():
                 if tp > 1:
                     budget, fraction = megatron_budget(args.ppc, model, tmp, mesh, extra)
                     flags += ["--memory-per-rank", str(budget)]
-                    budget_note = f"memory {fraction:.1f}x replicated: "
+                    budget_note = f"memory {fraction:.2f}x replicated: "
                 report = os.path.join(tmp, f"{kind}-{mesh}.json")
                 losses = simulate(args.ppc, model, tmp, f"{kind}-{mesh}{len(extra)}", mesh,
                                   flags, report)
@@ -158,6 +188,11 @@ def main():
                     good &= all(n == 4 for n in per_layer)
                     tp_note = (f"; {budget_note}tp all-reduces of b*s*h={bsh} per layer per "
                                f"micro-batch {per_layer}")
+                    if kind == "gpt":
+                        wte, stats = vocab_parallel(r, bsh // CFG["d_model"])
+                        good &= stats == 2 * micro
+                        tp_note += (f"; wte {wte.replace('#ppc.sharding<@mesh, ', '')[:-1]} with {stats / micro:g} "
+                                    f"cross-entropy statistic all-reduces per micro-batch")
                 ok &= good
                 ratio = f"{dpr['ratio']:.6f}" if dpr["formula_bytes"] > 0 else "-"
                 print(f"{kind:6s} --mesh {mesh:4s} {' '.join(extra):18s} worst loss rel err "

@@ -14,9 +14,9 @@
 // CHECK-SAME:    %[[X:arg[0-9]+]]: tensor<2x3xf32> {ppc.input = "x", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}dp], []]>}
 // CHECK-SAME:    tensor<f32> {ppc.output = "loss", ppc.sharding = #ppc.sharding<@mesh, []>}
 // CHECK:         %[[H:.*]] = ppc.matmul %[[X]], %[[W]] {ppc.shardings = [#ppc.sharding<@mesh, {{\[\[}}dp], []]>]} : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x5xf32>
-// CHECK:         %[[MEAN:.*]] = ppc.reduce_mean {{.*}}partial = [dp]
+// CHECK:         %[[MEAN:.*]] = ppc.reduce_mean
 // CHECK:         %[[SHARE:.*]] = ppc.constant dense<5.000000e-01>
-// CHECK:         %[[LOCAL_LOSS:.*]] = ppc.mul %[[MEAN]], %[[SHARE]]
+// CHECK:         %[[LOCAL_LOSS:.*]] = ppc.mul %[[MEAN]], %[[SHARE]] {{.*}}partial = [dp]
 // CHECK-NOT:     ppc.all_reduce
 // CHECK:         %[[DW_PART:.*]] = ppc.matmul {{.*}}partial = [dp]{{.*}} -> tensor<3x5xf32>
 // CHECK:         %[[DW:.*]] = ppc.all_reduce %[[DW_PART]] on @mesh["dp"] sum {ppc.value = "{{.*}}"} : tensor<3x5xf32>

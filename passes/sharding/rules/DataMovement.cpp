@@ -247,10 +247,11 @@ static ShardingRule insertSliceRule(Operation *op) {
 }
 
 /// gather: the result is `data[:axis] + indices + data[axis+1:]`. The
-/// indexed axis of data needs replication (any shard may need any row; a
-/// vocabulary-parallel lookup is partitioned specially later); the indices'
-/// dimensions and data's other dimensions are parallel, shared with the
-/// result's corresponding dimensions.
+/// indexed axis of data is an indexed reduction: split, each shard looks up
+/// the indices in its rows and zeros the others, and the results add up (a
+/// vocabulary-parallel embedding); the indices' dimensions and data's other
+/// dimensions are parallel, shared with the result's corresponding
+/// dimensions.
 static ShardingRule gatherRule(Operation *op) {
   auto gather = llvm::cast<GatherOp>(op);
   llvm::ArrayRef<int64_t> data = shapeOf(gather.getData()),
@@ -258,7 +259,7 @@ static ShardingRule gatherRule(Operation *op) {
   int64_t axis = gather.getAxis();
   ShardingRule rule;
   TensorFactors before = addFactorPerDim(rule, data.take_front(axis));
-  int64_t indexed = rule.addFactor(data[axis], FactorKind::NeedReplication);
+  int64_t indexed = rule.addFactor(data[axis], FactorKind::IndexedReduction);
   TensorFactors indexDims = addFactorPerDim(rule, indices);
   TensorFactors after = addFactorPerDim(rule, data.drop_front(axis + 1));
   TensorFactors dataDims = before, resultDims = before;
@@ -273,7 +274,8 @@ static ShardingRule gatherRule(Operation *op) {
 
 /// scatter_add, the mirror of gather: updates are
 /// `result[:axis] + indices + result[axis+1:]`. The result's indexed axis
-/// needs replication; the indices' dimensions, shared by updates and
+/// needs replication (a gradient wanted split by rows is sliced after the
+/// scatter); the indices' dimensions, shared by updates and
 /// indices, are a reduction (each shard scatters its part of the updates,
 /// and the partial results add up); the other dimensions are parallel.
 static ShardingRule scatterAddRule(Operation *op) {

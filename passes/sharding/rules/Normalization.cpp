@@ -1,8 +1,10 @@
 //===- Normalization.cpp - sharding rules of softmax and layer_norm -------===//
 //
 // A normalization reads every element along its normalized dimensions to
-// compute each one (a maximum, a sum of exponentials, a mean and variance),
-// and those statistics are not sums of per-shard ones: the normalized
+// compute each one (a maximum, a sum of exponentials, a mean and variance).
+// Softmax's statistics combine across shards with one all-reduce each (the
+// maximum, then the sum of exponentials), so its axis is a normalized
+// factor (a vocabulary-parallel log_softmax). layer_norm's normalized
 // dimensions need replication. The other dimensions are parallel.
 //
 //===----------------------------------------------------------------------===//
@@ -14,7 +16,7 @@ using namespace mlir;
 
 namespace ppc {
 
-/// softmax and log_softmax: `axis` needs replication, the rest is parallel.
+/// softmax and log_softmax: `axis` is normalized, the rest is parallel.
 template <typename OpT> static ShardingRule softmaxRule(Operation *op) {
   auto softmax = llvm::cast<OpT>(op);
   int64_t axis = softmax.getAxis();
@@ -22,7 +24,7 @@ template <typename OpT> static ShardingRule softmaxRule(Operation *op) {
   TensorFactors dims;
   for (auto [d, size] : llvm::enumerate(shapeOf(softmax.getInput())))
     dims.push_back({rule.addFactor(size, static_cast<int64_t>(d) == axis
-                                             ? FactorKind::NeedReplication
+                                             ? FactorKind::Normalized
                                              : FactorKind::Parallel)});
   rule.operands.push_back(dims);
   rule.results.push_back(dims);
