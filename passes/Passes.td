@@ -130,7 +130,9 @@ def PlanShardings : Pass<"ppc-plan-shardings", "mlir::ModuleOp"> {
                "pinned parameter layouts, NAME:DIM or NAME:DIM:BLOCKS: split dimension "
                "DIM of parameter NAME over tp (in BLOCKS blocks)">,
     Option<"memoryPerRank", "memory-per-rank", "double", /*default=*/"80e9",
-           "device memory of one rank in bytes; plans must fit">
+           "device memory of one rank in bytes; plans must fit">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", /*default=*/"false",
+           "price plans as ppc-partition's sequence-parallel mode partitions them">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }
@@ -152,10 +154,21 @@ def Partition : Pass<"ppc-partition", "mlir::ModuleOp"> {
     dimension viewed as blocks is gathered and sliced block by block
     (between reshapes). Every argument, result and op records its layout as
     `#ppc.sharding` (`ppc.sharding`, `ppc.shardings`).
+
+    With `sequence-parallel`, a partial sum over tp that an op cannot keep
+    (a row-parallel matmul's output meeting its bias and the residual) is
+    reduce-scattered along its sequence dimension (the dimension carrying a
+    data input's dimension 1) instead of all-reduced, so layer norms,
+    residual adds and the other elementwise ops between the blocks run on
+    sequence shards; the next column-parallel matmul all-gathers its input,
+    the smaller operand of the conflict.
   }];
   let options = [
     Option<"dataParallel", "dp", "int64_t", /*default=*/"1", "data-parallel ranks">,
-    Option<"tensorParallel", "tp", "int64_t", /*default=*/"1", "tensor-parallel ranks">
+    Option<"tensorParallel", "tp", "int64_t", /*default=*/"1", "tensor-parallel ranks">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", /*default=*/"false",
+           "reduce-scatter partial sums over tp along the sequence dimension instead "
+           "of all-reducing them">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

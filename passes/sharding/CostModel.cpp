@@ -57,7 +57,8 @@ static std::string axesKey(llvm::ArrayRef<std::string> axes) {
   return key;
 }
 
-PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device)
+PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device,
+                       bool sequenceParallel)
     : step(step), sizes(std::move(sizes)), device(device) {
   Block &body = step.getBody().front();
   for (Value arg : body.getArguments()) {
@@ -74,6 +75,15 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device)
     }
   }
   updated = updatedArguments(step);
+  OperandFacts facts(
+      step,
+      [&](Operation *op) -> const ShardingRule * {
+        auto it = opIndex.find(op);
+        return it != opIndex.end() && rules[it->second] ? &*rules[it->second] : nullptr;
+      },
+      sequenceParallel);
+  for (Operation *op : ops)
+    operandInfo.push_back(facts.of(op));
   lastUse.assign(values.size(), 0);
   for (auto [i, op] : llvm::enumerate(ops))
     for (Value v : op->getOperands())
@@ -155,7 +165,7 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     llvm::SmallVector<const Layout *> in;
     for (Value v : op->getOperands())
       in.push_back(&layouts[numbers.lookup(v)]);
-    OpLayouts decided = layoutsForOp(op, *rules[i], in, sizes);
+    OpLayouts decided = layoutsForOp(op, *rules[i], in, sizes, &operandInfo[i]);
 
     double temporaries = 0, touched = 0;
     for (auto [k, v] : llvm::enumerate(op->getOperands())) {

@@ -79,7 +79,9 @@ struct LayoutRequest {
 /// rest decided op by op as the partitioner would.
 class PlanPricer {
 public:
-  PlanPricer(mlir::func::FuncOp step, AxisSizes sizes, DeviceModel device);
+  /// `sequenceParallel`: price the partitioner's sequence-parallel mode.
+  PlanPricer(mlir::func::FuncOp step, AxisSizes sizes, DeviceModel device,
+             bool sequenceParallel = false);
 
   /// The cost of partitioning with `arguments` (one layout per argument).
   /// Fails, naming the op, when an op has no sharding rule; a layout that
@@ -99,6 +101,8 @@ private:
   /// Values by number: arguments first, then results in program order.
   llvm::DenseMap<mlir::Value, unsigned> numbers;
   std::vector<mlir::Value> values;
+  /// What layoutsForOp needs to know about each op's operands (Layout.h).
+  std::vector<OperandInfo> operandInfo;
   /// The op index of each value's last use (ops.size() for the return).
   std::vector<size_t> lastUse;
 };

@@ -199,25 +199,66 @@ std::pair<int64_t, int64_t> splitFactor(const ShardingRule &rule,
 } // namespace
 
 OpLayouts layoutsForOp(Operation *op, const ShardingRule &rule,
-                       llvm::ArrayRef<const Layout *> in, const AxisSizes &sizes) {
+                       llvm::ArrayRef<const Layout *> given, const AxisSizes &sizes,
+                       const OperandInfo *info) {
+  llvm::ArrayRef<int64_t> scatterDims;
+  if (info)
+    scatterDims = info->scatterDims;
   size_t numFactors = rule.factorSizes.size();
-  llvm::SmallVector<AxisList> factorAxes(numFactors);
-  llvm::SmallVector<int64_t> factorBlocks(numFactors, 1);
-  std::set<std::string> used;
+  PartialFlow flow = partialFlow(op, given);
+  // Sequence parallelism: a partial sum over tp that the op cannot keep is
+  // reduce-scattered along its sequence dimension, so the op sees it split.
+  llvm::SmallVector<const Layout *> in(given.begin(), given.end());
+  llvm::SmallVector<Layout> scattered(in.size());
+  for (auto [i, dim] : llvm::enumerate(scatterDims)) {
+    if (dim < 0 || flow.keep[i] || in[i]->partial != AxisList{"tp"} ||
+        !in[i]->dims[dim].empty())
+      continue;
+    scattered[i] = *in[i];
+    scattered[i].partial.clear();
+    scattered[i].dims[dim] = {"tp"};
+    scattered[i].blocks[dim] = 1;
+    in[i] = &scattered[i];
+  }
+  // Each split dimension of an operand claims its factor for its axes. On
+  // a conflict (two claims on one axis) the first claim wins and the other
+  // operand is converted: stationary operands (weights) claim first, as
+  // Megatron keeps weights in place and moves activations; then splits of
+  // factors the results keep (a reduction factor's split would leave the
+  // result a partial sum, to be reduced later); then operand order.
+  struct Claim {
+    int priority;
+    size_t operand, dim;
+    int64_t factor, blocks;
+  };
+  llvm::SmallVector<Claim> claims;
   for (auto [i, layout] : llvm::enumerate(in)) {
     for (auto [d, axes] : llvm::enumerate(layout->dims)) {
       if (axes.empty() || d >= rule.operands[i].size())
         continue;
       auto [f, blocks] =
           splitFactor(rule, rule.operands[i][d], layout->blocks[d], groupSize(sizes, axes));
-      if (f < 0 || rule.factorKinds[f] == FactorKind::NeedReplication ||
-          !factorAxes[f].empty() ||
-          llvm::any_of(axes, [&](const std::string &a) { return used.count(a); }))
+      if (f < 0 || rule.factorKinds[f] == FactorKind::NeedReplication)
         continue;
-      factorAxes[f] = axes;
-      factorBlocks[f] = blocks;
-      used.insert(axes.begin(), axes.end());
+      bool reduces = rule.factorKinds[f] == FactorKind::Reduction ||
+                     rule.factorKinds[f] == FactorKind::IndexedReduction;
+      bool stationary = info && i < info->stationary.size() && info->stationary[i];
+      claims.push_back({stationary ? 0 : reduces ? 2 : 1, i, d, f, blocks});
     }
+  }
+  llvm::stable_sort(claims, [](const Claim &a, const Claim &b) { return a.priority < b.priority; });
+
+  llvm::SmallVector<AxisList> factorAxes(numFactors);
+  llvm::SmallVector<int64_t> factorBlocks(numFactors, 1);
+  std::set<std::string> used;
+  for (const Claim &claim : claims) {
+    const AxisList &axes = in[claim.operand]->dims[claim.dim];
+    if (!factorAxes[claim.factor].empty() ||
+        llvm::any_of(axes, [&](const std::string &a) { return used.count(a); }))
+      continue;
+    factorAxes[claim.factor] = axes;
+    factorBlocks[claim.factor] = claim.blocks;
+    used.insert(axes.begin(), axes.end());
   }
   // One split factor per dimension: a dimension with two would hold a
   // non-contiguous, non-blocked part. Keep the major one.
@@ -254,7 +295,6 @@ OpLayouts layoutsForOp(Operation *op, const ShardingRule &rule,
   };
 
   OpLayouts out;
-  PartialFlow flow = partialFlow(op, in);
   // A partial sum cannot also be split over its axes: if a factor is split
   // over an axis a kept operand is partial over, reduce the partial sums
   // first.
@@ -424,6 +464,59 @@ llvm::SmallVector<ConversionStep> conversionSteps(llvm::ArrayRef<int64_t> shape,
   if (from.partial.empty() && !to.partial.empty())
     steps.push_back({ConversionStep::ToPartial, to.partial, -1, 1, elements()});
   return steps;
+}
+
+OperandFacts::OperandFacts(func::FuncOp step,
+                           llvm::function_ref<const ShardingRule *(Operation *)> ruleOf,
+                           bool sequenceParallel)
+    : sequenceParallel(sequenceParallel) {
+  Block &body = step.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    if (!step.getArgAttr(arg.getArgNumber(), PpcDialect::kInputAttrName))
+      continue;
+    fromData.insert(arg);
+    auto type = llvm::dyn_cast<RankedTensorType>(arg.getType());
+    if (type && type.getRank() >= 2)
+      sequence[arg] = 1;
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (llvm::any_of(op.getOperands(), [&](Value v) { return fromData.contains(v); }))
+      fromData.insert(op.result_begin(), op.result_end());
+    const ShardingRule *rule = ruleOf(&op);
+    if (!sequenceParallel || !rule)
+      continue;
+    // The factors carrying a sequence into the op.
+    llvm::SmallVector<int64_t> factors;
+    for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+      auto it = sequence.find(operand);
+      if (it == sequence.end() || i >= rule->operands.size() ||
+          it->second >= static_cast<int64_t>(rule->operands[i].size()))
+        continue;
+      for (int64_t f : llvm::reverse(rule->operands[i][it->second]))
+        if (rule->factorSizes[f] > 1) {
+          factors.push_back(f);
+          break;
+        }
+    }
+    for (auto [r, result] : llvm::enumerate(op.getResults()))
+      for (auto [d, dimFactors] : llvm::enumerate(rule->results[r]))
+        if (llvm::any_of(dimFactors, [&](int64_t f) { return llvm::is_contained(factors, f); })) {
+          sequence[result] = d;
+          break;
+        }
+  }
+}
+
+OperandInfo OperandFacts::of(Operation *op) const {
+  OperandInfo info;
+  for (Value v : op->getOperands()) {
+    info.stationary.push_back(!fromData.contains(v));
+    if (!sequenceParallel)
+      continue;
+    auto it = sequence.find(v);
+    info.scatterDims.push_back(it == sequence.end() ? -1 : it->second);
+  }
+  return info;
 }
 
 } // namespace ppc

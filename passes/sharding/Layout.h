@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -99,13 +100,46 @@ struct OpLayouts {
   llvm::SmallVector<int64_t> factorBlocks;
 };
 
+/// What the partitioner knows about an op's operands beyond their layouts.
+struct OperandInfo {
+  /// Whether the operand is computed from parameters and constants only
+  /// (not from data inputs): its layout is the plan's, and on a conflict
+  /// the other operands are converted to it.
+  llvm::SmallVector<bool> stationary;
+  /// Sequence parallelism (empty: off): the dimension along which a partial
+  /// sum over tp that the op cannot keep is reduce-scattered instead of
+  /// all-reduced (-1: none); the op then runs split along it.
+  llvm::SmallVector<int64_t> scatterDims;
+};
+
 /// The layouts for `op` with sharding rule `rule`, given its operands'
-/// layouts `in`. Factor shardings come from the operands, first operand
-/// first: a dimension split over axes shards the factor its blocks fall on,
-/// if that factor may be sharded, divides, and the axes are still free.
-/// Partial sums stay partial through ops linear in them.
+/// layouts `in`. Factor shardings come from the operands, stationary ones
+/// (weights) first, then in operand order: a dimension split over axes
+/// shards the factor its blocks fall on, if that factor may be sharded,
+/// divides, and the axes are still free. Partial sums stay partial through
+/// ops linear in them.
 OpLayouts layoutsForOp(mlir::Operation *op, const ShardingRule &rule,
-                       llvm::ArrayRef<const Layout *> in, const AxisSizes &sizes);
+                       llvm::ArrayRef<const Layout *> in, const AxisSizes &sizes,
+                       const OperandInfo *info = nullptr);
+
+/// Facts about the values of a step that `layoutsForOp` uses, computed once.
+class OperandFacts {
+public:
+  OperandFacts(mlir::func::FuncOp step,
+               llvm::function_ref<const ShardingRule *(mlir::Operation *)> ruleOf,
+               bool sequenceParallel);
+  OperandInfo of(mlir::Operation *op) const;
+
+private:
+  bool sequenceParallel;
+  /// Values computed from a data input.
+  llvm::DenseSet<mlir::Value> fromData;
+  /// For each value derived from a data input's dimension 1 (the sequence
+  /// of a [batch, seq, ...] input), the dimension that carries it: followed
+  /// through every op's rule by the factor of that dimension (the minor one
+  /// where a dimension has several, as in [batch * seq]).
+  llvm::DenseMap<mlir::Value, int64_t> sequence;
+};
 
 /// For each result of `step`, the argument it is the updated value of (a
 /// parameter or optimizer state of the same name), or none (outputs).

@@ -50,8 +50,9 @@ constexpr llvm::StringLiteral kShardingsAttrName = "ppc.shardings";
 
 class Partitioner {
 public:
-  Partitioner(ModuleOp module, AxisSizes axisSizes)
-      : module(module), axisSizes(std::move(axisSizes)), builder(module.getContext()) {}
+  Partitioner(ModuleOp module, AxisSizes axisSizes, bool sequenceParallel)
+      : module(module), axisSizes(std::move(axisSizes)), builder(module.getContext()),
+        sequenceParallel(sequenceParallel) {}
 
   LogicalResult run(func::FuncOp func);
 
@@ -89,6 +90,8 @@ private:
   llvm::DenseMap<Operation *, std::optional<ShardingRule>> rules;
   /// Layouts results are sliced to as soon as they are computed.
   llvm::DenseMap<Value, Layout> hints;
+  bool sequenceParallel;
+  std::optional<OperandFacts> facts;
   /// Conversions done already: a value converted once serves every use.
   std::map<std::pair<void *, std::string>, Value> converted;
 };
@@ -160,7 +163,8 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   llvm::SmallVector<const Layout *> in;
   for (Value v : op->getOperands())
     in.push_back(&layouts[v]);
-  OpLayouts decided = layoutsForOp(op, *rule, in, axisSizes);
+  OperandInfo info = facts->of(op);
+  OpLayouts decided = layoutsForOp(op, *rule, in, axisSizes, &info);
 
   OpBuilder::InsertionGuard guard(builder);
   IRMapping local;
@@ -375,6 +379,7 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   auto ret = llvm::cast<func::ReturnOp>(body.getTerminator());
   llvm::SmallVector<Layout> resultLayouts = returnLayouts(func, argLayouts);
   hints = layoutHints(body, resultLayouts, [&](Operation *op) { return ruleOf(op); });
+  facts.emplace(func, [&](Operation *op) { return ruleOf(op); }, sequenceParallel);
 
   builder.setInsertionPointToEnd(entry);
   for (Operation &op : body.without_terminator())
@@ -408,7 +413,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     auto sizes = declareMesh(module, dataParallel, tensorParallel);
     if (failed(sizes))
       return signalPassFailure();
-    if (failed(Partitioner(module, std::move(*sizes)).run(step)))
+    if (failed(Partitioner(module, std::move(*sizes), sequenceParallel).run(step)))
       return signalPassFailure();
   }
 };

@@ -82,8 +82,10 @@ std::string signature(BlockArgument arg) {
 
 class Planner {
 public:
-  Planner(func::FuncOp step, AxisSizes sizes, DeviceModel device, double memoryPerRank)
-      : step(step), sizes(sizes), pricer(step, sizes, device), budget(memoryPerRank) {}
+  Planner(func::FuncOp step, AxisSizes sizes, DeviceModel device, double memoryPerRank,
+          bool sequenceParallel)
+      : step(step), sizes(sizes), pricer(step, sizes, device, sequenceParallel),
+        budget(memoryPerRank) {}
 
   /// Reads parameters and pins, forms classes and their options.
   LogicalResult setUp(llvm::ArrayRef<std::string> pins);
@@ -360,7 +362,7 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
       return signalPassFailure();
     }
     DeviceModel device;
-    Planner planner(step, *sizes, device, memoryPerRank);
+    Planner planner(step, *sizes, device, memoryPerRank, sequenceParallel);
     llvm::SmallVector<std::string> pins(tpShards.begin(), tpShards.end());
     if (failed(planner.setUp(pins)))
       return signalPassFailure();

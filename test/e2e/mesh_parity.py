@@ -148,6 +148,51 @@ def tensor_parallel(ppc, tmp):
     return ok
 
 
+def sequence_parallel(ppc, tmp):
+    """--sequence-parallel on 1x4: the activations between the blocks are
+    split along the sequence over tp. Each of Megatron's four all-reduces
+    per layer becomes a reduce-scatter (forward: after the row-parallel
+    matmuls; backward: after the column-parallel ones' input gradients) and
+    an all-gather (forward: before the column-parallel matmuls; backward:
+    the output gradient before the row-parallel ones), and the backward
+    all-gathers the column-parallel matmuls' inputs again for their weight
+    gradients, as Megatron does, instead of keeping them whole: 4 + 2
+    all-gathers and 4 reduce-scatters of b*s*h per layer, and no
+    all-reduce of b*s*h. GPT adds its vocabulary-parallel ends: the
+    embedding's reduce-scatter, and the final norm's all-gather, its
+    re-gather for the LM head's weight gradient and the LM head's input
+    gradient's reduce-scatter."""
+    ok = True
+    for kind in ("gpt", "llama", "bert"):
+        model = os.path.join(tmp, f"{kind}.onnx")
+        mesh, flags = "1x4", ["--sequence-parallel"]
+        base = simulate(ppc, model, tmp, f"{kind}-sp-1", "1", [])
+        budget, fraction = megatron_budget(ppc, model, tmp, mesh, flags)
+        report = os.path.join(tmp, f"{kind}-sp.json")
+        losses = simulate(ppc, model, tmp, f"{kind}-sp", mesh,
+                          flags + ["--memory-per-rank", str(budget)], report)
+        worst = max(abs(a - b) / abs(a) for a, b in zip(base, losses))
+        bsh = CFG["batch"] * CFG["seq"] * CFG["d_model"]
+        tp = [c for c in json.load(open(report))["per_rank_per_step"]["collectives"]
+              if c["axes"] == ["tp"] and c["elements"] == bsh]
+        count = {op: sum(c["op"] == op for c in tp)
+                 for op in ("all_gather", "reduce_scatter", "all_reduce")}
+        layers = CFG["n_layers"]
+        rs_per_layer = [sum(c["op"] == "reduce_scatter" and f"/blocks.{i}/" in c["value"]
+                            for c in tp) for i in range(layers)]
+        good = (worst <= 1e-5 and len(losses) == STEPS and count["all_reduce"] == 0
+                and all(n == 4 for n in rs_per_layer))
+        if kind == "gpt":
+            good &= (count["all_gather"] == 6 * layers + 2
+                     and count["reduce_scatter"] == 4 * layers + 2)
+        ok &= good
+        print(f"{kind:6s} --mesh {mesh} --sequence-parallel (memory {fraction:.2f}x): worst loss "
+              f"rel err {worst:.2e} vs --mesh 1; of b*s*h={bsh}: {count['all_gather']} "
+              f"all-gathers, {count['reduce_scatter']} reduce-scatters ({rs_per_layer} in the "
+              f"blocks), {count['all_reduce']} all-reduces -> {'ok' if good else 'FAIL'}")
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ppc", required=True)
@@ -199,6 +244,7 @@ def main():
                       f"{worst:.2e} vs --mesh 1; dp traffic / 2Psi(d-1)/d = {ratio}{tp_note} "
                       f"-> {'ok' if good else 'FAIL'}")
         ok &= tensor_parallel(args.ppc, tmp)
+        ok &= sequence_parallel(args.ppc, tmp)
     print("mesh parity:", "all passed" if ok else "FAILED")
     return 0 if ok else 1
 

@@ -132,7 +132,12 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
       memoryPerRank("memory-per-rank",
                     cl::desc("device memory of one rank in bytes (suffixes K, M, G: "
                              "powers of 1024); the planner's plans must fit [80e9]"),
-                    cl::value_desc("BYTES"), cl::init(""), cl::cat(category)) {}
+                    cl::value_desc("BYTES"), cl::init(""), cl::cat(category)),
+      sequenceParallel("sequence-parallel",
+                       cl::desc("split the activations between tensor-parallel blocks along "
+                                "the sequence over tp (reduce-scatter and all-gather instead "
+                                "of all-reduce)"),
+                       cl::init(false), cl::cat(category)) {}
 
 LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &options,
                                    int64_t scheduleSteps, Setup &setup) {
@@ -190,6 +195,7 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
   p.microBatches = microBatches.getValue();
   p.dataParallel = setup.mesh.dp;
   setup.shards.assign(shards.begin(), shards.end());
+  setup.sequenceParallel = sequenceParallel;
   if (!memoryPerRank.empty()) {
     llvm::StringRef text = llvm::StringRef(memoryPerRank).trim();
     double scale = 1;
@@ -205,6 +211,9 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
   }
   if (!setup.shards.empty() && setup.mesh.tp == 1)
     return failure(reportError("--shard needs a tensor-parallel axis (--mesh AxB with B > 1)"));
+  if (setup.sequenceParallel && setup.mesh.tp == 1)
+    return failure(
+        reportError("--sequence-parallel needs a tensor-parallel axis (--mesh AxB with B > 1)"));
   return success();
 }
 
@@ -216,10 +225,12 @@ void TrainingFlags::buildPipeline(OpPassManager &pm, const Setup &setup) {
     plan.tensorParallel = setup.mesh.tp;
     plan.tpShards = setup.shards;
     plan.memoryPerRank = setup.memoryPerRank;
+    plan.sequenceParallel = setup.sequenceParallel;
     pm.addPass(createPlanShardings(plan));
     PartitionOptions partition;
     partition.dataParallel = setup.mesh.dp;
     partition.tensorParallel = setup.mesh.tp;
+    partition.sequenceParallel = setup.sequenceParallel;
     pm.addPass(createPartition(partition));
     pm.addNestedPass<func::FuncOp>(createBucketAllReduces());
   }

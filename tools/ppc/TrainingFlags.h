@@ -28,6 +28,7 @@ struct TrainingFlags {
     TrainingPipelineOptions pipeline;
     std::vector<std::string> shards;
     double memoryPerRank = 80e9;
+    bool sequenceParallel = false;
   };
 
   /// Checks the flags against each other and against `model`'s token
@@ -54,6 +55,7 @@ struct TrainingFlags {
   llvm::cl::list<std::string> dims;
   llvm::cl::list<std::string> shards;
   llvm::cl::opt<std::string> memoryPerRank;
+  llvm::cl::opt<bool> sequenceParallel;
 };
 
 } // namespace ppc
