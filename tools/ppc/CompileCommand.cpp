@@ -41,8 +41,8 @@ int runCompileCommand(int argc, char **argv) {
       cl::init(1), cl::cat(category));
   TrainingFlags training(category);
   PipelineFlags pipelineFlags(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  parseCommandLine(
+      argc, argv, category,
       "ppc compile: build the training step of a model for a mesh\n\n"
       "Imports MODEL.onnx, builds @train_step and partitions it for --mesh;\n"
       "--emit mlir writes the per-rank program.\n");

@@ -27,6 +27,24 @@ int reportError(const llvm::Twine &message) {
   return 1;
 }
 
+void parseCommandLine(int argc, char **argv, llvm::cl::OptionCategory &category,
+                      const char *overview) {
+  // Every other category (LLVM's and MLIR's options) is hidden, not
+  // removed: HideUnrelatedOptions would hide it from --help-hidden too.
+  llvm::StringMap<llvm::cl::Option *> &options = llvm::cl::getRegisteredOptions();
+  llvm::cl::OptionCategory *generic = options.lookup("help")->Categories.front();
+  for (auto &entry : options) {
+    llvm::cl::Option *option = entry.second;
+    if (!llvm::is_contained(option->Categories, &category) &&
+        !llvm::is_contained(option->Categories, generic))
+      option->setHiddenFlag(llvm::cl::Hidden);
+  }
+  std::string text = std::string(overview) +
+                     "\n(--help-hidden also lists LLVM's and MLIR's options, such as "
+                     "--mlir-print-ir-after-all.)\n";
+  llvm::cl::ParseCommandLineOptions(argc, argv, text);
+}
+
 /// The ONNX node a location names, if any.
 static std::string nodeOf(Location loc) {
   if (auto name = llvm::dyn_cast<NameLoc>(loc))

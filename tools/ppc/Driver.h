@@ -18,6 +18,12 @@ namespace ppc {
 /// status of every user-input error.
 int reportError(const llvm::Twine &message);
 
+/// Parses a subcommand's flags. `--help` lists `category` (the command's
+/// own flags); LLVM's and MLIR's options stay accepted and are listed by
+/// `--help-hidden` (MLIR's IR printing and debugging flags among them).
+void parseCommandLine(int argc, char **argv, llvm::cl::OptionCategory &category,
+                      const char *overview);
+
 /// Routes MLIR diagnostics to one-line "error: node '<name>': ..." messages.
 class DriverDiagnostics {
 public:

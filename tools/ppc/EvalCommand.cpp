@@ -43,8 +43,8 @@ int runEvalCommand(int argc, char **argv) {
                              cl::desc("size of a symbolic input dimension, NAME=N"),
                              cl::value_desc("NAME=N"), cl::cat(category));
   PipelineFlags pipelineFlags(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  parseCommandLine(
+      argc, argv, category,
       "ppc eval: run an ONNX model on the reference executor\n\n"
       "Imports MODEL.onnx, runs it on the given inputs and writes every graph\n"
       "output as DIR/<output name>.npy.\n");

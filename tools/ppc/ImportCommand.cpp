@@ -77,8 +77,8 @@ int runImportCommand(int argc, char **argv) {
       cl::desc("largest constant (in elements) that folding produces"),
       cl::init(int64_t(1) << 22), cl::cat(category));
   PipelineFlags pipelineFlags(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  parseCommandLine(
+      argc, argv, category,
       "ppc import: ONNX model to ppc IR\n\n"
       "Imports MODEL.onnx (with its external data), folds shape computations\n"
       "and constant subgraphs, and prints the ppc dialect.\n");

@@ -50,8 +50,8 @@ int runSimulateCommand(int argc, char **argv) {
   report.path.addCategory(category);
   TrainingFlags training(category);
   PipelineFlags pipelineFlags(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  parseCommandLine(
+      argc, argv, category,
       "ppc simulate: train a model on the reference executor\n\n"
       "Builds the training step of MODEL.onnx and runs it for --steps steps on\n"
       "--data, one JSON line per step to --log; --export writes the trained model.\n");
