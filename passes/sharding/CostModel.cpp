@@ -114,6 +114,14 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     layouts[i] = arguments[i];
     argumentBytes += bytesOf(values[i], arguments[i]);
   }
+  // Adds one collective's time and bytes.
+  auto charge = [&](const ConversionStep &s, int64_t bytes) {
+    cost.commSeconds += device.seconds(s, bytes, sizes);
+    if (s.kind == ConversionStep::AllReduce || s.kind == ConversionStep::AllGather ||
+        s.kind == ConversionStep::ReduceScatter)
+      cost.bytesByAxes[axesKey(s.axes)] +=
+          bytesPerRank(s.kind, s.elements, bytes, groupSize(sizes, s.axes));
+  };
   // Converts value `n` from `from` to `to` (once per target layout), adding
   // the collectives' cost; returns the bytes of the converted copy.
   auto convert = [&](unsigned n, const Layout &from, const Layout &to) -> double {
@@ -124,11 +132,7 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     auto steps = conversionSteps(shape, from, to, sizes);
     bool slicesOnly = true;
     for (const ConversionStep &s : steps) {
-      cost.commSeconds += device.seconds(s, elementBytes(v), sizes);
-      if (s.kind == ConversionStep::AllReduce || s.kind == ConversionStep::AllGather ||
-          s.kind == ConversionStep::ReduceScatter)
-        cost.bytesByAxes[axesKey(s.axes)] +=
-            bytesPerRank(s.kind, s.elements, elementBytes(v), groupSize(sizes, s.axes));
+      charge(s, elementBytes(v));
       slicesOnly &= s.kind == ConversionStep::AllSlice;
     }
     if (requests && n < numArgs && slicesOnly)
@@ -173,12 +177,8 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
       touched += bytesOf(v, decided.operands[k]);
     }
     // The collectives of the op's local form (a split softmax's statistics).
-    for (const ConversionStep &s : localCollectives(op, *rules[i], decided, sizes)) {
-      int64_t bytes = elementBytes(op->getOperand(0));
-      cost.commSeconds += device.seconds(s, bytes, sizes);
-      cost.bytesByAxes[axesKey(s.axes)] +=
-          bytesPerRank(s.kind, s.elements, bytes, groupSize(sizes, s.axes));
-    }
+    for (const ConversionStep &s : localCollectives(op, *rules[i], decided, sizes))
+      charge(s, elementBytes(op->getOperand(0)));
     double resultBytes = 0;
     for (auto [r, result] : llvm::enumerate(op->getResults())) {
       unsigned n = numbers.lookup(result);

@@ -30,6 +30,22 @@ int64_t factorOf(const ShardingRule &rule, unsigned operand, int64_t dim) {
   return factors.size() == 1 ? factors.front() : -1;
 }
 
+/// The axes the batch (Reduction) factors are split over.
+AxisList reductionFactorAxes(const ShardingRule &rule, const OpLayouts &decided) {
+  AxisList axes;
+  for (auto [f, factorAxes] : llvm::enumerate(decided.factorAxes))
+    if (rule.factorKinds[f] == FactorKind::Reduction)
+      llvm::append_range(axes, factorAxes);
+  return axes;
+}
+
+/// softmax's or log_softmax's axis.
+int64_t softmaxAxis(Operation *op) {
+  if (auto softmax = llvm::dyn_cast<SoftmaxOp>(op))
+    return softmax.getAxis();
+  return llvm::cast<LogSoftmaxOp>(op).getAxis();
+}
+
 /// Global indices into a dimension of `size` held as `blocks` blocks, each
 /// split over `axes`: the shard's local index of each, and whether the
 /// shard holds it. Negative indices count from the end.
@@ -131,7 +147,7 @@ LogicalResult localGather(LocalFormContext &c, Operation *clone,
 template <typename OpT>
 LogicalResult localSoftmax(LocalFormContext &c, Operation *clone,
                            llvm::SmallVectorImpl<Value> &results) {
-  int64_t axis = llvm::cast<OpT>(c.op).getAxis();
+  int64_t axis = softmaxAxis(c.op);
   int64_t f = factorOf(c.rule, 0, axis);
   if (f < 0 || c.decided.factorAxes[f].empty())
     return success();
@@ -202,10 +218,7 @@ LogicalResult localNllLoss(LocalFormContext &c, Operation *clone,
   // that are not ignored.
   auto resultType = llvm::cast<RankedTensorType>(clone->getResult(0).getType());
   Type element = resultType.getElementType();
-  AxisList batchAxes;
-  for (auto [k, axes] : llvm::enumerate(c.decided.factorAxes))
-    if (c.rule.factorKinds[k] == FactorKind::Reduction)
-      llvm::append_range(batchAxes, axes);
+  AxisList batchAxes = reductionFactorAxes(c.rule, c.decided);
   Value count;
   if (!ignoreIndex && !nll.getWeight()) {
     count = scalar(b, loc, element, numElements(llvm::cast<RankedTensorType>(
@@ -274,11 +287,7 @@ llvm::SmallVector<ConversionStep> localCollectives(Operation *op, const Sharding
     steps.push_back(step);
   };
   if (llvm::isa<SoftmaxOp, LogSoftmaxOp>(op)) {
-    int64_t axis = llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank() - 1;
-    if (auto softmax = llvm::dyn_cast<SoftmaxOp>(op))
-      axis = softmax.getAxis();
-    if (auto logSoftmax = llvm::dyn_cast<LogSoftmaxOp>(op))
-      axis = logSoftmax.getAxis();
+    int64_t axis = softmaxAxis(op);
     int64_t f = factorOf(rule, 0, axis);
     if (f < 0 || decided.factorAxes[f].empty())
       return steps;
@@ -293,10 +302,7 @@ llvm::SmallVector<ConversionStep> localCollectives(Operation *op, const Sharding
   if (auto nll = llvm::dyn_cast<NllLossOp>(op);
       nll && nll.getReduction() == LossReduction::Mean &&
       (nll.getIgnoreIndexAttr() || nll.getWeight())) {
-    AxisList batchAxes;
-    for (auto [k, axes] : llvm::enumerate(decided.factorAxes))
-      if (rule.factorKinds[k] == FactorKind::Reduction)
-        llvm::append_range(batchAxes, axes);
+    AxisList batchAxes = reductionFactorAxes(rule, decided);
     if (!batchAxes.empty())
       allReduce(batchAxes, 1); // the count of targets
   }

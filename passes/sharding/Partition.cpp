@@ -70,7 +70,8 @@ private:
   /// `local` (a value of layout `from`) converted to layout `to`.
   Value convert(Value local, const Layout &from, const Layout &to, Location loc,
                 Value global);
-  Value allReduce(Value v, llvm::ArrayRef<std::string> axes, Location loc);
+  Value allReduce(Value v, llvm::ArrayRef<std::string> axes, Location loc,
+                  ReductionKind kind = ReductionKind::Sum);
   /// `v`'s dimension `dim`, seen as `blocks` blocks, gathered or sliced
   /// block by block over `axes`.
   Value allGather(Value v, int64_t dim, int64_t blocks, llvm::ArrayRef<std::string> axes,
@@ -190,10 +191,9 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       decided,
       axisSizes,
       [&](Value v, llvm::ArrayRef<std::string> axes, ReductionKind kind) -> Value {
-        auto reduce = builder.create<AllReduceOp>(op->getLoc(), v.getType(), v, meshRef(),
-                                                  axesAttr(axes), kind);
-        reduce->setAttr("ppc.value", cause);
-        return reduce;
+        Value reduced = allReduce(v, axes, op->getLoc(), kind);
+        reduced.getDefiningOp()->setAttr("ppc.value", cause);
+        return reduced;
       },
       [&](llvm::ArrayRef<std::string> axes) -> Value {
         return builder.create<AxisIndexOp>(op->getLoc(), meshRef(), axesAttr(axes));
@@ -288,9 +288,9 @@ Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Lo
   return v;
 }
 
-Value Partitioner::allReduce(Value v, llvm::ArrayRef<std::string> axes, Location loc) {
-  return builder.create<AllReduceOp>(loc, v.getType(), v, meshRef(),
-                                     axesAttr(axes), ReductionKind::Sum);
+Value Partitioner::allReduce(Value v, llvm::ArrayRef<std::string> axes, Location loc,
+                             ReductionKind kind) {
+  return builder.create<AllReduceOp>(loc, v.getType(), v, meshRef(), axesAttr(axes), kind);
 }
 
 /// `v` with dimension `dim` seen as [blocks, size / blocks] (identity for
