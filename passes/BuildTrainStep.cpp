@@ -3,6 +3,7 @@
 #include "ir/PpcOps.h"
 #include "passes/Optimizers.h"
 #include "passes/Passes.h"
+#include "passes/Provenance.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -163,6 +164,7 @@ void BuildTrainStepPass::runOnOperation() {
   Value lossSum;
   llvm::SmallVector<Value> gradSums(numParams);
   for (int64_t j = 0; j < microBatches; ++j) {
+    Operation *last = body->empty() ? nullptr : &body->back();
     IRMapping mapping;
     for (auto [p, i] : llvm::enumerate(paramArgs))
       mapping.map(grad.getArgument(i), param(p));
@@ -176,10 +178,14 @@ void BuildTrainStepPass::runOnOperation() {
     }
     for (Operation &op : grad.getBody().front().without_terminator())
       b.clone(op, mapping);
+    for (Operation *op = last ? last->getNextNode() : &body->front(); op;
+         op = op->getNextNode())
+      op->setAttr(kMicroBatchAttrName, b.getI64IntegerAttr(j));
     Value loss = mapping.lookup(gradReturn.getOperand(0));
     lossSum = lossSum ? b.create<AddOp>(loc, lossSum, loss).getResult() : loss;
     for (unsigned p = 0; p < numParams; ++p) {
       Value g = mapping.lookup(gradReturn.getOperand(1 + p));
+      markGradient(g, kMicroBatchGradAttrName, p);
       gradSums[p] = gradSums[p] ? b.create<AddOp>(loc, gradSums[p], g).getResult() : g;
     }
   }
@@ -192,8 +198,10 @@ void BuildTrainStepPass::runOnOperation() {
   };
   Value loss = mean(lossSum);
   llvm::SmallVector<Value> grads;
-  for (Value g : gradSums)
+  for (auto [p, g] : llvm::enumerate(gradSums)) {
     grads.push_back(mean(g));
+    markGradient(grads.back(), kStepGradAttrName, p);
+  }
 
   // Global gradient norm (reported, and used for clipping), in f32 like
   // torch.nn.utils.clip_grad_norm_.

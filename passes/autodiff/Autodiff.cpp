@@ -2,6 +2,7 @@
 
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "passes/Provenance.h"
 #include "passes/autodiff/Gradients.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -69,17 +70,29 @@ LogicalResult differentiate(func::FuncOp func) {
     return failure();
 
   OpBuilder builder(ret);
+  llvm::SmallVector<Operation *> forwardOps;
+  for (Operation &op : body.without_terminator()) {
+    op.setAttr(kForwardOpAttrName, builder.getI64IntegerAttr(forwardOps.size()));
+    forwardOps.push_back(&op);
+  }
   llvm::DenseMap<Value, Value> adjoint;
   adjoint[loss] = builder.create<ConstantOp>(
       loss.getLoc(),
       DenseElementsAttr::get(llvm::cast<RankedTensorType>(loss.getType()),
                              builder.getFloatAttr(getElementTypeOrSelf(loss), 1.0)));
-  llvm::SmallVector<Operation *> forwardOps;
-  for (Operation &op : body.without_terminator())
-    forwardOps.push_back(&op);
-  for (Operation *op : llvm::reverse(forwardOps)) {
+  // Everything built from here on is the backward of one forward op (the
+  // seed, of the op that computes the loss).
+  auto markBackward = [&](Operation *from, int64_t index) {
+    for (Operation *op = from; op != ret.getOperation(); op = op->getNextNode())
+      op->setAttr(kBackwardOfAttrName, builder.getI64IntegerAttr(index));
+  };
+  if (Operation *def = loss.getDefiningOp())
+    markBackward(adjoint[loss].getDefiningOp(), *intAttrOf(def, kForwardOpAttrName));
+  for (int64_t index = forwardOps.size() - 1; index >= 0; --index) {
+    Operation *op = forwardOps[index];
     if (registry.isNonDifferentiable(op))
       continue;
+    Operation *last = ret->getPrevNode();
     llvm::SmallVector<Value> resultGrads;
     bool any = false;
     for (Value r : op->getResults()) {
@@ -106,6 +119,8 @@ LogicalResult differentiate(func::FuncOp func) {
       Value &acc = adjoint[operand];
       acc = acc ? builder.create<AddOp>(op->getLoc(), acc, grad).getResult() : grad;
     }
+    if (last->getNextNode() != ret.getOperation())
+      markBackward(last->getNextNode(), index);
   }
 
   llvm::SmallVector<Value> results{loss};

@@ -5,14 +5,14 @@
 // tagged with the parameters' names.
 // CHECK-LABEL: func.func @forward_grad
 // CHECK-SAME:    -> (tensor<f32> {ppc.output = "loss"}, tensor<3x3xf32> {ppc.grad = "w"}, tensor<3xf32> {ppc.grad = "b"})
-// CHECK:         %[[H:.*]] = ppc.matmul %arg0, %arg1
-// CHECK:         %[[H2:.*]] = ppc.matmul %[[H]], %arg1
+// CHECK:         %[[H:.*]] = ppc.matmul %arg0, %arg1 {ppc.fwd = 0 : i64}
+// CHECK:         %[[H2:.*]] = ppc.matmul %[[H]], %arg1 {ppc.fwd = 1 : i64}
 // CHECK:         %[[DH2:.*]] = ppc.expand
 // CHECK-DAG:     %[[HT:.*]] = ppc.transpose %[[H]] perm = [1, 0]
-// CHECK-DAG:     %[[FROM2:.*]] = ppc.matmul %[[HT]], %[[DH2]]
+// CHECK-DAG:     %[[FROM2:.*]] = ppc.matmul %[[HT]], %[[DH2]] {ppc.bwd = 1 : i64}
 // CHECK-DAG:     %[[XT:.*]] = ppc.transpose %arg0 perm = [1, 0]
-// CHECK-DAG:     %[[FROM1:.*]] = ppc.matmul %[[XT]], %{{.*}}
-// CHECK:         %[[DW:.*]] = ppc.add %[[FROM2]], %[[FROM1]] : (tensor<3x3xf32>, tensor<3x3xf32>)
+// CHECK-DAG:     %[[FROM1:.*]] = ppc.matmul %[[XT]], %{{.*}} {ppc.bwd = 0 : i64}
+// CHECK:         %[[DW:.*]] = ppc.add %[[FROM2]], %[[FROM1]] {ppc.bwd = 0 : i64} : (tensor<3x3xf32>, tensor<3x3xf32>)
 // CHECK:         return %{{.*}}, %[[DW]], %{{.*}} : tensor<f32>, tensor<3x3xf32>, tensor<3xf32>
 func.func @forward(%x: tensor<2x3xf32> {ppc.input = "x"}, %w: tensor<3x3xf32> {ppc.param = "w"},
                    %b: tensor<3xf32> {ppc.param = "b"}) -> (tensor<f32> {ppc.output = "loss"}) {
@@ -31,7 +31,7 @@ func.func @forward(%x: tensor<2x3xf32> {ppc.input = "x"}, %w: tensor<3x3xf32> {p
 // CHECK-LABEL: func.func @forward_grad
 // CHECK-SAME:    -> (tensor<f32> {ppc.output = "loss"}, tensor<5x4xf32> {ppc.grad = "wte"}, tensor<4xf32> {ppc.grad = "unused"})
 // CHECK-DAG:     %[[ZERO:.*]] = ppc.constant dense<0.000000e+00> : tensor<4xf32>
-// CHECK-DAG:     %[[D:.*]] = ppc.scatter_add %{{.*}}[%arg0] axis = 0 : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<5x4xf32>
+// CHECK-DAG:     %[[D:.*]] = ppc.scatter_add %{{.*}}[%arg0] axis = 0 {{{.*}}} : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<5x4xf32>
 // CHECK:         return %{{.*}}, %[[D]], %[[ZERO]]
 func.func @forward(%ids: tensor<2x3xi64> {ppc.input = "ids"}, %wte: tensor<5x4xf32> {ppc.param = "wte"},
                    %unused: tensor<4xf32> {ppc.param = "unused"}) -> (tensor<f32> {ppc.output = "loss"}) {

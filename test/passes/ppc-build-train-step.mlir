@@ -10,15 +10,15 @@
 // SGD-LABEL: func.func @train_step
 // SGD-SAME:    (%[[STEP:.*]]: tensor<i64> {ppc.step}, %[[W:.*]]: tensor<3x3xf32> {ppc.param = "w"}, %[[BUF:.*]]: tensor<3x3xf32> {ppc.state = "momentum:w"}, %[[X:.*]]: tensor<4x3xf32> {ppc.input = "x"})
 // SGD-SAME:    -> (tensor<3x3xf32> {ppc.param = "w"}, tensor<3x3xf32> {ppc.state = "momentum:w"}, tensor<f32> {ppc.output = "loss"}, tensor<f32> {ppc.output = "grad_norm"}, tensor<f32> {ppc.output = "lr"})
-// SGD:         %[[V0:.*]] = ppc.reshape %[[X]] : tensor<4x3xf32> -> tensor<1x2x2x3xf32>
+// SGD:         %[[V0:.*]] = ppc.reshape %[[X]] {ppc.mb = 0 : i64} : tensor<4x3xf32> -> tensor<1x2x2x3xf32>
 // SGD:         ppc.slice %[[V0]] starts = [0, 0, 0, 0] limits = [1, 1, 2, 3] steps = [1, 1, 1, 1]
-// SGD:         %[[L0:.*]] = ppc.reduce_mean
+// SGD:         %[[L0:.*]] = ppc.reduce_mean {{.*}}ppc.fwd = 1 : i64, ppc.mb = 0 : i64
 // SGD:         ppc.slice %{{.*}} starts = [0, 1, 0, 0] limits = [1, 2, 2, 3] steps = [1, 1, 1, 1]
-// SGD:         %[[L1:.*]] = ppc.reduce_mean
+// SGD:         %[[L1:.*]] = ppc.reduce_mean {{.*}}ppc.fwd = 1 : i64, ppc.mb = 1 : i64
 // SGD:         %[[LSUM:.*]] = ppc.add %[[L0]], %[[L1]]
 // SGD:         %[[GSUM:.*]] = ppc.add
 // SGD:         %[[LOSS:.*]] = ppc.div %[[LSUM]]
-// SGD:         %[[G:.*]] = ppc.div %[[GSUM]]
+// SGD:         %[[G:.*]] = ppc.div %[[GSUM]], %{{.*}} {ppc.step_grad = array<i64: 0>}
 // SGD:         %[[NEWBUF:.*]] = ppc.add %{{.*}}, %[[G]]
 // SGD:         %[[STEPPED:.*]] = ppc.mul %[[NEWBUF]]
 // SGD:         %[[NEWW:.*]] = ppc.sub %[[W]], %[[STEPPED]]
@@ -29,9 +29,9 @@
 // [dp, M, b, 3] = [2, 2, 1, 3]: micro-batch j is row j of each rank's half
 // (DESIGN.md §4), so sharding the batch over dp never cuts a slice.
 // DP-LABEL: func.func @train_step
-// DP:         %[[V:.*]] = ppc.reshape %{{.*}} : tensor<4x3xf32> -> tensor<2x2x1x3xf32>
+// DP:         %[[V:.*]] = ppc.reshape %{{.*}} {ppc.mb = 0 : i64} : tensor<4x3xf32> -> tensor<2x2x1x3xf32>
 // DP:         %[[S0:.*]] = ppc.slice %[[V]] starts = [0, 0, 0, 0] limits = [2, 1, 1, 3] steps = [1, 1, 1, 1]
-// DP:         ppc.reshape %[[S0]] : tensor<2x1x1x3xf32> -> tensor<2x3xf32>
+// DP:         ppc.reshape %[[S0]] {ppc.mb = 0 : i64} : tensor<2x1x1x3xf32> -> tensor<2x3xf32>
 // DP:         ppc.slice %{{.*}} starts = [0, 1, 0, 0] limits = [2, 2, 1, 3] steps = [1, 1, 1, 1]
 
 // Tests AdamW's two state tensors, gradient clipping by the global norm,

@@ -13,7 +13,7 @@
 // CHECK-SAME:    %[[W:arg[0-9]+]]: tensor<3x5xf32> {ppc.param = "w", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], []]>}
 // CHECK-SAME:    %[[X:arg[0-9]+]]: tensor<2x3xf32> {ppc.input = "x", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}dp], []]>}
 // CHECK-SAME:    tensor<f32> {ppc.output = "loss", ppc.sharding = #ppc.sharding<@mesh, []>}
-// CHECK:         %[[H:.*]] = ppc.matmul %[[X]], %[[W]] {ppc.shardings = [#ppc.sharding<@mesh, {{\[\[}}dp], []]>]} : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x5xf32>
+// CHECK:         %[[H:.*]] = ppc.matmul %[[X]], %[[W]] {ppc.fwd = 0 : i64, ppc.mb = 0 : i64, ppc.shardings = [#ppc.sharding<@mesh, {{\[\[}}dp], []]>]} : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x5xf32>
 // CHECK:         %[[MEAN:.*]] = ppc.reduce_mean
 // CHECK:         %[[SHARE:.*]] = ppc.constant dense<5.000000e-01>
 // CHECK:         %[[LOCAL_LOSS:.*]] = ppc.mul %[[MEAN]], %[[SHARE]] {{.*}}partial = [dp]
