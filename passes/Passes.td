@@ -122,17 +122,26 @@ def PlanShardings : Pass<"ppc-plan-shardings", "mlir::ModuleOp"> {
     move saving most bytes per second added is taken; once it fits, the
     move that shortens the step most. It stops when no move helps. Pinned
     parameters (`tp-shard`) keep their layout.
+
+    Memory counts the model states that the ZeRO stage shards over dp
+    (ppc-partition) as sharded. Without a given `zero`, the search runs for
+    stage 0, then 1, 2 and 3, and keeps the first plan that fits.
   }];
   let options = [
     Option<"dataParallel", "dp", "int64_t", /*default=*/"1", "data-parallel ranks">,
     Option<"tensorParallel", "tp", "int64_t", /*default=*/"1", "tensor-parallel ranks">,
+    Option<"pipelineParallel", "pp", "int64_t", /*default=*/"1",
+           "pipeline-parallel ranks (the mesh's pp axis; ppc-pipeline splits the stages)">,
     ListOption<"tpShards", "tp-shard", "std::string",
                "pinned parameter layouts, NAME:DIM or NAME:DIM:BLOCKS: split dimension "
                "DIM of parameter NAME over tp (in BLOCKS blocks)">,
     Option<"memoryPerRank", "memory-per-rank", "double", /*default=*/"80e9",
            "device memory of one rank in bytes; plans must fit">,
     Option<"sequenceParallel", "sequence-parallel", "bool", /*default=*/"false",
-           "price plans as ppc-partition's sequence-parallel mode partitions them">
+           "price plans as ppc-partition's sequence-parallel mode partitions them">,
+    Option<"zero", "zero", "int64_t", /*default=*/"-1",
+           "ZeRO stage 0-3 (-1: the lowest whose plan fits memory-per-rank); "
+           "recorded as the step's ppc.zero">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }
@@ -155,6 +164,22 @@ def Partition : Pass<"ppc-partition", "mlir::ModuleOp"> {
     (between reshapes). Every argument, result and op records its layout as
     `#ppc.sharding` (`ppc.sharding`, `ppc.shardings`).
 
+    ZeRO (`zero`, DESIGN.md §6) shards the model states over dp, each along
+    its first dimension that no other axis splits and dp divides (a tensor
+    without one stays replicated):
+     - stage 1: optimizer state. Gradients are accumulated whole over the
+       micro-batches; the step's gradient (the micro-batch mean) is
+       reduce-scattered, each rank updates its shard of the parameter
+       and its state, and the new parameter is all-gathered;
+     - stage 2: also gradients: each micro-batch's gradient is
+       reduce-scattered as soon as it is computed and the shards are
+       accumulated;
+     - stage 3: also parameters: a parameter is stored sharded and
+       all-gathered before its uses in each micro-batch's forward and again
+       before those in its backward (ops marked `ppc.mb`, `ppc.bwd`), the
+       gathered copy dying after its last use there; the update runs on
+       the shard and the new parameter stays sharded.
+
     With `sequence-parallel`, a partial sum over tp that an op cannot keep
     (a row-parallel matmul's output meeting its bias and the residual) is
     reduce-scattered along its sequence dimension (the dimension carrying a
@@ -166,9 +191,51 @@ def Partition : Pass<"ppc-partition", "mlir::ModuleOp"> {
   let options = [
     Option<"dataParallel", "dp", "int64_t", /*default=*/"1", "data-parallel ranks">,
     Option<"tensorParallel", "tp", "int64_t", /*default=*/"1", "tensor-parallel ranks">,
+    Option<"pipelineParallel", "pp", "int64_t", /*default=*/"1",
+           "pipeline-parallel ranks (the mesh's pp axis; ppc-pipeline splits the stages)">,
     Option<"sequenceParallel", "sequence-parallel", "bool", /*default=*/"false",
            "reduce-scatter partial sums over tp along the sequence dimension instead "
-           "of all-reducing them">
+           "of all-reducing them">,
+    Option<"zero", "zero", "int64_t", /*default=*/"-1",
+           "ZeRO stage 0-3 on the dp axis (-1: the step's ppc.zero attribute, "
+           "recorded by ppc-plan-shardings, else 0)">
+  ];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
+def Pipeline : Pass<"ppc-pipeline", "mlir::ModuleOp"> {
+  let summary = "Splits the per-rank @train_step into one program per pipeline rank";
+  let description = [{
+    On a mesh whose pp axis has p > 1 ranks, cuts the partitioned
+    @train_step into p * v virtual stages and writes one function per
+    pipeline rank, `@train_step_pp<r>`, running rank r's stages (r, r + p,
+    ...) micro-batch by micro-batch in the order of `schedule`
+    (passes/pipeline/Schedule.h, checked deadlock-free before use), with
+    `ppc.send` / `ppc.recv` on the pp axis for every value one rank computes
+    and another uses.
+
+    Stages are contiguous ranges of @forward's ops (`ppc.fwd`) of balanced
+    cost, forward plus backward (`ppc.bwd` goes with its forward op), priced
+    per op on local shapes. Every op records its slot as `ppc.slot`:
+    `F<mb>@s<stage>`, `B<mb>@s<stage>` or `step` (gradient accumulation,
+    clipping and the optimizer, run where their largest operand is). Values
+    computed from parameters and constants alone are recomputed on each rank
+    that uses them, right before the first use. A value replicated over tp
+    is sent as one 1/tp slice per tp rank and all-gathered on arrival. A
+    parameter used by several ranks is updated by the rank of its first use,
+    which sends the new value to the others; the last pipeline rank returns
+    the loss and the other outputs. Each function carries
+    `ppc.pipeline_rank` and its virtual stages `ppc.stages`; the module the
+    schedule as `ppc.schedule`.
+
+    Example: with p = 2, `@train_step` becomes `@train_step_pp0` (embedding
+    and the first layers) and `@train_step_pp1` (the rest, the loss).
+  }];
+  let options = [
+    Option<"scheduleName", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b or interleaved">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"0",
+           "virtual stages per rank (0: 2 for interleaved, else 1)">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

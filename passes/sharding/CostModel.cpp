@@ -50,6 +50,42 @@ static int64_t elementBytes(Value v) {
   return std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
 }
 
+static int64_t tensorBytes(Value v) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  return type.getNumElements() * elementBytes(v);
+}
+
+double localOpSeconds(Operation *op, const DeviceModel &device, const AxisSizes &sizes) {
+  auto collective = [&](ConversionStep::Kind kind, Value whole, llvm::ArrayRef<StringRef> axes) {
+    ConversionStep step{kind, {}, -1, 1, llvm::cast<RankedTensorType>(whole.getType()).getNumElements()};
+    for (StringRef a : axes)
+      step.axes.push_back(a.str());
+    return device.seconds(step, elementBytes(whole), sizes);
+  };
+  if (auto reduce = llvm::dyn_cast<AllReduceOp>(op))
+    return collective(ConversionStep::AllReduce, reduce.getInput(), reduce.getAxisNames());
+  if (auto gather = llvm::dyn_cast<AllGatherOp>(op))
+    return collective(ConversionStep::AllGather, gather.getResult(), gather.getAxisNames());
+  if (auto scatter = llvm::dyn_cast<ReduceScatterOp>(op))
+    return collective(ConversionStep::ReduceScatter, scatter.getInput(), scatter.getAxisNames());
+  if (auto send = llvm::dyn_cast<SendOp>(op))
+    return device.latency + tensorBytes(send.getInput()) / device.interNodeBandwidth;
+  if (llvm::isa<RecvOp, AxisIndexOp, ConstantOp>(op))
+    return 0;
+  double bytes = 0;
+  for (Value v : op->getOperands())
+    bytes += tensorBytes(v);
+  for (Value v : op->getResults())
+    bytes += tensorBytes(v);
+  if (auto matmul = llvm::dyn_cast<MatMulOp>(op)) {
+    auto lhs = llvm::cast<RankedTensorType>(matmul->getOperand(0).getType());
+    auto result = llvm::cast<RankedTensorType>(matmul->getResult(0).getType());
+    double contracted = lhs.getRank() ? lhs.getShape().back() : 1;
+    return 2.0 * result.getNumElements() * contracted / device.flops;
+  }
+  return bytes / device.memoryBandwidth;
+}
+
 static std::string axesKey(llvm::ArrayRef<std::string> axes) {
   std::string key;
   for (const std::string &a : axes)

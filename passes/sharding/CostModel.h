@@ -57,6 +57,13 @@ struct DeviceModel {
 double bytesPerRank(ConversionStep::Kind kind, int64_t elements, int64_t elementBytes,
                     int64_t n);
 
+/// Seconds one op of a per-rank program (local shapes, explicit
+/// collectives and send/recv) takes on `device`: matmuls at the FLOP rate,
+/// collectives and point-to-point messages at their bytes per rank over the
+/// axis bandwidth (pipeline messages cross nodes), everything else at the
+/// memory bandwidth. Stage assignment and predicted timelines use it.
+double localOpSeconds(mlir::Operation *op, const DeviceModel &device, const AxisSizes &sizes);
+
 /// A plan's price.
 struct PlanCost {
   double computeSeconds = 0;

@@ -55,23 +55,24 @@ Layout fromAttr(ShardingAttr sharding) {
   return layout;
 }
 
-FailureOr<AxisSizes> declareMesh(ModuleOp module, int64_t dp, int64_t tp) {
-  if (dp < 1 || tp < 1)
+FailureOr<AxisSizes> declareMesh(ModuleOp module, int64_t dp, int64_t tp, int64_t pp) {
+  if (dp < 1 || tp < 1 || pp < 1)
     return module.emitError() << "mesh axes must have at least one rank";
   auto mesh = module.lookupSymbol<MeshOp>("mesh");
   if (!mesh) {
     OpBuilder builder(module.getBodyRegion());
     mesh = builder.create<MeshOp>(module.getLoc(), "mesh",
                                   builder.getStrArrayAttr({"pp", "dp", "tp"}),
-                                  builder.getDenseI64ArrayAttr({1, dp, tp}));
+                                  builder.getDenseI64ArrayAttr({pp, dp, tp}));
   }
   AxisSizes sizes;
   for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
     sizes[name] = size;
-  if (sizes.lookup("dp") != dp || sizes.lookup("tp") != tp)
+  if (sizes.lookup("dp") != dp || sizes.lookup("tp") != tp || sizes.lookup("pp") != pp)
     return module.emitError() << "@mesh has dp=" << sizes.lookup("dp")
-                              << ", tp=" << sizes.lookup("tp") << ", but dp=" << dp
-                              << ", tp=" << tp << " were asked for";
+                              << ", tp=" << sizes.lookup("tp") << ", pp=" << sizes.lookup("pp")
+                              << ", but dp=" << dp << ", tp=" << tp << ", pp=" << pp
+                              << " were asked for";
   return sizes;
 }
 

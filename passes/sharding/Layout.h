@@ -74,9 +74,10 @@ Layout fromAttr(ShardingAttr sharding);
 using AxisSizes = llvm::StringMap<int64_t>;
 
 /// The module's `ppc.mesh @mesh` (pp, dp, tp), declared with sizes
-/// (1, dp, tp) unless present; its axis sizes. Fails, with an error on the
+/// (pp, dp, tp) unless present; its axis sizes. Fails, with an error on the
 /// module, when sizes are not positive or an existing mesh differs.
-mlir::FailureOr<AxisSizes> declareMesh(mlir::ModuleOp module, int64_t dp, int64_t tp);
+mlir::FailureOr<AxisSizes> declareMesh(mlir::ModuleOp module, int64_t dp, int64_t tp,
+                                       int64_t pp = 1);
 
 int64_t groupSize(const AxisSizes &sizes, llvm::ArrayRef<std::string> axes);
 

@@ -26,6 +26,7 @@
 #include "ir/PpcAttrs.h"
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "passes/Provenance.h"
 #include "passes/sharding/Layout.h"
 #include "passes/sharding/LocalForms.h"
 #include "passes/sharding/ShardingRules.h"
@@ -50,15 +51,22 @@ constexpr llvm::StringLiteral kShardingsAttrName = "ppc.shardings";
 
 class Partitioner {
 public:
-  Partitioner(ModuleOp module, AxisSizes axisSizes, bool sequenceParallel)
+  Partitioner(ModuleOp module, AxisSizes axisSizes, bool sequenceParallel, int64_t zero)
       : module(module), axisSizes(std::move(axisSizes)), builder(module.getContext()),
-        sequenceParallel(sequenceParallel) {}
+        sequenceParallel(sequenceParallel), zero(zero) {}
 
   LogicalResult run(func::FuncOp func);
 
 private:
   FailureOr<RankedTensorType> localType(Value global, const Layout &layout, Operation *at);
   Layout argumentLayout(func::FuncOp func, unsigned i);
+  /// ZeRO: the layouts of the model states over dp (see the pass description).
+  void shardModelStates(func::FuncOp func, llvm::MutableArrayRef<Layout> argLayouts);
+  /// ZeRO: `op`'s operand `v` as the op uses it: a stage-3 parameter is
+  /// gathered once per micro-batch and direction.
+  std::pair<Value, Layout> gatheredParameter(Operation *op, Value v);
+  /// ZeRO: reduces the gradients among `op`'s results to their shards.
+  void reduceGradients(Operation *op);
   LogicalResult partitionOp(Operation *op);
   /// The sharding rule of `op` (looked up once), or null.
   const ShardingRule *ruleOf(Operation *op) {
@@ -92,6 +100,14 @@ private:
   /// Layouts results are sliced to as soon as they are computed.
   llvm::DenseMap<Value, Layout> hints;
   bool sequenceParallel;
+  int64_t zero;
+  /// ZeRO: for each parameter (by index among the step's parameters), its
+  /// argument number and the layout its gradient is reduced to (its own
+  /// layout split over dp; equal to it when the parameter cannot be split).
+  llvm::SmallVector<unsigned> paramArgs;
+  llvm::SmallVector<Layout> gradientShards;
+  /// Stage-3 gathers by (argument, micro-batch, backward).
+  std::map<std::tuple<unsigned, int64_t, bool>, Value> gathers;
   std::optional<OperandFacts> facts;
   /// Conversions done already: a value converted once serves every use.
   std::map<std::pair<void *, std::string>, Value> converted;
@@ -161,16 +177,19 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       layout = full;
     }
   }
-  llvm::SmallVector<const Layout *> in;
+  llvm::SmallVector<std::pair<Value, Layout>> operands;
   for (Value v : op->getOperands())
-    in.push_back(&layouts[v]);
+    operands.push_back(gatheredParameter(op, v));
+  llvm::SmallVector<const Layout *> in;
+  for (auto &[local, layout] : operands)
+    in.push_back(&layout);
   OperandInfo info = facts->of(op);
   OpLayouts decided = layoutsForOp(op, *rule, in, axisSizes, &info);
 
   OpBuilder::InsertionGuard guard(builder);
   IRMapping local;
   for (auto [i, v] : llvm::enumerate(op->getOperands()))
-    local.map(v, convert(mapping.lookup(v), *in[i], decided.operands[i], op->getLoc(), v));
+    local.map(v, convert(operands[i].first, *in[i], decided.operands[i], op->getLoc(), v));
   Operation *clone = builder.clone(*op, local);
   for (auto [r, result] : llvm::enumerate(op->getResults())) {
     const Layout &out = decided.results[r];
@@ -218,7 +237,81 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
                                 op->getLoc(), result));
     layouts[result] = sliced;
   }
+  reduceGradients(op);
   return success();
+}
+
+void Partitioner::shardModelStates(func::FuncOp func, llvm::MutableArrayRef<Layout> argLayouts) {
+  int64_t dp = axisSizes.lookup("dp");
+  llvm::StringMap<unsigned> paramByName;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName)) {
+      paramByName[name.getValue()] = paramArgs.size();
+      paramArgs.push_back(i);
+    }
+  auto shardOverDp = [&](unsigned arg, Layout layout) {
+    if (zero == 0 || dp == 1)
+      return layout;
+    auto shape = llvm::cast<RankedTensorType>(func.getArgument(arg).getType()).getShape();
+    if (llvm::any_of(layout.dims, [](const AxisList &axes) { return llvm::is_contained(axes, "dp"); }))
+      return layout;
+    for (auto [d, axes] : llvm::enumerate(layout.dims))
+      if (axes.empty() && shape[d] % dp == 0) {
+        axes = {"dp"};
+        layout.blocks[d] = 1;
+        break;
+      }
+    return layout;
+  };
+  for (unsigned arg : paramArgs)
+    gradientShards.push_back(shardOverDp(arg, argLayouts[arg]));
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto state = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kStateAttrName);
+    if (state && zero >= 1)
+      argLayouts[i] = shardOverDp(i, argLayouts[i]);
+  }
+  if (zero >= 3)
+    for (auto [p, arg] : llvm::enumerate(paramArgs))
+      argLayouts[arg] = gradientShards[p];
+}
+
+std::pair<Value, Layout> Partitioner::gatheredParameter(Operation *op, Value v) {
+  auto arg = llvm::dyn_cast<BlockArgument>(v);
+  auto mb = intAttrOf(op, kMicroBatchAttrName);
+  if (zero < 3 || !arg || !mb)
+    return {mapping.lookup(v), layouts[v]};
+  auto p = llvm::find(paramArgs, arg.getArgNumber());
+  if (p == paramArgs.end())
+    return {mapping.lookup(v), layouts[v]};
+  // The parameter's own layout without dp.
+  Layout whole = layouts[v];
+  for (AxisList &axes : whole.dims)
+    llvm::erase(axes, "dp");
+  bool backward = op->hasAttr(kBackwardOfAttrName);
+  Value &gathered = gathers[{arg.getArgNumber(), *mb, backward}];
+  if (!gathered) {
+    // A fresh gather, not the one an earlier micro-batch used.
+    converted.erase({mapping.lookup(v).getAsOpaquePointer(), whole.str()});
+    gathered = convert(mapping.lookup(v), layouts[v], whole, op->getLoc(), v);
+  }
+  return {gathered, whole};
+}
+
+void Partitioner::reduceGradients(Operation *op) {
+  if (zero == 0)
+    return;
+  StringRef mark = zero == 1 ? kStepGradAttrName : kMicroBatchGradAttrName;
+  for (Value result : op->getResults()) {
+    auto p = gradientOf(result, mark);
+    if (!p)
+      continue;
+    Layout &layout = layouts[result];
+    if (layout == gradientShards[*p])
+      continue;
+    mapping.map(result, convert(mapping.lookup(result), layout, gradientShards[*p],
+                                op->getLoc(), result));
+    layout = gradientShards[*p];
+  }
 }
 
 /// What a report calls the value behind a collective: the ONNX node that
@@ -355,20 +448,22 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   Block &body = func.getBody().front();
   llvm::SmallVector<Type> argTypes;
   llvm::SmallVector<Layout> argLayouts;
-  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    Layout layout = argumentLayout(func, i);
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    argLayouts.push_back(argumentLayout(func, i));
+  shardModelStates(func, argLayouts);
+  for (auto [i, layout] : llvm::enumerate(argLayouts)) {
     auto type = localType(func.getArgument(i), layout, func);
     if (failed(type))
       return failure();
     argTypes.push_back(*type);
-    argLayouts.push_back(layout);
   }
   builder.setInsertionPoint(func);
   auto spmd = builder.create<func::FuncOp>(func.getLoc(), func.getSymName(),
                                            builder.getFunctionType(argTypes, {}));
   spmd.setAllArgAttrs(func.getAllArgAttrs());
-  if (Attribute plan = func->getAttr("ppc.plan"))
-    spmd->setAttr("ppc.plan", plan);
+  for (StringRef name : {"ppc.plan", "ppc.zero"})
+    if (Attribute attr = func->getAttr(name))
+      spmd->setAttr(name, attr);
   Block *entry = spmd.addEntryBlock();
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     mapping.map(arg, entry->getArgument(i));
@@ -410,10 +505,20 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       module.emitError() << "no @train_step to partition; run the training pipeline first";
       return signalPassFailure();
     }
-    auto sizes = declareMesh(module, dataParallel, tensorParallel);
+    auto sizes = declareMesh(module, dataParallel, tensorParallel, pipelineParallel);
     if (failed(sizes))
       return signalPassFailure();
-    if (failed(Partitioner(module, std::move(*sizes), sequenceParallel).run(step)))
+    int64_t stage = zero;
+    if (stage < 0) {
+      auto recorded = step->getAttrOfType<IntegerAttr>("ppc.zero");
+      stage = recorded ? recorded.getInt() : 0;
+    }
+    if (stage > 3) {
+      step.emitError() << "ZeRO stage " << stage << " is not one of 0, 1, 2, 3";
+      return signalPassFailure();
+    }
+    step->setAttr("ppc.zero", IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
+    if (failed(Partitioner(module, std::move(*sizes), sequenceParallel, stage).run(step)))
       return signalPassFailure();
   }
 };

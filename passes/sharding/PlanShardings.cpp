@@ -82,10 +82,11 @@ std::string signature(BlockArgument arg) {
 
 class Planner {
 public:
+  /// `zero`: the ZeRO stage the plan's memory is counted for.
   Planner(func::FuncOp step, AxisSizes sizes, DeviceModel device, double memoryPerRank,
-          bool sequenceParallel)
+          bool sequenceParallel, int64_t zero)
       : step(step), sizes(sizes), pricer(step, sizes, device, sequenceParallel),
-        budget(memoryPerRank) {}
+        budget(memoryPerRank), zero(zero) {}
 
   /// Reads parameters and pins, forms classes and their options.
   LogicalResult setUp(llvm::ArrayRef<std::string> pins);
@@ -93,6 +94,7 @@ public:
   FailureOr<llvm::SmallVector<Layout>> run();
   /// The chosen plan's cost, and how many plans were priced.
   const PlanCost &chosenCost() const { return chosen; }
+  bool chosenFits() const { return fits(chosen); }
   size_t plansPriced() const { return memo.size(); }
 
 private:
@@ -112,6 +114,11 @@ private:
   AxisSizes sizes;
   PlanPricer pricer;
   double budget;
+  int64_t zero;
+  /// Bytes per rank that ZeRO stage `zero` takes off the model states of
+  /// the plan with argument layouts `layouts` (the pricer counts them whole
+  /// on every data-parallel rank).
+  double zeroSavings(llvm::ArrayRef<Layout> layouts);
   int64_t tp() const { return sizes.lookup("tp"); }
 
   llvm::SmallVector<ParamClass> classes;
@@ -249,10 +256,43 @@ FailureOr<PlanCost> Planner::price(const Plan &plan,
   if (!requests)
     if (auto it = memo.find(key); it != memo.end())
       return it->second;
-  auto cost = pricer.price(layoutsOf(plan), requests);
-  if (succeeded(cost))
-    memo[key] = *cost;
+  llvm::SmallVector<Layout> layouts = layoutsOf(plan);
+  auto cost = pricer.price(layouts, requests);
+  if (failed(cost))
+    return failure();
+  cost->peakBytes -= zeroSavings(layouts);
+  memo[key] = *cost;
   return cost;
+}
+
+double Planner::zeroSavings(llvm::ArrayRef<Layout> layouts) {
+  int64_t dp = sizes.lookup("dp");
+  if (zero == 0 || dp == 1)
+    return 0;
+  double saved = 0;
+  for (auto [i, layout] : llvm::enumerate(layouts)) {
+    bool param = step.getArgAttr(i, PpcDialect::kParamAttrName) != nullptr;
+    bool state = step.getArgAttr(i, PpcDialect::kStateAttrName) != nullptr;
+    // Optimizer state from stage 1, the parameter's gradient from 2, the
+    // parameter itself from 3: the same shardable test as ppc-partition's.
+    int copies = (state && zero >= 1) + (param && zero >= 2) + (param && zero >= 3);
+    if (copies == 0)
+      continue;
+    auto type = llvm::cast<RankedTensorType>(step.getArgument(i).getType());
+    auto local = localShape(type.getShape(), layout, sizes);
+    if (!local)
+      continue;
+    bool shardable = false;
+    for (auto [d, axes] : llvm::enumerate(layout.dims))
+      shardable |= axes.empty() && type.getDimSize(d) % dp == 0;
+    if (!shardable)
+      continue;
+    double bytes = type.getElementTypeBitWidth() / 8.0;
+    for (int64_t n : *local)
+      bytes *= n;
+    saved += copies * bytes * (1 - 1.0 / dp);
+  }
+  return saved;
 }
 
 FailureOr<Planner::Scored> Planner::closure(Plan plan) {
@@ -337,10 +377,6 @@ FailureOr<llvm::SmallVector<Layout>> Planner::run() {
     current = std::move(*best);
   }
   chosen = current->cost;
-  if (!fits(chosen))
-    return step.emitError() << "no plan found fits in " << static_cast<int64_t>(budget)
-                            << " bytes per rank (memory-per-rank): the best needs "
-                            << static_cast<int64_t>(chosen.peakBytes);
   return layoutsOf(current->plan);
 }
 
@@ -354,26 +390,46 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
       module.emitError() << "no @train_step to plan; run the training pipeline first";
       return signalPassFailure();
     }
-    auto sizes = declareMesh(module, dataParallel, tensorParallel);
+    auto sizes = declareMesh(module, dataParallel, tensorParallel, pipelineParallel);
     if (failed(sizes))
       return signalPassFailure();
     if (!tpShards.empty() && tensorParallel == 1) {
       module.emitError() << "tp-shard needs a tensor-parallel axis (tp > 1)";
       return signalPassFailure();
     }
+    if (zero > 3) {
+      module.emitError() << "ZeRO stage " << zero << " is not one of 0, 1, 2, 3";
+      return signalPassFailure();
+    }
+    // The given ZeRO stage, or the lowest that fits.
     DeviceModel device;
-    Planner planner(step, *sizes, device, memoryPerRank, sequenceParallel);
     llvm::SmallVector<std::string> pins(tpShards.begin(), tpShards.end());
-    if (failed(planner.setUp(pins)))
+    std::optional<Planner> planner;
+    FailureOr<llvm::SmallVector<Layout>> layouts = failure();
+    int64_t stage = zero >= 0 ? zero : 0;
+    for (;; ++stage) {
+      planner.emplace(step, *sizes, device, memoryPerRank, sequenceParallel, stage);
+      if (failed(planner->setUp(pins)))
+        return signalPassFailure();
+      layouts = planner->run();
+      if (failed(layouts))
+        return signalPassFailure();
+      if (planner->chosenFits() || zero >= 0 || stage == 3 || dataParallel == 1)
+        break;
+    }
+    if (!planner->chosenFits()) {
+      step.emitError() << "no plan found fits in " << static_cast<int64_t>(memoryPerRank)
+                       << " bytes per rank (memory-per-rank) with ZeRO stage " << stage
+                       << ": the best needs "
+                       << static_cast<int64_t>(planner->chosenCost().peakBytes);
       return signalPassFailure();
-    auto layouts = planner.run();
-    if (failed(layouts))
-      return signalPassFailure();
+    }
+    step->setAttr("ppc.zero", IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
     for (auto [i, layout] : llvm::enumerate(*layouts))
       step.setArgAttr(i, PpcDialect::kShardingAttrName, toAttr(&getContext(), layout));
     // The cost model's estimate for the chosen plan, for reports and tests.
     Builder b(&getContext());
-    const PlanCost &cost = planner.chosenCost();
+    const PlanCost &cost = planner->chosenCost();
     step->setAttr("ppc.plan",
                   b.getDictionaryAttr({
                       b.getNamedAttr("compute_seconds", b.getF64FloatAttr(cost.computeSeconds)),
@@ -381,7 +437,7 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
                       b.getNamedAttr("peak_bytes", b.getF64FloatAttr(cost.peakBytes)),
                       b.getNamedAttr("memory_per_rank", b.getF64FloatAttr(memoryPerRank)),
                       b.getNamedAttr("plans_priced",
-                                     b.getI64IntegerAttr(planner.plansPriced())),
+                                     b.getI64IntegerAttr(planner->plansPriced())),
                   }));
   }
 };

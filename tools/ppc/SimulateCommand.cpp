@@ -25,6 +25,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <chrono>
+#include <limits>
 #include <optional>
 
 using namespace mlir;
@@ -83,58 +84,100 @@ int runSimulateCommand(int argc, char **argv) {
           *module, [&](OpPassManager &pm) { TrainingFlags::buildPipeline(pm, setup); },
           pipelineFlags.dumpIR)))
     return 1;
-  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  // The programs: @train_step, or one @train_step_pp<r> per pipeline rank.
   auto meshOps = module->getOps<MeshOp>();
   MeshOp meshOp = meshOps.empty() ? MeshOp() : *meshOps.begin();
   int64_t numRanks = meshOp ? meshOp.getNumRanks() : 1;
+  llvm::SmallVector<func::FuncOp> programs;
+  if (auto step = module->lookupSymbol<func::FuncOp>("train_step"))
+    programs.push_back(step);
+  else
+    for (auto fn : module->getOps<func::FuncOp>())
+      if (fn->hasAttr("ppc.pipeline_rank"))
+        programs.push_back(fn);
+  if (programs.empty())
+    return reportError("the training pipeline produced no @train_step");
+  llvm::SmallVector<func::FuncOp> programOfRank;
+  for (int64_t r = 0; r < numRanks; ++r)
+    programOfRank.push_back(programs.size() == 1 ? programs[0]
+                                                 : programs[meshOp.getCoordinates(r)[0]]);
   if (!report.path.empty() && failed(writeCommunicationReport(report.path, *module, steps)))
     return 1;
 
-  // Arguments, as global tensors: the step, parameters (from the model),
-  // optimizer state (zeros), and token windows: inputs to the first integer
-  // input, labels to the second (DESIGN.md §4). Each rank gets its block of
-  // each, as the argument's ppc.sharding says.
+  // Arguments, as global tensors by key ("param:wte", "state:exp_avg:wte",
+  // "input:ids", "step"): the step, parameters (from the model), optimizer
+  // state (zeros), and token windows: inputs to the first integer input,
+  // labels to the second (DESIGN.md §4). Each rank gets its block of each
+  // argument its program takes, as the argument's ppc.sharding says.
   ExecOptions exec;
-  llvm::SmallVector<Tensor> global;
-  llvm::SmallVector<unsigned> paramArgs, tokenArgs;
-  llvm::SmallVector<std::string> paramNames;
-  for (auto [i, arg] : llvm::enumerate(step.getArguments())) {
-    auto type = llvm::cast<RankedTensorType>(arg.getType());
-    auto sharding = step.getArgAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName);
-    llvm::SmallVector<int64_t> shape(type.getShape());
-    // The global shape: the local one times the blocks of each dimension.
-    if (sharding)
-      for (auto [d, axes] : llvm::enumerate(sharding.getDimAxes())) {
-        llvm::SmallVector<StringRef> names;
-        for (StringAttr a : axes)
-          names.push_back(a.getValue());
-        shape[d] *= *meshOp.getGroupSize(names);
+  llvm::StringMap<Tensor> global;
+  llvm::StringMap<ShardingAttr> shardingOf;
+  llvm::SmallVector<std::string> tokenKeys, paramNames;
+  auto keyOf = [](func::FuncOp fn, unsigned i, bool result) -> std::string {
+    auto attr = [&](StringRef name) {
+      return result ? fn.getResultAttrOfType<StringAttr>(i, name)
+                    : fn.getArgAttrOfType<StringAttr>(i, name);
+    };
+    for (StringRef name : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName,
+                           PpcDialect::kInputAttrName, PpcDialect::kOutputAttrName})
+      if (auto value = attr(name))
+        return (name.drop_front(4) + ":" + value.getValue()).str();
+    return "step";
+  };
+  llvm::SmallVector<std::string> inputOrder;
+  for (func::FuncOp fn : programs)
+    for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
+      std::string key = keyOf(fn, i, false);
+      if (global.count(key))
+        continue;
+      auto type = llvm::cast<RankedTensorType>(arg.getType());
+      auto sharding = fn.getArgAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName);
+      shardingOf[key] = sharding;
+      llvm::SmallVector<int64_t> shape(type.getShape());
+      // The global shape: the local one times the blocks of each dimension.
+      if (sharding)
+        for (auto [d, axes] : llvm::enumerate(sharding.getDimAxes())) {
+          llvm::SmallVector<StringRef> names;
+          for (StringAttr a : axes)
+            names.push_back(a.getValue());
+          shape[d] *= *meshOp.getGroupSize(names);
+        }
+      if (auto name = fn.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName)) {
+        auto value = imported.loadInitializer(name.getValue());
+        if (!value)
+          return reportError(llvm::toString(value.takeError()));
+        global[key] = value->castTo(exec.storage(type));
+        paramNames.push_back(name.getValue().str());
+        continue;
       }
-    if (auto name = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName)) {
-      auto value = imported.loadInitializer(name.getValue());
-      if (!value)
-        return reportError(llvm::toString(value.takeError()));
-      global.push_back(value->castTo(exec.storage(type)));
-      paramArgs.push_back(i);
-      paramNames.push_back(name.getValue().str());
-      continue;
+      if (auto name = fn.getArgAttrOfType<StringAttr>(i, PpcDialect::kInputAttrName)) {
+        if (shape != llvm::ArrayRef<int64_t>{globalBatch, seqLen} ||
+            isFloat(exec.storage(type)))
+          return reportError("input '" + name.getValue() +
+                             "': training feeds integer token windows [" +
+                             llvm::Twine(globalBatch) + ", " + llvm::Twine(seqLen) + "]");
+        inputOrder.push_back(key);
+      }
+      global[key] = Tensor(exec.storage(type), shape);
     }
-    if (auto name = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kInputAttrName)) {
-      if (shape != llvm::ArrayRef<int64_t>{globalBatch, seqLen} ||
-          isFloat(exec.storage(type)))
-        return reportError("input '" + name.getValue() +
-                           "': training feeds integer token windows [" +
-                           llvm::Twine(globalBatch) + ", " + llvm::Twine(seqLen) + "]");
-      tokenArgs.push_back(i);
-    }
-    global.push_back(Tensor(exec.storage(type), shape));
-  }
-  if (tokenArgs.empty() || tokenArgs.size() > 2)
+  // Inputs in graph-input order (the step lists them so; the first
+  // pipeline rank may take only the first, the last only the labels).
+  tokenKeys = inputOrder;
+  llvm::sort(tokenKeys, [&](const std::string &a, const std::string &b) {
+    auto position = [&](const std::string &key) {
+      for (const auto &info : imported.proto().graph().input())
+        if ("input:" + info.name() == key)
+          return &info - &*imported.proto().graph().input().begin();
+      return std::numeric_limits<int64_t>::max(); // appended: labels
+    };
+    return position(a) < position(b);
+  });
+  if (tokenKeys.empty() || tokenKeys.size() > 2)
     return reportError("training feeds token windows to one or two integer inputs "
                        "(inputs, then labels); the model has " +
-                       llvm::Twine(tokenArgs.size()));
-  auto shard = [&](unsigned i, const Tensor &value, int64_t rank) -> FailureOr<Tensor> {
-    auto sharding = step.getArgAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName);
+                       llvm::Twine(tokenKeys.size()));
+  auto shard = [&](llvm::StringRef key, const Tensor &value, int64_t rank) -> FailureOr<Tensor> {
+    ShardingAttr sharding = shardingOf.lookup(key);
     if (!sharding)
       return value;
     auto local = shardTensor(value, sharding, meshOp, rank);
@@ -144,13 +187,15 @@ int runSimulateCommand(int argc, char **argv) {
     }
     return std::move(*local);
   };
-  std::vector<llvm::SmallVector<Tensor>> args(numRanks);
+  // Each rank's values by key: what its program takes and returns.
+  std::vector<llvm::StringMap<Tensor>> held(numRanks);
   for (int64_t r = 0; r < numRanks; ++r)
-    for (auto [i, value] : llvm::enumerate(global)) {
-      auto local = shard(i, value, r);
+    for (auto [i, arg] : llvm::enumerate(programOfRank[r].getArguments())) {
+      std::string key = keyOf(programOfRank[r], i, false);
+      auto local = shard(key, global[key], r);
       if (failed(local))
         return 1;
-      args[r].push_back(std::move(*local));
+      held[r][key] = std::move(*local);
     }
 
   std::unique_ptr<llvm::raw_fd_ostream> log;
@@ -160,53 +205,65 @@ int runSimulateCommand(int argc, char **argv) {
     if (ec)
       return reportError("--log '" + logPath + "': " + ec.message());
   }
-  unsigned numParams = paramArgs.size();
-  unsigned numState = step.getNumResults() - 3 - numParams;
+  llvm::SmallVector<int64_t> peakBytes;
   for (int64_t s = 0; s < steps; ++s) {
-    Tensor &inputs = global[tokenArgs[0]];
+    Tensor &inputs = global[tokenKeys[0]];
     Tensor labels(inputs.dtype(), inputs.shape());
     for (int64_t b = 0; b < globalBatch; ++b)
       tokens->window(s, globalBatch, seqLen, b, inputs.ints().data() + b * seqLen,
                      labels.ints().data() + b * seqLen);
-    if (tokenArgs.size() == 2)
-      global[tokenArgs[1]] = labels;
+    if (tokenKeys.size() == 2)
+      global[tokenKeys[1]] = labels;
+    std::vector<llvm::SmallVector<Tensor>> args(numRanks);
     for (int64_t r = 0; r < numRanks; ++r) {
-      args[r][0].setInt(0, s);
-      for (unsigned i : tokenArgs) {
-        auto local = shard(i, global[i], r);
-        if (failed(local))
-          return 1;
-        args[r][i] = std::move(*local);
+      func::FuncOp fn = programOfRank[r];
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+        std::string key = keyOf(fn, i, false);
+        if (key == "step") {
+          held[r][key].setInt(0, s);
+        } else if (llvm::is_contained(tokenKeys, key)) {
+          auto local = shard(key, global[key], r);
+          if (failed(local))
+            return 1;
+          held[r][key] = std::move(*local);
+        }
+        args[r].push_back(held[r][key]);
       }
     }
 
     auto start = std::chrono::steady_clock::now();
-    FailureOr<std::vector<llvm::SmallVector<Tensor>>> results;
+    FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>> results;
     if (meshOp) {
-      auto spmd = runSpmd(step, meshOp, args, exec);
-      if (succeeded(spmd))
-        results = std::vector<llvm::SmallVector<Tensor>>(spmd->begin(), spmd->end());
+      results = runMesh(programOfRank, meshOp, args, exec, &peakBytes);
     } else {
-      auto single = runFunction(step, args[0], exec);
+      RunStats stats;
+      auto single = runFunction(programOfRank[0], args[0], exec, &stats);
       if (succeeded(single))
-        results = std::vector<llvm::SmallVector<Tensor>>{std::move(*single)};
+        results = llvm::SmallVector<llvm::SmallVector<Tensor>>{std::move(*single)};
+      peakBytes.assign(1, stats.peakBytes);
     }
     if (failed(results))
       return 1;
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    // Each rank's new parameters and state go back in as its next arguments.
+    // Each rank's new parameters and state go back in as its next
+    // arguments; the outputs come from the rank that returns them.
+    llvm::StringMap<double> outputs;
     for (int64_t r = 0; r < numRanks; ++r) {
-      for (unsigned p = 0; p < numParams; ++p)
-        args[r][paramArgs[p]] = std::move((*results)[r][p]);
-      for (unsigned k = 0; k < numState; ++k)
-        args[r][1 + numParams + k] = std::move((*results)[r][numParams + k]);
+      func::FuncOp fn = programOfRank[r];
+      for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+        std::string key = keyOf(fn, i, true);
+        if (llvm::StringRef(key).starts_with("output:"))
+          outputs.try_emplace(llvm::StringRef(key).drop_front(7), (*results)[r][i].getDouble(0));
+        else
+          held[r][key] = std::move((*results)[r][i]);
+      }
     }
-    const auto &rank0 = (*results)[0];
-    double loss = rank0[numParams + numState].getDouble(0);
-    double gradNorm = rank0[numParams + numState + 1].getDouble(0);
-    double rate = rank0[numParams + numState + 2].getDouble(0);
+    double loss = outputs.lookup("loss");
+    double gradNorm = outputs.lookup("grad_norm");
+    double rate = outputs.lookup("lr");
     double tokensPerSecond = globalBatch * seqLen / seconds;
+    int64_t peak = peakBytes.empty() ? 0 : *llvm::max_element(peakBytes);
     if (log) {
       llvm::json::OStream json(*log);
       json.object([&] {
@@ -216,6 +273,11 @@ int runSimulateCommand(int argc, char **argv) {
         json.attribute("grad_norm", gradNorm);
         json.attribute("step_time", seconds);
         json.attribute("tokens_per_s", tokensPerSecond);
+        json.attribute("peak_bytes", peak);
+        json.attributeArray("peak_bytes_per_rank", [&] {
+          for (int64_t b : peakBytes)
+            json.value(b);
+        });
       });
       *log << "\n";
       log->flush();
@@ -230,20 +292,30 @@ int runSimulateCommand(int argc, char **argv) {
 
   if (!exportPath.empty()) {
     llvm::StringMap<Tensor> trained;
-    for (unsigned p = 0; p < numParams; ++p) {
-      unsigned i = paramArgs[p];
-      auto sharding = step.getArgAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName);
+    for (const std::string &name : paramNames) {
+      std::string key = "param:" + name;
+      ShardingAttr sharding = shardingOf.lookup(key);
+      // Every rank's block, from the rank at the same data and tensor
+      // position that holds it (pipeline ranks hold their stages' only).
+      llvm::SmallVector<Tensor> perRank;
+      for (int64_t r = 0; r < numRanks; ++r) {
+        const Tensor *found = nullptr;
+        for (int64_t q = 0; q < numRanks && !found; ++q) {
+          bool samePlace = !meshOp || llvm::ArrayRef(meshOp.getCoordinates(q)).drop_front() ==
+                                          llvm::ArrayRef(meshOp.getCoordinates(r)).drop_front();
+          if (samePlace && held[q].count(key))
+            found = &held[q][key];
+        }
+        perRank.push_back(*found);
+      }
       if (!sharding) {
-        trained[paramNames[p]] = args[0][i];
+        trained[name] = perRank[0];
         continue;
       }
-      llvm::SmallVector<Tensor> perRank;
-      for (int64_t r = 0; r < numRanks; ++r)
-        perRank.push_back(args[r][i]);
       auto whole = unshardTensor(perRank, sharding, meshOp);
       if (!whole)
         return reportError(llvm::toString(whole.takeError()));
-      trained[paramNames[p]] = std::move(*whole);
+      trained[name] = std::move(*whole);
     }
     if (llvm::Error e = exportOnnxModel(imported, trained, exportPath))
       return reportError(llvm::toString(std::move(e)));

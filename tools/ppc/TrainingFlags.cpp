@@ -119,8 +119,12 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
       dataDtype("data-dtype", cl::desc("token type of the data file: u8, u16 or i32"),
                 cl::init("u16"), cl::cat(category)),
       zero("zero", cl::desc("ZeRO stage 0-3 [chosen]"), cl::init(""), cl::cat(category)),
-      schedule("schedule", cl::desc("gpipe, 1f1b or interleaved"), cl::init("1f1b"),
-               cl::cat(category)),
+      schedule("schedule", cl::desc("pipeline schedule: gpipe, 1f1b or interleaved"),
+               cl::init("1f1b"), cl::cat(category)),
+      virtualStages("virtual-stages",
+                    cl::desc("model chunks per pipeline rank for --schedule interleaved "
+                             "[2]"),
+                    cl::init(0), cl::cat(category)),
       precision("precision", cl::desc("fp32 or bf16"), cl::init("fp32"), cl::cat(category)),
       dims("dim", cl::desc("size of a symbolic input dimension"), cl::value_desc("NAME=N"),
            cl::cat(category)),
@@ -145,9 +149,6 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
   if (!parsed)
     return failure(reportError(llvm::toString(parsed.takeError())));
   setup.mesh = *parsed;
-  if (setup.mesh.pp != 1)
-    return failure(reportError("--mesh '" + mesh + "': pipeline parallelism (pp > 1) "
-                               "arrives with the pipeline issue"));
   if (microBatches < 1)
     return failure(reportError("--micro-batches must be at least 1"));
   if (precision != "fp32")
@@ -196,6 +197,16 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
   p.dataParallel = setup.mesh.dp;
   setup.shards.assign(shards.begin(), shards.end());
   setup.sequenceParallel = sequenceParallel;
+  setup.zero = zero.empty() ? -1 : std::stoi(zero);
+  setup.schedule = schedule.getValue();
+  setup.virtualStages = virtualStages.getValue();
+  if (setup.virtualStages < 0 || (setup.virtualStages > 1 && schedule != "interleaved"))
+    return failure(reportError(llvm::formatv(
+        "--virtual-stages {0}: more than one virtual stage per rank needs "
+        "--schedule interleaved", setup.virtualStages)));
+  if (setup.zero > 0 && setup.mesh.dp == 1)
+    return failure(reportError("--zero " + zero + " shards over the data-parallel axis, "
+                               "which --mesh '" + mesh + "' does not have"));
   if (!memoryPerRank.empty()) {
     llvm::StringRef text = llvm::StringRef(memoryPerRank).trim();
     double scale = 1;
@@ -226,12 +237,21 @@ void TrainingFlags::buildPipeline(OpPassManager &pm, const Setup &setup) {
     plan.tpShards = setup.shards;
     plan.memoryPerRank = setup.memoryPerRank;
     plan.sequenceParallel = setup.sequenceParallel;
+    plan.zero = setup.zero;
+    plan.pipelineParallel = setup.mesh.pp;
     pm.addPass(createPlanShardings(plan));
     PartitionOptions partition;
     partition.dataParallel = setup.mesh.dp;
     partition.tensorParallel = setup.mesh.tp;
+    partition.pipelineParallel = setup.mesh.pp;
     partition.sequenceParallel = setup.sequenceParallel;
     pm.addPass(createPartition(partition));
+    if (setup.mesh.pp > 1) {
+      PipelineOptions pipeline;
+      pipeline.scheduleName = setup.schedule;
+      pipeline.virtualStages = setup.virtualStages;
+      pm.addPass(createPipeline(pipeline));
+    }
     pm.addNestedPass<func::FuncOp>(createBucketAllReduces());
   }
 }

@@ -29,6 +29,11 @@ struct TrainingFlags {
     std::vector<std::string> shards;
     double memoryPerRank = 80e9;
     bool sequenceParallel = false;
+    /// The ZeRO stage (--zero), or -1 for the planner to choose.
+    int64_t zero = -1;
+    std::string schedule = "1f1b";
+    /// Virtual stages per pipeline rank (0: the schedule's default).
+    int64_t virtualStages = 0;
   };
 
   /// Checks the flags against each other and against `model`'s token
@@ -52,6 +57,7 @@ struct TrainingFlags {
   llvm::cl::opt<double> minLr;
   llvm::cl::opt<int64_t> seed;
   llvm::cl::opt<std::string> dataDtype, zero, schedule, precision;
+  llvm::cl::opt<int64_t> virtualStages;
   llvm::cl::list<std::string> dims;
   llvm::cl::list<std::string> shards;
   llvm::cl::opt<std::string> memoryPerRank;

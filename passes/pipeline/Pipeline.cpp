@@ -1,0 +1,615 @@
+//===- Pipeline.cpp - one program per pipeline rank, in schedule order ----===//
+//
+// ppc-pipeline turns the per-rank SPMD @train_step (partitioned over dp and
+// tp) into one function per pipeline rank. It
+//  1. assigns every forward op of @forward (ppc.fwd) to one of p * v
+//     virtual stages: contiguous ranges of forward ops of balanced cost
+//     (forward plus backward, priced by localOpSeconds); backward ops
+//     (ppc.bwd) go to the stage of their forward op;
+//  2. places every op in a slot: F(mb, stage) or B(mb, stage) for the
+//     computations of a micro-batch (ops without provenance, such as the
+//     partitioner's collectives, go with their first user), the epilogue for
+//     the step's own ops (gradient accumulation, clipping, the optimizer),
+//     which run where their largest operand lives; values computed from
+//     parameters and constants alone are recomputed on every rank that
+//     uses them, right before the first use;
+//  3. orders each rank's slots by the schedule (Schedule.h) and sends every
+//     value a rank needs from another right after it is computed, received
+//     right before its first use (or earlier, so that each channel is
+//     received in the order it was sent); a value replicated over tp is
+//     sent as 1/tp slices and all-gathered on arrival.
+// A parameter used on several ranks (a tied embedding) is an argument of
+// each; the rank of its first use updates it and sends the new value to the
+// others at the end of the step. The loss and the other outputs are
+// returned by the last pipeline rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/PpcAttrs.h"
+#include "ir/PpcOps.h"
+#include "passes/Passes.h"
+#include "passes/Provenance.h"
+#include "passes/pipeline/Schedule.h"
+#include "passes/sharding/CostModel.h"
+#include "passes/sharding/Layout.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+#include <tuple>
+
+using namespace mlir;
+
+namespace ppc {
+#define GEN_PASS_DEF_PIPELINE
+#include "passes/Passes.h.inc"
+
+namespace {
+
+constexpr llvm::StringLiteral kSlotAttrName = "ppc.slot";
+
+/// Where an op runs in one rank's program: its slot in the rank's order
+/// (the epilogue is the last), then program order.
+struct Position {
+  int64_t slot = 0;
+  int64_t index = 0;
+  /// Within one op's place: 0 receives, 1 the op, 2 its sends.
+  int64_t part = 1;
+  bool operator<(const Position &o) const {
+    return std::tie(slot, index, part) < std::tie(o.slot, o.index, o.part);
+  }
+};
+
+/// A micro-batch computation an op belongs to.
+struct Anchor {
+  bool backward;
+  int64_t forwardOp;
+  int64_t microBatch;
+};
+
+class Splitter {
+public:
+  Splitter(ModuleOp module, func::FuncOp step, AxisSizes sizes, pipeline::Schedule schedule)
+      : module(module), step(step), sizes(std::move(sizes)), schedule(std::move(schedule)),
+        builder(module.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  void findStationary();
+  void findAnchors();
+  LogicalResult assignStages();
+  void findParameterHomes();
+  void placeOps();
+  int64_t rankOfValue(Value v);
+  LogicalResult buildRank(int64_t rank);
+  /// Ranks that need `v` (beyond the one computing it), with the position
+  /// of the first use on each.
+  void collectNeeds();
+  std::string slotName(int64_t rank, int64_t slot) const;
+
+  ModuleOp module;
+  func::FuncOp step;
+  AxisSizes sizes;
+  pipeline::Schedule schedule;
+  OpBuilder builder;
+  DeviceModel device;
+
+  std::vector<Operation *> ops;
+  llvm::DenseMap<Operation *, int64_t> indexOf;
+  /// Values computed from parameters, the step and constants alone.
+  llvm::DenseSet<Value> stationary;
+  llvm::DenseMap<Operation *, Anchor> anchors;
+  /// The virtual stage of each forward op index.
+  std::vector<int64_t> stageOfForward;
+  /// Per rank, the slot index of (backward, micro-batch, stage).
+  std::vector<std::map<std::tuple<bool, int64_t, int64_t>, int64_t>> slotOf;
+  std::vector<std::vector<pipeline::Action>> slotsOfRank;
+  /// The rank and position of every op that is not stationary.
+  llvm::DenseMap<Operation *, std::pair<int64_t, Position>> placed;
+  /// The rank that updates each parameter (and holds its state), by
+  /// argument number of the parameter or of its state.
+  llvm::DenseMap<unsigned, int64_t> home;
+  /// Per rank: the first position at which it uses each value computed on
+  /// another rank (or, for stationary values, that it computes itself).
+  std::vector<llvm::DenseMap<Value, Position>> needs;
+  /// Per rank: the arguments it takes.
+  std::vector<llvm::SmallVector<unsigned>> argsOfRank;
+  /// Per result of the step: the ranks that return it.
+  std::vector<llvm::SmallVector<int64_t>> holders;
+};
+
+int64_t epilogueSlot(const std::vector<pipeline::Action> &slots) { return slots.size(); }
+
+void Splitter::findStationary() {
+  Block &body = step.getBody().front();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+    if (step.getArgAttr(i, PpcDialect::kParamAttrName) ||
+        step.getArgAttr(i, PpcDialect::kStepAttrName))
+      stationary.insert(arg);
+  for (Operation *op : ops)
+    if (llvm::all_of(op->getOperands(), [&](Value v) { return stationary.contains(v); }))
+      for (Value r : op->getResults())
+        stationary.insert(r);
+}
+
+void Splitter::findAnchors() {
+  for (Operation *op : llvm::reverse(ops)) {
+    auto mb = intAttrOf(op, kMicroBatchAttrName);
+    auto fwd = intAttrOf(op, kForwardOpAttrName);
+    auto bwd = intAttrOf(op, kBackwardOfAttrName);
+    if (mb && (fwd || bwd)) {
+      anchors[op] = Anchor{bwd.has_value(), fwd ? *fwd : *bwd, *mb};
+      continue;
+    }
+    // Without provenance: with the first user that has one.
+    Operation *first = nullptr;
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers())
+        if (anchors.count(user) && (!first || indexOf[user] < indexOf[first]))
+          first = user;
+    if (first)
+      anchors[op] = anchors[first];
+  }
+}
+
+LogicalResult Splitter::assignStages() {
+  int64_t numForward = 0;
+  for (auto &[op, anchor] : anchors)
+    numForward = std::max(numForward, anchor.forwardOp + 1);
+  std::vector<double> cost(numForward, 0);
+  for (auto &[op, anchor] : anchors)
+    if (anchor.microBatch == 0)
+      cost[anchor.forwardOp] += localOpSeconds(op, device, sizes);
+  int64_t stages = schedule.stages();
+  if (numForward < stages)
+    return step.emitError() << "the model has " << numForward << " forward ops, too few for "
+                            << stages << " pipeline stages";
+  // The smallest largest-stage cost at which the forward ops, in order,
+  // fit in `stages` contiguous ranges (bisection), then the ranges.
+  auto rangesAt = [&](double limit, std::vector<int64_t> *stageOf) {
+    int64_t used = 1;
+    double load = 0;
+    for (int64_t i = 0; i < numForward; ++i) {
+      // Leave at least one op for every later stage.
+      bool mustCut = numForward - i == stages - used;
+      if ((load + cost[i] > limit && load > 0) || mustCut) {
+        if (mustCut && used == stages)
+          mustCut = false;
+        else {
+          ++used;
+          load = 0;
+        }
+      }
+      load += cost[i];
+      if (stageOf)
+        (*stageOf)[i] = std::min(used, stages) - 1;
+    }
+    return used <= stages;
+  };
+  double lo = 0, hi = 0;
+  for (double c : cost) {
+    lo = std::max(lo, c);
+    hi += c;
+  }
+  for (int iteration = 0; iteration < 100 && hi - lo > 1e-9 * hi; ++iteration) {
+    double mid = (lo + hi) / 2;
+    (rangesAt(mid, nullptr) ? hi : lo) = mid;
+  }
+  stageOfForward.assign(numForward, 0);
+  rangesAt(hi, &stageOfForward);
+  return success();
+}
+
+void Splitter::findParameterHomes() {
+  Block &body = step.getBody().front();
+  // The parameters each stationary value is computed from.
+  llvm::DenseMap<Value, llvm::SmallVector<unsigned, 2>> roots;
+  for (BlockArgument arg : body.getArguments())
+    if (step.getArgAttr(arg.getArgNumber(), PpcDialect::kParamAttrName))
+      roots[arg] = {arg.getArgNumber()};
+  for (Operation *op : ops) {
+    if (op->getNumResults() == 0 || !stationary.contains(op->getResult(0)))
+      continue;
+    llvm::SmallVector<unsigned, 2> from;
+    for (Value v : op->getOperands())
+      for (unsigned p : roots.lookup(v))
+        if (!llvm::is_contained(from, p))
+          from.push_back(p);
+    for (Value r : op->getResults())
+      roots[r] = from;
+  }
+  for (auto &[op, anchor] : anchors) {
+    int64_t stage = stageOfForward[anchor.forwardOp];
+    for (Value v : op->getOperands())
+      for (unsigned p : roots.lookup(v)) {
+        auto [it, inserted] = home.try_emplace(p, stage);
+        if (!inserted)
+          it->second = std::min(it->second, stage);
+      }
+  }
+  // Stages to ranks; a state lives with its parameter.
+  llvm::StringMap<unsigned> paramByName;
+  for (BlockArgument arg : body.getArguments())
+    if (auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      PpcDialect::kParamAttrName)) {
+      paramByName[name.getValue()] = arg.getArgNumber();
+      auto it = home.find(arg.getArgNumber());
+      home[arg.getArgNumber()] = it == home.end() ? 0 : schedule.rankOf(it->second);
+    }
+  for (BlockArgument arg : body.getArguments())
+    if (auto state = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                       PpcDialect::kStateAttrName))
+      home[arg.getArgNumber()] = home.lookup(paramByName.lookup(state.getValue().split(':').second));
+}
+
+int64_t Splitter::rankOfValue(Value v) {
+  if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
+    auto it = home.find(arg.getArgNumber());
+    return it == home.end() ? -1 : it->second;
+  }
+  auto it = placed.find(v.getDefiningOp());
+  return it == placed.end() ? -1 : it->second.first;
+}
+
+void Splitter::placeOps() {
+  slotOf.resize(schedule.ranks);
+  slotsOfRank.resize(schedule.ranks);
+  for (int64_t r = 0; r < schedule.ranks; ++r)
+    for (const pipeline::Action &a : schedule.order[r])
+      if (a.isCompute()) {
+        slotOf[r][{a.kind == pipeline::Action::Backward, a.microBatch, a.stage}] =
+            slotsOfRank[r].size();
+        slotsOfRank[r].push_back(a);
+      }
+  for (Operation *op : ops) {
+    if (op->getNumResults() && stationary.contains(op->getResult(0)))
+      continue;
+    int64_t index = indexOf[op];
+    if (auto it = anchors.find(op); it != anchors.end()) {
+      const Anchor &a = it->second;
+      int64_t stage = stageOfForward[a.forwardOp];
+      int64_t rank = schedule.rankOf(stage);
+      placed[op] = {rank, Position{slotOf[rank].at({a.backward, a.microBatch, stage}), index}};
+      continue;
+    }
+    // An op of the step itself: where its largest operand is (ties: a
+    // parameter's or state's home, then the later rank).
+    int64_t rank = -1, bestBytes = -1;
+    bool bestIsArg = false;
+    for (Value v : op->getOperands()) {
+      int64_t r = rankOfValue(v);
+      if (r < 0 || (stationary.contains(v) && !llvm::isa<BlockArgument>(v)))
+        continue;
+      auto type = llvm::cast<RankedTensorType>(v.getType());
+      int64_t bytes = type.getNumElements();
+      bool isArg = llvm::isa<BlockArgument>(v);
+      if (std::tie(bytes, isArg, r) > std::tie(bestBytes, bestIsArg, rank)) {
+        bestBytes = bytes;
+        bestIsArg = isArg;
+        rank = r;
+      }
+    }
+    if (rank < 0)
+      rank = schedule.ranks - 1;
+    placed[op] = {rank, Position{epilogueSlot(slotsOfRank[rank]), index}};
+  }
+}
+
+void Splitter::collectNeeds() {
+  int64_t p = schedule.ranks;
+  needs.clear();
+  needs.resize(p);
+  Block &body = step.getBody().front();
+  auto ret = body.getTerminator();
+  auto need = [&](int64_t rank, Value v, Position at) {
+    auto [it, inserted] = needs[rank].try_emplace(v, at);
+    if (!inserted && at < it->second)
+      it->second = at;
+  };
+  // Who returns each result: a parameter and its state by every rank
+  // taking the parameter; the outputs by the last rank.
+  for (Operation *op : ops) {
+    auto it = placed.find(op);
+    if (it == placed.end())
+      continue;
+    for (Value v : op->getOperands())
+      need(it->second.first, v, Position{it->second.second.slot, it->second.second.index, 0});
+  }
+  // Stationary values go where they are used, with what they use (in
+  // reverse program order, users first).
+  for (Operation *op : llvm::reverse(ops)) {
+    if (placed.count(op))
+      continue;
+    for (int64_t r = 0; r < p; ++r) {
+      std::optional<Position> first;
+      for (Value res : op->getResults())
+        if (auto it = needs[r].find(res); it != needs[r].end())
+          if (!first || it->second < *first)
+            first = it->second;
+      if (!first)
+        continue;
+      for (Value v : op->getOperands())
+        need(r, v, Position{first->slot, indexOf[op], 0});
+    }
+  }
+  holders.assign(ret->getNumOperands(), {});
+  auto updated = updatedArguments(step);
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    llvm::SmallVector<int64_t> &who = holders[i];
+    if (updated[i]) {
+      for (int64_t r = 0; r < p; ++r)
+        if (needs[r].count(body.getArgument(*updated[i])) || home.lookup(*updated[i]) == r)
+          who.push_back(r);
+    } else {
+      who.push_back(p - 1);
+    }
+    for (int64_t r : who)
+      need(r, v, Position{epilogueSlot(slotsOfRank[r]), static_cast<int64_t>(ops.size()), 0});
+  }
+  argsOfRank.assign(p, {});
+  for (int64_t r = 0; r < p; ++r)
+    for (BlockArgument arg : body.getArguments())
+      if (needs[r].count(arg))
+        argsOfRank[r].push_back(arg.getArgNumber());
+}
+
+std::string Splitter::slotName(int64_t rank, int64_t slot) const {
+  if (slot == epilogueSlot(slotsOfRank[rank]))
+    return "step";
+  const pipeline::Action &a = slotsOfRank[rank][slot];
+  return (a.kind == pipeline::Action::Backward ? "B" : "F") + std::to_string(a.microBatch) +
+         "@s" + std::to_string(a.stage);
+}
+
+/// The dimension a value replicated over tp is sent in slices along: its
+/// first that tp divides, or -1 (sent whole).
+int64_t sliceDimForTp(Value v, int64_t tp) {
+  if (tp == 1)
+    return -1;
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  Operation *def = v.getDefiningOp();
+  auto shardings = def ? def->getAttrOfType<ArrayAttr>("ppc.shardings") : ArrayAttr();
+  if (!shardings)
+    return -1;
+  Layout layout = fromAttr(llvm::cast<ShardingAttr>(
+      shardings[llvm::cast<OpResult>(v).getResultNumber()]));
+  for (const AxisList &axes : layout.dims)
+    if (llvm::is_contained(axes, "tp"))
+      return -1;
+  if (llvm::is_contained(layout.partial, "tp"))
+    return -1;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.getDimSize(d) % tp == 0)
+      return d;
+  return -1;
+}
+
+LogicalResult Splitter::buildRank(int64_t rank) {
+  Block &body = step.getBody().front();
+  MLIRContext *ctx = module.getContext();
+  auto mesh = FlatSymbolRefAttr::get(ctx, "mesh");
+  int64_t tp = sizes.lookup("tp");
+
+  // What the rank runs, in order: its ops, the stationary ops it needs,
+  // its receives (in each channel's send order) and its sends.
+  struct Item {
+    Position at;
+    Operation *op = nullptr;
+    Value message;
+    int64_t peer = -1;
+    bool send = false;
+  };
+  std::vector<Item> items;
+  for (auto &[op, where] : placed)
+    if (where.first == rank)
+      items.push_back({where.second, op});
+  for (Operation *op : ops)
+    if (!placed.count(op) && op->getNumResults() && needs[rank].count(op->getResult(0))) {
+      Position first = needs[rank][op->getResult(0)];
+      items.push_back({Position{first.slot, indexOf[op], 1}, op});
+    }
+  // Messages: for each other rank, what it computes that this one needs
+  // (receive), and what this one computes that it needs (send).
+  for (int64_t peer = 0; peer < schedule.ranks; ++peer) {
+    if (peer == rank)
+      continue;
+    auto channel = [&](int64_t from, int64_t to) {
+      std::vector<std::pair<Position, Value>> messages; // by send position
+      for (auto &[v, at] : needs[to]) {
+        if (stationary.contains(v) || rankOfValue(v) != from)
+          continue;
+        Position sent = llvm::isa<BlockArgument>(v)
+                            ? Position{0, -1, 2}
+                            : placed[v.getDefiningOp()].second;
+        sent.part = 2;
+        messages.push_back({sent, v});
+      }
+      llvm::sort(messages, [](const auto &a, const auto &b) {
+        return a.first < b.first ||
+               (!(b.first < a.first) && a.second.getAsOpaquePointer() < b.second.getAsOpaquePointer());
+      });
+      return messages;
+    };
+    for (auto &[sent, v] : channel(rank, peer))
+      items.push_back({sent, nullptr, v, peer, true});
+    auto incoming = channel(peer, rank);
+    // Received no later than needed, and in send order.
+    std::vector<Item> receives;
+    std::optional<Position> latest;
+    for (auto &[sent, v] : llvm::reverse(incoming)) {
+      Position at = needs[rank][v];
+      at.part = 0;
+      if (latest && *latest < at)
+        at = *latest;
+      latest = at;
+      receives.push_back({at, nullptr, v, peer, false});
+    }
+    items.insert(items.end(), receives.rbegin(), receives.rend());
+  }
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item &a, const Item &b) { return a.at < b.at; });
+
+  llvm::SmallVector<Type> argTypes;
+  for (unsigned i : argsOfRank[rank])
+    argTypes.push_back(body.getArgument(i).getType());
+  builder.setInsertionPoint(step);
+  auto fn = builder.create<func::FuncOp>(
+      step.getLoc(), (step.getSymName() + "_pp" + std::to_string(rank)).str(),
+      builder.getFunctionType(argTypes, {}));
+  for (auto [n, i] : llvm::enumerate(argsOfRank[rank]))
+    fn.setArgAttrs(n, step.getArgAttrDict(i));
+  Block *entry = fn.addEntryBlock();
+  IRMapping mapping;
+  for (auto [n, i] : llvm::enumerate(argsOfRank[rank]))
+    mapping.map(body.getArgument(i), entry->getArgument(n));
+  builder.setInsertionPointToEnd(entry);
+  for (const Item &item : items) {
+    std::string slot = slotName(rank, item.at.slot);
+    if (item.op) {
+      for (Value v : item.op->getOperands())
+        if (!mapping.contains(v))
+          return item.op->emitError()
+                 << "pipeline rank " << rank << " runs this op in slot " << slot
+                 << " before one of its operands is there (a schedule or placement bug)";
+      Operation *clone = builder.clone(*item.op, mapping);
+      clone->setAttr(kSlotAttrName, builder.getStringAttr(slot));
+      continue;
+    }
+    Value v = item.message;
+    Location loc = v.getLoc();
+    auto type = llvm::cast<RankedTensorType>(v.getType());
+    int64_t dim = sliceDimForTp(v, tp);
+    auto named = [&](Operation *op) {
+      if (Operation *def = v.getDefiningOp())
+        if (auto name = llvm::dyn_cast<NameLoc>(def->getLoc()))
+          op->setAttr("ppc.value", name.getName());
+      op->setAttr(kSlotAttrName, builder.getStringAttr(slot));
+    };
+    if (item.send) {
+      if (!mapping.contains(v))
+        return step.emitError() << "pipeline rank " << rank << " sends a value before computing it";
+      Value out = mapping.lookup(v);
+      if (dim >= 0) {
+        llvm::SmallVector<int64_t> shape(type.getShape());
+        shape[dim] /= tp;
+        out = builder.create<AllSliceOp>(loc, type.clone(shape), out, mesh,
+                                         builder.getStrArrayAttr({"tp"}), dim);
+        named(out.getDefiningOp());
+      }
+      named(builder.create<SendOp>(loc, out, mesh, "pp", item.peer));
+      continue;
+    }
+    llvm::SmallVector<int64_t> shape(type.getShape());
+    if (dim >= 0)
+      shape[dim] /= tp;
+    auto recv = builder.create<RecvOp>(loc, type.clone(shape), mesh, "pp", item.peer);
+    named(recv);
+    Value in = recv;
+    if (dim >= 0) {
+      in = builder.create<AllGatherOp>(loc, type, in, mesh, builder.getStrArrayAttr({"tp"}), dim);
+      named(in.getDefiningOp());
+    }
+    mapping.map(v, in);
+  }
+
+  llvm::SmallVector<Value> results;
+  llvm::SmallVector<DictionaryAttr> resultAttrs;
+  auto ret = body.getTerminator();
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    if (!llvm::is_contained(holders[i], rank))
+      continue;
+    if (!mapping.contains(v))
+      return step.emitError() << "pipeline rank " << rank << " returns result " << i
+                              << " without computing or receiving it";
+    results.push_back(mapping.lookup(v));
+    resultAttrs.push_back(step.getResultAttrDict(i));
+  }
+  builder.create<func::ReturnOp>(ret->getLoc(), results);
+  fn.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  fn.setAllResultAttrs(resultAttrs);
+  for (NamedAttribute attr : step->getDiscardableAttrs())
+    fn->setAttr(attr.getName(), attr.getValue());
+  fn->setAttr("ppc.pipeline_rank", builder.getI64IntegerAttr(rank));
+  llvm::SmallVector<int64_t> stages;
+  for (int64_t s = rank; s < schedule.stages(); s += schedule.ranks)
+    stages.push_back(s);
+  fn->setAttr("ppc.stages", builder.getDenseI64ArrayAttr(stages));
+  return success();
+}
+
+LogicalResult Splitter::run() {
+  for (Operation &op : step.getBody().front().without_terminator()) {
+    indexOf[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  findStationary();
+  findAnchors();
+  if (failed(assignStages()))
+    return failure();
+  findParameterHomes();
+  placeOps();
+  collectNeeds();
+  for (int64_t r = 0; r < schedule.ranks; ++r)
+    if (failed(buildRank(r)))
+      return failure();
+  Builder b(module.getContext());
+  std::string order;
+  llvm::raw_string_ostream os(order);
+  os << pipeline::scheduleName(schedule.kind) << ", p=" << schedule.ranks
+     << " v=" << schedule.virtualStages << " m=" << schedule.microBatches;
+  module->setAttr("ppc.schedule", b.getStringAttr(order));
+  step.erase();
+  return success();
+}
+
+struct PipelinePass : impl::PipelineBase<PipelinePass> {
+  using PipelineBase::PipelineBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    auto mesh = module.lookupSymbol<MeshOp>("mesh");
+    if (!step || !mesh) {
+      module.emitError() << "no partitioned @train_step and @mesh; run ppc-partition first";
+      return signalPassFailure();
+    }
+    AxisSizes sizes;
+    for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+      sizes[name] = size;
+    int64_t p = sizes.lookup("pp");
+    auto kind = pipeline::parseScheduleKind(scheduleName);
+    if (!kind) {
+      module.emitError() << "schedule '" << scheduleName
+                         << "' is not one of gpipe, 1f1b, interleaved";
+      return signalPassFailure();
+    }
+    int64_t v = virtualStages > 0 ? virtualStages
+                                  : *kind == pipeline::ScheduleKind::Interleaved ? 2 : 1;
+    int64_t m = 0;
+    step.walk([&](Operation *op) {
+      if (auto mb = intAttrOf(op, kMicroBatchAttrName))
+        m = std::max(m, *mb + 1);
+    });
+    auto schedule = pipeline::buildSchedule(*kind, p, std::max<int64_t>(m, 1), v);
+    if (!schedule) {
+      module.emitError() << llvm::toString(schedule.takeError());
+      return signalPassFailure();
+    }
+    if (auto error = pipeline::checkSchedule(*schedule)) {
+      module.emitError() << "schedule check failed: " << llvm::toString(std::move(error));
+      return signalPassFailure();
+    }
+    if (p == 1 && v == 1)
+      return;
+    if (failed(Splitter(module, step, std::move(sizes), std::move(*schedule)).run()))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace ppc
