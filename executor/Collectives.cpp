@@ -1,9 +1,11 @@
 //===- Collectives.cpp - collectives of the simulated mesh ----------------===//
 //
-// Each collective is computed group by group: the ranks of a group, in group
-// order, are `MeshOp::getGroup`. Data movement (gather, scatter, all-to-all,
-// slice) copies elements in their storage; reductions combine in the C++
-// type the dtype computes in and round once.
+// A collective that communicates is computed for one group: the operands of
+// its ranks in group order (`MeshOp::getGroup`); the mesh executor decides
+// when the group meets. `all_slice` and `axis_index` need only the rank's
+// position in its group. Data movement (gather, scatter, all-to-all, slice)
+// copies elements in their storage; reductions combine in the C++ type the
+// dtype computes in and round once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,27 +20,6 @@ using namespace mlir;
 namespace ppc {
 
 namespace {
-
-/// The ranks of every group of `mesh` over `axes`, each in group order.
-FailureOr<llvm::SmallVector<llvm::SmallVector<int64_t>>>
-groupsOf(Operation *op, MeshOp mesh, ArrayAttr axes) {
-  llvm::SmallVector<StringRef> names = axisNames(axes);
-  llvm::SmallVector<bool> covered(mesh.getNumRanks(), false);
-  llvm::SmallVector<llvm::SmallVector<int64_t>> groups;
-  for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
-    if (covered[rank])
-      continue;
-    auto group = mesh.getGroup(rank, names);
-    if (failed(group))
-      return op->emitError()
-             << "axes " << axes << " are not distinct axes of mesh @"
-             << mesh.getSymName();
-    for (int64_t member : *group)
-      covered[member] = true;
-    groups.push_back(std::move(*group));
-  }
-  return groups;
-}
 
 /// Copies `count` consecutive slices along `dim`, from position `srcStart`
 /// of `src` to position `dstStart` of `dst`; both have the same dtype and
@@ -124,156 +105,137 @@ Tensor reduce(ReductionKind kind, llvm::ArrayRef<const Tensor *> values,
   return result;
 }
 
-/// Every rank's single operand, checked to be in the dtype the op's result
-/// is stored in (collectives keep the element type).
-LogicalResult checkOperands(Operation *op,
-                            llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-                            const ExecOptions &options) {
+/// Checks that each rank of the group has a single operand in the dtype the
+/// op's result is stored in (collectives keep the element type), and returns
+/// the operands in group order.
+FailureOr<llvm::SmallVector<const Tensor *>>
+groupOperands(Operation *op, llvm::ArrayRef<int64_t> ranks,
+              llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
+              const ExecOptions &options) {
   DType dtype = resultDType(op, 0, options);
-  for (auto [rank, values] : llvm::enumerate(operands))
-    if (values.size() != 1 || values.front().dtype() != dtype)
+  llvm::SmallVector<const Tensor *> values;
+  for (auto [rank, rankOperands] : llvm::zip_equal(ranks, operands)) {
+    if (rankOperands.size() != 1 || rankOperands.front().dtype() != dtype)
       return op->emitError() << "rank " << rank << " has no operand of dtype "
                              << dtypeName(dtype);
-  return success();
+    values.push_back(&rankOperands.front());
+  }
+  return values;
 }
 
-/// Runs `perGroup(group, results)` for every group of the op's axes after
-/// the common checks; `perGroup` fills `results[r]` for each rank r of the
-/// group.
-template <typename OpT>
-LogicalResult forEachGroup(
-    OpT op, MeshOp mesh, llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
+/// Runs `perGroup(values, results)` on the group's checked operands, with
+/// `results` sized to the group.
+LogicalResult withGroupOperands(
+    Operation *op, llvm::ArrayRef<int64_t> ranks,
+    llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
     llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
     const ExecOptions &options,
-    llvm::function_ref<void(llvm::ArrayRef<int64_t>,
-                            llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &)>
+    llvm::function_ref<void(llvm::ArrayRef<const Tensor *>,
+                            llvm::MutableArrayRef<llvm::SmallVector<Tensor>>)>
         perGroup) {
-  if (op.getMesh() != mesh.getSymName())
-    return op.emitError() << "runs on mesh @" << op.getMesh()
-                          << ", but the program runs on mesh @"
-                          << mesh.getSymName();
-  if (op->getNumOperands() && failed(checkOperands(op, operands, options)))
-    return failure();
-  auto groups = groupsOf(op, mesh, op.getAxes());
-  if (failed(groups))
+  auto values = groupOperands(op, ranks, operands, options);
+  if (failed(values))
     return failure();
   results.clear();
-  results.resize(mesh.getNumRanks());
-  for (const auto &group : *groups)
-    perGroup(group, results);
+  results.resize(ranks.size());
+  perGroup(*values, results);
   return success();
-}
-
-llvm::SmallVector<const Tensor *>
-groupValues(llvm::ArrayRef<int64_t> group,
-            llvm::ArrayRef<llvm::SmallVector<Tensor>> operands) {
-  return llvm::to_vector(llvm::map_range(
-      group, [&](int64_t rank) { return &operands[rank].front(); }));
 }
 
 LogicalResult
-allReduce(AllReduceOp op, MeshOp mesh,
+allReduce(AllReduceOp op, llvm::ArrayRef<int64_t> ranks,
           llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
           llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
           const ExecOptions &options) {
   DType dtype = resultDType(op, 0, options);
-  return forEachGroup(
-      op, mesh, operands, results, options, [&](auto group, auto &out) {
-        Tensor sum =
-            reduce(op.getReduction(), groupValues(group, operands), dtype);
-        for (int64_t rank : group)
-          out[rank].push_back(sum);
+  return withGroupOperands(
+      op, ranks, operands, results, options, [&](auto values, auto out) {
+        Tensor sum = reduce(op.getReduction(), values, dtype);
+        for (auto &rankResults : out)
+          rankResults.push_back(sum);
       });
 }
 
 LogicalResult
-allGather(AllGatherOp op, MeshOp mesh,
+allGather(AllGatherOp op, llvm::ArrayRef<int64_t> ranks,
           llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
           llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
           const ExecOptions &options) {
   DType dtype = resultDType(op, 0, options);
   int64_t dim = op.getDim();
-  return forEachGroup(op, mesh, operands, results, options,
-                      [&](auto group, auto &out) {
-                        Shape shape(operands[group.front()].front().shape());
-                        int64_t size = shape[dim];
-                        shape[dim] *= group.size();
-                        Tensor gathered(dtype, shape);
-                        for (auto [position, rank] : llvm::enumerate(group))
-                          copySlices(operands[rank].front(), 0, gathered,
-                                     position * size, dim, size);
-                        for (int64_t rank : group)
-                          out[rank].push_back(gathered);
-                      });
-}
-
-LogicalResult
-reduceScatter(ReduceScatterOp op, MeshOp mesh,
-              llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-              llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
-              const ExecOptions &options) {
-  DType dtype = resultDType(op, 0, options);
-  return forEachGroup(
-      op, mesh, operands, results, options, [&](auto group, auto &out) {
-        Tensor sum =
-            reduce(op.getReduction(), groupValues(group, operands), dtype);
-        for (auto [position, rank] : llvm::enumerate(group))
-          out[rank].push_back(block(sum, op.getDim(), group.size(), position));
+  return withGroupOperands(
+      op, ranks, operands, results, options, [&](auto values, auto out) {
+        Shape shape(values.front()->shape());
+        int64_t size = shape[dim];
+        shape[dim] *= values.size();
+        Tensor gathered(dtype, shape);
+        for (auto [position, value] : llvm::enumerate(values))
+          copySlices(*value, 0, gathered, position * size, dim, size);
+        for (auto &rankResults : out)
+          rankResults.push_back(gathered);
       });
 }
 
 LogicalResult
-allToAll(AllToAllOp op, MeshOp mesh,
+reduceScatter(ReduceScatterOp op, llvm::ArrayRef<int64_t> ranks,
+              llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
+              llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
+              const ExecOptions &options) {
+  DType dtype = resultDType(op, 0, options);
+  return withGroupOperands(
+      op, ranks, operands, results, options, [&](auto values, auto out) {
+        Tensor sum = reduce(op.getReduction(), values, dtype);
+        for (auto [position, rankResults] : llvm::enumerate(out))
+          rankResults.push_back(
+              block(sum, op.getDim(), values.size(), position));
+      });
+}
+
+LogicalResult
+allToAll(AllToAllOp op, llvm::ArrayRef<int64_t> ranks,
          llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
          llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
          const ExecOptions &options) {
   DType dtype = resultDType(op, 0, options);
   int64_t split = op.getSplit(), concat = op.getConcat();
-  return forEachGroup(
-      op, mesh, operands, results, options, [&](auto group, auto &out) {
-        int64_t n = group.size();
-        for (auto [receiver, rank] : llvm::enumerate(group)) {
+  return withGroupOperands(
+      op, ranks, operands, results, options, [&](auto values, auto out) {
+        int64_t n = values.size();
+        for (auto [receiver, rankResults] : llvm::enumerate(out)) {
           // The receiver at position i gets block i of every sender's split
           // dimension, placed at the sender's position along concat.
-          Shape shape(operands[rank].front().shape());
+          Shape shape(values[receiver]->shape());
           shape[split] /= n;
           int64_t size = shape[concat];
           shape[concat] *= n;
           Tensor received(dtype, shape);
-          for (auto [sender, from] : llvm::enumerate(group))
-            copySlices(block(operands[from].front(), split, n, receiver), 0,
-                       received, sender * size, concat, size);
-          out[rank].push_back(std::move(received));
+          for (auto [sender, value] : llvm::enumerate(values))
+            copySlices(block(*value, split, n, receiver), 0, received,
+                       sender * size, concat, size);
+          rankResults.push_back(std::move(received));
         }
       });
 }
 
-LogicalResult
-allSlice(AllSliceOp op, MeshOp mesh,
-         llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-         llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
-         const ExecOptions &options) {
-  return forEachGroup(
-      op, mesh, operands, results, options, [&](auto group, auto &out) {
-        for (auto [position, rank] : llvm::enumerate(group))
-          out[rank].push_back(block(operands[rank].front(), op.getDim(),
-                                    group.size(), position));
-      });
+LogicalResult allSlice(AllSliceOp op, int64_t position, int64_t groupSize,
+                       llvm::ArrayRef<Tensor> operands,
+                       llvm::SmallVectorImpl<Tensor> &results,
+                       const ExecOptions &options) {
+  DType dtype = resultDType(op, 0, options);
+  if (operands.size() != 1 || operands.front().dtype() != dtype)
+    return op.emitError() << "has no operand of dtype " << dtypeName(dtype);
+  results.push_back(block(operands.front(), op.getDim(), groupSize, position));
+  return success();
 }
 
-LogicalResult
-axisIndex(AxisIndexOp op, MeshOp mesh,
-          llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-          llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
-          const ExecOptions &options) {
-  return forEachGroup(op, mesh, operands, results, options,
-                      [&](auto group, auto &out) {
-                        for (auto [position, rank] : llvm::enumerate(group)) {
-                          Tensor index(DType::I64, {});
-                          index.setInt(0, position);
-                          out[rank].push_back(std::move(index));
-                        }
-                      });
+LogicalResult axisIndex(AxisIndexOp, int64_t position, int64_t,
+                        llvm::ArrayRef<Tensor>,
+                        llvm::SmallVectorImpl<Tensor> &results,
+                        const ExecOptions &) {
+  Tensor index(DType::I64, {});
+  index.setInt(0, position);
+  results.push_back(std::move(index));
+  return success();
 }
 
 class CollectiveRegistry {
@@ -281,12 +243,12 @@ public:
   static const CollectiveRegistry &get() {
     static const CollectiveRegistry registry = [] {
       CollectiveRegistry r;
-      r.add<AllReduceOp>(allReduce);
-      r.add<AllGatherOp>(allGather);
-      r.add<ReduceScatterOp>(reduceScatter);
-      r.add<AllToAllOp>(allToAll);
-      r.add<AllSliceOp>(allSlice);
-      r.add<AxisIndexOp>(axisIndex);
+      r.addGroup<AllReduceOp>(allReduce);
+      r.addGroup<AllGatherOp>(allGather);
+      r.addGroup<ReduceScatterOp>(reduceScatter);
+      r.addGroup<AllToAllOp>(allToAll);
+      r.addLocal<AllSliceOp>(allSlice);
+      r.addLocal<AxisIndexOp>(axisIndex);
       return r;
     }();
     return registry;
@@ -302,16 +264,28 @@ public:
 
 private:
   template <typename OpT>
-  void
-  add(LogicalResult (*fn)(OpT, MeshOp,
-                          llvm::ArrayRef<llvm::SmallVector<Tensor>>,
-                          llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &,
-                          const ExecOptions &)) {
-    kernels[TypeID::get<OpT>()] = [fn](Operation *op, MeshOp mesh,
-                                       auto operands, auto &results,
-                                       const ExecOptions &options) {
-      return fn(llvm::cast<OpT>(op), mesh, operands, results, options);
-    };
+  void addGroup(LogicalResult (*fn)(
+      OpT, llvm::ArrayRef<int64_t>, llvm::ArrayRef<llvm::SmallVector<Tensor>>,
+      llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &,
+      const ExecOptions &)) {
+    kernels[TypeID::get<OpT>()].group =
+        [fn](Operation *op, llvm::ArrayRef<int64_t> ranks, auto operands,
+             auto &results, const ExecOptions &options) {
+          return fn(llvm::cast<OpT>(op), ranks, operands, results, options);
+        };
+  }
+
+  template <typename OpT>
+  void addLocal(LogicalResult (*fn)(OpT, int64_t, int64_t,
+                                    llvm::ArrayRef<Tensor>,
+                                    llvm::SmallVectorImpl<Tensor> &,
+                                    const ExecOptions &)) {
+    kernels[TypeID::get<OpT>()].local =
+        [fn](Operation *op, int64_t position, int64_t groupSize, auto operands,
+             auto &results, const ExecOptions &options) {
+          return fn(llvm::cast<OpT>(op), position, groupSize, operands, results,
+                    options);
+        };
   }
 
   llvm::DenseMap<TypeID, CollectiveKernel> kernels;
@@ -321,6 +295,16 @@ private:
 
 const CollectiveKernel *lookupCollectiveKernel(Operation *op) {
   return CollectiveRegistry::get().lookup(op);
+}
+
+// Every collective takes its mesh and axes from `Ppc_CollectiveOp`'s
+// `collectiveArgs`, under these names.
+FlatSymbolRefAttr collectiveMesh(Operation *op) {
+  return op->getAttrOfType<FlatSymbolRefAttr>("mesh");
+}
+
+ArrayAttr collectiveAxes(Operation *op) {
+  return op->getAttrOfType<ArrayAttr>("axes");
 }
 
 } // namespace ppc

@@ -41,6 +41,11 @@ LogicalResult runKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
   return checkResults(op, results, options);
 }
 
+/// Bytes of `tensor` in its storage dtype.
+static int64_t storageBytes(const Tensor &tensor) {
+  return tensor.numElements() * byteWidth(tensor.dtype());
+}
+
 FailureOr<ExecutionFrame>
 ExecutionFrame::create(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
   Block &body = func.getBody().front();
@@ -48,8 +53,11 @@ ExecutionFrame::create(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
     return func.emitError() << "expected " << body.getNumArguments()
                             << " arguments, got " << arguments.size();
   ExecutionFrame frame;
-  for (auto [arg, tensor] : llvm::zip(body.getArguments(), arguments))
+  for (auto [arg, tensor] : llvm::zip(body.getArguments(), arguments)) {
     frame.values[arg] = tensor;
+    frame.heldBytes += storageBytes(tensor);
+  }
+  frame.bytesAtOp = frame.peak = frame.heldBytes;
   for (Operation &op : body)
     for (Value v : op.getOperands())
       ++frame.usesLeft[v];
@@ -58,12 +66,16 @@ ExecutionFrame::create(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
 
 FailureOr<llvm::SmallVector<Tensor>>
 ExecutionFrame::takeOperands(Operation &op) {
+  opTaken = &op;
+  bytesAtOp = heldBytes;
+  peak = std::max(peak, bytesAtOp);
   llvm::SmallVector<Tensor> operands;
   for (Value v : op.getOperands()) {
     auto it = values.find(v);
     if (it == values.end())
       return op.emitError() << "operand has no value";
     if (--usesLeft[v] == 0) {
+      heldBytes -= storageBytes(it->second);
       operands.push_back(std::move(it->second));
       values.erase(it);
     } else {
@@ -75,9 +87,18 @@ ExecutionFrame::takeOperands(Operation &op) {
 
 void ExecutionFrame::setResults(Operation &op,
                                 llvm::MutableArrayRef<Tensor> results) {
-  for (auto [v, t] : llvm::zip(op.getResults(), results))
-    if (!v.use_empty())
+  // An op without operands (ppc.recv) may skip takeOperands.
+  if (opTaken != &op)
+    bytesAtOp = heldBytes;
+  int64_t resultBytes = 0;
+  for (auto [v, t] : llvm::zip(op.getResults(), results)) {
+    resultBytes += storageBytes(t);
+    if (!v.use_empty()) {
+      heldBytes += storageBytes(t);
       values[v] = std::move(t);
+    }
+  }
+  peak = std::max(peak, bytesAtOp + resultBytes);
 }
 
 LogicalResult ExecutionFrame::runOp(Operation &op, const ExecOptions &options) {
@@ -93,13 +114,17 @@ LogicalResult ExecutionFrame::runOp(Operation &op, const ExecOptions &options) {
 
 FailureOr<llvm::SmallVector<Tensor>>
 runFunction(func::FuncOp func, llvm::ArrayRef<Tensor> arguments,
-            const ExecOptions &options) {
+            const ExecOptions &options, RunStats *stats) {
   auto frame = ExecutionFrame::create(func, arguments);
   if (failed(frame))
     return failure();
   for (Operation &op : func.getBody().front()) {
-    if (llvm::isa<func::ReturnOp>(op))
-      return frame->takeOperands(op);
+    if (llvm::isa<func::ReturnOp>(op)) {
+      auto results = frame->takeOperands(op);
+      if (succeeded(results) && stats)
+        stats->peakBytes = frame->peakBytes();
+      return results;
+    }
     if (failed(frame->runOp(op, options)))
       return failure();
   }

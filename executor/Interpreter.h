@@ -8,12 +8,19 @@
 
 namespace ppc {
 
+/// What one run of a function measured.
+struct RunStats {
+  /// The peak of live bytes (`ExecutionFrame::peakBytes`).
+  int64_t peakBytes = 0;
+};
+
 /// Runs `func` op by op on `arguments` (one per function argument, already
 /// in the storage dtypes of `options`) and returns its results. Errors (an op
-/// without a kernel, an out-of-range index) are emitted at the op.
+/// without a kernel, an out-of-range index) are emitted at the op. A run that
+/// succeeds fills `stats` when given.
 mlir::FailureOr<llvm::SmallVector<Tensor>>
 runFunction(mlir::func::FuncOp func, llvm::ArrayRef<Tensor> arguments,
-            const ExecOptions &options);
+            const ExecOptions &options, RunStats *stats = nullptr);
 
 /// The live values of one run of a function body: the arguments, then each
 /// op's results, each freed after its last use. `runFunction` steps one
@@ -33,10 +40,27 @@ public:
   /// Runs `op` with its kernel: operands, kernel, results.
   mlir::LogicalResult runOp(mlir::Operation &op, const ExecOptions &options);
 
+  /// Bytes of the tensors the frame holds now, in their storage dtype
+  /// (elements times `byteWidth`).
+  int64_t liveBytes() const { return heldBytes; }
+  /// The largest live bytes at one op so far: at op k, the frame's bytes
+  /// before `takeOperands(k)` plus the bytes of all of k's results (those
+  /// without uses too, which `setResults` drops). This is the liveness of
+  /// `planMemory` (passes/memory/MemoryPlan.h) counted in storage dtypes, so
+  /// the two agree exactly when floats are stored as declared (f32 programs
+  /// run without `ExecOptions::f64`); with f64 storage every float counts 8
+  /// bytes.
+  int64_t peakBytes() const { return peak; }
+
 private:
   llvm::DenseMap<mlir::Value, Tensor> values;
   /// Remaining uses per value, so each tensor is freed after its last use.
   llvm::DenseMap<mlir::Value, unsigned> usesLeft;
+  int64_t heldBytes = 0;
+  /// `heldBytes` when `opTaken`, the op that took operands last, took them.
+  int64_t bytesAtOp = 0;
+  mlir::Operation *opTaken = nullptr;
+  int64_t peak = 0;
 };
 
 /// Runs `op`'s kernel on `operands` and checks the results (`checkResults`).

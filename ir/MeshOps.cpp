@@ -1,9 +1,9 @@
 //===- MeshOps.cpp - the device mesh and the collectives ------------------===//
 //
 // Rank arithmetic of `ppc.mesh` (axes major to minor) and the verifiers of
-// the collectives: local checks in `verify`, checks against the mesh in
-// `verifySymbolUses` (through `verifyGroupSize`), which the enclosing symbol
-// table runs once the mesh itself is verified.
+// the collectives and of send/recv: local checks in `verify`, checks against
+// the mesh in `verifySymbolUses` (for collectives through `verifyGroupSize`),
+// which the enclosing symbol table runs once the mesh itself is verified.
 //
 //===----------------------------------------------------------------------===//
 
@@ -322,5 +322,75 @@ LogicalResult AllSliceOp::verifyGroupSize(int64_t groupSize) {
 LogicalResult AxisIndexOp::verify() { return verifyAxisList(*this, getAxes()); }
 
 LogicalResult AxisIndexOp::verifyGroupSize(int64_t) { return success(); }
+
+//===----------------------------------------------------------------------===//
+// Point-to-point communication
+//===----------------------------------------------------------------------===//
+
+/// Checks that `mesh` names a `ppc.mesh` with an axis `axis` and that `peer`
+/// is a coordinate on it.
+static LogicalResult verifyPeer(Operation *op,
+                                SymbolTableCollection &symbolTable,
+                                FlatSymbolRefAttr meshName, StringRef axis,
+                                int64_t peer) {
+  auto mesh = symbolTable.lookupNearestSymbolFrom<MeshOp>(op, meshName);
+  if (!mesh)
+    return op->emitOpError()
+           << "names " << meshName << ", which is not a ppc.mesh";
+  std::optional<int64_t> size = mesh.getAxisSize(axis);
+  if (!size)
+    return op->emitOpError() << "axis '" << axis << "' is not an axis of mesh "
+                             << meshName << " (" << mesh.getAxes() << ")";
+  if (peer < 0 || peer >= *size)
+    return op->emitOpError() << "peer " << peer << " is out of range [0, "
+                             << *size << ") of axis '" << axis << "'";
+  return success();
+}
+
+static StringRef valueNameOf(Operation *op) {
+  auto name = op->getAttrOfType<StringAttr>(SendOp::kValueAttrName);
+  return name ? name.getValue() : StringRef();
+}
+
+static std::optional<int64_t> peerRankOf(MeshOp mesh, int64_t rank,
+                                         StringRef axis, int64_t peer) {
+  std::optional<unsigned> index = mesh.getAxisIndex(axis);
+  if (!index || peer < 0 || peer >= mesh.getShape()[*index] || rank < 0 ||
+      rank >= mesh.getNumRanks())
+    return std::nullopt;
+  llvm::SmallVector<int64_t> coordinates = mesh.getCoordinates(rank);
+  coordinates[*index] = peer;
+  return mesh.getRankAt(coordinates);
+}
+
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyPeer(*this, symbolTable, getMeshAttr(), getAxis(),
+                    static_cast<int64_t>(getPeer()));
+}
+
+StringRef SendOp::getValueName() { return valueNameOf(*this); }
+
+std::optional<int64_t> SendOp::getPeerRank(MeshOp mesh, int64_t rank) {
+  return peerRankOf(mesh, rank, getAxis(), static_cast<int64_t>(getPeer()));
+}
+
+MeshOp SendOp::getMeshOp() {
+  return SymbolTable::lookupNearestSymbolFrom<MeshOp>(*this, getMeshAttr());
+}
+
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyPeer(*this, symbolTable, getMeshAttr(), getAxis(),
+                    static_cast<int64_t>(getPeer()));
+}
+
+StringRef RecvOp::getValueName() { return valueNameOf(*this); }
+
+std::optional<int64_t> RecvOp::getPeerRank(MeshOp mesh, int64_t rank) {
+  return peerRankOf(mesh, rank, getAxis(), static_cast<int64_t>(getPeer()));
+}
+
+MeshOp RecvOp::getMeshOp() {
+  return SymbolTable::lookupNearestSymbolFrom<MeshOp>(*this, getMeshAttr());
+}
 
 } // namespace ppc

@@ -773,4 +773,93 @@ def Ppc_AxisIndexOp : Ppc_CollectiveOp<"axis_index"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Point-to-point communication (pipeline parallelism)
+//
+// A pipeline stage exchanges activations and gradients with the stage before
+// and after it. The peer of a send or recv is named by its coordinate on one
+// mesh axis; the other coordinates are the executing rank's own, so the ranks
+// of a stage talk to the ranks at the same data- and tensor-parallel position
+// of another stage. Messages between two ranks arrive in the order they were
+// sent. These ops are not collectives (no `CollectiveTrait`): only the two
+// ranks of a message meet. Both may carry `ppc.value = "<what>"`, naming the
+// message for diagnostics.
+//===----------------------------------------------------------------------===//
+
+/// A send or recv with rank `peer` on mesh axis `axis` of `mesh`. The mesh,
+/// the axis and the peer's range are checked in `verifySymbolUses`.
+class Ppc_PointToPointOp<string mnemonic, list<Trait> traits = []>
+    : Ppc_Op<mnemonic, !listconcat([
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>], traits)> {
+  dag peerArgs = (ins FlatSymbolRefAttr:$mesh, StrAttr:$axis, I64Attr:$peer);
+  let extraClassDeclaration = [{
+    /// The discardable attribute naming the message, for diagnostics.
+    static constexpr ::llvm::StringLiteral kValueAttrName = "ppc.value";
+    /// What the message is (`ppc.value`), or "" when unnamed.
+    ::llvm::StringRef getValueName();
+    /// The rank this op exchanges with when `rank` runs it: `rank` with its
+    /// coordinate on `axis` replaced by `peer`. None when `mesh` has no such
+    /// axis or coordinate, or no such rank.
+    std::optional<int64_t> getPeerRank(::ppc::MeshOp mesh, int64_t rank);
+    /// The mesh, looked up from the nearest symbol table (null if missing).
+    ::ppc::MeshOp getMeshOp();
+  }];
+}
+
+def Ppc_SendOp : Ppc_PointToPointOp<"send", [MemoryEffects<[MemWrite]>]> {
+  let summary = "sends a tensor to one rank along a mesh axis";
+  let description = [{
+    Appends this rank's `input` to the messages from this rank to the rank
+    whose coordinate on `axis` is `peer` and whose other coordinates are this
+    rank's. The send does not wait for the receiver. It writes to the
+    channel between the two ranks, so it is never erased or merged.
+
+    Example:
+    ```mlir
+    ppc.send %x to @mesh["pp"] 1 : tensor<4x8xf32>
+    ppc.send %h to @mesh["pp"] 1 {ppc.value = "layer3.out"} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = !con((ins Ppc_Tensor:$input), peerArgs);
+  let assemblyFormat = [{
+    $input `to` $mesh `[` $axis `]` $peer attr-dict `:` type($input)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::FlatSymbolRefAttr":$mesh,
+                   "::llvm::StringRef":$axis, "int64_t":$peer), [{
+      build($_builder, $_state, input, mesh, $_builder.getStringAttr(axis),
+            $_builder.getI64IntegerAttr(peer));
+    }]>
+  ];
+}
+
+def Ppc_RecvOp : Ppc_PointToPointOp<"recv",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "receives the next tensor from one rank along a mesh axis";
+  let description = [{
+    Waits for the next message from the rank whose coordinate on `axis` is
+    `peer` and whose other coordinates are this rank's, and returns it. The
+    result type is the shape and element type the message must have. Each
+    recv takes a message off the channel, so two recvs are never merged.
+
+    Example:
+    ```mlir
+    %y = ppc.recv from @mesh["pp"] 0 : tensor<4x8xf32>
+    %g = ppc.recv from @mesh["pp"] 1 {ppc.value = "layer3.out.grad"} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = peerArgs;
+  let results = (outs Ppc_Tensor:$result);
+  let assemblyFormat = [{
+    `from` $mesh `[` $axis `]` $peer attr-dict `:` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::FlatSymbolRefAttr":$mesh,
+                   "::llvm::StringRef":$axis, "int64_t":$peer), [{
+      build($_builder, $_state, result, mesh, $_builder.getStringAttr(axis),
+            $_builder.getI64IntegerAttr(peer));
+    }]>
+  ];
+}
+
 #endif // PPC_OPS_TD

@@ -226,7 +226,7 @@ def Pipeline : Pass<"ppc-pipeline", "mlir::ModuleOp"> {
     which sends the new value to the others; the last pipeline rank returns
     the loss and the other outputs. Each function carries
     `ppc.pipeline_rank` and its virtual stages `ppc.stages`; the module the
-    schedule as `ppc.schedule`.
+    schedule as `ppc.schedule` (kind, ranks, virtual_stages, micro_batches).
 
     Example: with p = 2, `@train_step` becomes `@train_step_pp0` (embedding
     and the first layers) and `@train_step_pp1` (the rest, the loss).

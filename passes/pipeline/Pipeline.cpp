@@ -558,11 +558,13 @@ LogicalResult Splitter::run() {
     if (failed(buildRank(r)))
       return failure();
   Builder b(module.getContext());
-  std::string order;
-  llvm::raw_string_ostream os(order);
-  os << pipeline::scheduleName(schedule.kind) << ", p=" << schedule.ranks
-     << " v=" << schedule.virtualStages << " m=" << schedule.microBatches;
-  module->setAttr("ppc.schedule", b.getStringAttr(order));
+  module->setAttr("ppc.schedule",
+                  b.getDictionaryAttr({
+                      b.getNamedAttr("kind", b.getStringAttr(pipeline::scheduleName(schedule.kind))),
+                      b.getNamedAttr("ranks", b.getI64IntegerAttr(schedule.ranks)),
+                      b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(schedule.virtualStages)),
+                      b.getNamedAttr("micro_batches", b.getI64IntegerAttr(schedule.microBatches)),
+                  }));
   step.erase();
   return success();
 }

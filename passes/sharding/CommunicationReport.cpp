@@ -2,6 +2,7 @@
 
 #include "passes/sharding/CommunicationReport.h"
 #include "ir/PpcAttrs.h"
+#include "passes/Provenance.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -28,6 +29,21 @@ static int64_t bytesOf(Type type) {
 CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
   CommunicationReport report;
   step.walk([&](Operation *op) {
+    if (auto mb = intAttrOf(op, kMicroBatchAttrName))
+      report.microBatches = std::max(report.microBatches, *mb + 1);
+    if (auto send = llvm::dyn_cast<SendOp>(op)) {
+      CollectiveRecord record;
+      record.kind = "send";
+      record.axes = {send.getAxis().str()};
+      record.groupSize = 2;
+      record.node = nodeName(op->getLoc());
+      record.value = send.getValueName().str();
+      record.elements = llvm::cast<ShapedType>(send.getInput().getType()).getNumElements();
+      record.bytesPerRank = bytesOf(send.getInput().getType());
+      report.bytesByAxis[record.axes[0]] += record.bytesPerRank;
+      report.collectives.push_back(std::move(record));
+      return;
+    }
     if (!op->hasTrait<CollectiveTrait>() || llvm::isa<AxisIndexOp, AllSliceOp>(op))
       return;
     CollectiveRecord record;
@@ -53,6 +69,29 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
     report.bytesByAxis[llvm::join(record.axes, ",")] += record.bytesPerRank;
     report.collectives.push_back(std::move(record));
   });
+  if (auto zero = step->getAttrOfType<IntegerAttr>("ppc.zero"))
+    report.zero = zero.getInt();
+  int64_t dp = mesh.getAxisSize("dp").value_or(1);
+  // How many parts of each argument the mesh axes other than dp (tp) and
+  // dp make.
+  auto parts = [&](unsigned i, bool overDp) {
+    int64_t n = 1;
+    if (auto sharding = step.getArgAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName))
+      for (auto axesOfDim : sharding.getDimAxes())
+        for (StringAttr a : axesOfDim)
+          if ((a.getValue() == "dp") == overDp)
+            n *= *mesh.getAxisSize(a.getValue());
+    return n;
+  };
+  llvm::StringMap<int64_t> stateParts;
+  int64_t stateBytesWhole = 0, copies = 0;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (auto state = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kStateAttrName)) {
+      int64_t bytes = bytesOf(step.getArgument(i).getType());
+      report.optimizerStateBytes += bytes;
+      stateBytesWhole += bytes * parts(i, true);
+      stateParts[state.getValue().split(':').second] = parts(i, true);
+    }
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     auto name = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName);
     if (!name)
@@ -63,18 +102,34 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
     if (sharding)
       os << sharding;
     report.parameters.emplace_back(name.getValue().str(), os.str());
-    // Psi counts whole parameters: a local shard times its blocks.
-    int64_t bytes = bytesOf(step.getArgument(i).getType());
-    report.parameterBytesPerRank += bytes;
-    if (sharding)
-      for (auto axesOfDim : sharding.getDimAxes()) {
-        llvm::SmallVector<StringRef> dimAxes;
-        for (StringAttr a : axesOfDim)
-          dimAxes.push_back(a.getValue());
-        bytes *= *mesh.getGroupSize(dimAxes);
-      }
-    report.parameterBytes += bytes;
+    int64_t local = bytesOf(step.getArgument(i).getType());
+    report.parameterStateBytes += local;
+    // A pipeline rank holding a copy of a parameter another rank updates
+    // (a tied embedding) neither reduces nor updates it.
+    if (!stateParts.empty() && !stateParts.count(name.getValue())) {
+      copies += local;
+      continue;
+    }
+    // Psi: the rank's parameter bytes before ZeRO (its tp shards); the
+    // whole parameters: a local shard times its parts.
+    int64_t shard = local * parts(i, true);
+    report.parameterBytesPerRank += shard;
+    report.parameterBytes += shard * parts(i, false);
+    // ZeRO shards a gradient over dp from stage 2, where it can shard the
+    // parameter's state (stage 3: the parameter) at all.
+    int64_t gradientParts = parts(i, true);
+    if (report.zero >= 2 && gradientParts == 1)
+      gradientParts = stateParts.lookup(name.getValue());
+    report.gradientBytes += shard / std::max<int64_t>(1, report.zero >= 2 ? gradientParts : 1);
   }
+  // DESIGN.md §6 with this program's bytes per parameter byte: parameters
+  // and gradients (each as large as the parameters) and optimizer state.
+  double psi = report.parameterBytesPerRank;
+  double k = psi > 0 ? stateBytesWhole / psi : 0;
+  double z = report.zero, d = dp;
+  report.modelStateFormula = psi * ((z >= 3 ? 1 / d : 1) + (z >= 2 ? 1 / d : 1) +
+                                    k * (z >= 1 ? 1 / d : 1)) +
+                              copies;
   if (auto plan = step->getAttrOfType<DictionaryAttr>("ppc.plan"))
     for (NamedAttribute entry : plan) {
       if (auto f = llvm::dyn_cast<FloatAttr>(entry.getValue()))
@@ -85,8 +140,7 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
   return report;
 }
 
-llvm::json::Value reportToJson(const CommunicationReport &report, MeshOp mesh,
-                               int64_t steps) {
+llvm::json::Object programToJson(const CommunicationReport &report, MeshOp mesh) {
   llvm::json::Array collectives;
   for (const CollectiveRecord &c : report.collectives)
     collectives.push_back(llvm::json::Object{
@@ -104,29 +158,78 @@ llvm::json::Value reportToJson(const CommunicationReport &report, MeshOp mesh,
   for (const auto &[name, layout] : report.parameters)
     parameters[name] = layout;
   int64_t dp = mesh.getAxisSize("dp").value_or(1);
-  double formula = dp > 1 ? 2.0 * report.parameterBytesPerRank * (dp - 1) / dp : 0.0;
+  double psi = report.parameterBytesPerRank, share = dp > 1 ? (dp - 1.0) / dp : 0.0;
+  double m = report.microBatches;
+  double plain = 2 * psi * share;
+  double formula = report.zero == 3 ? (2 * m + 1) * psi * share
+                   : report.zero == 2 ? (m + 1) * psi * share
+                                      : plain;
   llvm::json::Object plan;
   for (const auto &[key, value] : report.plan)
     plan[key] = value;
   double measured = report.bytesByAxis.count("dp") ? report.bytesByAxis.at("dp") : 0.0;
-  llvm::json::Object mesh_;
-  for (StringRef axis : mesh.getAxisNames())
-    mesh_[axis] = *mesh.getAxisSize(axis);
-  return llvm::json::Object{
-      {"mesh", std::move(mesh_)},
-      {"ranks", mesh.getNumRanks()},
-      {"steps", steps},
-      {"note", "SPMD: every rank runs these collectives once per step"},
+  double states =
+      report.parameterStateBytes + report.gradientBytes + report.optimizerStateBytes;
+  llvm::json::Object object{
       {"per_rank_per_step", llvm::json::Object{{"collectives", std::move(collectives)},
                                                {"bytes_by_axes", std::move(byAxis)}}},
       {"plan", std::move(plan)},
-      {"data_parallel", llvm::json::Object{{"parameter_bytes", report.parameterBytes},
+      {"data_parallel", llvm::json::Object{{"zero", report.zero},
+                                           {"micro_batches", report.microBatches},
+                                           {"parameter_bytes", report.parameterBytes},
                                            {"parameter_bytes_per_rank",
                                             report.parameterBytesPerRank},
+                                           {"plain_formula_bytes", plain},
                                            {"formula_bytes", formula},
                                            {"measured_bytes", measured},
-                                           {"ratio", formula > 0 ? measured / formula : 0.0}}},
+                                           {"ratio", formula > 0 ? measured / formula : 0.0},
+                                           {"ratio_to_plain",
+                                            plain > 0 ? measured / plain : 0.0}}},
+      {"model_states", llvm::json::Object{{"parameters", report.parameterStateBytes},
+                                          {"gradients", report.gradientBytes},
+                                          {"optimizer_state", report.optimizerStateBytes},
+                                          {"total", states},
+                                          {"formula", report.modelStateFormula},
+                                          {"ratio", report.modelStateFormula > 0
+                                                        ? states / report.modelStateFormula
+                                                        : 0.0}}},
       {"parameters", std::move(parameters)}};
+  if (report.pipelineRank >= 0) {
+    object["pipeline_rank"] = report.pipelineRank;
+    object["stages"] = llvm::json::Array(report.stages);
+  }
+  return object;
+}
+
+llvm::json::Value reportToJson(llvm::ArrayRef<CommunicationReport> programs,
+                               llvm::ArrayRef<llvm::json::Object> extra, MeshOp mesh,
+                               int64_t steps, llvm::StringRef schedule) {
+  llvm::json::Object mesh_;
+  for (StringRef axis : mesh.getAxisNames())
+    mesh_[axis] = *mesh.getAxisSize(axis);
+  llvm::json::Object json{{"mesh", std::move(mesh_)},
+                          {"ranks", mesh.getNumRanks()},
+                          {"steps", steps},
+                          {"note", "every rank of a program runs these collectives "
+                                   "once per step"}};
+  auto program = [&](size_t i) {
+    llvm::json::Object object = programToJson(programs[i], mesh);
+    if (i < extra.size())
+      for (const auto &entry : extra[i])
+        object[entry.first] = entry.second;
+    return object;
+  };
+  if (programs.size() == 1) {
+    for (auto &entry : program(0))
+      json[entry.first] = entry.second;
+    return json;
+  }
+  json["schedule"] = schedule.str();
+  llvm::json::Array ranks;
+  for (size_t i = 0; i < programs.size(); ++i)
+    ranks.push_back(program(i));
+  json["pipeline_ranks"] = std::move(ranks);
+  return json;
 }
 
 } // namespace ppc

@@ -47,16 +47,38 @@ struct CommunicationReport {
   /// The planner's estimate for the plan (`ppc.plan`): compute and
   /// communication seconds per step, peak bytes per rank, ...
   std::map<std::string, double> plan;
+  /// ZeRO stage (`ppc.zero`) and micro-batches of the step.
+  int64_t zero = 0, microBatches = 1;
+  /// Model states one rank holds (bytes): its parameter arguments, the
+  /// gradients as kept across micro-batches (whole until the step's
+  /// reduction for stages 0 and 1, shards for 2 and 3), its optimizer state.
+  int64_t parameterStateBytes = 0, gradientBytes = 0, optimizerStateBytes = 0;
+  /// The same by DESIGN.md §6's ZeRO formulas from Psi (parameter bytes per
+  /// rank before ZeRO), d and the optimizer's state bytes per parameter byte.
+  double modelStateFormula = 0;
+  /// Pipeline rank and virtual stages of a pipelined program (-1: none).
+  int64_t pipelineRank = -1;
+  std::vector<int64_t> stages;
 };
 
 /// Walks a partitioned `step` on `mesh`.
 CommunicationReport analyzeCommunication(mlir::func::FuncOp step, MeshOp mesh);
 
-/// The report as JSON, with the data-parallel traffic next to its formula
-/// 2 Psi (d-1)/d, where Psi is the parameter bytes of one rank (a rank
-/// reduces the gradients of its own shards over dp).
-llvm::json::Value reportToJson(const CommunicationReport &report, MeshOp mesh,
-                               int64_t steps);
+/// The report of one program as JSON, with the data-parallel traffic next
+/// to its formula, where Psi is the parameter bytes of one rank before ZeRO
+/// (a rank reduces the gradients of its own tp shards over dp): plain data
+/// parallelism and ZeRO 1 move 2 Psi (d-1)/d per step; ZeRO 2 reduce-scatters
+/// every micro-batch's gradients, (M+1) Psi (d-1)/d; ZeRO 3 also gathers the
+/// parameters for each micro-batch's forward and backward,
+/// (2M+1) Psi (d-1)/d (3 Psi (d-1)/d for M = 1). `extra` entries are added
+/// to the object (the memory plan).
+llvm::json::Object programToJson(const CommunicationReport &report, MeshOp mesh);
+
+/// The whole report: the mesh, steps, and the programs (one, or one per
+/// pipeline rank under "pipeline_ranks", each with its `extra` object merged).
+llvm::json::Value reportToJson(llvm::ArrayRef<CommunicationReport> programs,
+                               llvm::ArrayRef<llvm::json::Object> extra, MeshOp mesh,
+                               int64_t steps, llvm::StringRef schedule);
 
 } // namespace ppc
 

@@ -67,6 +67,10 @@ private:
   std::pair<Value, Layout> gatheredParameter(Operation *op, Value v);
   /// ZeRO: reduces the gradients among `op`'s results to their shards.
   void reduceGradients(Operation *op);
+  /// ZeRO stage 3: a value computed from gathered parameters alone (a
+  /// transposed weight) used in another micro-batch or direction than
+  /// where it was computed is recomputed there from a fresh gather.
+  void regatherPerDirection(Block *body);
   LogicalResult partitionOp(Operation *op);
   /// The sharding rule of `op` (looked up once), or null.
   const ShardingRule *ruleOf(Operation *op) {
@@ -297,6 +301,65 @@ std::pair<Value, Layout> Partitioner::gatheredParameter(Operation *op, Value v) 
   return {gathered, whole};
 }
 
+void Partitioner::regatherPerDirection(Block *body) {
+  // Values computed from parameters and constants alone, and those of them
+  // that use a stage-3 gather (an all_gather over dp of an argument).
+  llvm::DenseSet<Value> stationary, gathered;
+  for (Operation &op : *body) {
+    bool isStationary = llvm::all_of(op.getOperands(), [&](Value v) {
+      auto arg = llvm::dyn_cast<BlockArgument>(v);
+      return arg ? llvm::is_contained(paramArgs, arg.getArgNumber()) : stationary.contains(v);
+    });
+    if (!isStationary || op.getNumResults() == 0)
+      continue;
+    bool fromGather = llvm::any_of(op.getOperands(), [&](Value v) { return gathered.contains(v); });
+    if (auto gather = llvm::dyn_cast<AllGatherOp>(op))
+      fromGather |= llvm::isa<BlockArgument>(gather.getInput()) &&
+                    llvm::is_contained(gather.getAxisNames(), "dp");
+    for (Value r : op.getResults()) {
+      stationary.insert(r);
+      if (fromGather)
+        gathered.insert(r);
+    }
+  }
+  // The group (micro-batch, direction) of each use; the first group that
+  // uses a gathered value keeps it, the others get copies.
+  using Group = std::pair<int64_t, bool>;
+  llvm::DenseMap<Value, Group> owner;
+  std::map<std::pair<void *, Group>, Value> copies;
+  std::function<Value(Value, Group, Operation *)> copyFor = [&](Value v, Group group,
+                                                                Operation *before) -> Value {
+    if (!gathered.contains(v))
+      return v;
+    auto key = std::make_pair(v.getAsOpaquePointer(), group);
+    if (auto it = copies.find(key); it != copies.end())
+      return it->second;
+    Operation *def = v.getDefiningOp();
+    IRMapping map;
+    for (Value operand : def->getOperands())
+      map.map(operand, copyFor(operand, group, before));
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(before);
+    Operation *clone = builder.clone(*def, map);
+    for (auto [old, fresh] : llvm::zip(def->getResults(), clone->getResults()))
+      copies[{old.getAsOpaquePointer(), group}] = fresh;
+    return copies[key];
+  };
+  for (Operation &op : llvm::make_early_inc_range(*body)) {
+    auto mb = intAttrOf(&op, kMicroBatchAttrName);
+    if (!mb)
+      continue;
+    Group group{*mb, op.hasAttr(kBackwardOfAttrName)};
+    for (OpOperand &use : op.getOpOperands()) {
+      if (!gathered.contains(use.get()))
+        continue;
+      auto [it, first] = owner.try_emplace(use.get(), group);
+      if (!first && it->second != group)
+        use.set(copyFor(use.get(), group, &op));
+    }
+  }
+}
+
 void Partitioner::reduceGradients(Operation *op) {
   if (zero == 0)
     return;
@@ -481,6 +544,8 @@ LogicalResult Partitioner::run(func::FuncOp func) {
     if (failed(partitionOp(&op)))
       return failure();
 
+  if (zero >= 3)
+    regatherPerDirection(entry);
   llvm::SmallVector<Value> results;
   for (auto [v, want] : llvm::zip(ret.getOperands(), resultLayouts))
     results.push_back(convert(mapping.lookup(v), layouts[v], want, ret.getLoc(), v));

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/PpcOps.h"
+#include "passes/memory/MemoryPlan.h"
 #include "tools/ppc/Driver.h"
 #include "tools/ppc/TrainingFlags.h"
 
@@ -35,6 +36,12 @@ int runCompileCommand(int argc, char **argv) {
   cl::opt<std::string> target("target", cl::desc("cpu or cuda"), cl::init(""),
                               cl::cat(category));
   ReportFlag report;
+  cl::opt<std::string> tracePath(
+      "trace", cl::desc("write the predicted pipeline schedule as Chrome trace JSON (Perfetto)"),
+      cl::value_desc("F.json"), cl::cat(category));
+  cl::opt<std::string> timelinePath(
+      "timeline", cl::desc("draw the predicted pipeline schedule as SVG, one row per rank"),
+      cl::value_desc("F.svg"), cl::cat(category));
   report.path.addCategory(category);
   cl::opt<int64_t> scheduleSteps(
       "lr-total-steps", cl::desc("steps the cosine learning-rate schedule spans"),
@@ -78,13 +85,21 @@ int runCompileCommand(int argc, char **argv) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  auto step = module->lookupSymbol<func::FuncOp>("train_step");
   if (!report.path.empty() && failed(writeCommunicationReport(report.path, *module, 1)))
     return 1;
-  int64_t ops = 0;
-  step.walk([&](Operation *) { ++ops; });
-  llvm::errs() << llvm::formatv("compiled @train_step: {0} ops per rank, {1:f2} s\n", ops,
-                                seconds);
+  if ((!tracePath.empty() || !timelinePath.empty()) &&
+      failed(writeTimeline(*module, tracePath, timelinePath)))
+    return 1;
+  // Each program's static memory plan, and its size.
+  for (func::FuncOp program : trainingPrograms(*module)) {
+    int64_t ops = 0;
+    program.walk([&](Operation *) { ++ops; });
+    MemoryPlan plan = planMemory(program);
+    printMemoryTable(plan, program.getSymName(), llvm::errs());
+    llvm::errs() << llvm::formatv("compiled @{0}: {1} ops per rank\n", program.getSymName(),
+                                  ops);
+  }
+  llvm::errs() << llvm::formatv("compiled in {0:f2} s\n", seconds);
   return failed(writeOutput(output, [&](llvm::raw_ostream &os) { module->print(os); }));
 }
 

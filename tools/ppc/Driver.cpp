@@ -3,7 +3,11 @@
 #include "tools/ppc/Driver.h"
 #include "ir/PpcDialect.h"
 #include "passes/Pipelines.h"
+#include "passes/memory/MemoryPlan.h"
+#include "passes/pipeline/Schedule.h"
+#include "passes/pipeline/Timeline.h"
 #include "passes/sharding/CommunicationReport.h"
+#include "passes/sharding/CostModel.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -239,19 +243,124 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
   return args;
 }
 
+llvm::SmallVector<func::FuncOp> trainingPrograms(ModuleOp module) {
+  if (auto step = module.lookupSymbol<func::FuncOp>("train_step"))
+    return {step};
+  llvm::SmallVector<func::FuncOp> programs;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr("ppc.pipeline_rank"))
+      programs.push_back(fn);
+  llvm::sort(programs, [](func::FuncOp a, func::FuncOp b) {
+    return a->getAttrOfType<IntegerAttr>("ppc.pipeline_rank").getInt() <
+           b->getAttrOfType<IntegerAttr>("ppc.pipeline_rank").getInt();
+  });
+  return programs;
+}
+
 LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module,
                                        int64_t steps) {
   auto meshes = module.getOps<MeshOp>();
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  if (meshes.empty() || !step) {
+  llvm::SmallVector<func::FuncOp> programs = trainingPrograms(module);
+  if (meshes.empty() || programs.empty()) {
     reportError("--report: a single rank communicates nothing; give --mesh");
     return failure();
   }
   MeshOp mesh = *meshes.begin();
-  llvm::json::Value json = reportToJson(analyzeCommunication(step, mesh), mesh, steps);
+  llvm::SmallVector<CommunicationReport> reports;
+  llvm::SmallVector<llvm::json::Object> extra;
+  for (func::FuncOp fn : programs) {
+    reports.push_back(analyzeCommunication(fn, mesh));
+    if (auto rank = fn->getAttrOfType<IntegerAttr>("ppc.pipeline_rank")) {
+      reports.back().pipelineRank = rank.getInt();
+      if (auto stages = fn->getAttrOfType<DenseI64ArrayAttr>("ppc.stages"))
+        reports.back().stages.assign(stages.asArrayRef().begin(), stages.asArrayRef().end());
+    }
+    extra.push_back(llvm::json::Object{{"memory", memoryPlanJson(planMemory(fn))}});
+  }
+  std::string schedule;
+  if (auto attr = module->getAttrOfType<DictionaryAttr>("ppc.schedule"))
+    if (auto kind = attr.getAs<StringAttr>("kind"))
+      schedule = kind.getValue().str();
+  llvm::json::Value json = reportToJson(reports, extra, mesh, steps, schedule);
   return writeOutput(path, [&](llvm::raw_ostream &os) {
     os << llvm::formatv("{0:2}", json) << "\n";
   });
+}
+
+LogicalResult writeTimeline(ModuleOp module, llvm::StringRef tracePath,
+                            llvm::StringRef svgPath) {
+  auto attr = module->getAttrOfType<DictionaryAttr>("ppc.schedule");
+  if (!attr) {
+    reportError("--trace and --timeline draw a pipeline schedule; give --mesh AxBxC "
+                "with C > 1");
+    return failure();
+  }
+  auto integer = [&](StringRef name) { return attr.getAs<IntegerAttr>(name).getInt(); };
+  auto kind = pipeline::parseScheduleKind(attr.getAs<StringAttr>("kind").getValue());
+  auto schedule = pipeline::buildSchedule(*kind, integer("ranks"), integer("micro_batches"),
+                                          integer("virtual_stages"));
+  if (!schedule) {
+    reportError(llvm::toString(schedule.takeError()));
+    return failure();
+  }
+  // Stage costs: micro-batch 0's forward and backward ops of each stage,
+  // priced as the stage assignment prices them; a transfer at the largest
+  // send's time.
+  MeshOp mesh = *module.getOps<MeshOp>().begin();
+  AxisSizes sizes;
+  for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+    sizes[name] = size;
+  DeviceModel device;
+  pipeline::StageCosts costs;
+  costs.forward.assign(schedule->stages(), 0);
+  costs.backward.assign(schedule->stages(), 0);
+  for (func::FuncOp fn : trainingPrograms(module))
+    fn.walk([&](Operation *op) {
+      auto slot = op->getAttrOfType<StringAttr>("ppc.slot");
+      if (!slot)
+        return;
+      double seconds = localOpSeconds(op, device, sizes);
+      if (llvm::isa<SendOp>(op)) {
+        costs.sendSeconds = std::max(costs.sendSeconds, seconds);
+        return;
+      }
+      auto [head, stage] = slot.getValue().split("@s");
+      unsigned s;
+      if (head != "F0" && head != "B0")
+        return;
+      if (stage.getAsInteger(10, s) || s >= costs.forward.size())
+        return;
+      (head == "F0" ? costs.forward : costs.backward)[s] += seconds;
+    });
+  pipeline::Timeline timeline = pipeline::predictTimeline(*schedule, costs);
+  int64_t perStage = mesh.getNumRanks() / schedule->ranks;
+  llvm::SmallVector<std::string> rows;
+  for (int64_t r = 0; r < schedule->ranks; ++r)
+    rows.push_back(llvm::formatv("pp{0} (ranks {1}-{2})", r, r * perStage,
+                                 (r + 1) * perStage - 1));
+  llvm::errs() << llvm::formatv(
+      "predicted {0} schedule, p={1} v={2} m={3}: step {4:e3} s, bubble {5:f4} "
+      "(formula {6:f4})\n",
+      pipeline::scheduleName(*kind), schedule->ranks, schedule->virtualStages,
+      schedule->microBatches, timeline.makespan, timeline.bubbleFraction,
+      pipeline::formulaBubbleFraction(*schedule));
+  if (!tracePath.empty() &&
+      failed(writeOutput(tracePath, [&](llvm::raw_ostream &os) {
+        pipeline::writeChromeTrace(timeline, *schedule, rows, os);
+      })))
+    return failure();
+  std::string title = llvm::formatv("{0}: predicted {1} schedule, p={2} v={3} m={4}",
+                                    module->getAttrOfType<StringAttr>("ppc.source")
+                                        ? module->getAttrOfType<StringAttr>("ppc.source").getValue()
+                                        : "model",
+                                    pipeline::scheduleName(*kind), schedule->ranks,
+                                    schedule->virtualStages, schedule->microBatches);
+  if (!svgPath.empty() &&
+      failed(writeOutput(svgPath, [&](llvm::raw_ostream &os) {
+        pipeline::writeSvgTimeline(timeline, *schedule, rows, title, os);
+      })))
+    return failure();
+  return success();
 }
 
 LogicalResult writeOutput(llvm::StringRef path,
