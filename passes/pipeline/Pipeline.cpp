@@ -170,24 +170,16 @@ LogicalResult Splitter::assignStages() {
     return step.emitError() << "the model has " << numForward << " forward ops, too few for "
                             << stages << " pipeline stages";
   // The smallest largest-stage cost at which the forward ops, in order,
-  // fit in `stages` contiguous ranges (bisection), then the ranges.
-  auto rangesAt = [&](double limit, std::vector<int64_t> *stageOf) {
+  // fit in `stages` contiguous ranges (by bisection).
+  auto fits = [&](double limit) {
     int64_t used = 1;
     double load = 0;
     for (int64_t i = 0; i < numForward; ++i) {
-      // Leave at least one op for every later stage.
-      bool mustCut = numForward - i == stages - used;
-      if ((load + cost[i] > limit && load > 0) || mustCut) {
-        if (mustCut && used == stages)
-          mustCut = false;
-        else {
-          ++used;
-          load = 0;
-        }
+      if (load + cost[i] > limit && load > 0) {
+        ++used;
+        load = 0;
       }
       load += cost[i];
-      if (stageOf)
-        (*stageOf)[i] = std::min(used, stages) - 1;
     }
     return used <= stages;
   };
@@ -198,10 +190,62 @@ LogicalResult Splitter::assignStages() {
   }
   for (int iteration = 0; iteration < 100 && hi - lo > 1e-9 * hi; ++iteration) {
     double mid = (lo + hi) / 2;
-    (rangesAt(mid, nullptr) ? hi : lo) = mid;
+    (fits(mid) ? hi : lo) = mid;
   }
+  // Within 10% of the balanced limit, cut where the fewest bytes cross:
+  // between layers rather than inside attention. The width of the cut
+  // after forward op i: bytes computed at or before i and used after it.
+  std::vector<double> width(numForward + 1, 0);
+  for (auto &[op, anchor] : anchors) {
+    if (anchor.backward || anchor.microBatch != 0)
+      continue;
+    for (Value r : op->getResults()) {
+      if (stationary.contains(r))
+        continue;
+      int64_t last = anchor.forwardOp;
+      for (Operation *user : r.getUsers())
+        if (auto it = anchors.find(user); it != anchors.end() && !it->second.backward)
+          last = std::max(last, it->second.forwardOp);
+      auto type = llvm::cast<RankedTensorType>(r.getType());
+      double bytes = type.getNumElements() * std::max(1u, type.getElementTypeBitWidth() / 8);
+      width[anchor.forwardOp] += bytes;
+      width[last] -= bytes;
+    }
+  }
+  for (int64_t i = 1; i < numForward; ++i)
+    width[i] += width[i - 1];
+  double limit = hi * 1.1, total = 0;
+  std::vector<double> suffix(numForward + 1, 0);
+  for (int64_t i = numForward - 1; i >= 0; --i)
+    suffix[i] = suffix[i + 1] + cost[i];
+  total = suffix[0];
   stageOfForward.assign(numForward, 0);
-  rangesAt(hi, &stageOfForward);
+  int64_t begin = 0;
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    int64_t end = numForward - 1; // the stage's last op
+    if (stage + 1 < stages) {
+      // Candidates: the stage stays under the limit and leaves the rest
+      // enough room; the narrowest cut wins, then the most balanced.
+      double load = 0, balanced = total / stages, bestLoad = 0;
+      std::optional<int64_t> best;
+      for (int64_t i = begin; i < numForward - (stages - stage - 1); ++i) {
+        load += cost[i];
+        if (load > limit && i > begin)
+          break;
+        if (suffix[i + 1] > limit * (stages - stage - 1))
+          continue;
+        auto key = [&](int64_t j, double l) { return std::make_pair(width[j], std::abs(l - balanced)); };
+        if (!best || key(i, load) < key(*best, bestLoad)) {
+          best = i;
+          bestLoad = load;
+        }
+      }
+      end = best ? *best : begin;
+    }
+    for (int64_t i = begin; i <= end; ++i)
+      stageOfForward[i] = stage;
+    begin = end + 1;
+  }
   return success();
 }
 

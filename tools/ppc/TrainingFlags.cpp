@@ -204,9 +204,7 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
     return failure(reportError(llvm::formatv(
         "--virtual-stages {0}: more than one virtual stage per rank needs "
         "--schedule interleaved", setup.virtualStages)));
-  if (setup.zero > 0 && setup.mesh.dp == 1)
-    return failure(reportError("--zero " + zero + " shards over the data-parallel axis, "
-                               "which --mesh '" + mesh + "' does not have"));
+
   if (!memoryPerRank.empty()) {
     llvm::StringRef text = llvm::StringRef(memoryPerRank).trim();
     double scale = 1;
