@@ -24,7 +24,7 @@ runFunction(mlir::func::FuncOp func, llvm::ArrayRef<Tensor> arguments,
 
 /// The live values of one run of a function body: the arguments, then each
 /// op's results, each freed after its last use. `runFunction` steps one
-/// frame through the body; `runSpmd` steps one frame per rank in lockstep.
+/// frame through the body; `runMesh` steps one frame per rank.
 class ExecutionFrame {
 public:
   /// A frame for `func`'s body holding `arguments`; an argument-count
