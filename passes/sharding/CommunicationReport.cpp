@@ -161,7 +161,7 @@ llvm::json::Object programToJson(const CommunicationReport &report, MeshOp mesh)
   double psi = report.parameterBytesPerRank, share = dp > 1 ? (dp - 1.0) / dp : 0.0;
   double m = report.microBatches;
   double plain = 2 * psi * share;
-  double formula = report.zero == 3 ? (2 * m + 1) * psi * share
+  double formula = report.zero == 3 ? 3 * m * psi * share
                    : report.zero == 2 ? (m + 1) * psi * share
                                       : plain;
   llvm::json::Object plan;

@@ -68,9 +68,10 @@ CommunicationReport analyzeCommunication(mlir::func::FuncOp step, MeshOp mesh);
 /// to its formula, where Psi is the parameter bytes of one rank before ZeRO
 /// (a rank reduces the gradients of its own tp shards over dp): plain data
 /// parallelism and ZeRO 1 move 2 Psi (d-1)/d per step; ZeRO 2 reduce-scatters
-/// every micro-batch's gradients, (M+1) Psi (d-1)/d; ZeRO 3 also gathers the
-/// parameters for each micro-batch's forward and backward,
-/// (2M+1) Psi (d-1)/d (3 Psi (d-1)/d for M = 1). `extra` entries are added
+/// every micro-batch's gradients, (M+1) Psi (d-1)/d; ZeRO 3 reduce-scatters
+/// them too and gathers the parameters for each micro-batch's forward and
+/// backward, 3 M Psi (d-1)/d (3 Psi (d-1)/d for M = 1; less where a
+/// backward does not need a parameter). `extra` entries are added
 /// to the object (the memory plan).
 llvm::json::Object programToJson(const CommunicationReport &report, MeshOp mesh);
 
