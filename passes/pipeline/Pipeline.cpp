@@ -131,8 +131,12 @@ void Splitter::findStationary() {
     if (step.getArgAttr(i, PpcDialect::kParamAttrName) ||
         step.getArgAttr(i, PpcDialect::kStepAttrName))
       stationary.insert(arg);
+  // A backward op stays with its stage even when its operands are all
+  // stationary (a constant loss gradient times a weight): recomputing it
+  // elsewhere would make that rank hold the weight too.
   for (Operation *op : ops)
-    if (llvm::all_of(op->getOperands(), [&](Value v) { return stationary.contains(v); }))
+    if (!op->hasAttr(kBackwardOfAttrName) &&
+        llvm::all_of(op->getOperands(), [&](Value v) { return stationary.contains(v); }))
       for (Value r : op->getResults())
         stationary.insert(r);
 }

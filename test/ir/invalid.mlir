@@ -694,3 +694,33 @@ func.func @scatter_add_float_indices(%g: tensor<2x64xf32>, %ids: tensor<2xf32>) 
   %0 = ppc.scatter_add %g[%ids] axis = 0 : (tensor<2x64xf32>, tensor<2xf32>) -> tensor<256x64xf32>
   return
 }
+
+// -----
+
+ppc.mesh @mesh axes = ["pp", "dp"] shape = [2, 1]
+// Tests that a send names an axis of its mesh.
+func.func @send_unknown_axis(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.send' op axis 'tp' is not an axis of mesh @mesh (["pp", "dp"])}}
+  ppc.send %x to @mesh["tp"] 1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+ppc.mesh @mesh axes = ["pp", "dp"] shape = [2, 1]
+// Tests that a recv's peer is a coordinate on its axis.
+func.func @recv_peer_out_of_range() -> tensor<4xf32> {
+  // expected-error @+1 {{'ppc.recv' op peer 2 is out of range [0, 2) of axis 'pp'}}
+  %y = ppc.recv from @mesh["pp"] 2 : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+ppc.mesh @mesh axes = ["pp", "dp"] shape = [2, 1]
+// Tests that a negative peer is out of range too.
+func.func @send_negative_peer(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ppc.send' op peer -1 is out of range [0, 2) of axis 'pp'}}
+  ppc.send %x to @mesh["pp"] -1 : tensor<4xf32>
+  return
+}

@@ -421,3 +421,27 @@ func.func @scatter_add(%g: tensor<2x16x64xf32>, %ids: tensor<2x16xi64>, %h: tens
   %2 = ppc.scatter_add %r[%s] axis = 0 : (tensor<64xi64>, tensor<i64>) -> tensor<256x64xi64>
   return
 }
+
+// Tests point-to-point messages along a mesh axis: sends with and without
+// the name of the value they carry, and the matching receives.
+// CHECK:       ppc.mesh @pipe axes = ["pp", "dp"] shape = [2, 2]
+// CHECK-LABEL: func.func @send_recv
+// CHECK-SAME:    (%[[X:.*]]: tensor<4xf32>, %[[H:.*]]: tensor<2x3xbf16>)
+// CHECK-NEXT:    ppc.send %[[X]] to @pipe["pp"] 1 : tensor<4xf32>
+// CHECK-NEXT:    ppc.send %[[H]] to @pipe["dp"] 0 {ppc.value = "h"} : tensor<2x3xbf16>
+// CHECK-NEXT:    %{{.*}} = ppc.recv from @pipe["pp"] 0 : tensor<4xf32>
+// CHECK-NEXT:    %{{.*}} = ppc.recv from @pipe["dp"] 1 {ppc.value = "h"} : tensor<2x3xbf16>
+// GENERIC:       "ppc.mesh"() <{axes = ["pp", "dp"], shape = array<i64: 2, 2>, sym_name = "pipe"}> : () -> ()
+// GENERIC-LABEL: sym_name = "send_recv"
+// GENERIC:         "ppc.send"(%{{.*}}) <{axis = "pp", mesh = @pipe, peer = 1 : i64}> : (tensor<4xf32>) -> ()
+// GENERIC:         "ppc.send"(%{{.*}}) <{axis = "dp", mesh = @pipe, peer = 0 : i64}> {ppc.value = "h"} : (tensor<2x3xbf16>) -> ()
+// GENERIC:         "ppc.recv"() <{axis = "pp", mesh = @pipe, peer = 0 : i64}> : () -> tensor<4xf32>
+// GENERIC:         "ppc.recv"() <{axis = "dp", mesh = @pipe, peer = 1 : i64}> {ppc.value = "h"} : () -> tensor<2x3xbf16>
+ppc.mesh @pipe axes = ["pp", "dp"] shape = [2, 2]
+func.func @send_recv(%x: tensor<4xf32>, %h: tensor<2x3xbf16>) {
+  ppc.send %x to @pipe["pp"] 1 : tensor<4xf32>
+  ppc.send %h to @pipe["dp"] 0 {ppc.value = "h"} : tensor<2x3xbf16>
+  %y = ppc.recv from @pipe["pp"] 0 : tensor<4xf32>
+  %g = ppc.recv from @pipe["dp"] 1 {ppc.value = "h"} : tensor<2x3xbf16>
+  return
+}
