@@ -216,7 +216,11 @@ def Pipeline : Pass<"ppc-pipeline", "mlir::ModuleOp"> {
 
     Stages are contiguous ranges of @forward's ops (`ppc.fwd`) of balanced
     cost, forward plus backward (`ppc.bwd` goes with its forward op), priced
-    per op on local shapes. Every op records its slot as `ppc.slot`:
+    per op on local shapes. With `memory-per-rank`, each stage must also fit
+    it by estimate (the model states of the parameters it uses first, and
+    its activations times the micro-batches the schedule keeps in flight on
+    it); when the balanced cut does not, the most balanced cut that fits is
+    taken, and an error names the stage when none does. Every op records its slot as `ppc.slot`:
     `F<mb>@s<stage>`, `B<mb>@s<stage>` or `step` (gradient accumulation,
     clipping and the optimizer, run where their largest operand is). Values
     computed from parameters and constants alone are recomputed on each rank
@@ -235,7 +239,9 @@ def Pipeline : Pass<"ppc-pipeline", "mlir::ModuleOp"> {
     Option<"scheduleName", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe, 1f1b or interleaved">,
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"0",
-           "virtual stages per rank (0: 2 for interleaved, else 1)">
+           "virtual stages per rank (0: 2 for interleaved, else 1)">,
+    Option<"memoryPerRank", "memory-per-rank", "double", /*default=*/"0",
+           "bytes per rank the stages must fit (0: unlimited)">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

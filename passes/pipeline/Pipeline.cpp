@@ -73,9 +73,11 @@ struct Anchor {
 
 class Splitter {
 public:
-  Splitter(ModuleOp module, func::FuncOp step, AxisSizes sizes, pipeline::Schedule schedule)
+  /// `budget`: bytes per rank the stages must fit in (0: unlimited).
+  Splitter(ModuleOp module, func::FuncOp step, AxisSizes sizes, pipeline::Schedule schedule,
+           double budget)
       : module(module), step(step), sizes(std::move(sizes)), schedule(std::move(schedule)),
-        builder(module.getContext()) {}
+        builder(module.getContext()), budget(budget) {}
 
   LogicalResult run();
 
@@ -83,6 +85,15 @@ private:
   void findStationary();
   void findAnchors();
   LogicalResult assignStages();
+  /// Estimated bytes each forward op adds to its stage: the model states of
+  /// the parameters it uses first, and the activations it keeps for the
+  /// backward, which count once per micro-batch the schedule keeps in flight
+  /// on the stage.
+  void memoryPerForwardOp(int64_t numForward, std::vector<double> &states,
+                          std::vector<double> &activations);
+  /// The most micro-batches whose forward has run and backward has not, per
+  /// virtual stage.
+  std::vector<int64_t> inFlight() const;
   void findParameterHomes();
   void placeOps();
   int64_t rankOfValue(Value v);
@@ -97,6 +108,7 @@ private:
   AxisSizes sizes;
   pipeline::Schedule schedule;
   OpBuilder builder;
+  double budget;
   DeviceModel device;
 
   std::vector<Operation *> ops;
@@ -196,6 +208,75 @@ LogicalResult Splitter::assignStages() {
     double mid = (lo + hi) / 2;
     (fits(mid) ? hi : lo) = mid;
   }
+  if (budget > 0) {
+    // Memory first: the estimated bytes of each stage must fit the budget.
+    std::vector<double> states, activations;
+    memoryPerForwardOp(numForward, states, activations);
+    std::vector<int64_t> flight = inFlight();
+    auto bytesOf = [&](int64_t stage, int64_t from, int64_t to) {
+      double bytes = 0;
+      for (int64_t i = from; i <= to; ++i)
+        bytes += states[i] + flight[stage] * activations[i];
+      return bytes;
+    };
+    auto check = [&](const std::vector<int64_t> &stageOf) -> std::optional<int64_t> {
+      for (int64_t s = 0, i = 0; s < stages; ++s) {
+        int64_t from = i;
+        while (i < numForward && stageOf[i] == s)
+          ++i;
+        // A rank holds v stages; each gets its share of the budget.
+        if (bytesOf(s, from, i - 1) > budget / schedule.virtualStages)
+          return s;
+      }
+      return std::nullopt;
+    };
+    // Greedy packing under both limits, at the smallest compute limit that
+    // leaves no op over.
+    auto pack = [&](double limit, std::vector<int64_t> &stageOf) {
+      int64_t s = 0, from = 0;
+      double load = 0;
+      for (int64_t i = 0; i < numForward; ++i) {
+        bool over = (load + cost[i] > limit && load > 0) ||
+                    (i > from && bytesOf(std::min(s, stages - 1), from, i) >
+                                     budget / schedule.virtualStages);
+        if (over) {
+          ++s;
+          from = i;
+          load = 0;
+        }
+        load += cost[i];
+        stageOf[i] = s;
+      }
+      return s < stages;
+    };
+    std::vector<int64_t> packed(numForward);
+    double packLo = hi, packHi = 0;
+    for (double c : cost)
+      packHi += c;
+    if (!pack(packHi, packed) || check(packed)) {
+      double total = 0;
+      for (int64_t s = 0; s < stages; ++s)
+        total = std::max(total, bytesOf(s, 0, numForward - 1));
+      return step.emitError() << "the pipeline stages do not fit " << static_cast<int64_t>(budget)
+                              << " bytes per rank (memory-per-rank): the model's states and "
+                                 "activations are about "
+                              << static_cast<int64_t>(total) << " bytes over " << stages
+                              << " stages; use more pipeline ranks, ZeRO or tensor parallelism";
+    }
+    // The balanced cut, if it fits; else the tightest packing that does.
+    hi = hi * 1.1;
+    std::vector<int64_t> balanced(numForward);
+    if (!pack(hi, balanced) || check(balanced)) {
+      for (int iteration = 0; iteration < 100 && packHi - packLo > 1e-9 * packHi; ++iteration) {
+        double mid = (packLo + packHi) / 2;
+        (pack(mid, packed) && !check(packed) ? packHi : packLo) = mid;
+      }
+      pack(packHi, packed);
+      stageOfForward = packed;
+      return success();
+    }
+    hi /= 1.1;
+  }
   // Within 10% of the balanced limit, cut where the fewest bytes cross:
   // between layers rather than inside attention. The width of the cut
   // after forward op i: bytes computed at or before i and used after it.
@@ -251,6 +332,58 @@ LogicalResult Splitter::assignStages() {
     begin = end + 1;
   }
   return success();
+}
+
+void Splitter::memoryPerForwardOp(int64_t numForward, std::vector<double> &states,
+                                  std::vector<double> &activations) {
+  states.assign(numForward, 0);
+  activations.assign(numForward, 0);
+  auto bytes = [](Value v) {
+    auto type = llvm::cast<RankedTensorType>(v.getType());
+    return static_cast<double>(type.getNumElements()) *
+           std::max(1u, type.getElementTypeBitWidth() / 8);
+  };
+  Block &body = step.getBody().front();
+  // A parameter's states: itself, its gradient, its optimizer state.
+  llvm::StringMap<double> stateBytes;
+  for (BlockArgument arg : body.getArguments())
+    if (auto state = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                       PpcDialect::kStateAttrName))
+      stateBytes[state.getValue().split(':').second] += bytes(arg);
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  PpcDialect::kParamAttrName);
+    if (!name)
+      continue;
+    int64_t first = -1;
+    for (Operation *user : arg.getUsers())
+      if (auto it = anchors.find(user); it != anchors.end() && !it->second.backward)
+        if (first < 0 || it->second.forwardOp < first)
+          first = it->second.forwardOp;
+    if (first >= 0)
+      states[first] += 2 * bytes(arg) + stateBytes.lookup(name.getValue());
+  }
+  // Activations kept for the backward (what a micro-batch in flight holds).
+  for (auto &[op, anchor] : anchors)
+    if (!anchor.backward && anchor.microBatch == 0)
+      for (Value r : op->getResults())
+        if (!stationary.contains(r) && llvm::any_of(r.getUsers(), [&](Operation *user) {
+              auto it = anchors.find(user);
+              return it != anchors.end() && it->second.backward;
+            }))
+          activations[anchor.forwardOp] += bytes(r);
+}
+
+std::vector<int64_t> Splitter::inFlight() const {
+  std::vector<int64_t> peak(schedule.stages(), 0), now(schedule.stages(), 0);
+  for (const auto &order : schedule.order)
+    for (const pipeline::Action &a : order) {
+      if (!a.isCompute())
+        continue;
+      now[a.stage] += a.kind == pipeline::Action::Forward ? 1 : -1;
+      peak[a.stage] = std::max(peak[a.stage], now[a.stage]);
+    }
+  return peak;
 }
 
 void Splitter::findParameterHomes() {
@@ -656,7 +789,8 @@ struct PipelinePass : impl::PipelineBase<PipelinePass> {
     }
     if (p == 1 && v == 1)
       return;
-    if (failed(Splitter(module, step, std::move(sizes), std::move(*schedule)).run()))
+    if (failed(Splitter(module, step, std::move(sizes), std::move(*schedule), memoryPerRank)
+                   .run()))
       return signalPassFailure();
   }
 };

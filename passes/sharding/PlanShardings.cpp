@@ -408,7 +408,10 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
     FailureOr<llvm::SmallVector<Layout>> layouts = failure();
     int64_t stage = zero >= 0 ? zero : 0;
     for (;; ++stage) {
-      planner.emplace(step, *sizes, device, memoryPerRank, sequenceParallel, stage);
+      // The plan prices the whole step; pipeline stages each hold about
+      // 1/pp of it (ppc-pipeline checks each stage against the budget).
+      planner.emplace(step, *sizes, device, memoryPerRank * pipelineParallel,
+                      sequenceParallel, stage);
       if (failed(planner->setUp(pins)))
         return signalPassFailure();
       layouts = planner->run();
@@ -419,7 +422,9 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
     }
     if (!planner->chosenFits()) {
       step.emitError() << "no plan found fits in " << static_cast<int64_t>(memoryPerRank)
-                       << " bytes per rank (memory-per-rank) with ZeRO stage " << stage
+                       << " bytes per rank (memory-per-rank"
+                       << (pipelineParallel > 1 ? ", times pp for the whole step" : "")
+                       << ") with ZeRO stage " << stage
                        << ": the best needs "
                        << static_cast<int64_t>(planner->chosenCost().peakBytes);
       return signalPassFailure();

@@ -11,6 +11,12 @@
 // RUN: not ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 weight-decay=0 micro-batches=4" "-ppc-partition=pp=2" "-ppc-pipeline=schedule=zigzag" \
 // RUN:   -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 weight-decay=0 micro-batches=1" "-ppc-partition=pp=4" "-ppc-pipeline=schedule=1f1b" | FileCheck %s --check-prefix=HOME
+// RUN: not ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 weight-decay=0 micro-batches=4" "-ppc-partition=pp=2" "-ppc-pipeline=schedule=1f1b memory-per-rank=1000" -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=MEMORY
+
+// Tests that stages that cannot fit the memory budget (by the estimate of
+// model states plus the activations of the micro-batches in flight) are an
+// error naming the budget.
+// MEMORY: error: {{.*}}the pipeline stages do not fit 1000 bytes per rank (memory-per-rank): the model's states and activations are about {{[0-9]+}} bytes over 2 stages; use more pipeline ranks, ZeRO or tensor parallelism
 
 // Tests that with four stages each rank holds and updates exactly its own
 // weight: the backward of the last layer (a constant loss gradient times w4)

@@ -248,6 +248,7 @@ void TrainingFlags::buildPipeline(OpPassManager &pm, const Setup &setup) {
       PipelineOptions pipeline;
       pipeline.scheduleName = setup.schedule;
       pipeline.virtualStages = setup.virtualStages;
+      pipeline.memoryPerRank = setup.memoryPerRank;
       pm.addPass(createPipeline(pipeline));
     }
     pm.addNestedPass<func::FuncOp>(createBucketAllReduces());

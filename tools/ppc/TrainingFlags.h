@@ -56,8 +56,9 @@ struct TrainingFlags {
   llvm::cl::opt<int64_t> warmupSteps;
   llvm::cl::opt<double> minLr;
   llvm::cl::opt<int64_t> seed;
-  llvm::cl::opt<std::string> dataDtype, zero, schedule, precision;
+  llvm::cl::opt<std::string> dataDtype, zero, schedule;
   llvm::cl::opt<int64_t> virtualStages;
+  llvm::cl::opt<std::string> precision;
   llvm::cl::list<std::string> dims;
   llvm::cl::list<std::string> shards;
   llvm::cl::opt<std::string> memoryPerRank;
