@@ -39,6 +39,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -85,6 +86,18 @@ private:
   void findStationary();
   void findAnchors();
   LogicalResult assignStages();
+  /// Estimated bytes of stage s holding forward ops [from, to].
+  using StageBytes = std::function<double(int64_t, int64_t, int64_t)>;
+  /// Greedy contiguous packing of the forward ops into stages, each under
+  /// `limit` seconds (and under `memory`'s bytes, if given); false when it
+  /// needs more stages than there are.
+  bool pack(const std::vector<double> &cost, double limit,
+            std::optional<std::pair<StageBytes, double>> memory,
+            std::vector<int64_t> &stageOf) const;
+  /// Stages of at most `limit` seconds each, cut where the fewest bytes
+  /// cross (between layers rather than inside attention), then as balanced
+  /// as possible.
+  std::vector<int64_t> narrowestCuts(const std::vector<double> &cost, double limit);
   /// Estimated bytes each forward op adds to its stage: the model states of
   /// the parameters it uses first, and the activations it keeps for the
   /// backward, which count once per micro-batch the schedule keeps in flight
@@ -98,8 +111,8 @@ private:
   void placeOps();
   int64_t rankOfValue(Value v);
   LogicalResult buildRank(int64_t rank);
-  /// Ranks that need `v` (beyond the one computing it), with the position
-  /// of the first use on each.
+  /// What each rank needs (with the position of its first use there), the
+  /// arguments it takes, who returns each result, and the messages.
   void collectNeeds();
   std::string slotName(int64_t rank, int64_t slot) const;
 
@@ -129,6 +142,9 @@ private:
   /// Per rank: the first position at which it uses each value computed on
   /// another rank (or, for stationary values, that it computes itself).
   std::vector<llvm::DenseMap<Value, Position>> needs;
+  /// The messages from one rank to another, by (sender, receiver), in send
+  /// order with the sender's position of each.
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<Position, Value>>> channels;
   /// Per rank: the arguments it takes.
   std::vector<llvm::SmallVector<unsigned>> argsOfRank;
   /// Per result of the step: the ranks that return it.
@@ -187,18 +203,6 @@ LogicalResult Splitter::assignStages() {
                             << stages << " pipeline stages";
   // The smallest largest-stage cost at which the forward ops, in order,
   // fit in `stages` contiguous ranges (by bisection).
-  auto fits = [&](double limit) {
-    int64_t used = 1;
-    double load = 0;
-    for (int64_t i = 0; i < numForward; ++i) {
-      if (load + cost[i] > limit && load > 0) {
-        ++used;
-        load = 0;
-      }
-      load += cost[i];
-    }
-    return used <= stages;
-  };
   double lo = 0, hi = 0;
   for (double c : cost) {
     lo = std::max(lo, c);
@@ -206,80 +210,86 @@ LogicalResult Splitter::assignStages() {
   }
   for (int iteration = 0; iteration < 100 && hi - lo > 1e-9 * hi; ++iteration) {
     double mid = (lo + hi) / 2;
-    (fits(mid) ? hi : lo) = mid;
+    std::vector<int64_t> unused(numForward);
+    (pack(cost, mid, std::nullopt, unused) ? hi : lo) = mid;
   }
-  if (budget > 0) {
-    // Memory first: the estimated bytes of each stage must fit the budget.
-    std::vector<double> states, activations;
-    memoryPerForwardOp(numForward, states, activations);
-    std::vector<int64_t> flight = inFlight();
-    auto bytesOf = [&](int64_t stage, int64_t from, int64_t to) {
-      double bytes = 0;
-      for (int64_t i = from; i <= to; ++i)
-        bytes += states[i] + flight[stage] * activations[i];
-      return bytes;
-    };
-    auto check = [&](const std::vector<int64_t> &stageOf) -> std::optional<int64_t> {
-      for (int64_t s = 0, i = 0; s < stages; ++s) {
-        int64_t from = i;
-        while (i < numForward && stageOf[i] == s)
-          ++i;
-        // A rank holds v stages; each gets its share of the budget.
-        if (bytesOf(s, from, i - 1) > budget / schedule.virtualStages)
-          return s;
-      }
-      return std::nullopt;
-    };
-    // Greedy packing under both limits, at the smallest compute limit that
-    // leaves no op over.
-    auto pack = [&](double limit, std::vector<int64_t> &stageOf) {
-      int64_t s = 0, from = 0;
-      double load = 0;
-      for (int64_t i = 0; i < numForward; ++i) {
-        bool over = (load + cost[i] > limit && load > 0) ||
-                    (i > from && bytesOf(std::min(s, stages - 1), from, i) >
-                                     budget / schedule.virtualStages);
-        if (over) {
-          ++s;
-          from = i;
-          load = 0;
-        }
-        load += cost[i];
-        stageOf[i] = s;
-      }
-      return s < stages;
-    };
-    std::vector<int64_t> packed(numForward);
-    double packLo = hi, packHi = 0;
-    for (double c : cost)
-      packHi += c;
-    if (!pack(packHi, packed) || check(packed)) {
-      double total = 0;
-      for (int64_t s = 0; s < stages; ++s)
-        total = std::max(total, bytesOf(s, 0, numForward - 1));
-      return step.emitError() << "the pipeline stages do not fit " << static_cast<int64_t>(budget)
-                              << " bytes per rank (memory-per-rank): the model's states and "
-                                 "activations are about "
-                              << static_cast<int64_t>(total) << " bytes over " << stages
-                              << " stages; use more pipeline ranks, ZeRO or tensor parallelism";
+  stageOfForward = narrowestCuts(cost, hi * 1.1);
+  if (budget <= 0)
+    return success();
+
+  // Memory: every stage's estimated bytes must fit (a rank holding v
+  // stages gives each 1/v of the budget).
+  std::vector<double> states, activations;
+  memoryPerForwardOp(numForward, states, activations);
+  std::vector<int64_t> flight = inFlight();
+  StageBytes bytesOf = [&](int64_t stage, int64_t from, int64_t to) {
+    double bytes = 0;
+    for (int64_t i = from; i <= to; ++i)
+      bytes += states[i] + flight[stage] * activations[i];
+    return bytes;
+  };
+  double share = budget / schedule.virtualStages;
+  auto fitsMemory = [&](const std::vector<int64_t> &stageOf) {
+    for (int64_t s = 0, i = 0; s < stages; ++s) {
+      int64_t from = i;
+      while (i < numForward && stageOf[i] == s)
+        ++i;
+      if (bytesOf(s, from, i - 1) > share)
+        return false;
     }
-    // The balanced cut, if it fits; else the tightest packing that does.
-    hi = hi * 1.1;
-    std::vector<int64_t> balanced(numForward);
-    if (!pack(hi, balanced) || check(balanced)) {
-      for (int iteration = 0; iteration < 100 && packHi - packLo > 1e-9 * packHi; ++iteration) {
-        double mid = (packLo + packHi) / 2;
-        (pack(mid, packed) && !check(packed) ? packHi : packLo) = mid;
-      }
-      pack(packHi, packed);
-      stageOfForward = packed;
-      return success();
-    }
-    hi /= 1.1;
+    return true;
+  };
+  std::vector<int64_t> packed(numForward);
+  double packLo = hi, packHi = 0;
+  for (double c : cost)
+    packHi += c;
+  if (!pack(cost, packHi, std::make_pair(bytesOf, share), packed) || !fitsMemory(packed)) {
+    double total = 0;
+    for (int64_t s = 0; s < stages; ++s)
+      total = std::max(total, bytesOf(s, 0, numForward - 1));
+    return step.emitError() << "the pipeline stages do not fit " << static_cast<int64_t>(budget)
+                            << " bytes per rank (memory-per-rank): the model's states and "
+                               "activations are about "
+                            << static_cast<int64_t>(total) << " bytes over " << stages
+                            << " stages; use more pipeline ranks, ZeRO or tensor parallelism";
   }
-  // Within 10% of the balanced limit, cut where the fewest bytes cross:
-  // between layers rather than inside attention. The width of the cut
-  // after forward op i: bytes computed at or before i and used after it.
+  // The narrowest cuts where the balanced packing fits, else the most
+  // balanced packing that does.
+  if (pack(cost, hi * 1.1, std::make_pair(bytesOf, share), packed) && fitsMemory(packed))
+    return success();
+  for (int iteration = 0; iteration < 100 && packHi - packLo > 1e-9 * packHi; ++iteration) {
+    double mid = (packLo + packHi) / 2;
+    bool ok = pack(cost, mid, std::make_pair(bytesOf, share), packed) && fitsMemory(packed);
+    (ok ? packHi : packLo) = mid;
+  }
+  pack(cost, packHi, std::make_pair(bytesOf, share), stageOfForward);
+  return success();
+}
+
+bool Splitter::pack(const std::vector<double> &cost, double limit,
+                    std::optional<std::pair<StageBytes, double>> memory,
+                    std::vector<int64_t> &stageOf) const {
+  int64_t stages = schedule.stages(), s = 0, from = 0;
+  double load = 0;
+  for (int64_t i = 0; i < static_cast<int64_t>(cost.size()); ++i) {
+    bool over = load + cost[i] > limit && load > 0;
+    if (memory && i > from)
+      over |= memory->first(std::min(s, stages - 1), from, i) > memory->second;
+    if (over) {
+      ++s;
+      from = i;
+      load = 0;
+    }
+    load += cost[i];
+    stageOf[i] = s;
+  }
+  return s < stages;
+}
+
+std::vector<int64_t> Splitter::narrowestCuts(const std::vector<double> &cost, double limit) {
+  // The width of the cut after forward op i: bytes computed at or before i
+  // and used by a forward op after it.
+  int64_t numForward = cost.size(), stages = schedule.stages();
   std::vector<double> width(numForward + 1, 0);
   for (auto &[op, anchor] : anchors) {
     if (anchor.backward || anchor.microBatch != 0)
@@ -291,35 +301,34 @@ LogicalResult Splitter::assignStages() {
       for (Operation *user : r.getUsers())
         if (auto it = anchors.find(user); it != anchors.end() && !it->second.backward)
           last = std::max(last, it->second.forwardOp);
-      auto type = llvm::cast<RankedTensorType>(r.getType());
-      double bytes = type.getNumElements() * std::max(1u, type.getElementTypeBitWidth() / 8);
-      width[anchor.forwardOp] += bytes;
-      width[last] -= bytes;
+      width[anchor.forwardOp] += tensorBytes(r);
+      width[last] -= tensorBytes(r);
     }
   }
   for (int64_t i = 1; i < numForward; ++i)
     width[i] += width[i - 1];
-  double limit = hi * 1.1, total = 0;
   std::vector<double> suffix(numForward + 1, 0);
   for (int64_t i = numForward - 1; i >= 0; --i)
     suffix[i] = suffix[i + 1] + cost[i];
-  total = suffix[0];
-  stageOfForward.assign(numForward, 0);
+  double balanced = suffix[0] / stages;
+  std::vector<int64_t> stageOf(numForward, 0);
   int64_t begin = 0;
   for (int64_t stage = 0; stage < stages; ++stage) {
     int64_t end = numForward - 1; // the stage's last op
     if (stage + 1 < stages) {
       // Candidates: the stage stays under the limit and leaves the rest
       // enough room; the narrowest cut wins, then the most balanced.
-      double load = 0, balanced = total / stages, bestLoad = 0;
+      double load = 0, bestLoad = 0;
       std::optional<int64_t> best;
+      auto key = [&](int64_t j, double l) {
+        return std::make_pair(width[j], std::abs(l - balanced));
+      };
       for (int64_t i = begin; i < numForward - (stages - stage - 1); ++i) {
         load += cost[i];
         if (load > limit && i > begin)
           break;
         if (suffix[i + 1] > limit * (stages - stage - 1))
           continue;
-        auto key = [&](int64_t j, double l) { return std::make_pair(width[j], std::abs(l - balanced)); };
         if (!best || key(i, load) < key(*best, bestLoad)) {
           best = i;
           bestLoad = load;
@@ -328,28 +337,23 @@ LogicalResult Splitter::assignStages() {
       end = best ? *best : begin;
     }
     for (int64_t i = begin; i <= end; ++i)
-      stageOfForward[i] = stage;
+      stageOf[i] = stage;
     begin = end + 1;
   }
-  return success();
+  return stageOf;
 }
 
 void Splitter::memoryPerForwardOp(int64_t numForward, std::vector<double> &states,
                                   std::vector<double> &activations) {
   states.assign(numForward, 0);
   activations.assign(numForward, 0);
-  auto bytes = [](Value v) {
-    auto type = llvm::cast<RankedTensorType>(v.getType());
-    return static_cast<double>(type.getNumElements()) *
-           std::max(1u, type.getElementTypeBitWidth() / 8);
-  };
   Block &body = step.getBody().front();
   // A parameter's states: itself, its gradient, its optimizer state.
   llvm::StringMap<double> stateBytes;
   for (BlockArgument arg : body.getArguments())
     if (auto state = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                        PpcDialect::kStateAttrName))
-      stateBytes[state.getValue().split(':').second] += bytes(arg);
+      stateBytes[state.getValue().split(':').second] += tensorBytes(arg);
   for (BlockArgument arg : body.getArguments()) {
     auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                   PpcDialect::kParamAttrName);
@@ -361,7 +365,7 @@ void Splitter::memoryPerForwardOp(int64_t numForward, std::vector<double> &state
         if (first < 0 || it->second.forwardOp < first)
           first = it->second.forwardOp;
     if (first >= 0)
-      states[first] += 2 * bytes(arg) + stateBytes.lookup(name.getValue());
+      states[first] += 2 * tensorBytes(arg) + stateBytes.lookup(name.getValue());
   }
   // Activations kept for the backward (what a micro-batch in flight holds).
   for (auto &[op, anchor] : anchors)
@@ -371,7 +375,7 @@ void Splitter::memoryPerForwardOp(int64_t numForward, std::vector<double> &state
               auto it = anchors.find(user);
               return it != anchors.end() && it->second.backward;
             }))
-          activations[anchor.forwardOp] += bytes(r);
+          activations[anchor.forwardOp] += tensorBytes(r);
 }
 
 std::vector<int64_t> Splitter::inFlight() const {
@@ -537,6 +541,27 @@ void Splitter::collectNeeds() {
     for (BlockArgument arg : body.getArguments())
       if (needs[r].count(arg))
         argsOfRank[r].push_back(arg.getArgNumber());
+  // The messages: what each rank needs that another computes, in the order
+  // the sender computes it (the results of one op by number).
+  for (int64_t to = 0; to < p; ++to)
+    for (auto &[v, at] : needs[to]) {
+      int64_t from = rankOfValue(v);
+      if (stationary.contains(v) || from < 0 || from == to)
+        continue;
+      Position sent = llvm::isa<BlockArgument>(v) ? Position{0, -1, 2}
+                                                  : placed[v.getDefiningOp()].second;
+      sent.part = 2;
+      channels[{from, to}].push_back({sent, v});
+    }
+  auto number = [](Value v) {
+    if (auto arg = llvm::dyn_cast<BlockArgument>(v))
+      return arg.getArgNumber();
+    return llvm::cast<OpResult>(v).getResultNumber();
+  };
+  for (auto &[ends, messages] : channels)
+    llvm::sort(messages, [&](const auto &a, const auto &b) {
+      return a.first < b.first || (!(b.first < a.first) && number(a.second) < number(b.second));
+    });
 }
 
 std::string Splitter::slotName(int64_t rank, int64_t slot) const {
@@ -599,26 +624,9 @@ LogicalResult Splitter::buildRank(int64_t rank) {
   for (int64_t peer = 0; peer < schedule.ranks; ++peer) {
     if (peer == rank)
       continue;
-    auto channel = [&](int64_t from, int64_t to) {
-      std::vector<std::pair<Position, Value>> messages; // by send position
-      for (auto &[v, at] : needs[to]) {
-        if (stationary.contains(v) || rankOfValue(v) != from)
-          continue;
-        Position sent = llvm::isa<BlockArgument>(v)
-                            ? Position{0, -1, 2}
-                            : placed[v.getDefiningOp()].second;
-        sent.part = 2;
-        messages.push_back({sent, v});
-      }
-      llvm::sort(messages, [](const auto &a, const auto &b) {
-        return a.first < b.first ||
-               (!(b.first < a.first) && a.second.getAsOpaquePointer() < b.second.getAsOpaquePointer());
-      });
-      return messages;
-    };
-    for (auto &[sent, v] : channel(rank, peer))
+    for (auto &[sent, v] : channels[{rank, peer}])
       items.push_back({sent, nullptr, v, peer, true});
-    auto incoming = channel(peer, rank);
+    auto &incoming = channels[{peer, rank}];
     // Received no later than needed, and in send order.
     std::vector<Item> receives;
     std::optional<Position> latest;

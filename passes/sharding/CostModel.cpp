@@ -50,7 +50,7 @@ static int64_t elementBytes(Value v) {
   return std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
 }
 
-static int64_t tensorBytes(Value v) {
+int64_t tensorBytes(Value v) {
   auto type = llvm::cast<RankedTensorType>(v.getType());
   return type.getNumElements() * elementBytes(v);
 }

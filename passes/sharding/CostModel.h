@@ -57,6 +57,9 @@ struct DeviceModel {
 double bytesPerRank(ConversionStep::Kind kind, int64_t elements, int64_t elementBytes,
                     int64_t n);
 
+/// Bytes of a tensor value of static shape (i1 counts one byte).
+int64_t tensorBytes(mlir::Value v);
+
 /// Seconds one op of a per-rank program (local shapes, explicit
 /// collectives and send/recv) takes on `device`: matmuls at the FLOP rate,
 /// collectives and point-to-point messages at their bytes per rank over the

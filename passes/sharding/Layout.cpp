@@ -76,6 +76,18 @@ FailureOr<AxisSizes> declareMesh(ModuleOp module, int64_t dp, int64_t tp, int64_
   return sizes;
 }
 
+std::optional<int64_t> zeroShardDim(llvm::ArrayRef<int64_t> shape, const Layout &layout,
+                                    int64_t dp) {
+  if (dp == 1 || llvm::any_of(layout.dims, [](const AxisList &axes) {
+        return llvm::is_contained(axes, "dp");
+      }))
+    return std::nullopt;
+  for (auto [d, axes] : llvm::enumerate(layout.dims))
+    if (axes.empty() && shape[d] % dp == 0)
+      return d;
+  return std::nullopt;
+}
+
 int64_t groupSize(const AxisSizes &sizes, llvm::ArrayRef<std::string> axes) {
   int64_t n = 1;
   for (const std::string &a : axes)

@@ -86,6 +86,13 @@ int64_t groupSize(const AxisSizes &sizes, llvm::ArrayRef<std::string> axes);
 std::optional<llvm::SmallVector<int64_t>>
 localShape(llvm::ArrayRef<int64_t> shape, const Layout &layout, const AxisSizes &sizes);
 
+/// ZeRO: the dimension along which a model state of `shape` laid out as
+/// `layout` is split over dp: its first dimension that no axis splits and
+/// dp divides. None when dp is 1, the layout uses dp already, or no
+/// dimension qualifies (the state stays replicated over dp).
+std::optional<int64_t> zeroShardDim(llvm::ArrayRef<int64_t> shape, const Layout &layout,
+                                    int64_t dp);
+
 /// What partitioning decides for one op.
 struct OpLayouts {
   /// The layout each operand is converted to before the op runs.

@@ -84,14 +84,9 @@ private:
                 Value global);
   Value allReduce(Value v, llvm::ArrayRef<std::string> axes, Location loc,
                   ReductionKind kind = ReductionKind::Sum);
-  /// `v`'s dimension `dim`, seen as `blocks` blocks, gathered or sliced
-  /// block by block over `axes`.
-  Value allGather(Value v, int64_t dim, int64_t blocks, llvm::ArrayRef<std::string> axes,
-                  Location loc);
-  Value allSlice(Value v, int64_t dim, int64_t blocks, llvm::ArrayRef<std::string> axes,
-                 Location loc);
-  Value reduceScatter(Value v, int64_t dim, int64_t blocks, llvm::ArrayRef<std::string> axes,
-                      Location loc);
+  /// `v` after an all-gather, all-slice or reduce-scatter `step` of its
+  /// dimension `step.dim`, seen as `step.blocks` blocks: block by block.
+  Value blockwise(const ConversionStep &step, Value v, Location loc);
   ArrayAttr axesAttr(llvm::ArrayRef<std::string> axes);
   FlatSymbolRefAttr meshRef() { return FlatSymbolRefAttr::get(builder.getContext(), "mesh"); }
 
@@ -254,17 +249,11 @@ void Partitioner::shardModelStates(func::FuncOp func, llvm::MutableArrayRef<Layo
       paramArgs.push_back(i);
     }
   auto shardOverDp = [&](unsigned arg, Layout layout) {
-    if (zero == 0 || dp == 1)
-      return layout;
     auto shape = llvm::cast<RankedTensorType>(func.getArgument(arg).getType()).getShape();
-    if (llvm::any_of(layout.dims, [](const AxisList &axes) { return llvm::is_contained(axes, "dp"); }))
-      return layout;
-    for (auto [d, axes] : llvm::enumerate(layout.dims))
-      if (axes.empty() && shape[d] % dp == 0) {
-        axes = {"dp"};
-        layout.blocks[d] = 1;
-        break;
-      }
+    if (auto d = zeroShardDim(shape, layout, zero == 0 ? 1 : dp)) {
+      layout.dims[*d] = {"dp"};
+      layout.blocks[*d] = 1;
+    }
     return layout;
   };
   for (unsigned arg : paramArgs)
@@ -410,13 +399,9 @@ Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Lo
       v = allReduce(v, step.axes, loc);
       break;
     case ConversionStep::AllGather:
-      v = allGather(v, step.dim, step.blocks, step.axes, loc);
-      break;
     case ConversionStep::AllSlice:
-      v = allSlice(v, step.dim, step.blocks, step.axes, loc);
-      break;
     case ConversionStep::ReduceScatter:
-      v = reduceScatter(v, step.dim, step.blocks, step.axes, loc);
+      v = blockwise(step, v, loc);
       break;
     case ConversionStep::ToPartial: {
       // Kept at position 0 of the axes, zero elsewhere.
@@ -473,38 +458,25 @@ static Value mergeBlocks(OpBuilder &builder, Location loc, Value v, int64_t dim,
   return builder.create<ReshapeOp>(loc, type.clone(shape), v);
 }
 
-Value Partitioner::allGather(Value v, int64_t dim, int64_t blocks,
-                             llvm::ArrayRef<std::string> axes, Location loc) {
-  int64_t at = blocks == 1 ? dim : dim + 1;
-  v = splitBlocks(builder, loc, v, dim, blocks);
+Value Partitioner::blockwise(const ConversionStep &step, Value v, Location loc) {
+  int64_t at = step.blocks == 1 ? step.dim : step.dim + 1;
+  v = splitBlocks(builder, loc, v, step.dim, step.blocks);
   auto type = llvm::cast<RankedTensorType>(v.getType());
   llvm::SmallVector<int64_t> shape(type.getShape());
-  shape[at] *= groupSize(axisSizes, axes);
-  v = builder.create<AllGatherOp>(loc, type.clone(shape), v, meshRef(), axesAttr(axes), at);
-  return mergeBlocks(builder, loc, v, dim, blocks);
-}
-
-Value Partitioner::allSlice(Value v, int64_t dim, int64_t blocks,
-                            llvm::ArrayRef<std::string> axes, Location loc) {
-  int64_t at = blocks == 1 ? dim : dim + 1;
-  v = splitBlocks(builder, loc, v, dim, blocks);
-  auto type = llvm::cast<RankedTensorType>(v.getType());
-  llvm::SmallVector<int64_t> shape(type.getShape());
-  shape[at] /= groupSize(axisSizes, axes);
-  v = builder.create<AllSliceOp>(loc, type.clone(shape), v, meshRef(), axesAttr(axes), at);
-  return mergeBlocks(builder, loc, v, dim, blocks);
-}
-
-Value Partitioner::reduceScatter(Value v, int64_t dim, int64_t blocks,
-                                 llvm::ArrayRef<std::string> axes, Location loc) {
-  int64_t at = blocks == 1 ? dim : dim + 1;
-  v = splitBlocks(builder, loc, v, dim, blocks);
-  auto type = llvm::cast<RankedTensorType>(v.getType());
-  llvm::SmallVector<int64_t> shape(type.getShape());
-  shape[at] /= groupSize(axisSizes, axes);
-  v = builder.create<ReduceScatterOp>(loc, type.clone(shape), v, meshRef(), axesAttr(axes), at,
-                                      ReductionKind::Sum);
-  return mergeBlocks(builder, loc, v, dim, blocks);
+  int64_t parts = groupSize(axisSizes, step.axes);
+  ArrayAttr axes = axesAttr(step.axes);
+  if (step.kind == ConversionStep::AllGather) {
+    shape[at] *= parts;
+    v = builder.create<AllGatherOp>(loc, type.clone(shape), v, meshRef(), axes, at);
+  } else if (step.kind == ConversionStep::AllSlice) {
+    shape[at] /= parts;
+    v = builder.create<AllSliceOp>(loc, type.clone(shape), v, meshRef(), axes, at);
+  } else {
+    shape[at] /= parts;
+    v = builder.create<ReduceScatterOp>(loc, type.clone(shape), v, meshRef(), axes, at,
+                                        ReductionKind::Sum);
+  }
+  return mergeBlocks(builder, loc, v, step.dim, step.blocks);
 }
 
 LogicalResult Partitioner::run(func::FuncOp func) {

@@ -274,7 +274,7 @@ double Planner::zeroSavings(llvm::ArrayRef<Layout> layouts) {
     bool param = step.getArgAttr(i, PpcDialect::kParamAttrName) != nullptr;
     bool state = step.getArgAttr(i, PpcDialect::kStateAttrName) != nullptr;
     // Optimizer state from stage 1, the parameter's gradient from 2, the
-    // parameter itself from 3: the same shardable test as ppc-partition's.
+    // parameter itself from 3, where ppc-partition can shard them.
     int copies = (state && zero >= 1) + (param && zero >= 2) + (param && zero >= 3);
     if (copies == 0)
       continue;
@@ -282,10 +282,7 @@ double Planner::zeroSavings(llvm::ArrayRef<Layout> layouts) {
     auto local = localShape(type.getShape(), layout, sizes);
     if (!local)
       continue;
-    bool shardable = false;
-    for (auto [d, axes] : llvm::enumerate(layout.dims))
-      shardable |= axes.empty() && type.getDimSize(d) % dp == 0;
-    if (!shardable)
+    if (!zeroShardDim(type.getShape(), layout, dp))
       continue;
     double bytes = type.getElementTypeBitWidth() / 8.0;
     for (int64_t n : *local)

@@ -15,25 +15,18 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include "test/unit/TestTensors.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 using namespace ppc;
+using ppc::test::expectValues;
+using ppc::test::makeTensor;
 
 namespace {
-
-/// A tensor from values written as doubles (exact for the small integers
-/// and binary fractions the tests use).
-Tensor makeTensor(DType dtype, llvm::ArrayRef<int64_t> shape,
-                  llvm::ArrayRef<double> values) {
-  Tensor tensor(dtype, shape);
-  EXPECT_EQ(tensor.numElements(), static_cast<int64_t>(values.size()));
-  for (auto [i, v] : llvm::enumerate(values))
-    tensor.setDouble(i, v);
-  return tensor;
-}
 
 Tensor makeInts(DType dtype, llvm::ArrayRef<int64_t> shape,
                 llvm::ArrayRef<int64_t> values) {
@@ -50,18 +43,6 @@ Tensor iota(llvm::ArrayRef<int64_t> shape, DType dtype = DType::F32) {
   for (int64_t i = 0; i < tensor.numElements(); ++i)
     tensor.setDouble(i, i);
   return tensor;
-}
-
-void expectValues(const Tensor &actual, llvm::ArrayRef<int64_t> shape,
-                  llvm::ArrayRef<double> expected) {
-  ASSERT_EQ(actual.shape(), shape);
-  ASSERT_EQ(actual.numElements(), static_cast<int64_t>(expected.size()));
-  for (auto [i, e] : llvm::enumerate(expected)) {
-    if (std::isnan(e))
-      EXPECT_TRUE(std::isnan(actual.getDouble(i))) << "element " << i;
-    else
-      EXPECT_EQ(actual.getDouble(i), e) << "element " << i;
-  }
 }
 
 void expectInts(const Tensor &actual, llvm::ArrayRef<int64_t> shape,

@@ -19,32 +19,18 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "test/unit/TestTensors.h"
+
 #include <gtest/gtest.h>
 
 using namespace ppc;
+using ppc::test::expectValues;
+using ppc::test::makeTensor;
 
 namespace {
 
-Tensor makeTensor(DType dtype, llvm::ArrayRef<int64_t> shape,
-                  llvm::ArrayRef<double> values) {
-  Tensor tensor(dtype, shape);
-  EXPECT_EQ(tensor.numElements(), static_cast<int64_t>(values.size()));
-  for (auto [i, v] : llvm::enumerate(values))
-    tensor.setDouble(i, v);
-  return tensor;
-}
-
 Tensor f32(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<double> values) {
   return makeTensor(DType::F32, shape, values);
-}
-
-void expectValues(const Tensor &actual, llvm::ArrayRef<int64_t> shape,
-                  llvm::ArrayRef<double> expected, const std::string &what) {
-  ASSERT_EQ(actual.shape(), shape) << what;
-  ASSERT_EQ(actual.numElements(), static_cast<int64_t>(expected.size()))
-      << what;
-  for (auto [i, e] : llvm::enumerate(expected))
-    EXPECT_EQ(actual.getDouble(i), e) << what << ", element " << i;
 }
 
 std::string rankName(int64_t rank) { return "rank " + std::to_string(rank); }

@@ -187,11 +187,18 @@ int runSimulateCommand(int argc, char **argv) {
     }
     return std::move(*local);
   };
-  // Each rank's values by key: what its program takes and returns.
+  // Each rank's arguments and results by key, and its values: what its
+  // program takes and returns.
+  std::vector<llvm::SmallVector<std::string>> argKeys(numRanks), resultKeys(numRanks);
+  for (int64_t r = 0; r < numRanks; ++r) {
+    for (unsigned i = 0; i < programOfRank[r].getNumArguments(); ++i)
+      argKeys[r].push_back(keyOf(programOfRank[r], i, false));
+    for (unsigned i = 0; i < programOfRank[r].getNumResults(); ++i)
+      resultKeys[r].push_back(keyOf(programOfRank[r], i, true));
+  }
   std::vector<llvm::StringMap<Tensor>> held(numRanks);
   for (int64_t r = 0; r < numRanks; ++r)
-    for (auto [i, arg] : llvm::enumerate(programOfRank[r].getArguments())) {
-      std::string key = keyOf(programOfRank[r], i, false);
+    for (const std::string &key : argKeys[r]) {
       auto local = shard(key, global[key], r);
       if (failed(local))
         return 1;
@@ -216,9 +223,7 @@ int runSimulateCommand(int argc, char **argv) {
       global[tokenKeys[1]] = labels;
     std::vector<llvm::SmallVector<Tensor>> args(numRanks);
     for (int64_t r = 0; r < numRanks; ++r) {
-      func::FuncOp fn = programOfRank[r];
-      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-        std::string key = keyOf(fn, i, false);
+      for (const std::string &key : argKeys[r]) {
         if (key == "step") {
           held[r][key].setInt(0, s);
         } else if (llvm::is_contained(tokenKeys, key)) {
@@ -227,7 +232,11 @@ int runSimulateCommand(int argc, char **argv) {
             return 1;
           held[r][key] = std::move(*local);
         }
-        args[r].push_back(held[r][key]);
+        // What the step returns comes back into `held`; the rest is copied.
+        if (llvm::is_contained(resultKeys[r], key))
+          args[r].push_back(std::move(held[r][key]));
+        else
+          args[r].push_back(held[r][key]);
       }
     }
 
@@ -250,9 +259,7 @@ int runSimulateCommand(int argc, char **argv) {
     // arguments; the outputs come from the rank that returns them.
     llvm::StringMap<double> outputs;
     for (int64_t r = 0; r < numRanks; ++r) {
-      func::FuncOp fn = programOfRank[r];
-      for (unsigned i = 0; i < fn.getNumResults(); ++i) {
-        std::string key = keyOf(fn, i, true);
+      for (auto [i, key] : llvm::enumerate(resultKeys[r])) {
         if (llvm::StringRef(key).starts_with("output:"))
           outputs.try_emplace(llvm::StringRef(key).drop_front(7), (*results)[r][i].getDouble(0));
         else
