@@ -54,4 +54,18 @@ void registerPpcPassesAndPipelines() {
       buildTrainingPipeline);
 }
 
+llvm::SmallVector<func::FuncOp> trainingPrograms(ModuleOp module) {
+  if (auto step = module.lookupSymbol<func::FuncOp>("train_step"))
+    return {step};
+  llvm::SmallVector<func::FuncOp> programs;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr("ppc.pipeline_rank"))
+      programs.push_back(fn);
+  llvm::sort(programs, [](func::FuncOp a, func::FuncOp b) {
+    return a->getAttrOfType<IntegerAttr>("ppc.pipeline_rank").getInt() <
+           b->getAttrOfType<IntegerAttr>("ppc.pipeline_rank").getInt();
+  });
+  return programs;
+}
+
 } // namespace ppc

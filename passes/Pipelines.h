@@ -9,6 +9,8 @@
 #define PPC_PASSES_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace ppc {
@@ -66,6 +68,11 @@ struct TrainingPipelineOptions
 /// and the optimizer update; then cleans up.
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const TrainingPipelineOptions &options);
+
+/// The training programs of `module` after the training pipeline (and
+/// partitioning): @train_step, or @train_step_pp<r> for each pipeline rank
+/// r, in rank order.
+llvm::SmallVector<mlir::func::FuncOp> trainingPrograms(mlir::ModuleOp module);
 
 /// Registers the passes and pipelines of ppc for ppc-opt.
 void registerPpcPassesAndPipelines();

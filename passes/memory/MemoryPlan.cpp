@@ -213,7 +213,7 @@ static void assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
   plan.arenaBytes = arena;
 }
 
-MemoryPlan planMemory(func::FuncOp func, int64_t alignment) {
+MemoryPlan planMemory(func::FuncOp func, int64_t alignment, const StorageHooks &hooks) {
   MemoryPlan plan;
   if (func.isExternal())
     return plan;
@@ -224,6 +224,9 @@ MemoryPlan planMemory(func::FuncOp func, int64_t alignment) {
   for (Operation &op : body)
     index[&op] = numOps++;
   plan.numOps = numOps;
+  auto position = [&](Operation *op) {
+    return index[hooks.runsAt ? hooks.runsAt(op) : op];
+  };
 
   llvm::DenseMap<Value, unsigned> bufferOf;
   auto add = [&](Value v, int64_t begin) {
@@ -235,17 +238,21 @@ MemoryPlan planMemory(func::FuncOp func, int64_t alignment) {
     add(arg, 0);
   for (Operation &op : body)
     for (Value result : op.getResults())
-      add(result, index[&op]);
+      add(result, position(&op));
   // The last use ends a value's life; an unused argument lives throughout.
   for (Buffer &b : plan.buffers)
     if (llvm::isa<BlockArgument>(b.value) && b.value.use_empty())
       b.end = numOps - 1;
+  auto holder = [&](Value v) { return hooks.holder ? hooks.holder(v) : v; };
+  for (Buffer &b : plan.buffers)
+    if (holder(b.value) != b.value || (hooks.unstored && hooks.unstored(b.value)))
+      b.bytes = 0;
   for (Operation &op : body)
     for (Value v : op.getOperands()) {
-      auto it = bufferOf.find(v);
+      auto it = bufferOf.find(holder(v));
       if (it != bufferOf.end())
         plan.buffers[it->second].end =
-            std::max(plan.buffers[it->second].end, index[&op]);
+            std::max(plan.buffers[it->second].end, position(&op));
     }
 
   // Live bytes per op by kind: +bytes at begin, -bytes after end.
@@ -277,6 +284,9 @@ MemoryPlan planMemory(func::FuncOp func, int64_t alignment) {
   }
 
   assignOffsets(plan, numOps, alignment);
+  for (Buffer &b : plan.buffers)
+    if (Value h = holder(b.value); h != b.value)
+      b.offset = plan.buffers[bufferOf[h]].offset;
   return plan;
 }
 

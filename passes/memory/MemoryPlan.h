@@ -68,6 +68,23 @@ struct Buffer {
   int64_t offset;
 };
 
+/// How generated code departs from running every op at its place, each
+/// value in a buffer of its own; every hook is optional.
+struct StorageHooks {
+  /// The value whose buffer holds a value (itself by default): generated
+  /// code reads a reshape, or a transpose folded into a GEMM, through its
+  /// operand's buffer. Such a value gets no bytes and its holder's offset,
+  /// and its uses count as uses of the holder.
+  llvm::function_ref<mlir::Value(mlir::Value)> holder;
+  /// The op at whose place an op runs (itself by default): a fused group of
+  /// elementwise ops runs at its last op, so its operands live until then
+  /// and its results begin there.
+  llvm::function_ref<mlir::Operation *(mlir::Operation *)> runsAt;
+  /// Whether a value is never stored (the intermediates of a fused group,
+  /// constants inlined into kernels): it gets no bytes.
+  llvm::function_ref<bool(mlir::Value)> unstored;
+};
+
 struct MemoryPlan {
   /// The block arguments in order, then each op's results in program order.
   std::vector<Buffer> buffers;
@@ -99,7 +116,11 @@ struct MemoryPlan {
 /// by decreasing size, each at the lowest offset (a multiple of `alignment`)
 /// where it overlaps no placed buffer whose live range meets its own (the
 /// greedy heap simulation of TFLite and XLA).
-MemoryPlan planMemory(mlir::func::FuncOp func, int64_t alignment = 1);
+///
+/// `hooks` describe how code generation departs from running each op at its
+/// place on buffers of its own (see StorageHooks).
+MemoryPlan planMemory(mlir::func::FuncOp func, int64_t alignment = 1,
+                      const StorageHooks &hooks = {});
 
 /// One-screen table: the title line `memory plan: <title>`, one row per kind
 /// (bytes at the peak, its own maximum), the peak and its op, the arena and

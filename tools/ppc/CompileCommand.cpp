@@ -1,22 +1,34 @@
 //===- CompileCommand.cpp - `ppc compile` ---------------------------------===//
 //
 // Builds the training step of a model for a mesh: import, training
-// pipeline, partitioning. `--emit mlir` writes the per-rank program;
-// emitting C++/CUDA and building the executable arrive with the
-// code-generation issue.
+// pipeline, partitioning, then emission: the training executable (`-o EXE`,
+// with its initial weights beside it as EXE.weights.safetensors), or the
+// per-rank program (`--emit mlir`) or the generated source (`--emit cpp`).
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/CpuEmitter.h"
+#include "codegen/Toolchain.h"
+#include "frontend/OnnxTensor.h"
+#include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
+#include "runtime/Safetensors.h"
+#include "passes/Pipelines.h"
 #include "passes/memory/MemoryPlan.h"
 #include "tools/ppc/Driver.h"
 #include "tools/ppc/TrainingFlags.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
 
 #include <chrono>
+#include <set>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -27,14 +39,15 @@ int runCompileCommand(int argc, char **argv) {
   cl::OptionCategory category("ppc compile options");
   cl::opt<std::string> input(cl::Positional, cl::desc("MODEL.onnx"), cl::Required,
                              cl::cat(category));
-  cl::opt<std::string> output("o", cl::desc("output file (the IR for --emit mlir)"),
-                              cl::value_desc("FILE"), cl::init("-"), cl::cat(category));
-  cl::opt<std::string> emit("emit", cl::desc("what to write: mlir (cpp and cuda arrive "
-                                             "with code generation)"),
-                            cl::value_desc("mlir|cpp|cuda"), cl::init(""),
-                            cl::cat(category));
-  cl::opt<std::string> target("target", cl::desc("cpu or cuda"), cl::init(""),
-                              cl::cat(category));
+  cl::opt<std::string> output(
+      "o", cl::desc("the executable to build (with --emit: the file to write, - for stdout)"),
+      cl::value_desc("FILE"), cl::init(""), cl::cat(category));
+  cl::opt<std::string> emit("emit",
+                            cl::desc("write the partitioned program (mlir) or the generated "
+                                     "source (cpp) instead of building the executable"),
+                            cl::value_desc("mlir|cpp"), cl::init(""), cl::cat(category));
+  cl::opt<std::string> target("target", cl::desc("what the executable runs on"),
+                              cl::value_desc("cpu"), cl::init("cpu"), cl::cat(category));
   ReportFlag report;
   cl::opt<std::string> tracePath(
       "trace", cl::desc("write the predicted pipeline schedule as Chrome trace JSON (Perfetto)"),
@@ -54,14 +67,15 @@ int runCompileCommand(int argc, char **argv) {
       "Imports MODEL.onnx, builds @train_step and partitions it for --mesh;\n"
       "--emit mlir writes the per-rank program.\n");
 
-  if (emit != "mlir")
-    return reportError(
-        emit.empty() ? "building an executable arrives with the code-generation issue; "
-                       "use --emit mlir to write the partitioned program"
-                     : "--emit '" + emit + "': only mlir so far (cpp and cuda arrive with "
-                                           "the code-generation issue)");
-  if (!target.empty() && target != "cpu" && target != "cuda")
-    return reportError("--target '" + target + "': expected cpu or cuda");
+  if (!emit.empty() && emit != "mlir" && emit != "cpp")
+    return reportError("--emit '" + emit + "': expected mlir or cpp");
+  if (target != "cpu")
+    return reportError("--target '" + target +
+                       "': only cpu so far (the CUDA target is not built yet)");
+  if (emit.empty() && (output.empty() || output == "-"))
+    return reportError("-o: give the executable to build (or --emit mlir|cpp)");
+  if (output.empty())
+    output = "-";
   if (training.lrSchedule == "cosine" && scheduleSteps < 1)
     return reportError("--lr-total-steps must be at least 1");
 
@@ -105,8 +119,121 @@ int runCompileCommand(int argc, char **argv) {
     llvm::errs() << llvm::formatv("compiled @{0}: {1} ops per rank\n", program.getSymName(),
                                   ops);
   }
-  llvm::errs() << llvm::formatv("compiled in {0:f2} s\n", seconds);
-  return failed(writeOutput(output, [&](llvm::raw_ostream &os) { module->print(os); }));
+  if (emit == "mlir") {
+    llvm::errs() << llvm::formatv("compiled in {0:f2} s\n", seconds);
+    return failed(writeOutput(output, [&](llvm::raw_ostream &os) { module->print(os); }));
+  }
+
+  // The executable's description of itself.
+  codegen::ExecutableInfo info;
+  llvm::SmallString<256> modelPath(input);
+  llvm::sys::fs::make_absolute(modelPath);
+  info.model = std::string(modelPath);
+  std::string printed;
+  llvm::raw_string_ostream printedStream(printed);
+  module->print(printedStream);
+  info.fingerprint = llvm::utohexstr(llvm::xxh3_64bits(printed), /*LowerCase=*/true);
+  info.initialWeights = llvm::sys::path::filename(output).str() + ".weights.safetensors";
+  info.globalBatch = setup.globalBatch;
+  info.seqLen = setup.seqLen;
+  info.dataDtype = training.dataDtype;
+  info.description = llvm::formatv("model {0}, mesh {1} (dp={2} tp={3} pp={4}), batch {5} x "
+                                   "{6}, {7} micro-batches, {8}",
+                                   llvm::sys::path::filename(input), training.mesh,
+                                   setup.mesh.dp, setup.mesh.tp, setup.mesh.pp,
+                                   setup.globalBatch, setup.seqLen, training.microBatches,
+                                   training.optimizer)
+                         .str();
+  // Token inputs in graph-input order; appended label inputs last.
+  llvm::SmallVector<func::FuncOp> programs = trainingPrograms(*module);
+  llvm::SetVector<std::string, std::vector<std::string>, std::set<std::string>> tokenKeys;
+  llvm::StringMap<std::pair<func::FuncOp, unsigned>> params;
+  for (func::FuncOp program : programs)
+    for (unsigned i = 0; i < program.getNumArguments(); ++i) {
+      if (auto name = program.getArgAttrOfType<StringAttr>(i, PpcDialect::kInputAttrName))
+        tokenKeys.insert(("input:" + name.getValue()).str());
+      if (auto name = program.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName))
+        params.try_emplace(name.getValue(), program, i);
+    }
+  std::vector<std::string> ordered(tokenKeys.begin(), tokenKeys.end());
+  auto position = [&](const std::string &key) {
+    const auto &inputs = (*model)->proto().graph().input();
+    for (int i = 0; i < inputs.size(); ++i)
+      if ("input:" + inputs[i].name() == key)
+        return int64_t(i);
+    return int64_t(inputs.size());
+  };
+  llvm::stable_sort(ordered, [&](const std::string &a, const std::string &b) {
+    return position(a) < position(b);
+  });
+  info.tokenInputs = ordered;
+
+  std::string source;
+  llvm::raw_string_ostream sourceStream(source);
+  if (failed(codegen::emitCpuSource(*module, info, sourceStream)))
+    return 1;
+  if (emit == "cpp") {
+    llvm::errs() << llvm::formatv("compiled in {0:f2} s\n", seconds);
+    return failed(writeOutput(output, [&](llvm::raw_ostream &os) { os << source; }));
+  }
+
+  // The initial weights: every parameter's global value, by ONNX name.
+  std::vector<ppcrt::TensorView> views;
+  std::vector<std::string> storage;
+  storage.reserve(params.size());
+  llvm::SmallVector<std::string> names;
+  for (auto &entry : params)
+    names.push_back(entry.getKey().str());
+  llvm::sort(names);
+  for (const std::string &name : names) {
+    auto [program, i] = params.lookup(name);
+    auto value = (*model)->loadInitializer(name);
+    if (!value)
+      return reportError(llvm::toString(value.takeError()));
+    auto type = llvm::cast<RankedTensorType>(program.getArgumentTypes()[i]);
+    auto dtype = dtypeOf(type.getElementType());
+    if (failed(dtype) || (*dtype != DType::F32 && *dtype != DType::F64))
+      return reportError("parameter '" + name + "': only f32 and f64 parameters so far");
+    storage.push_back(value->castTo(*dtype).toBytes());
+    ppcrt::TensorView view;
+    view.name = name;
+    view.dtype = *dtype == DType::F32 ? ppcrt::DType::F32 : ppcrt::DType::F64;
+    view.shape.assign(value->shape().begin(), value->shape().end());
+    view.data = storage.back().data();
+    views.push_back(std::move(view));
+  }
+
+  // Build beside the output and rename, so a failure leaves it untouched.
+  llvm::SmallString<256> sourcePath, exePath, weightsPath(output);
+  llvm::sys::path::remove_filename(weightsPath);
+  llvm::sys::path::append(weightsPath, info.initialWeights);
+  if (auto ec = llvm::sys::fs::createTemporaryFile("ppc-program", "cpp", sourcePath))
+    return reportError("cannot create a temporary file: " + ec.message());
+  if (failed(writeOutput(sourcePath, [&](llvm::raw_ostream &os) { os << source; })))
+    return 1;
+  exePath = output;
+  exePath += ".building";
+  auto buildStart = std::chrono::steady_clock::now();
+  llvm::Error built = codegen::buildCpuExecutable(sourcePath, exePath);
+  llvm::sys::fs::remove(sourcePath);
+  if (built) {
+    llvm::sys::fs::remove(exePath);
+    return reportError(llvm::toString(std::move(built)));
+  }
+  std::string weightsTemp = (weightsPath + ".building").str();
+  if (llvm::Error e = ppcrt::writeSafetensors(weightsTemp, views, {{"model", info.model}})) {
+    llvm::sys::fs::remove(exePath);
+    return reportError(llvm::toString(std::move(e)));
+  }
+  if (auto ec = llvm::sys::fs::rename(weightsTemp, weightsPath))
+    return reportError("cannot write '" + weightsPath.str() + "': " + ec.message());
+  if (auto ec = llvm::sys::fs::rename(exePath, output))
+    return reportError("cannot write '" + output + "': " + ec.message());
+  double buildSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - buildStart).count();
+  llvm::errs() << llvm::formatv("compiled in {0:f2} s, built {1} in {2:f2} s (and {3})\n",
+                                seconds, output, buildSeconds, weightsPath);
+  return 0;
 }
 
 } // namespace ppc

@@ -243,20 +243,6 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
   return args;
 }
 
-llvm::SmallVector<func::FuncOp> trainingPrograms(ModuleOp module) {
-  if (auto step = module.lookupSymbol<func::FuncOp>("train_step"))
-    return {step};
-  llvm::SmallVector<func::FuncOp> programs;
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr("ppc.pipeline_rank"))
-      programs.push_back(fn);
-  llvm::sort(programs, [](func::FuncOp a, func::FuncOp b) {
-    return a->getAttrOfType<IntegerAttr>("ppc.pipeline_rank").getInt() <
-           b->getAttrOfType<IntegerAttr>("ppc.pipeline_rank").getInt();
-  });
-  return programs;
-}
-
 LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module,
                                        int64_t steps) {
   auto meshes = module.getOps<MeshOp>();

@@ -52,10 +52,6 @@ struct ReportFlag {
       llvm::cl::value_desc("F.json")};
 };
 
-/// The training programs of `module`: @train_step, or @train_step_pp<r>
-/// for each pipeline rank r, in rank order.
-llvm::SmallVector<mlir::func::FuncOp> trainingPrograms(mlir::ModuleOp module);
-
 /// The predicted schedule of a pipelined `module` (ppc-pipeline's
 /// `ppc.schedule`, stage costs from its programs' ops): `--trace` writes it
 /// as Chrome trace JSON, `--timeline` as an SVG picture, one row per

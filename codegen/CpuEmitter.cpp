@@ -1,0 +1,235 @@
+//===- CpuEmitter.cpp - C++ source of a training executable ---------------===//
+
+#include "codegen/CpuEmitter.h"
+#include "codegen/EmitContext.h"
+#include "ir/PpcAttrs.h"
+#include "ir/PpcDialect.h"
+#include "passes/Pipelines.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace ppc::codegen {
+
+/// Whether `transpose` swaps only the last two dimensions and feeds only
+/// GEMMs, which can then read its operand transposed in place.
+static bool foldsIntoGemms(TransposeOp transpose) {
+  ArrayRef<int64_t> perm = transpose.getPerm();
+  int64_t rank = perm.size();
+  if (rank < 2 || perm[rank - 1] != rank - 2 || perm[rank - 2] != rank - 1)
+    return false;
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != d)
+      return false;
+  Value result = transpose.getResult();
+  return !result.use_empty() &&
+         llvm::all_of(result.getUsers(), [](Operation *user) { return isa<MatMulOp>(user); }) &&
+         llvm::none_of(result.getUses(), [](OpOperand &use) {
+           return isa<func::ReturnOp>(use.getOwner());
+         });
+}
+
+ProgramLayout layOutProgram(func::FuncOp program) {
+  ProgramLayout layout;
+  layout.fusion = planFusion(program);
+  auto holder = [&](Value v) {
+    auto it = layout.holders.find(v);
+    return it == layout.holders.end() ? v : it->second;
+  };
+  for (Operation &op : program.getBody().front()) {
+    if (auto reshape = llvm::dyn_cast<ReshapeOp>(op))
+      layout.holders[reshape.getResult()] = holder(reshape.getInput());
+    if (auto transpose = llvm::dyn_cast<TransposeOp>(op))
+      if (foldsIntoGemms(transpose))
+        layout.holders[transpose.getResult()] = holder(transpose.getInput());
+  }
+  // function_ref does not own its callee: the lambdas must outlive `hooks`.
+  auto runsAt = [&](Operation *op) { return layout.fusion.runsAt(op); };
+  auto unstored = [&](Value v) { return layout.fusion.unstored(v); };
+  StorageHooks hooks;
+  hooks.holder = holder;
+  hooks.runsAt = runsAt;
+  hooks.unstored = unstored;
+  layout.memory = planMemory(program, 64, hooks);
+  return layout;
+}
+
+namespace {
+
+/// The key ppc simulate uses for argument or result `i` of `fn`.
+std::string keyOf(func::FuncOp fn, unsigned i, bool result) {
+  auto attr = [&](StringRef name) {
+    return result ? fn.getResultAttrOfType<StringAttr>(i, name)
+                  : fn.getArgAttrOfType<StringAttr>(i, name);
+  };
+  for (StringRef name : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName,
+                         PpcDialect::kInputAttrName, PpcDialect::kOutputAttrName})
+    if (auto value = attr(name))
+      return (name.drop_front(4) + ":" + value.getValue()).str();
+  return "step";
+}
+
+/// One TensorInfo initializer.
+FailureOr<std::string> tensorInfo(func::FuncOp fn, unsigned i, bool result, MeshOp mesh,
+                                  int64_t offset) {
+  Type type = result ? fn.getResultTypes()[i] : fn.getArgumentTypes()[i];
+  auto tensor = llvm::cast<RankedTensorType>(type);
+  auto dtype = runtimeDType(tensor.getElementType());
+  std::string key = keyOf(fn, i, result);
+  if (failed(dtype) || tensor.getRank() > 8) {
+    fn.emitError() << "code generation: '" << key << "' has a type the runtime cannot hold";
+    return failure();
+  }
+  auto sharding =
+      result ? fn.getResultAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName)
+             : fn.getArgAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName);
+  if (sharding && !sharding.getPartialAxes().empty()) {
+    fn.emitError() << "code generation: '" << key << "' is a partial sum between steps";
+    return failure();
+  }
+  llvm::SmallVector<int64_t> shape(tensor.getShape()), global(shape), blocks;
+  llvm::SmallVector<std::string> splits;
+  for (int64_t d = 0; d < tensor.getRank(); ++d) {
+    llvm::SmallVector<StringRef> axes;
+    if (sharding)
+      for (StringAttr a : sharding.getDimAxes()[d])
+        axes.push_back(a.getValue());
+    if (!axes.empty())
+      global[d] *= *mesh.getGroupSize(axes);
+    splits.push_back(quote(llvm::join(axes, ",")));
+    blocks.push_back(sharding ? sharding.getBlocks(d) : 1);
+  }
+  if (shape.empty()) {
+    splits.push_back("\"\"");
+    shape.push_back(0);
+    global.push_back(0);
+    blocks.push_back(1);
+  }
+  return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {{{5}}, {6}, {7}}", quote(key), *dtype,
+                       tensor.getRank(), braces(shape), braces(global),
+                       llvm::join(splits, ", "), braces(blocks), offset)
+      .str();
+}
+
+} // namespace
+
+LogicalResult emitCpuSource(ModuleOp module, const ExecutableInfo &info,
+                            llvm::raw_ostream &os) {
+  llvm::SmallVector<func::FuncOp> programs = trainingPrograms(module);
+  if (programs.empty())
+    return module.emitError() << "code generation: the module has no training program";
+  auto meshes = module.getOps<MeshOp>();
+  MeshOp mesh = meshes.empty() ? MeshOp() : *meshes.begin();
+
+  std::string fileText, programText, tableText;
+  llvm::raw_string_ostream file(fileText), code(programText), tables(tableText);
+  std::vector<std::string> groups;
+  EmitContext ctx(module, mesh, file, groups);
+  llvm::SmallVector<std::string> entries;
+  for (auto [p, program] : llvm::enumerate(programs)) {
+    ProgramLayout layout = layOutProgram(program);
+    llvm::DenseMap<Value, int64_t> offsets;
+    for (const Buffer &b : layout.memory.buffers)
+      offsets[b.value] = b.offset;
+    std::string bodyText;
+    llvm::raw_string_ostream body(bodyText);
+    ctx.beginProgram(program, body, layout.holders, offsets);
+    for (Operation &op : program.getBody().front()) {
+      if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op))
+        continue;
+      auto group = layout.fusion.groupOf.find(&op);
+      if (group != layout.fusion.groupOf.end()) {
+        const FusionGroup &fused = layout.fusion.groups[group->second];
+        if (&op == fused.ops.back() && failed(emitFusedGroup(fused, ctx)))
+          return failure();
+        continue;
+      }
+      const OpEmitter *emitter = lookupCpuEmitter(&op);
+      if (!emitter)
+        return op.emitError() << "code generation for the CPU does not support '"
+                              << op.getName() << "'";
+      if (failed((*emitter)(&op, ctx)))
+        return failure();
+    }
+    std::string name = program.getSymName().str();
+    code << "\n/// @" << name << ": " << layout.memory.numOps << " ops, arena of "
+         << layout.memory.arenaBytes << " bytes (peak " << layout.memory.peakBytes << ").\n"
+         << "static void run_" << name << "(ppcrt::Rank &rt, char *arena) {\n"
+         << "  (void)rt;\n"
+         << bodyText << "}\n";
+
+    // What the program takes and returns, and where.
+    auto returnOp = llvm::cast<func::ReturnOp>(program.getBody().front().getTerminator());
+    tables << "\nstatic const ppcrt::TensorInfo args_" << name << "[] = {\n";
+    for (unsigned i = 0; i < program.getNumArguments(); ++i) {
+      auto entry = tensorInfo(program, i, false, mesh, offsets.lookup(program.getArgument(i)));
+      if (failed(entry))
+        return failure();
+      tables << "    " << *entry << ",\n";
+    }
+    tables << "};\nstatic const ppcrt::TensorInfo results_" << name << "[] = {\n";
+    for (unsigned i = 0; i < program.getNumResults(); ++i) {
+      Value v = returnOp.getOperand(i);
+      Value h = layout.holders.count(v) ? layout.holders.lookup(v) : v;
+      auto entry = tensorInfo(program, i, true, mesh, offsets.lookup(h));
+      if (failed(entry))
+        return failure();
+      tables << "    " << *entry << ",\n";
+    }
+    tables << "};\n";
+    entries.push_back(llvm::formatv("{{{0}, run_{1}, {2}, args_{1}, {3}, results_{1}, {4}}",
+                                    quote(name), name, layout.memory.arenaBytes,
+                                    program.getNumArguments(), program.getNumResults()));
+  }
+
+  llvm::SmallVector<std::string> axes, quotedGroups;
+  llvm::SmallVector<int64_t> shape;
+  if (mesh) {
+    for (StringRef a : mesh.getAxisNames())
+      axes.push_back(quote(a));
+    shape.assign(mesh.getShape().begin(), mesh.getShape().end());
+  }
+  for (const std::string &g : groups)
+    quotedGroups.push_back(quote(g));
+  llvm::SmallVector<std::string> tokens;
+  for (const std::string &key : info.tokenInputs)
+    tokens.push_back(quote(key));
+  std::string tokenList = tokens.empty() ? "nullptr" : llvm::join(tokens, ", ");
+  while (axes.size() < 3) {
+    axes.push_back("nullptr");
+    shape.push_back(1);
+  }
+
+  os << "// Generated by ppc from " << info.model << "; do not edit.\n"
+     << "// " << info.description << "\n\n"
+     << "#include \"runtime/ppcrt/CpuKernels.h\"\n"
+     << "#include \"runtime/ppcrt/Program.h\"\n"
+     << "#include \"runtime/ppcrt/Rank.h\"\n"
+     << "#include \"runtime/ppcrt/Scalar.h\"\n\n"
+     << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n\n"
+     << "namespace {\n"
+     << fileText << programText << tableText << "\nstatic const char *const groups[] = {"
+     << (quotedGroups.empty() ? "nullptr" : llvm::join(quotedGroups, ", ")) << "};\n"
+     << "static const char *const tokenInputs[] = {" << tokenList << "};\n"
+     << "static const ppcrt::RankProgram programs[] = {\n    " << llvm::join(entries, ",\n    ")
+     << "};\n\n"
+     << "const ppcrt::Program program = {\n"
+     << "    " << quote(info.model) << ",\n"
+     << "    " << quote(info.fingerprint) << ",\n"
+     << "    " << quote(info.initialWeights) << ",\n"
+     << "    " << (mesh ? mesh.getShape().size() : 0) << ", {" << llvm::join(axes, ", ") << "}, "
+     << braces(shape) << ",\n"
+     << "    groups, " << groups.size() << ",\n"
+     << "    programs, " << programs.size() << ",\n"
+     << "    " << info.globalBatch << ", " << info.seqLen << ", " << quote(info.dataDtype)
+     << ",\n"
+     << "    tokenInputs, " << info.tokenInputs.size() << ",\n"
+     << "    " << quote(info.description) << "};\n"
+     << "} // namespace\n\n"
+     << "int main(int argc, char **argv) { return ppcrt::main(argc, argv, program); }\n";
+  return success();
+}
+
+} // namespace ppc::codegen

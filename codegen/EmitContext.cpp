@@ -1,0 +1,145 @@
+//===- EmitContext.cpp - naming, types and places of emitted values -------===//
+
+#include "codegen/EmitContext.h"
+
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace ppc::codegen {
+
+FailureOr<std::string> cType(Type type) {
+  if (type.isF32())
+    return std::string("float");
+  if (type.isF64())
+    return std::string("double");
+  if (type.isInteger(1))
+    return std::string("uint8_t");
+  if (auto integer = llvm::dyn_cast<IntegerType>(type)) {
+    unsigned width = integer.getWidth();
+    if (width == 8 || width == 16 || width == 32 || width == 64)
+      return (integer.isUnsigned() ? "uint" : "int") + std::to_string(width) + "_t";
+  }
+  return failure();
+}
+
+FailureOr<std::string> runtimeDType(Type type) {
+  llvm::StringRef name;
+  if (type.isF32())
+    name = "F32";
+  else if (type.isF64())
+    name = "F64";
+  else if (type.isBF16())
+    name = "BF16";
+  else if (type.isF16())
+    name = "F16";
+  else if (type.isInteger(1))
+    name = "I1";
+  else if (type.isInteger(64))
+    name = "I64";
+  else if (type.isInteger(32))
+    name = "I32";
+  else if (type.isInteger(8))
+    name = type.isUnsignedInteger() ? "U8" : "I8";
+  else
+    return failure();
+  return ("ppcrt::DType::" + name).str();
+}
+
+std::string nodeName(Operation *op) {
+  std::string name;
+  op->getLoc()->walk([&](Location loc) {
+    if (auto named = llvm::dyn_cast<NameLoc>(loc)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
+std::string quote(llvm::StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string braces(llvm::ArrayRef<int64_t> values) {
+  std::string out = "{";
+  for (auto [i, v] : llvm::enumerate(values))
+    out += (i ? ", " : "") + std::to_string(v);
+  return out + "}";
+}
+
+void EmitContext::beginProgram(func::FuncOp, llvm::raw_ostream &body,
+                               llvm::DenseMap<Value, Value> storageMap,
+                               llvm::DenseMap<Value, int64_t> offsetMap) {
+  bodyStream = &body;
+  storage = std::move(storageMap);
+  offsets = std::move(offsetMap);
+  names.clear();
+  nextName = 0;
+}
+
+Value EmitContext::holder(Value value) const {
+  auto it = storage.find(value);
+  return it == storage.end() ? value : it->second;
+}
+
+std::string EmitContext::elementType(Value value) {
+  auto type = cType(llvm::cast<ShapedType>(value.getType()).getElementType());
+  return succeeded(type) ? *type : "void";
+}
+
+std::string EmitContext::ptr(Value value) {
+  auto it = names.find(value);
+  if (it != names.end())
+    return it->second;
+  std::string name = "v" + std::to_string(nextName++);
+  std::string type = elementType(value);
+  body() << llvm::formatv("  {0} *{1} = reinterpret_cast<{0} *>(arena + {2});\n", type, name,
+                          offsets.lookup(holder(value)));
+  names[value] = name;
+  return name;
+}
+
+std::string EmitContext::freshName(llvm::StringRef prefix, Operation *op) {
+  std::string node = nodeName(op), clean;
+  for (char c : node)
+    clean += llvm::isAlnum(c) ? c : '_';
+  if (clean.size() > 40)
+    clean = clean.substr(clean.size() - 40);
+  return (prefix + llvm::Twine(nextDefinition++) + (clean.empty() ? "" : "_") + clean).str();
+}
+
+int EmitContext::group(llvm::ArrayRef<llvm::StringRef> axes) {
+  std::string key = llvm::join(axes, ",");
+  for (auto [i, g] : llvm::enumerate(groups))
+    if (g == key)
+      return i;
+  groups.push_back(key);
+  return groups.size() - 1;
+}
+
+std::string EmitContext::what(Operation *op, llvm::StringRef axes) {
+  std::string node = nodeName(op);
+  return quote((op->getName().stripDialect() + " on " + axes +
+                (node.empty() ? "" : " for node '" + node + "'"))
+                   .str());
+}
+
+LogicalResult EmitContext::unsupported(Operation *op, const llvm::Twine &why) {
+  return op->emitError() << "code generation: " << why;
+}
+
+} // namespace ppc::codegen

@@ -1,0 +1,96 @@
+//===- EmitContext.h - what the op emitters of a target share ----*- C++ -*-===//
+//
+// Code generation writes one C++ translation unit per executable: file-level
+// kernels and constants, then one function per rank program whose body calls
+// them in program order. An op emitter writes the statements of one op (or
+// one fused group) through an EmitContext, which names values, knows where
+// each lives in the rank's arena, and collects the file-level definitions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_CODEGEN_EMITCONTEXT_H
+#define PPC_CODEGEN_EMITCONTEXT_H
+
+#include "ir/PpcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+#include <string>
+
+namespace ppc::codegen {
+
+/// The C++ element type of an MLIR element type ("float", "int64_t",
+/// "uint8_t" for i1), or failure for one generated code does not support.
+mlir::FailureOr<std::string> cType(mlir::Type elementType);
+/// ppcrt::DType spelling ("ppcrt::DType::F32").
+mlir::FailureOr<std::string> runtimeDType(mlir::Type elementType);
+/// The ONNX node an op was imported from ("" when none).
+std::string nodeName(mlir::Operation *op);
+/// `text` as a C++ string literal.
+std::string quote(llvm::StringRef text);
+/// "{1, 2, 3}"
+std::string braces(llvm::ArrayRef<int64_t> values);
+
+class EmitContext {
+public:
+  EmitContext(mlir::ModuleOp module, MeshOp mesh, llvm::raw_ostream &kernels,
+              std::vector<std::string> &groups)
+      : module(module), mesh(mesh), kernels(kernels), groups(groups) {}
+
+  /// Starts a program: `body` receives its statements.
+  void beginProgram(mlir::func::FuncOp func, llvm::raw_ostream &body,
+                    llvm::DenseMap<mlir::Value, mlir::Value> storage,
+                    llvm::DenseMap<mlir::Value, int64_t> offsets);
+
+  /// The statement stream of the current program.
+  llvm::raw_ostream &body() { return *bodyStream; }
+  /// File-level definitions (kernels, constants), written before the programs.
+  llvm::raw_ostream &file() { return kernels; }
+
+  /// The C++ pointer expression of `value`'s elements in the arena, typed
+  /// (declares the variable the first time).
+  std::string ptr(mlir::Value value);
+  /// The element type in C++ of `value`.
+  std::string elementType(mlir::Value value);
+  /// The value whose buffer holds `value` (itself unless aliased).
+  mlir::Value holder(mlir::Value value) const;
+
+  /// A fresh name for a file-level definition: "<prefix><n>_<node>".
+  std::string freshName(llvm::StringRef prefix, mlir::Operation *op);
+
+  /// The index of the communicator group over `axes` (Program::groups).
+  int group(llvm::ArrayRef<llvm::StringRef> axes);
+  /// A string literal describing a communication op for the watchdog:
+  /// "all_reduce on [dp] for node 'x'".
+  std::string what(mlir::Operation *op, llvm::StringRef axes);
+
+  /// Fails with an error at `op`.
+  mlir::LogicalResult unsupported(mlir::Operation *op, const llvm::Twine &why);
+
+  mlir::ModuleOp module;
+  MeshOp mesh;
+
+private:
+  llvm::raw_ostream &kernels;
+  std::vector<std::string> &groups;
+  llvm::raw_ostream *bodyStream = nullptr;
+  llvm::DenseMap<mlir::Value, mlir::Value> storage;
+  llvm::DenseMap<mlir::Value, int64_t> offsets;
+  llvm::DenseMap<mlir::Value, std::string> names;
+  unsigned nextName = 0;
+  unsigned nextDefinition = 0;
+};
+
+/// Emits one op (not an elementwise one: those are fused, Fusion.h).
+using OpEmitter = std::function<mlir::LogicalResult(mlir::Operation *, EmitContext &)>;
+
+/// The CPU emitter of `op`'s class, or null (codegen/cpu/*.cpp register them).
+const OpEmitter *lookupCpuEmitter(mlir::Operation *op);
+
+} // namespace ppc::codegen
+
+#endif // PPC_CODEGEN_EMITCONTEXT_H

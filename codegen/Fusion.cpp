@@ -1,0 +1,116 @@
+//===- Fusion.cpp - elementwise fusion groups -----------------------------===//
+
+#include "codegen/Fusion.h"
+#include "ir/PpcOps.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+
+namespace ppc::codegen {
+
+bool isElementwise(Operation *op) {
+  return llvm::isa<CastOp, NegOp, AbsOp, SqrtOp, ReciprocalOp, ExpOp, LogOp, ErfOp, TanhOp,
+                   SigmoidOp, ReluOp, SinOp, CosOp, FloorOp, CeilOp, NotOp, AddOp, SubOp,
+                   MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp, GreaterOp, AndOp,
+                   OrOp, XorOp, WhereOp>(op);
+}
+
+std::optional<Attribute> splatValue(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  return dense.getSplatValue<Attribute>();
+}
+
+Operation *FusionPlan::runsAt(Operation *op) const {
+  auto it = groupOf.find(op);
+  return it == groupOf.end() ? op : groups[it->second].ops.back();
+}
+
+bool FusionPlan::unstored(Value value) const {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return false;
+  if (inlinedConstants.contains(def))
+    return true;
+  auto it = groupOf.find(def);
+  return it != groupOf.end() && !llvm::is_contained(groups[it->second].outputs, value);
+}
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType()).getShape();
+}
+
+FusionPlan planFusion(func::FuncOp func) {
+  FusionPlan plan;
+  Block &body = func.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> index;
+  for (Operation &op : body)
+    index[&op] = index.size();
+  auto inGroup = [&](Operation *op, unsigned g) {
+    auto it = plan.groupOf.find(op);
+    return it != plan.groupOf.end() && it->second == g;
+  };
+  for (Operation &op : body) {
+    if (!isElementwise(&op))
+      continue;
+    int64_t at = index[&op];
+    std::optional<unsigned> joined;
+    for (Value operand : op.getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      auto it = def ? plan.groupOf.find(def) : plan.groupOf.end();
+      if (it == plan.groupOf.end())
+        continue;
+      unsigned g = it->second;
+      if (shapeOf(plan.groups[g].ops.back()->getResult(0)) != shapeOf(op.getResult(0)))
+        continue;
+      // Every use of the group's values outside it, other than by `op`,
+      // must come after `op`.
+      int64_t first = INT64_MAX;
+      for (Operation *member : plan.groups[g].ops)
+        for (Value result : member->getResults())
+          for (Operation *user : result.getUsers())
+            if (user != &op && !inGroup(user, g))
+              first = std::min(first, index[user]);
+      if (first > at) {
+        joined = g;
+        break;
+      }
+    }
+    if (!joined) {
+      joined = plan.groups.size();
+      plan.groups.emplace_back();
+    }
+    plan.groups[*joined].ops.push_back(&op);
+    plan.groupOf[&op] = *joined;
+  }
+
+  // Inputs and outputs; splat constants are inlined.
+  for (auto [g, group] : llvm::enumerate(plan.groups)) {
+    llvm::DenseSet<Value> seen;
+    for (Operation *op : group.ops) {
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if ((def && inGroup(def, g)) || splatValue(operand) || !seen.insert(operand).second)
+          continue;
+        group.inputs.push_back(operand);
+      }
+      for (Value result : op->getResults())
+        if (llvm::any_of(result.getUsers(),
+                         [&](Operation *user) { return !inGroup(user, g); }))
+          group.outputs.push_back(result);
+    }
+  }
+  for (auto constant : func.getOps<ConstantOp>())
+    if (splatValue(constant.getResult()) && !constant.getResult().use_empty() &&
+        llvm::all_of(constant.getResult().getUsers(),
+                     [&](Operation *user) { return plan.groupOf.count(user); }))
+      plan.inlinedConstants.insert(constant);
+  return plan;
+}
+
+} // namespace ppc::codegen

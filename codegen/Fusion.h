@@ -1,0 +1,56 @@
+//===- Fusion.h - elementwise fusion groups of a rank program ----*- C++ -*-===//
+//
+// Chains of elementwise ops (arithmetic, comparisons, logic, where, cast)
+// that produce tensors of one shape run as one loop: each element is read
+// once, every intermediate stays in a register, and only the values used
+// outside the chain are written. A group runs at the place of its last op,
+// so an op joins a group only when no value of the group is used outside it
+// before that op. Splat constants feeding a group are inlined as literals.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_CODEGEN_FUSION_H
+#define PPC_CODEGEN_FUSION_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <vector>
+
+namespace ppc::codegen {
+
+/// Whether `op` computes each result element from the operand elements at
+/// the same (broadcast) position alone.
+bool isElementwise(mlir::Operation *op);
+
+/// A splat constant's value when `value` is one (inlined into kernels).
+std::optional<mlir::Attribute> splatValue(mlir::Value value);
+
+struct FusionGroup {
+  /// In program order; the group runs at the place of the last.
+  llvm::SmallVector<mlir::Operation *> ops;
+  /// Values the group reads (not splat constants), in first-use order.
+  llvm::SmallVector<mlir::Value> inputs;
+  /// Values of the group used outside it (or returned).
+  llvm::SmallVector<mlir::Value> outputs;
+};
+
+struct FusionPlan {
+  std::vector<FusionGroup> groups;
+  /// The group of each fused op.
+  llvm::DenseMap<mlir::Operation *, unsigned> groupOf;
+  /// Splat constants whose every use is inlined: never materialized.
+  llvm::DenseSet<mlir::Operation *> inlinedConstants;
+
+  /// The op at whose place `op` runs.
+  mlir::Operation *runsAt(mlir::Operation *op) const;
+  /// Whether `value` is never stored (a group's internal value or an
+  /// inlined constant).
+  bool unstored(mlir::Value value) const;
+};
+
+FusionPlan planFusion(mlir::func::FuncOp func);
+
+} // namespace ppc::codegen
+
+#endif // PPC_CODEGEN_FUSION_H

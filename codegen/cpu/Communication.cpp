@@ -1,0 +1,159 @@
+//===- Communication.cpp - collectives and messages as ppcrt::Rank calls --===//
+//
+// Each collective names its group by index (the communicators ppcrt creates
+// at start-up) and describes itself for the watchdog; all_slice and
+// axis_index need no communication, only the rank's position in its group.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/EmitContext.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace ppc::codegen {
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType()).getShape();
+}
+
+static int64_t product(ArrayRef<int64_t> values) {
+  int64_t p = 1;
+  for (int64_t v : values)
+    p *= v;
+  return p;
+}
+
+static llvm::SmallVector<llvm::StringRef> axesOf(Operation *op) {
+  llvm::SmallVector<llvm::StringRef> axes;
+  for (Attribute a : op->getAttrOfType<ArrayAttr>("axes"))
+    axes.push_back(llvm::cast<StringAttr>(a).getValue());
+  return axes;
+}
+
+/// The group index and description of a collective.
+static std::pair<int, std::string> groupOf(Operation *op, EmitContext &ctx) {
+  auto axes = axesOf(op);
+  return {ctx.group(axes), ctx.what(op, "[" + llvm::join(axes, ",") + "]")};
+}
+
+static std::string reductionName(ReductionKind kind) {
+  return kind == ReductionKind::Sum ? "ppcrt::Reduction::Sum" : "ppcrt::Reduction::Max";
+}
+
+static std::string dtype(Value value) {
+  auto name = runtimeDType(llvm::cast<ShapedType>(value.getType()).getElementType());
+  return succeeded(name) ? *name : "?";
+}
+
+static LogicalResult emitAllReduce(Operation *op, EmitContext &ctx) {
+  auto reduce = llvm::cast<AllReduceOp>(op);
+  auto [g, what] = groupOf(op, ctx);
+  std::string in = ctx.ptr(reduce.getInput()), out = ctx.ptr(reduce.getResult());
+  ctx.body() << llvm::formatv("  rt.allReduce({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
+                              dtype(reduce.getInput()), in, out,
+                              product(shapeOf(reduce.getInput())),
+                              reductionName(reduce.getReduction()), what);
+  return success();
+}
+
+static LogicalResult emitAllGather(Operation *op, EmitContext &ctx) {
+  auto gather = llvm::cast<AllGatherOp>(op);
+  auto [g, what] = groupOf(op, ctx);
+  auto shape = shapeOf(gather.getInput());
+  int64_t dim = gather.getDim();
+  std::string in = ctx.ptr(gather.getInput()), out = ctx.ptr(gather.getResult());
+  ctx.body() << llvm::formatv("  rt.allGather({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
+                              dtype(gather.getInput()), in, out,
+                              product(shape.take_front(dim)), product(shape.drop_front(dim)),
+                              what);
+  return success();
+}
+
+static LogicalResult emitReduceScatter(Operation *op, EmitContext &ctx) {
+  auto scatter = llvm::cast<ReduceScatterOp>(op);
+  auto [g, what] = groupOf(op, ctx);
+  auto shape = shapeOf(scatter.getResult());
+  int64_t dim = scatter.getDim();
+  std::string in = ctx.ptr(scatter.getInput()), out = ctx.ptr(scatter.getResult());
+  ctx.body() << llvm::formatv("  rt.reduceScatter({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7});\n",
+                              g, dtype(scatter.getInput()), in, out,
+                              product(shape.take_front(dim)), product(shape.drop_front(dim)),
+                              reductionName(scatter.getReduction()), what);
+  return success();
+}
+
+static LogicalResult emitAllToAll(Operation *op, EmitContext &ctx) {
+  auto exchange = llvm::cast<AllToAllOp>(op);
+  auto [g, what] = groupOf(op, ctx);
+  auto shape = shapeOf(exchange.getInput());
+  std::string dims = ctx.freshName("dims", op);
+  ctx.file() << "static const int64_t " << dims << "[] = " << braces(shape) << ";\n";
+  std::string in = ctx.ptr(exchange.getInput()), out = ctx.ptr(exchange.getResult());
+  ctx.body() << llvm::formatv("  rt.allToAll({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8});\n",
+                              g, dtype(exchange.getInput()), in, out, dims, shape.size(),
+                              exchange.getSplit(), exchange.getConcat(), what);
+  return success();
+}
+
+static LogicalResult emitAllSlice(Operation *op, EmitContext &ctx) {
+  auto slice = llvm::cast<AllSliceOp>(op);
+  auto [g, what] = groupOf(op, ctx);
+  (void)what;
+  auto inShape = shapeOf(slice.getInput()), shape = shapeOf(slice.getResult());
+  int64_t dim = slice.getDim();
+  llvm::SmallVector<int64_t> strides(inShape.size(), 1);
+  for (int64_t d = int64_t(inShape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * inShape[d + 1];
+  std::string dims = ctx.freshName("dims", op), steps = ctx.freshName("dims", op);
+  ctx.file() << "static const int64_t " << dims << "[] = " << braces(shape) << ";\n"
+             << "static const int64_t " << steps << "[] = " << braces(strides) << ";\n";
+  std::string in = ctx.ptr(slice.getInput()), out = ctx.ptr(slice.getResult());
+  ctx.body() << llvm::formatv(
+      "  ppcrt::cpu::stridedCopy({0}, {1}, {2}, {3}, rt.position({4}) * {5}, {6});\n", in, out,
+      shape.size(), dims, g, shape[dim] * strides[dim], steps);
+  return success();
+}
+
+static LogicalResult emitAxisIndex(Operation *op, EmitContext &ctx) {
+  auto [g, what] = groupOf(op, ctx);
+  (void)what;
+  std::string out = ctx.ptr(op->getResult(0));
+  ctx.body() << llvm::formatv("  {0}[0] = rt.position({1});\n", out, g);
+  return success();
+}
+
+static LogicalResult emitSend(Operation *op, EmitContext &ctx) {
+  auto send = llvm::cast<SendOp>(op);
+  std::string in = ctx.ptr(send.getInput());
+  ctx.body() << llvm::formatv("  rt.send({0}, {1}, {2}, {3}, {4}, {5});\n",
+                              quote(send.getAxis()), send.getPeer(), dtype(send.getInput()), in,
+                              product(shapeOf(send.getInput())),
+                              ctx.what(op, send.getAxis()));
+  return success();
+}
+
+static LogicalResult emitRecv(Operation *op, EmitContext &ctx) {
+  auto recv = llvm::cast<RecvOp>(op);
+  std::string out = ctx.ptr(recv.getResult());
+  ctx.body() << llvm::formatv("  rt.recv({0}, {1}, {2}, {3}, {4}, {5});\n",
+                              quote(recv.getAxis()), recv.getPeer(), dtype(recv.getResult()),
+                              out, product(shapeOf(recv.getResult())),
+                              ctx.what(op, recv.getAxis()));
+  return success();
+}
+
+void registerCommunicationEmitters(llvm::DenseMap<TypeID, OpEmitter> &table) {
+  table[TypeID::get<AllReduceOp>()] = emitAllReduce;
+  table[TypeID::get<AllGatherOp>()] = emitAllGather;
+  table[TypeID::get<ReduceScatterOp>()] = emitReduceScatter;
+  table[TypeID::get<AllToAllOp>()] = emitAllToAll;
+  table[TypeID::get<AllSliceOp>()] = emitAllSlice;
+  table[TypeID::get<AxisIndexOp>()] = emitAxisIndex;
+  table[TypeID::get<SendOp>()] = emitSend;
+  table[TypeID::get<RecvOp>()] = emitRecv;
+}
+
+} // namespace ppc::codegen

@@ -1,0 +1,215 @@
+//===- Elementwise.cpp - fused elementwise kernels for the CPU ------------===//
+//
+// A fusion group becomes one loop nest over its result shape, collapsed to
+// as few dimensions as the operands' broadcasting allows, with each operand
+// read at a compile-time-constant stride (0 where it broadcasts) and every
+// op one call of ppcrt/Scalar.h on registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CpuEmitter.h"
+#include "codegen/EmitContext.h"
+#include "codegen/Fusion.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdio>
+
+using namespace mlir;
+
+namespace ppc::codegen {
+
+/// The Scalar.h function computing `op`, or "" for cast/unknown ops.
+static llvm::StringRef scalarFunction(Operation *op) {
+  return llvm::TypeSwitch<Operation *, llvm::StringRef>(op)
+      .Case<NegOp>([](auto) { return "neg"; })
+      .Case<AbsOp>([](auto) { return "abs"; })
+      .Case<SqrtOp>([](auto) { return "sqrt"; })
+      .Case<ReciprocalOp>([](auto) { return "reciprocal"; })
+      .Case<ExpOp>([](auto) { return "exp"; })
+      .Case<LogOp>([](auto) { return "log"; })
+      .Case<ErfOp>([](auto) { return "erf"; })
+      .Case<TanhOp>([](auto) { return "tanh"; })
+      .Case<SigmoidOp>([](auto) { return "sigmoid"; })
+      .Case<ReluOp>([](auto) { return "relu"; })
+      .Case<SinOp>([](auto) { return "sin"; })
+      .Case<CosOp>([](auto) { return "cos"; })
+      .Case<FloorOp>([](auto) { return "floor"; })
+      .Case<CeilOp>([](auto) { return "ceil"; })
+      .Case<NotOp>([](auto) { return "logicalNot"; })
+      .Case<AddOp>([](auto) { return "add"; })
+      .Case<SubOp>([](auto) { return "sub"; })
+      .Case<MulOp>([](auto) { return "mul"; })
+      .Case<DivOp>([](auto) { return "div"; })
+      .Case<PowOp>([](auto) { return "pow"; })
+      .Case<MaxOp>([](auto) { return "max"; })
+      .Case<MinOp>([](auto) { return "min"; })
+      .Case<EqualOp>([](auto) { return "equal"; })
+      .Case<LessOp>([](auto) { return "less"; })
+      .Case<GreaterOp>([](auto) { return "greater"; })
+      .Case<AndOp>([](auto) { return "logicalAnd"; })
+      .Case<OrOp>([](auto) { return "logicalOr"; })
+      .Case<XorOp>([](auto) { return "logicalXor"; })
+      .Case<WhereOp>([](auto) { return "where"; })
+      .Default([](auto) { return ""; });
+}
+
+/// A splat constant's value as an exact C++ literal of its element type.
+static std::string literal(Attribute value, const std::string &type) {
+  if (auto f = llvm::dyn_cast<FloatAttr>(value)) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%a", f.getValueAsDouble());
+    double d = f.getValueAsDouble();
+    if (d != d)
+      return type + "(NAN)";
+    if (d == INFINITY || d == -INFINITY)
+      return type + (d > 0 ? "(INFINITY)" : "(-INFINITY)");
+    return type + "(" + text + ")";
+  }
+  auto i = llvm::cast<IntegerAttr>(value);
+  if (i.getType().isInteger(1))
+    return type + "(" + std::to_string(i.getValue().getBoolValue()) + ")";
+  return type + "(INT64_C(" + std::to_string(i.getValue().getSExtValue()) + "))";
+}
+
+/// The loop nest of a group: collapsed sizes, each input's strides, and the
+/// dense strides of the result.
+struct LoopNest {
+  llvm::SmallVector<int64_t> sizes;
+  std::vector<llvm::SmallVector<int64_t>> inputStrides;
+};
+
+static LoopNest collapse(ArrayRef<int64_t> shape, llvm::ArrayRef<Value> inputs) {
+  int64_t rank = shape.size();
+  std::vector<llvm::SmallVector<int64_t>> strides;
+  for (Value input : inputs) {
+    auto inShape = llvm::cast<RankedTensorType>(input.getType()).getShape();
+    int64_t offset = rank - inShape.size(), stride = 1;
+    llvm::SmallVector<int64_t> s(rank, 0);
+    for (int64_t d = rank - 1; d >= offset; --d) {
+      int64_t size = inShape[d - offset];
+      s[d] = size == 1 ? 0 : stride;
+      stride *= size;
+    }
+    strides.push_back(s);
+  }
+  LoopNest nest;
+  nest.inputStrides.resize(inputs.size());
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] == 1)
+      continue;
+    bool merge = !nest.sizes.empty();
+    for (auto [k, s] : llvm::enumerate(strides))
+      merge &= nest.inputStrides[k].back() == s[d] * shape[d];
+    if (merge) {
+      nest.sizes.back() *= shape[d];
+      for (auto [k, s] : llvm::enumerate(strides))
+        nest.inputStrides[k].back() = s[d];
+      continue;
+    }
+    nest.sizes.push_back(shape[d]);
+    for (auto [k, s] : llvm::enumerate(strides))
+      nest.inputStrides[k].push_back(s[d]);
+  }
+  return nest;
+}
+
+LogicalResult emitFusedGroup(const FusionGroup &group, EmitContext &ctx) {
+  Operation *last = group.ops.back();
+  auto shape = llvm::cast<RankedTensorType>(last->getResult(0).getType()).getShape();
+  std::string name = ctx.freshName("fused", group.ops.front());
+  LoopNest nest = collapse(shape, group.inputs);
+  int64_t total = 1;
+  for (int64_t s : nest.sizes)
+    total *= s;
+
+  llvm::raw_ostream &os = ctx.file();
+  os << "\n/// Fused:";
+  for (Operation *op : group.ops) {
+    std::string node = nodeName(op);
+    os << " " << op->getName().stripDialect();
+    if (!node.empty())
+      os << " '" << node << "'";
+    os << (op == last ? "" : ",");
+  }
+  os << ".\nstatic void " << name << "(";
+  llvm::SmallVector<std::string> params;
+  for (auto [k, v] : llvm::enumerate(group.inputs))
+    params.push_back(llvm::formatv("const {0} *__restrict in{1}", ctx.elementType(v), k));
+  for (auto [k, v] : llvm::enumerate(group.outputs))
+    params.push_back(llvm::formatv("{0} *__restrict out{1}", ctx.elementType(v), k));
+  os << llvm::join(params, ", ") << ") {\n";
+
+  int64_t depth = nest.sizes.size();
+  std::string indent = "  ";
+  if (depth > 0 && total >= 32768)
+    os << indent << "#pragma omp parallel for if (" << total << " >= 32768)\n";
+  for (int64_t l = 0; l < depth; ++l) {
+    os << indent << llvm::formatv("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})\n", l,
+                                  nest.sizes[l]);
+    indent += "  ";
+  }
+  os << indent << "{\n";
+  std::string inner = indent + "  ";
+  auto index = [&](llvm::ArrayRef<int64_t> strides) {
+    std::string expr;
+    for (int64_t l = 0; l < depth; ++l) {
+      if (strides[l] == 0)
+        continue;
+      expr += (expr.empty() ? "" : " + ") + ("i" + std::to_string(l)) +
+              (strides[l] == 1 ? "" : " * " + std::to_string(strides[l]));
+    }
+    return expr.empty() ? std::string("0") : expr;
+  };
+  llvm::DenseMap<Value, std::string> reg;
+  for (auto [k, v] : llvm::enumerate(group.inputs)) {
+    std::string r = "x" + std::to_string(k);
+    os << inner << llvm::formatv("const {0} {1} = in{2}[{3}];\n", ctx.elementType(v), r, k,
+                                 index(nest.inputStrides[k]));
+    reg[v] = r;
+  }
+  unsigned temp = 0;
+  for (Operation *op : group.ops) {
+    llvm::SmallVector<std::string> args;
+    for (Value operand : op->getOperands()) {
+      if (auto splat = splatValue(operand))
+        args.push_back(literal(*splat, ctx.elementType(operand)));
+      else
+        args.push_back(reg.lookup(operand));
+    }
+    Value result = op->getResult(0);
+    std::string type = ctx.elementType(result), expr;
+    if (llvm::isa<CastOp>(op)) {
+      bool toBool = llvm::cast<ShapedType>(result.getType()).getElementType().isInteger(1);
+      expr = llvm::formatv("ppcrt::scalar::cast<{0}>({1})", toBool ? "bool" : type, args[0]);
+    } else {
+      llvm::StringRef fn = scalarFunction(op);
+      if (fn.empty())
+        return ctx.unsupported(op, "no scalar form for " + op->getName().getStringRef());
+      expr = ("ppcrt::scalar::" + fn + "(" + llvm::join(args, ", ") + ")").str();
+    }
+    std::string r = "t" + std::to_string(temp++);
+    os << inner << llvm::formatv("const {0} {1} = {2}(({3}));\n", type, r, type, expr);
+    reg[result] = r;
+  }
+  llvm::SmallVector<int64_t> dense(depth, 1);
+  for (int64_t l = depth - 2; l >= 0; --l)
+    dense[l] = dense[l + 1] * nest.sizes[l + 1];
+  for (auto [k, v] : llvm::enumerate(group.outputs))
+    os << inner << llvm::formatv("out{0}[{1}] = {2};\n", k, index(dense), reg.lookup(v));
+  os << indent << "}\n}\n";
+
+  // The call, at the place of the group's last op.
+  llvm::SmallVector<std::string> args;
+  for (Value v : group.inputs)
+    args.push_back(ctx.ptr(v));
+  for (Value v : group.outputs)
+    args.push_back(ctx.ptr(v));
+  ctx.body() << "  " << name << "(" << llvm::join(args, ", ") << ");\n";
+  return success();
+}
+
+} // namespace ppc::codegen

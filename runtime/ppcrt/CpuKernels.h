@@ -1,0 +1,417 @@
+//===- CpuKernels.h - library kernels generated CPU code calls -----------===//
+//
+// The ops that are not fused elementwise loops: GEMMs (OpenBLAS), reductions,
+// normalizations, the loss, and data movement. Generated code calls them with
+// every size a compile-time constant, so after inlining they are as
+// specialized as emitted loops. Numerics follow the reference executor:
+// sums accumulate in double and round once; GEMMs accumulate in the
+// element type (BLAS).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_PPCRT_CPUKERNELS_H
+#define PPC_RUNTIME_PPCRT_CPUKERNELS_H
+
+#include "runtime/ppcrt/Rank.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace ppcrt::cpu {
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+/// c[m, n] = op(a) op(b), row-major, op transposing when asked; lda/ldb are
+/// the row lengths of a and b as stored.
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
+          int64_t lda, const float *b, int64_t ldb, float *c);
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a,
+          int64_t lda, const double *b, int64_t ldb, double *c);
+
+template <typename T>
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const T *a,
+          int64_t lda, const T *b, int64_t ldb, T *c) {
+  // Integers: exact, wrapping in 64 bits.
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      uint64_t sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += uint64_t(transA ? a[p * lda + i] : a[i * lda + p]) *
+               uint64_t(transB ? b[j * ldb + p] : b[p * ldb + j]);
+      c[i * n + j] = T(sum);
+    }
+}
+
+/// Batched matmul with broadcast batch dimensions: batch index `i` (row-major
+/// over `batchShape`) reads a at sum(coord * aStrides) and b likewise, in
+/// matrices; c is dense. A batch that only `a` has is folded into m.
+template <typename T>
+void matmul(bool transA, bool transB, int batchRank, const int64_t *batchShape,
+            const int64_t *aStrides, const int64_t *bStrides, int64_t m, int64_t n,
+            int64_t k, const T *a, const T *b, T *c) {
+  int64_t lda = transA ? m : k, ldb = transB ? k : n;
+  int64_t batch = 1;
+  for (int d = 0; d < batchRank; ++d)
+    batch *= batchShape[d];
+  // b shared by every batch and a dense: one GEMM with m * batch rows.
+  bool bShared = true, aDense = true;
+  int64_t expect = 1;
+  for (int d = batchRank - 1; d >= 0; --d) {
+    bShared &= bStrides[d] == 0 || batchShape[d] == 1;
+    aDense &= aStrides[d] == expect || batchShape[d] == 1;
+    expect *= batchShape[d];
+  }
+  if (batch > 1 && bShared && aDense && !transA) {
+    gemm(false, transB, m * batch, n, k, a, lda, b, ldb, c);
+    return;
+  }
+  int64_t coords[kMaxRank] = {0};
+  int64_t aIndex = 0, bIndex = 0;
+  for (int64_t i = 0; i < batch; ++i) {
+    gemm(transA, transB, m, n, k, a + aIndex * m * k, lda, b + bIndex * k * n, ldb,
+         c + i * m * n);
+    for (int d = batchRank - 1; d >= 0; --d) {
+      aIndex += aStrides[d];
+      bIndex += bStrides[d];
+      if (++coords[d] < batchShape[d])
+        break;
+      aIndex -= aStrides[d] * batchShape[d];
+      bIndex -= bStrides[d] * batchShape[d];
+      coords[d] = 0;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+enum class ReduceKind { Sum, Mean, Max, Min, Prod };
+
+/// The type a reduction of T accumulates in.
+template <typename T> using Accumulator =
+    std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+
+template <ReduceKind Kind, typename A> inline A reduceIdentity() {
+  if constexpr (Kind == ReduceKind::Sum || Kind == ReduceKind::Mean)
+    return A(0);
+  else if constexpr (Kind == ReduceKind::Prod)
+    return A(1);
+  else if constexpr (Kind == ReduceKind::Max)
+    return std::is_floating_point_v<A> ? -std::numeric_limits<A>::infinity()
+                                       : std::numeric_limits<A>::lowest();
+  else
+    return std::is_floating_point_v<A> ? std::numeric_limits<A>::infinity()
+                                       : std::numeric_limits<A>::max();
+}
+
+template <ReduceKind Kind, typename A> inline A reduceCombine(A x, A y) {
+  if constexpr (Kind == ReduceKind::Sum || Kind == ReduceKind::Mean)
+    return x + y;
+  else if constexpr (Kind == ReduceKind::Prod)
+    return x * y;
+  else if constexpr (Kind == ReduceKind::Max)
+    return (x != x) || x > y ? x : y;
+  else
+    return (x != x) || x < y ? x : y;
+}
+
+/// Reduces `in`, of the collapsed shape `shape` (rank `rank`; dimension d is
+/// reduced when bit d of `reducedMask` is set), into `out` (the kept
+/// dimensions). `count` is the number of elements combined per result.
+template <ReduceKind Kind, typename T>
+void reduce(const T *in, T *out, int rank, const int64_t *shape, uint32_t reducedMask) {
+  using A = Accumulator<T>;
+  int64_t outSize = 1, count = 1, total = 1;
+  int64_t outStrides[kMaxRank];
+  for (int d = rank - 1; d >= 0; --d) {
+    total *= shape[d];
+    if (reducedMask >> d & 1) {
+      outStrides[d] = 0;
+      count *= shape[d];
+    } else {
+      outStrides[d] = outSize;
+      outSize *= shape[d];
+    }
+  }
+  std::vector<A> acc(outSize, reduceIdentity<Kind, A>());
+  // Rows of the innermost dimension at a time.
+  int64_t inner = rank ? shape[rank - 1] : 1;
+  bool innerReduced = rank && (reducedMask >> (rank - 1) & 1);
+  int64_t coords[kMaxRank] = {0};
+  int64_t outIndex = 0;
+  for (int64_t base = 0; base < total; base += inner) {
+    const T *row = in + base;
+    if (innerReduced) {
+      A value = acc[outIndex];
+      for (int64_t j = 0; j < inner; ++j)
+        value = reduceCombine<Kind, A>(value, A(row[j]));
+      acc[outIndex] = value;
+    } else {
+      A *target = acc.data() + outIndex;
+      for (int64_t j = 0; j < inner; ++j)
+        target[j] = reduceCombine<Kind, A>(target[j], A(row[j]));
+    }
+    for (int d = rank - 2; d >= 0; --d) {
+      outIndex += outStrides[d];
+      if (++coords[d] < shape[d])
+        break;
+      outIndex -= outStrides[d] * shape[d];
+      coords[d] = 0;
+    }
+  }
+  for (int64_t i = 0; i < outSize; ++i) {
+    A value = acc[i];
+    if constexpr (Kind == ReduceKind::Mean) {
+      if constexpr (std::is_floating_point_v<A>)
+        value /= A(count);
+      else
+        value = count ? A(int64_t(value) / count) : A(0);
+    }
+    out[i] = T(value);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations and the loss
+//===----------------------------------------------------------------------===//
+
+/// softmax (or log_softmax) over the middle dimension of [outer, size, inner].
+template <bool IsLog, typename T>
+void softmax(const T *x, T *y, int64_t outer, int64_t size, int64_t inner) {
+  std::vector<double> shifted(size);
+#pragma omp parallel for firstprivate(shifted) if (outer * size * inner > 32768)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t base = o * size * inner + j;
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < size; ++k)
+        max = std::max(max, double(x[base + k * inner]));
+      double sum = 0;
+      for (int64_t k = 0; k < size; ++k) {
+        shifted[k] = double(x[base + k * inner]) - max;
+        sum += std::exp(shifted[k]);
+      }
+      double logSum = std::log(sum);
+      for (int64_t k = 0; k < size; ++k)
+        y[base + k * inner] =
+            T(IsLog ? shifted[k] - logSum : std::exp(shifted[k]) / sum);
+    }
+}
+
+/// Layer normalization of the rows of [outer, size]; scale and bias hold
+/// `size` elements, or one (broadcast), as their strides (1 or 0) say.
+template <typename T>
+void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias,
+               int64_t biasStride, T *y, int64_t outer, int64_t size, double epsilon) {
+#pragma omp parallel for if (outer * size > 32768)
+  for (int64_t o = 0; o < outer; ++o) {
+    const T *row = x + o * size;
+    double mean = 0;
+    for (int64_t i = 0; i < size; ++i)
+      mean += row[i];
+    mean /= size;
+    double variance = 0;
+    for (int64_t i = 0; i < size; ++i)
+      variance += (row[i] - mean) * (row[i] - mean);
+    variance /= size;
+    double stddev = std::sqrt(variance + epsilon);
+    for (int64_t i = 0; i < size; ++i) {
+      double v = (row[i] - mean) / stddev * double(scale[i * scaleStride]);
+      if (bias)
+        v += double(bias[i * biasStride]);
+      y[o * size + i] = T(v);
+    }
+  }
+}
+
+enum class LossReduction { None, Sum, Mean };
+
+/// nll_loss of input [batch, classes, inner] at targets [batch, inner].
+template <typename T>
+void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int64_t batch,
+             int64_t classes, int64_t inner, LossReduction reduction, bool hasIgnore,
+             int64_t ignoreIndex, const char *node) {
+  double lossSum = 0, weightSum = 0;
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t i = n * inner + j, t = target[i];
+      if (hasIgnore && t == ignoreIndex) {
+        if (reduction == LossReduction::None)
+          out[i] = T(0);
+        continue;
+      }
+      if (t < 0 || t >= classes)
+        fail(node);
+      double w = weight ? double(weight[t]) : 1.0;
+      double loss = -double(input[(n * classes + t) * inner + j]) * w;
+      if (reduction == LossReduction::None)
+        out[i] = T(loss);
+      lossSum += loss;
+      weightSum += w;
+    }
+  if (reduction == LossReduction::Sum)
+    out[0] = T(lossSum);
+  else if (reduction == LossReduction::Mean)
+    out[0] = T(lossSum / weightSum);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// out (dense, `shape`) at coordinates c reads in[offset + sum c[d] * strides[d]].
+template <typename T>
+void stridedCopy(const T *in, T *out, int rank, const int64_t *shape, int64_t offset,
+                 const int64_t *strides) {
+  if (rank == 0) {
+    out[0] = in[offset];
+    return;
+  }
+  int64_t inner = shape[rank - 1], innerStride = strides[rank - 1], total = 1;
+  for (int d = 0; d < rank; ++d)
+    total *= shape[d];
+  int64_t coords[kMaxRank] = {0};
+  int64_t index = offset;
+  for (int64_t base = 0; base < total; base += inner) {
+    const T *from = in + index;
+    T *to = out + base;
+    if (innerStride == 1)
+      std::memcpy(to, from, inner * sizeof(T));
+    else
+      for (int64_t j = 0; j < inner; ++j)
+        to[j] = from[j * innerStride];
+    for (int d = rank - 2; d >= 0; --d) {
+      index += strides[d];
+      if (++coords[d] < shape[d])
+        break;
+      index -= strides[d] * shape[d];
+      coords[d] = 0;
+    }
+  }
+}
+
+/// The inverse: in (dense, `shape`) at c is written to out[offset + sum c[d] * strides[d]].
+template <typename T>
+void stridedStore(const T *in, T *out, int rank, const int64_t *shape, int64_t offset,
+                  const int64_t *strides) {
+  if (rank == 0) {
+    out[offset] = in[0];
+    return;
+  }
+  int64_t inner = shape[rank - 1], innerStride = strides[rank - 1], total = 1;
+  for (int d = 0; d < rank; ++d)
+    total *= shape[d];
+  int64_t coords[kMaxRank] = {0};
+  int64_t index = offset;
+  for (int64_t base = 0; base < total; base += inner) {
+    for (int64_t j = 0; j < inner; ++j)
+      out[index + j * innerStride] = in[base + j];
+    for (int d = rank - 2; d >= 0; --d) {
+      index += strides[d];
+      if (++coords[d] < shape[d])
+        break;
+      index -= strides[d] * shape[d];
+      coords[d] = 0;
+    }
+  }
+}
+
+/// Transposes the last two dimensions of [batch, rows, cols] in tiles.
+template <typename T>
+void transpose2d(const T *in, T *out, int64_t batch, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 32;
+#pragma omp parallel for collapse(2) if (batch * rows * cols > 65536)
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+      for (int64_t j0 = 0; j0 < cols; j0 += kTile)
+        for (int64_t i = i0; i < std::min(rows, i0 + kTile); ++i)
+          for (int64_t j = j0; j < std::min(cols, j0 + kTile); ++j)
+            out[b * rows * cols + j * rows + i] = in[b * rows * cols + i * cols + j];
+}
+
+/// Row `rows[i]` of data [outer, n, inner] to row i of out [outer, numRows,
+/// inner]; negative indices count from the end.
+template <typename T>
+void gather(const T *data, const int64_t *indices, T *out, int64_t outer, int64_t n,
+            int64_t inner, int64_t numRows, const char *node) {
+  for (int64_t i = 0; i < numRows; ++i)
+    if (indices[i] < -n || indices[i] >= n)
+      fail(node);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < numRows; ++i) {
+      int64_t row = indices[i] < 0 ? indices[i] + n : indices[i];
+      std::memcpy(out + (o * numRows + i) * inner, data + (o * n + row) * inner,
+                  inner * sizeof(T));
+    }
+}
+
+/// out [outer, n, inner] = zeros, then row i of updates [outer, numRows,
+/// inner] added into row rows[i].
+template <typename T>
+void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer, int64_t n,
+                int64_t inner, int64_t numRows, const char *node) {
+  for (int64_t i = 0; i < numRows; ++i)
+    if (indices[i] < -n || indices[i] >= n)
+      fail(node);
+  std::memset(out, 0, outer * n * inner * sizeof(T));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < numRows; ++i) {
+      int64_t row = indices[i] < 0 ? indices[i] + n : indices[i];
+      const T *from = updates + (o * numRows + i) * inner;
+      T *to = out + (o * n + row) * inner;
+      for (int64_t j = 0; j < inner; ++j)
+        to[j] += from[j];
+    }
+}
+
+/// Keeps the lower (or upper) triangle of the last two dimensions.
+template <typename T>
+void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool upper,
+           int64_t k) {
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t row = i / cols % rows, col = i % cols;
+    out[i] = (upper ? col - row >= k : col - row <= k) ? in[i] : T(0);
+  }
+}
+
+/// Generic einsum: every combination of label values, output labels
+/// outermost; strides[t * numLabels + l] is operand t's step for label l
+/// (the output is operand `numOperands`).
+template <typename T>
+void einsum(const T *const *operands, int numOperands, T *out, int numLabels,
+            const int64_t *sizes, const int64_t *strides, int64_t outSize) {
+  using A = Accumulator<T>;
+  std::vector<A> acc(outSize, A(0));
+  int64_t coords[32] = {0}, offsets[33] = {0};
+  int64_t total = 1;
+  for (int l = 0; l < numLabels; ++l)
+    total *= sizes[l];
+  for (int64_t step = 0; step < total; ++step) {
+    A product = 1;
+    for (int t = 0; t < numOperands; ++t)
+      product *= A(operands[t][offsets[t]]);
+    acc[offsets[numOperands]] += product;
+    for (int l = numLabels - 1; l >= 0; --l) {
+      for (int t = 0; t <= numOperands; ++t)
+        offsets[t] += strides[t * numLabels + l];
+      if (++coords[l] < sizes[l])
+        break;
+      for (int t = 0; t <= numOperands; ++t)
+        offsets[t] -= strides[t * numLabels + l] * sizes[l];
+      coords[l] = 0;
+    }
+  }
+  for (int64_t i = 0; i < outSize; ++i)
+    out[i] = T(acc[i]);
+}
+
+} // namespace ppcrt::cpu
+
+#endif // PPC_RUNTIME_PPCRT_CPUKERNELS_H

@@ -1,0 +1,478 @@
+//===- Executable.cpp - ppcrt::main: the compiled executable's CLI --------===//
+//
+// DESIGN.md §4's executable: every rank runs the program of its pipeline
+// coordinate on its own arena, with its blocks of the parameters, optimizer
+// state and token windows; the rank that computes the loss logs it. State
+// lives outside the arena between steps (the arena's argument slots may be
+// reused within a step), and checkpoints are each rank's state as one
+// safetensors file, committed atomically by rank 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/CheckpointDir.h"
+#include "runtime/Safetensors.h"
+#include "runtime/TokenData.h"
+#include "runtime/ppcrt/MpiRank.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace cl = llvm::cl;
+
+namespace ppcrt {
+namespace {
+
+int64_t elementsOf(const TensorInfo &t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.rank; ++d)
+    n *= t.shape[d];
+  return n;
+}
+
+size_t bytesOf(const TensorInfo &t) { return elementsOf(t) * dtypeBytes(t.dtype); }
+
+/// This rank's block of the global tensor `global` (row-major, of
+/// t.globalShape) into `local`, as t.sharding and t.blocks say.
+void extractBlock(const TensorInfo &t, const MpiRank &rank, const char *global, char *local) {
+  size_t bytes = dtypeBytes(t.dtype);
+  if (t.rank == 0) {
+    std::memcpy(local, global, bytes);
+    return;
+  }
+  // For each dimension, the global coordinate of every local one.
+  std::vector<std::vector<int64_t>> map(t.rank);
+  std::vector<int64_t> globalStrides(t.rank, 1);
+  for (int d = t.rank - 2; d >= 0; --d)
+    globalStrides[d] = globalStrides[d + 1] * t.globalShape[d + 1];
+  for (int d = 0; d < t.rank; ++d) {
+    int64_t index = rank.blockIndex(t.sharding[d]), blocks = t.blocks[d];
+    int64_t perBlockGlobal = t.globalShape[d] / blocks, perBlockLocal = t.shape[d] / blocks;
+    for (int64_t l = 0; l < t.shape[d]; ++l)
+      map[d].push_back((l / perBlockLocal) * perBlockGlobal + index * perBlockLocal +
+                       l % perBlockLocal);
+  }
+  std::vector<int64_t> coords(t.rank, 0);
+  int64_t total = elementsOf(t);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t g = 0;
+    for (int d = 0; d < t.rank; ++d)
+      g += map[d][coords[d]] * globalStrides[d];
+    std::memcpy(local + i * bytes, global + g * bytes, bytes);
+    for (int d = t.rank - 1; d >= 0; --d) {
+      if (++coords[d] < t.shape[d])
+        break;
+      coords[d] = 0;
+    }
+  }
+}
+
+std::string formatError(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+/// Ends every rank with a one-line error; `print` says whether this one
+/// reports it (rank 0, or the rank that found it alone).
+[[noreturn]] void die(const std::string &message, bool print = true) {
+  if (print) {
+    llvm::errs() << "error: " << message << "\n";
+    llvm::errs().flush();
+  }
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::exit(1);
+}
+
+struct Trainer {
+  const Program &program;
+  MpiRank &rank;
+  const RankProgram &rp;
+  /// The state carried between steps, by key: parameters, optimizer state.
+  std::map<std::string, std::vector<char>> held;
+  std::map<std::string, double> outputs;
+
+  Trainer(const Program &program, MpiRank &rank, const RankProgram &rp)
+      : program(program), rank(rank), rp(rp) {}
+
+  bool isState(const TensorInfo &t) const {
+    llvm::StringRef key = t.key;
+    return key.starts_with("param:") || key.starts_with("state:");
+  }
+
+  /// Parameters from the initial weights file, optimizer state zero.
+  llvm::Error initialize(const std::string &weightsPath) {
+    auto weights = SafetensorsFile::open(weightsPath);
+    if (!weights)
+      return weights.takeError();
+    for (int i = 0; i < rp.numArgs; ++i) {
+      const TensorInfo &t = rp.args[i];
+      if (!isState(t))
+        continue;
+      std::vector<char> &local = held[t.key];
+      local.assign(bytesOf(t), 0);
+      llvm::StringRef key = t.key;
+      if (!key.starts_with("param:"))
+        continue;
+      auto global = weights->lookup(key.drop_front(6));
+      if (!global)
+        return global.takeError();
+      int64_t expected = dtypeBytes(t.dtype);
+      for (int d = 0; d < t.rank; ++d)
+        expected *= t.globalShape[d];
+      int64_t have = dtypeBytes(global->dtype);
+      for (int64_t s : global->shape)
+        have *= s;
+      if (global->dtype != t.dtype || have != expected)
+        return llvm::createStringError(
+            "initial weights '" + weightsPath + "': tensor '" + key.drop_front(6).str() +
+            "' does not match the compiled program");
+      extractBlock(t, rank, static_cast<const char *>(global->data), local.data());
+    }
+    return llvm::Error::success();
+  }
+
+  /// Runs step `step` on `arena`.
+  void step(int64_t step, char *arena, const ppc::TokenData &tokens) {
+    std::vector<int64_t> scratch;
+    for (int i = 0; i < rp.numArgs; ++i) {
+      const TensorInfo &t = rp.args[i];
+      char *slot = arena + t.offset;
+      llvm::StringRef key = t.key;
+      if (key == "step") {
+        int64_t s = step;
+        std::memcpy(slot, &s, sizeof(s));
+        continue;
+      }
+      if (isState(t)) {
+        std::memcpy(slot, held[t.key].data(), bytesOf(t));
+        continue;
+      }
+      // Token windows: inputs for the first token input, labels for the
+      // second; this rank's rows are its block of the global batch.
+      int which = -1;
+      for (int k = 0; k < program.numTokenInputs; ++k)
+        if (key == program.tokenInputs[k])
+          which = k;
+      if (which < 0)
+        die(std::string("the program takes '") + t.key + "', which the runtime cannot feed");
+      int64_t rows = t.shape[0], seq = t.shape[1];
+      int64_t first = rank.blockIndex(t.sharding[0]) * rows;
+      scratch.resize(2 * seq);
+      auto *out = reinterpret_cast<int64_t *>(slot);
+      for (int64_t r = 0; r < rows; ++r) {
+        tokens.window(step, program.globalBatch, seq, first + r, scratch.data(),
+                      scratch.data() + seq);
+        std::memcpy(out + r * seq, scratch.data() + (which ? seq : 0), seq * sizeof(int64_t));
+      }
+    }
+    rp.run(rank, arena);
+    rank.endStep();
+    for (int i = 0; i < rp.numResults; ++i) {
+      const TensorInfo &t = rp.results[i];
+      const char *slot = arena + t.offset;
+      llvm::StringRef key = t.key;
+      if (key.starts_with("output:")) {
+        double value = 0;
+        if (t.dtype == DType::F32)
+          value = *reinterpret_cast<const float *>(slot);
+        else if (t.dtype == DType::F64)
+          value = *reinterpret_cast<const double *>(slot);
+        outputs[key.drop_front(7).str()] = value;
+        continue;
+      }
+      std::memcpy(held[t.key].data(), slot, bytesOf(t));
+    }
+  }
+
+  /// Writes this rank's state into the staging directory of `steps`.
+  llvm::Error save(const std::string &staging, int64_t steps, const std::string &file) {
+    std::vector<TensorView> tensors;
+    for (int i = 0; i < rp.numArgs; ++i) {
+      const TensorInfo &t = rp.args[i];
+      if (!isState(t))
+        continue;
+      TensorView view;
+      view.name = t.key;
+      view.dtype = t.dtype;
+      view.shape.assign(t.shape, t.shape + t.rank);
+      view.data = held[t.key].data();
+      tensors.push_back(view);
+    }
+    std::map<std::string, std::string> metadata{
+        {"fingerprint", program.fingerprint},
+        {"step", std::to_string(steps)},
+        {"rank", std::to_string(rank.worldRank())}};
+    llvm::SmallString<256> path(staging);
+    llvm::sys::path::append(path, file);
+    return writeSafetensors(path, tensors, metadata);
+  }
+
+  llvm::Error load(const std::string &checkpoint, const std::string &file) {
+    llvm::SmallString<256> path(checkpoint);
+    llvm::sys::path::append(path, file);
+    auto shard = SafetensorsFile::open(path);
+    if (!shard)
+      return shard.takeError();
+    auto fingerprint = shard->metadata().find("fingerprint");
+    if (fingerprint == shard->metadata().end() || fingerprint->second != program.fingerprint)
+      return llvm::createStringError(
+          "checkpoint '" + checkpoint +
+          "' is from another model, mesh or training configuration; resharding "
+          "checkpoints between meshes is not supported yet");
+    for (int i = 0; i < rp.numArgs; ++i) {
+      const TensorInfo &t = rp.args[i];
+      if (!isState(t))
+        continue;
+      auto tensor = shard->lookup(t.key);
+      if (!tensor)
+        return tensor.takeError();
+      if (tensor->dtype != t.dtype ||
+          tensor->shape != std::vector<int64_t>(t.shape, t.shape + t.rank))
+        return llvm::createStringError("checkpoint '" + std::string(path) + "': tensor '" +
+                                       t.key + "' does not match the compiled program");
+      std::memcpy(held[t.key].data(), tensor->data, bytesOf(t));
+    }
+    return llvm::Error::success();
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv, const Program &program) {
+  cl::OptionCategory category("training options");
+  cl::opt<std::string> data("data", cl::desc("token file (DESIGN.md §4)"),
+                            cl::value_desc("FILE"), cl::Required, cl::cat(category));
+  cl::opt<int64_t> steps("steps", cl::desc("train until this many steps are done"),
+                         cl::Required, cl::cat(category));
+  cl::opt<std::string> logPath("log", cl::desc("one JSON line per step"),
+                               cl::value_desc("F.jsonl"), cl::cat(category));
+  cl::opt<std::string> checkpointDir(
+      "checkpoint-dir", cl::desc("directory of checkpoints (one subdirectory per save)"),
+      cl::value_desc("D"), cl::cat(category));
+  cl::opt<int64_t> saveEvery("save-every", cl::desc("save a checkpoint every K steps"),
+                             cl::value_desc("K"), cl::init(0), cl::cat(category));
+  cl::opt<int> keep("keep", cl::desc("checkpoints to keep (0: all)"), cl::init(0),
+                    cl::cat(category));
+  cl::opt<bool> resume("resume",
+                       cl::desc("continue from the newest complete checkpoint in "
+                                "--checkpoint-dir"),
+                       cl::cat(category));
+  cl::opt<double> timeout("timeout",
+                          cl::desc("seconds a rank may wait in one collective or message "
+                                   "before every rank is stopped (0: forever)"),
+                          cl::init(600), cl::cat(category));
+  cl::opt<int> threads("threads-per-rank",
+                      cl::desc("threads per rank (default: the cores of the node / its ranks)"),
+                       cl::init(0), cl::cat(category));
+  cl::opt<std::string> weightsPath("weights",
+                                   cl::desc("initial parameters (safetensors; default: the "
+                                            "file written beside the executable)"),
+                                   cl::value_desc("FILE"), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  std::string overview = std::string("a ppc training executable\n\n") + program.description +
+                         "\n\nRun with mpirun -np N (N = the mesh's ranks).\n";
+  MPI_Init(&argc, &argv);
+  cl::ParseCommandLineOptions(argc, argv, overview);
+
+  int worldRank = 0, worldSize = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+  bool lead = worldRank == 0;
+  int64_t meshSize = 1;
+  for (int a = 0; a < program.meshRank; ++a)
+    meshSize *= program.meshShape[a];
+  if (worldSize != meshSize)
+    die(llvm::formatv("this executable was compiled for {0} ranks; start it with mpirun -np "
+                      "{0} (it has {1})",
+                      meshSize, worldSize),
+        lead);
+  if (steps < 1)
+    die("--steps must be at least 1", lead);
+  if (resume && checkpointDir.empty())
+    die("--resume needs --checkpoint-dir", lead);
+  if (saveEvery > 0 && checkpointDir.empty())
+    die("--save-every needs --checkpoint-dir", lead);
+
+  // Threads: the cores of this node shared among its ranks.
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, worldRank, MPI_INFO_NULL, &node);
+  int localRanks = 1;
+  MPI_Comm_size(node, &localRanks);
+  MPI_Comm_free(&node);
+  int cores = int(std::thread::hardware_concurrency());
+  int perRank = threads > 0 ? int(threads) : std::max(1, cores / localRanks);
+#ifdef _OPENMP
+  omp_set_num_threads(perRank);
+#endif
+  openblas_set_num_threads(perRank);
+
+  auto tokens = ppc::TokenData::open(data, program.dataDtype);
+  if (!tokens)
+    die(formatError(tokens.takeError()), lead);
+  if (llvm::Error e = tokens->checkSequence(program.seqLen))
+    die(formatError(std::move(e)), lead);
+
+  auto rankOwner = std::make_unique<MpiRank>(program, timeout);
+  MpiRank &rank = *rankOwner;
+  int64_t ppCoord = rank.coordinate("pp");
+  const RankProgram &rp = program.programs[program.numPrograms == 1 ? 0 : ppCoord];
+  Trainer trainer(program, rank, rp);
+
+  // The rank that logs: the first to compute the loss.
+  int logRank = 0;
+  for (int p = 0; p < program.numPrograms; ++p) {
+    bool hasLoss = false;
+    for (int i = 0; i < program.programs[p].numResults; ++i)
+      hasLoss |= llvm::StringRef(program.programs[p].results[i].key) == "output:loss";
+    if (hasLoss) {
+      std::vector<int64_t> coords(program.meshRank, 0);
+      for (int a = 0; a < program.meshRank; ++a)
+        if (llvm::StringRef(program.meshAxes[a]) == "pp")
+          coords[a] = p;
+      logRank = rank.worldRankAt(coords);
+      break;
+    }
+  }
+  bool logs = worldRank == logRank;
+
+  // Initial state: a checkpoint, or the compiled model's weights.
+  int64_t start = 0;
+  std::string weights = weightsPath;
+  if (weights.empty()) {
+    weights = program.initialWeights;
+    if (!llvm::sys::path::is_absolute(weights)) {
+      llvm::SmallString<256> exe(llvm::sys::fs::getMainExecutable(argv[0], (void *)&main));
+      llvm::sys::path::remove_filename(exe);
+      llvm::sys::path::append(exe, program.initialWeights);
+      weights = std::string(exe);
+    }
+  }
+  if (llvm::Error e = trainer.initialize(weights))
+    die(formatError(std::move(e)), lead);
+  if (resume) {
+    auto latest = findLatestCheckpoint(checkpointDir);
+    if (!latest)
+      die(formatError(latest.takeError()), lead);
+    if (*latest) {
+      auto [done, path] = **latest;
+      auto index = readCheckpointIndex(path);
+      if (!index)
+        die(formatError(index.takeError()), lead);
+      auto world = index->getInteger("world_size");
+      if (!world || *world != worldSize)
+        die("checkpoint '" + path + "' was written by " + std::to_string(world.value_or(0)) +
+                " ranks; this executable runs on " + std::to_string(worldSize),
+            lead);
+      if (llvm::Error e = trainer.load(path, shardFileName(worldRank)))
+        die(formatError(std::move(e)));
+      start = done;
+      if (logs)
+        llvm::errs() << "resuming from " << path << " (" << done << " steps done)\n";
+    } else if (logs) {
+      llvm::errs() << "no checkpoint in " << checkpointDir << "; starting from step 0\n";
+    }
+  }
+
+  std::unique_ptr<llvm::raw_fd_ostream> log;
+  if (logs && !logPath.empty()) {
+    std::error_code ec;
+    log = std::make_unique<llvm::raw_fd_ostream>(
+        logPath, ec, start > 0 ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
+    if (ec)
+      die("--log '" + logPath + "': " + ec.message());
+  }
+
+  void *arenaMemory = std::aligned_alloc(64, std::max<int64_t>(64, (rp.arenaBytes + 63) / 64 * 64));
+  char *arena = static_cast<char *>(arenaMemory);
+  std::memset(arena, 0, rp.arenaBytes);
+  int64_t tokensPerStep = program.globalBatch * program.seqLen;
+  for (int64_t s = start; s < steps; ++s) {
+    auto begin = std::chrono::steady_clock::now();
+    trainer.step(s, arena, *tokens);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (logs) {
+      double loss = trainer.outputs["loss"];
+      if (log) {
+        llvm::json::OStream json(*log);
+        json.object([&] {
+          json.attribute("step", s);
+          json.attribute("loss", loss);
+          json.attribute("lr", trainer.outputs["lr"]);
+          json.attribute("grad_norm", trainer.outputs["grad_norm"]);
+          json.attribute("step_time", seconds);
+          json.attribute("tokens_per_s", tokensPerStep / seconds);
+          json.attribute("arena_bytes", rp.arenaBytes);
+        });
+        *log << "\n";
+        log->flush();
+      }
+      llvm::errs() << llvm::formatv(
+          "step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  {5:f3} s  {6:f0} tok/s  "
+          "arena {7:f1} MiB\n",
+          s + 1, steps, loss, trainer.outputs["lr"], trainer.outputs["grad_norm"], seconds,
+          tokensPerStep / seconds, rp.arenaBytes / 1048576.0);
+      if (!std::isfinite(loss))
+        die("step " + std::to_string(s) + ": the loss is not finite");
+    }
+    if (saveEvery > 0 && (s + 1) % saveEvery == 0) {
+      std::string staging;
+      if (lead) {
+        auto prepared = prepareStaging(checkpointDir, s + 1);
+        if (!prepared)
+          die(formatError(prepared.takeError()));
+        staging = *prepared;
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (!lead) {
+        llvm::SmallString<256> path(checkpointDir);
+        llvm::sys::path::append(path, ".staging-step-" + llvm::formatv("{0:d8}", s + 1).str());
+        staging = std::string(path);
+      }
+      if (llvm::Error e = trainer.save(staging, s + 1, shardFileName(worldRank)))
+        die(formatError(std::move(e)));
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (lead) {
+        llvm::json::Object index{{"format", "ppc-checkpoint"},
+                                 {"version", 1},
+                                 {"step", s + 1},
+                                 {"fingerprint", program.fingerprint},
+                                 {"model", program.model},
+                                 {"world_size", worldSize}};
+        llvm::json::Array files;
+        for (int r = 0; r < worldSize; ++r)
+          files.push_back(shardFileName(r));
+        index["files"] = std::move(files);
+        if (llvm::Error e = commitCheckpoint(checkpointDir, s + 1, index))
+          die(formatError(std::move(e)));
+        if (keep > 0)
+          if (llvm::Error e = pruneCheckpoints(checkpointDir, keep))
+            die(formatError(std::move(e)));
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  }
+  std::free(arenaMemory);
+  rankOwner.reset();
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return 0;
+}
+
+} // namespace ppcrt

@@ -1,0 +1,107 @@
+//===- Program.h - what a generated executable describes to libppcrt -----===//
+//
+// Generated code is plain C++17 that includes only the headers of
+// runtime/ppcrt/. A compiled training executable is a table of rank
+// programs (one per pipeline rank; one in all without pipelining), each a
+// function over a static arena plus the tensors it takes and returns, and
+// `main` hands that table to ppcrt::main, which does the rest: MPI, the
+// command line of DESIGN.md §4, data, checkpoints, metrics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_PPCRT_PROGRAM_H
+#define PPC_RUNTIME_PPCRT_PROGRAM_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ppcrt {
+
+/// Element types of program tensors. I1 is one byte (0 or 1).
+enum class DType : uint8_t { F32, F64, BF16, F16, I64, I32, I8, U8, I1 };
+
+/// Bytes per element.
+size_t dtypeBytes(DType dtype);
+/// "F32", ... (the safetensors spelling).
+const char *dtypeName(DType dtype);
+
+/// The largest tensor rank a program tensor may have.
+constexpr int kMaxRank = 8;
+
+/// A tensor a rank program takes or returns.
+struct TensorInfo {
+  /// What it is, as `ppc simulate` keys it: "param:NAME",
+  /// "state:KIND:NAME", "input:NAME", "output:NAME" or "step".
+  const char *key;
+  DType dtype;
+  int rank;
+  /// The rank's local shape and the global one (local times the blocks of
+  /// every sharded dimension).
+  int64_t shape[kMaxRank];
+  int64_t globalShape[kMaxRank];
+  /// Per dimension, the mesh axes it is split over, comma separated, major
+  /// first ("" when whole); the rank's block is its position in the group
+  /// over those axes.
+  const char *sharding[kMaxRank];
+  /// Per dimension, the blocks it is viewed as before the split (1: split
+  /// contiguously; 3 for a fused QKV weight, each rank holding its part of
+  /// every block).
+  int64_t blocks[kMaxRank];
+  /// Where the program reads or leaves it in the arena.
+  int64_t offset;
+};
+
+class Rank;
+
+/// One rank program: `run` executes one training step on `arena`, which
+/// holds the arguments at their offsets when it starts and the results at
+/// theirs when it returns.
+struct RankProgram {
+  const char *name;
+  void (*run)(Rank &rank, char *arena);
+  int64_t arenaBytes;
+  const TensorInfo *args;
+  int numArgs;
+  const TensorInfo *results;
+  int numResults;
+};
+
+/// The whole executable.
+struct Program {
+  /// The ONNX model it was compiled from, and a fingerprint of what a
+  /// checkpoint must match (model, mesh, partitioning).
+  const char *model;
+  const char *fingerprint;
+  /// The file with the initial global parameters (safetensors), relative to
+  /// the executable's directory unless absolute.
+  const char *initialWeights;
+  /// The mesh, axes major to minor (DESIGN.md §3: "pp", "dp", "tp").
+  int meshRank;
+  const char *meshAxes[3];
+  int64_t meshShape[3];
+  /// The axis sets collectives run over ("dp", "tp", "dp,tp"), in the order
+  /// every rank creates its communicators; collectives name them by index.
+  const char *const *groups;
+  int numGroups;
+  /// Programs by pipeline coordinate.
+  const RankProgram *programs;
+  int numPrograms;
+  /// Training shape and data (DESIGN.md §4).
+  int64_t globalBatch;
+  int64_t seqLen;
+  /// "u8", "u16" or "i32".
+  const char *dataDtype;
+  /// The integer inputs fed token windows, by key: inputs, then labels.
+  const char *const *tokenInputs;
+  int numTokenInputs;
+  /// The compile command's training flags, for logs and --help.
+  const char *description;
+};
+
+/// Runs the executable: parses DESIGN.md §4's command line, starts MPI,
+/// trains. Returns the process exit status.
+int main(int argc, char **argv, const Program &program);
+
+} // namespace ppcrt
+
+#endif // PPC_RUNTIME_PPCRT_PROGRAM_H

@@ -1,0 +1,127 @@
+//===- Scalar.h - the element operations of fused kernels ----------------===//
+//
+// One function per elementwise op, with the reference executor's semantics
+// for every element type: float ops round once to the type (f32 arithmetic
+// is correctly rounded, as the executor's double-then-round is), integers
+// wrap around in 64 bits, integer division by zero is 0, and max/min
+// propagate NaN.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_PPCRT_SCALAR_H
+#define PPC_RUNTIME_PPCRT_SCALAR_H
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace ppcrt::scalar {
+
+template <typename T> using Wide = std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>;
+
+template <typename T> inline T add(T x, T y) {
+  if constexpr (std::is_integral_v<T>)
+    return T(uint64_t(x) + uint64_t(y));
+  else
+    return x + y;
+}
+template <typename T> inline T sub(T x, T y) {
+  if constexpr (std::is_integral_v<T>)
+    return T(uint64_t(x) - uint64_t(y));
+  else
+    return x - y;
+}
+template <typename T> inline T mul(T x, T y) {
+  if constexpr (std::is_integral_v<T>)
+    return T(uint64_t(x) * uint64_t(y));
+  else
+    return x * y;
+}
+template <typename T> inline T div(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    if (y == 0)
+      return 0;
+    if constexpr (std::is_signed_v<T>)
+      if (y == -1)
+        return sub(T(0), x);
+  }
+  return x / y;
+}
+template <typename T> inline T pow(T x, T y) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::pow(x, y);
+  } else {
+    if constexpr (std::is_signed_v<T>)
+      if (y < 0)
+        return x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0;
+    T result = 1;
+    for (; y > 0; y /= 2) {
+      if (y % 2)
+        result = mul(result, x);
+      x = mul(x, x);
+    }
+    return result;
+  }
+}
+template <typename T> inline bool isNaN(T x) {
+  if constexpr (std::is_floating_point_v<T>)
+    return x != x;
+  else
+    return false;
+}
+template <typename T> inline T max(T x, T y) { return isNaN(x) || x > y ? x : y; }
+template <typename T> inline T min(T x, T y) { return isNaN(x) || x < y ? x : y; }
+template <typename T> inline T neg(T x) { return sub(T(0), x); }
+template <typename T> inline T abs(T x) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::fabs(x);
+  else if constexpr (std::is_unsigned_v<T>)
+    return x;
+  else
+    return x < 0 ? neg(x) : x;
+}
+template <typename T> inline T relu(T x) {
+  if constexpr (std::is_unsigned_v<T>)
+    return x;
+  else
+    return x < 0 ? T(0) : x;
+}
+template <typename T> inline T logicalNot(T x) { return T(!x); }
+template <typename T> inline T sqrt(T x) { return std::sqrt(x); }
+template <typename T> inline T reciprocal(T x) { return T(1) / x; }
+template <typename T> inline T exp(T x) { return std::exp(x); }
+template <typename T> inline T log(T x) { return std::log(x); }
+template <typename T> inline T erf(T x) { return std::erf(x); }
+template <typename T> inline T tanh(T x) { return std::tanh(x); }
+template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <typename T> inline T sin(T x) { return std::sin(x); }
+template <typename T> inline T cos(T x) { return std::cos(x); }
+template <typename T> inline T floor(T x) { return std::floor(x); }
+template <typename T> inline T ceil(T x) { return std::ceil(x); }
+template <typename T> inline uint8_t equal(T x, T y) { return x == y; }
+template <typename T> inline uint8_t less(T x, T y) { return x < y; }
+template <typename T> inline uint8_t greater(T x, T y) { return x > y; }
+inline uint8_t logicalAnd(uint8_t x, uint8_t y) { return x && y; }
+inline uint8_t logicalOr(uint8_t x, uint8_t y) { return x || y; }
+inline uint8_t logicalXor(uint8_t x, uint8_t y) { return (x != 0) != (y != 0); }
+template <typename T> inline T where(uint8_t c, T x, T y) { return c ? x : y; }
+
+/// ONNX Cast: floats to integers truncate toward zero and wrap; to bool is
+/// != 0.
+template <typename To, typename From> inline To cast(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (!(x == x) || std::fabs(x) >= 9.2e18)
+      return To(0);
+    return To(int64_t(x));
+  } else {
+    return To(x);
+  }
+}
+
+} // namespace ppcrt::scalar
+
+#endif // PPC_RUNTIME_PPCRT_SCALAR_H
