@@ -19,6 +19,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -389,6 +390,30 @@ int main(int argc, char **argv, const Program &program) {
     }
   }
 
+  // A resumed run's log continues from the checkpoint: the lines of steps
+  // done after it (by the run that was stopped) are dropped.
+  if (logs && !logPath.empty() && start > 0)
+    if (auto old = llvm::MemoryBuffer::getFile(logPath)) {
+      std::string kept;
+      llvm::SmallVector<llvm::StringRef> lines;
+      (*old)->getBuffer().split(lines, '\n', -1, false);
+      for (llvm::StringRef line : lines) {
+        auto parsed = llvm::json::parse(line);
+        if (!parsed) {
+          llvm::consumeError(parsed.takeError());
+          continue;
+        }
+        auto *object = parsed->getAsObject();
+        auto step = object ? object->getInteger("step") : std::nullopt;
+        if (step && *step < start)
+          kept += line.str() + "\n";
+      }
+      std::error_code ec;
+      llvm::raw_fd_ostream rewrite(logPath, ec);
+      if (ec)
+        die("--log '" + logPath + "': " + ec.message());
+      rewrite << kept;
+    }
   std::unique_ptr<llvm::raw_fd_ostream> log;
   if (logs && !logPath.empty()) {
     std::error_code ec;

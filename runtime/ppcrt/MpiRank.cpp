@@ -3,6 +3,7 @@
 #include "runtime/ppcrt/MpiRank.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +58,24 @@ static std::vector<std::string> splitAxes(const std::string &axes) {
   return names;
 }
 
+/// What the signal handler reports: the rank and what it waits in.
+static std::atomic<MpiRank *> activeRank{nullptr};
+
+/// SIGTERM (mpirun stopping the job after another rank died) and SIGINT:
+/// say which collective this rank was in, with async-signal-safe calls only.
+static void onTerminate(int signal) {
+  MpiRank *self = activeRank.load();
+  char line[512];
+  const char *what = self ? self->waitingFor() : nullptr;
+  int n = std::snprintf(line, sizeof(line), "error: rank %d: stopped by signal %d %s%s%s%lld\n",
+                        self ? self->worldRank() : -1, signal,
+                        what ? "while waiting in " : "while computing", what ? what : "",
+                        ", after call #", static_cast<long long>(self ? self->calls() : 0));
+  if (n > 0)
+    (void)!write(2, line, std::min<size_t>(n, sizeof(line) - 1));
+  _exit(1);
+}
+
 MpiRank::MpiRank(const Program &program, double timeoutSeconds)
     : program(program), timeout(timeoutSeconds) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -82,10 +101,14 @@ MpiRank::MpiRank(const Program &program, double timeoutSeconds)
   }
   if (timeout > 0)
     watchdog = std::thread([this] { watch(); });
+  activeRank = this;
+  std::signal(SIGTERM, onTerminate);
+  std::signal(SIGINT, onTerminate);
 }
 
 MpiRank::~MpiRank() {
   endStep();
+  activeRank = nullptr;
   stopping = true;
   if (watchdog.joinable())
     watchdog.join();

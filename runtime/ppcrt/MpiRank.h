@@ -57,6 +57,10 @@ public:
 
   /// What this rank is waiting in now ("" when computing), for messages.
   std::string current() const;
+  /// The same without allocating (null when computing): for signal handlers.
+  const char *waitingFor() const { return waitingIn.load(); }
+  /// Blocking calls made so far (the number of the current one).
+  int64_t calls() const { return sequence.load(); }
 
 private:
   struct Group {
