@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Benchmark: the compiled CPU executable's time per training step on one rank
+against PyTorch eager's on the same GPT, optimizer (AdamW), data and thread
+count, measured in one run. Start-up and compilation are excluded: the
+executable's per-step times come from its JSON log, PyTorch's from timers
+around each step; both report the median after one warm-up step.
+
+    /usr/bin/python3 bench/cpu_exe_gpt.py --ppc build/bin/ppc [--layers 4 --d-model 256
+        --heads 4 --batch 8 --seq 128 --steps 10 --threads 2]
+
+Both use OpenBLAS (Debian's python3-torch and libopenblas-dev).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "models"))
+import ppc_models  # noqa: E402
+
+CORPUS = "/usr/share/common-licenses/GPL-3"
+
+
+def torch_steps(model, steps, batch, seq):
+    tokens = np.fromfile(CORPUS, dtype=np.uint8).astype(np.int64)
+    n = len(tokens)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    times, losses = [], []
+    model.train()
+    for s in range(steps):
+        offsets = [((s * batch + b) * seq) % (n - seq - 1) for b in range(batch)]
+        x = torch.tensor(np.stack([tokens[o:o + seq] for o in offsets]))
+        y = torch.tensor(np.stack([tokens[o + 1:o + seq + 1] for o in offsets]))
+        begin = time.perf_counter()
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        times.append(time.perf_counter() - begin)
+        losses.append(loss.item())
+    return times, losses
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ppc", required=True)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    cfg = dict(vocab=256, d_model=args.d_model, n_layers=args.layers, n_heads=args.heads,
+               seq=args.seq, batch=args.batch)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "gpt.onnx")
+        model, _ = ppc_models.export("gpt", cfg, path, constant_folding=False)
+        exe = os.path.join(tmp, "train")
+        start = time.perf_counter()
+        subprocess.run([args.ppc, "compile", path, "--mesh", "1", "--data-dtype", "u8",
+                        "--optimizer", "adamw", "-o", exe], check=True, capture_output=True)
+        compile_seconds = time.perf_counter() - start
+        log = os.path.join(tmp, "log.jsonl")
+        subprocess.run([exe, "--data", CORPUS, "--steps", str(args.steps), "--log", log,
+                        "--threads-per-rank", str(args.threads)],
+                       check=True, capture_output=True)
+        lines = [json.loads(line) for line in open(log)]
+    exe_times = [l["step_time"] for l in lines]
+    torch_times, torch_losses = torch_steps(model, args.steps, args.batch, args.seq)
+    params = sum(t.numel() for t in model.parameters())
+    ppc_step = statistics.median(exe_times[1:])
+    torch_step = statistics.median(torch_times[1:])
+    tokens = args.batch * args.seq
+    print(f"GPT {args.layers} layers, d={args.d_model}, {params / 1e6:.2f}M parameters, "
+          f"batch {args.batch} x {args.seq}, AdamW, {args.threads} threads, median of "
+          f"{args.steps - 1} steps after one warm-up")
+    print(f"ppc executable: {ppc_step * 1e3:.1f} ms/step ({tokens / ppc_step:.0f} tok/s; "
+          f"compiled and built in {compile_seconds:.1f} s)")
+    print(f"torch eager:    {torch_step * 1e3:.1f} ms/step ({tokens / torch_step:.0f} tok/s)")
+    print(f"ratio ppc / torch: {ppc_step / torch_step:.3f}")
+    print(f"first losses: ppc {lines[0]['loss']:.6f}, torch {torch_losses[0]:.6f}")
+
+
+if __name__ == "__main__":
+    main()
