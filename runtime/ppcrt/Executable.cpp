@@ -12,6 +12,7 @@
 #include "runtime/CheckpointDir.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
+#include "runtime/ppcrt/Export.h"
 #include "runtime/ppcrt/MpiRank.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -284,6 +285,9 @@ int main(int argc, char **argv, const Program &program) {
                        cl::desc("continue from the newest complete checkpoint in "
                                 "--checkpoint-dir"),
                        cl::cat(category));
+  cl::opt<std::string> exportPath(
+      "export", cl::desc("write the model with the trained weights as ONNX at the end"),
+      cl::value_desc("OUT.onnx"), cl::cat(category));
   cl::opt<double> timeout("timeout",
                           cl::desc("seconds a rank may wait in one collective or message "
                                    "before every rank is stopped (0: forever)"),
@@ -504,6 +508,25 @@ int main(int argc, char **argv, const Program &program) {
     }
   }
   std::free(arenaMemory);
+  if (!exportPath.empty()) {
+    // Every rank's blocks go through files beside the output (as a
+    // checkpoint's do); rank 0 puts the parameters together.
+    std::string parts = exportPath + ".parts";
+    if (lead)
+      if (std::error_code ec = llvm::sys::fs::create_directories(parts))
+        die("--export: cannot create '" + parts + "': " + ec.message());
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (llvm::Error e = trainer.save(parts, steps, shardFileName(worldRank)))
+      die(formatError(std::move(e)));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (lead) {
+      llvm::Error e = exportOnnx(program, parts, worldSize, exportPath);
+      llvm::sys::fs::remove_directories(parts);
+      if (e)
+        die(formatError(std::move(e)));
+      llvm::errs() << "wrote " << exportPath << "\n";
+    }
+  }
   rankOwner.reset();
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();

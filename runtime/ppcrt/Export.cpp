@@ -1,0 +1,163 @@
+//===- Export.cpp - trained weights back into the ONNX model --------------===//
+//
+// Each rank holds blocks of its stage's parameters; the full value of a
+// parameter is put together from the blocks of every rank that holds one
+// (ranks at the same block hold copies), then written over the model's
+// initializer of that name as raw little-endian data.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/ppcrt/Export.h"
+#include "runtime/CheckpointDir.h"
+#include "runtime/Safetensors.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace ppcrt {
+
+namespace {
+
+/// The coordinates of world rank `rank` on the program's mesh.
+std::vector<int64_t> coordinatesOf(const Program &program, int64_t rank) {
+  std::vector<int64_t> coords(program.meshRank, 0);
+  for (int a = program.meshRank - 1; a >= 0; --a) {
+    coords[a] = rank % program.meshShape[a];
+    rank /= program.meshShape[a];
+  }
+  return coords;
+}
+
+/// The block a rank at `coords` holds of a dimension split over `axes`.
+int64_t blockIndex(const Program &program, const std::vector<int64_t> &coords,
+                   llvm::StringRef axes) {
+  llvm::SmallVector<llvm::StringRef> names;
+  axes.split(names, ',', -1, false);
+  int64_t index = 0;
+  for (llvm::StringRef axis : names)
+    for (int a = 0; a < program.meshRank; ++a)
+      if (axis == program.meshAxes[a])
+        index = index * program.meshShape[a] + coords[a];
+  return index;
+}
+
+/// Writes `local`, the block of tensor `t` a rank at `coords` holds, into
+/// the global tensor.
+void placeBlock(const Program &program, const TensorInfo &t, const std::vector<int64_t> &coords,
+                const char *local, char *global) {
+  size_t bytes = dtypeBytes(t.dtype);
+  std::vector<std::vector<int64_t>> map(t.rank);
+  std::vector<int64_t> strides(t.rank, 1);
+  for (int d = t.rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * t.globalShape[d + 1];
+  int64_t total = 1;
+  for (int d = 0; d < t.rank; ++d) {
+    int64_t index = blockIndex(program, coords, t.sharding[d]);
+    int64_t perGlobal = t.globalShape[d] / t.blocks[d], perLocal = t.shape[d] / t.blocks[d];
+    for (int64_t l = 0; l < t.shape[d]; ++l)
+      map[d].push_back((l / perLocal) * perGlobal + index * perLocal + l % perLocal);
+    total *= t.shape[d];
+  }
+  std::vector<int64_t> c(t.rank, 0);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t g = 0;
+    for (int d = 0; d < t.rank; ++d)
+      g += map[d][c[d]] * strides[d];
+    std::memcpy(global + g * bytes, local + i * bytes, bytes);
+    for (int d = t.rank - 1; d >= 0; --d) {
+      if (++c[d] < t.shape[d])
+        break;
+      c[d] = 0;
+    }
+  }
+}
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+} // namespace
+
+llvm::Error exportOnnx(const Program &program, const std::string &shardDir, int worldSize,
+                       const std::string &path) {
+  // Every parameter's full value, in the program's element type.
+  struct Full {
+    const TensorInfo *info;
+    std::vector<char> data;
+  };
+  std::map<std::string, Full> params;
+  for (int r = 0; r < worldSize; ++r) {
+    std::vector<int64_t> coords = coordinatesOf(program, r);
+    int64_t pp = 0;
+    for (int a = 0; a < program.meshRank; ++a)
+      if (llvm::StringRef(program.meshAxes[a]) == "pp")
+        pp = coords[a];
+    const RankProgram &rp = program.programs[program.numPrograms == 1 ? 0 : pp];
+    llvm::SmallString<256> file(shardDir);
+    llvm::sys::path::append(file, shardFileName(r));
+    auto shard = SafetensorsFile::open(file);
+    if (!shard)
+      return shard.takeError();
+    for (int i = 0; i < rp.numArgs; ++i) {
+      const TensorInfo &t = rp.args[i];
+      llvm::StringRef key = t.key;
+      if (!key.starts_with("param:"))
+        continue;
+      auto local = shard->lookup(key);
+      if (!local)
+        return local.takeError();
+      Full &full = params[key.drop_front(6).str()];
+      if (!full.info) {
+        int64_t elements = 1;
+        for (int d = 0; d < t.rank; ++d)
+          elements *= t.globalShape[d];
+        full.info = &t;
+        full.data.assign(elements * dtypeBytes(t.dtype), 0);
+      }
+      placeBlock(program, t, coords, static_cast<const char *>(local->data),
+                 full.data.data());
+    }
+  }
+
+  auto buffer = llvm::MemoryBuffer::getFile(program.model);
+  if (!buffer)
+    return error("--export: cannot read the model '" + llvm::Twine(program.model) +
+                 "' this executable was compiled from: " + buffer.getError().message());
+  onnx::ModelProto model;
+  if (!model.ParseFromArray((*buffer)->getBufferStart(), int((*buffer)->getBufferSize())))
+    return error("--export: '" + llvm::Twine(program.model) + "' is not an ONNX model");
+  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
+    auto it = params.find(init.name());
+    if (it == params.end())
+      continue;
+    DType dtype = it->second.info->dtype;
+    bool matches = (dtype == DType::F32 && init.data_type() == onnx::TensorProto::FLOAT) ||
+                   (dtype == DType::F64 && init.data_type() == onnx::TensorProto::DOUBLE);
+    if (!matches)
+      return error("--export: initializer '" + init.name() +
+                   "' has an element type the trained value cannot be written as");
+    init.clear_float_data();
+    init.clear_double_data();
+    init.clear_external_data();
+    init.set_data_location(onnx::TensorProto::DEFAULT);
+    init.set_raw_data(it->second.data.data(), it->second.data.size());
+  }
+  std::string bytes;
+  if (!model.SerializeToString(&bytes))
+    return error("--export: file '" + path + "': the model is too large for one ONNX file");
+  return llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+    os << bytes;
+    return llvm::Error::success();
+  });
+}
+
+} // namespace ppcrt
