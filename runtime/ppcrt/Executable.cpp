@@ -102,6 +102,17 @@ std::string formatError(llvm::Error error) { return llvm::toString(std::move(err
   std::exit(1);
 }
 
+/// Ends every rank on an error each found alike (flags, data, checkpoint
+/// index): rank 0 reports it, and every rank leaves MPI cleanly.
+[[noreturn]] void dieAll(const std::string &message, bool lead) {
+  if (lead) {
+    llvm::errs() << "error: " << message << "\n";
+    llvm::errs().flush();
+  }
+  MPI_Finalize();
+  std::exit(1);
+}
+
 struct Trainer {
   const Program &program;
   MpiRank &rank;
@@ -313,16 +324,16 @@ int main(int argc, char **argv, const Program &program) {
   for (int a = 0; a < program.meshRank; ++a)
     meshSize *= program.meshShape[a];
   if (worldSize != meshSize)
-    die(llvm::formatv("this executable was compiled for {0} ranks; start it with mpirun -np "
+    dieAll(llvm::formatv("this executable was compiled for {0} ranks; start it with mpirun -np "
                       "{0} (it has {1})",
                       meshSize, worldSize),
         lead);
   if (steps < 1)
-    die("--steps must be at least 1", lead);
+    dieAll("--steps must be at least 1", lead);
   if (resume && checkpointDir.empty())
-    die("--resume needs --checkpoint-dir", lead);
+    dieAll("--resume needs --checkpoint-dir", lead);
   if (saveEvery > 0 && checkpointDir.empty())
-    die("--save-every needs --checkpoint-dir", lead);
+    dieAll("--save-every needs --checkpoint-dir", lead);
 
   // Threads: the cores of this node shared among its ranks.
   MPI_Comm node;
@@ -339,9 +350,9 @@ int main(int argc, char **argv, const Program &program) {
 
   auto tokens = ppc::TokenData::open(data, program.dataDtype);
   if (!tokens)
-    die(formatError(tokens.takeError()), lead);
+    dieAll(formatError(tokens.takeError()), lead);
   if (llvm::Error e = tokens->checkSequence(program.seqLen))
-    die(formatError(std::move(e)), lead);
+    dieAll(formatError(std::move(e)), lead);
 
   auto rankOwner = std::make_unique<MpiRank>(program, timeout);
   MpiRank &rank = *rankOwner;
@@ -379,21 +390,28 @@ int main(int argc, char **argv, const Program &program) {
     }
   }
   if (llvm::Error e = trainer.initialize(weights))
-    die(formatError(std::move(e)), lead);
+    dieAll(formatError(std::move(e)), lead);
   if (resume) {
     auto latest = findLatestCheckpoint(checkpointDir);
     if (!latest)
-      die(formatError(latest.takeError()), lead);
+      dieAll(formatError(latest.takeError()), lead);
     if (*latest) {
       auto [done, path] = **latest;
       auto index = readCheckpointIndex(path);
       if (!index)
-        die(formatError(index.takeError()), lead);
+        dieAll(formatError(index.takeError()), lead);
       auto world = index->getInteger("world_size");
       if (!world || *world != worldSize)
-        die("checkpoint '" + path + "' was written by " + std::to_string(world.value_or(0)) +
-                " ranks; this executable runs on " + std::to_string(worldSize),
-            lead);
+        dieAll("checkpoint '" + path + "' was written by " +
+                   std::to_string(world.value_or(0)) + " ranks; this executable runs on " +
+                   std::to_string(worldSize) +
+                   " (resharding checkpoints between meshes is not supported yet)",
+               lead);
+      auto fingerprint = index->getString("fingerprint");
+      if (!fingerprint || *fingerprint != program.fingerprint)
+        dieAll("checkpoint '" + path + "' is from another model or training configuration (" +
+                   index->getString("model").value_or("?").str() + ")",
+               lead);
       if (llvm::Error e = trainer.load(path, shardFileName(worldRank)))
         die(formatError(std::move(e)));
       start = done;

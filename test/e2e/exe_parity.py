@@ -64,6 +64,22 @@ def train(exe, mesh, steps, log, extra=(), timeout=600):
                          str(steps), "--log", log] + list(extra), timeout=timeout)
 
 
+def check_export(ppc, tmp, kind, exported):
+    """The executable's --export and simulate's give the same logits (1e-4)."""
+    import numpy as np
+    ids = os.path.join(tmp, "ids.npy")
+    np.save(ids, np.arange(CFG["batch"] * CFG["seq"], dtype=np.int64)
+            .reshape(CFG["batch"], CFG["seq"]) % CFG["vocab"])
+    logits = []
+    for path in exported:
+        out = path + ".out"
+        run([ppc, "eval", path, "--input", f"input_ids={ids}", "--output-dir", out])
+        logits.append(np.load(os.path.join(out, os.listdir(out)[0])))
+    err = float(np.abs(logits[0] - logits[1]).max() / np.abs(logits[1]).max())
+    print(f"{kind}: logits of the exported model against simulate's export: {err:.2e}")
+    assert err <= 1e-4, err
+
+
 def parity(ppc, tmp, models, meshes, steps):
     worst = 0.0
     print(f"{'model':6} {'mesh':6} {'worst rel. err':>15}  losses (first, last)")
@@ -75,9 +91,14 @@ def parity(ppc, tmp, models, meshes, steps):
             compile_exe(ppc, model, mesh, exe)
             exe_log = os.path.join(tmp, f"{kind}-{mesh}.exe.jsonl")
             sim_log = os.path.join(tmp, f"{kind}-{mesh}.sim.jsonl")
-            train(exe, mesh, steps, exe_log)
+            exported = [os.path.join(tmp, f"{kind}-{mesh}.{w}.onnx") for w in ("exe", "sim")]
+            export = mesh == meshes[-1]
+            train(exe, mesh, steps, exe_log, ["--export", exported[0]] if export else [])
             run([ppc, "simulate", model, "--mesh", mesh, "--data", CORPUS, "--steps",
-                 str(steps), "--log", sim_log] + TRAINING)
+                 str(steps), "--log", sim_log] + TRAINING +
+                (["--export", exported[1]] if export else []))
+            if export:
+                check_export(ppc, tmp, kind, exported)
             got, want = losses(exe_log), losses(sim_log)
             assert len(got) == len(want) == steps, (len(got), len(want))
             err = max(abs(g - w) / abs(w) for g, w in zip(got, want))
@@ -138,6 +159,22 @@ def kill_and_resume(ppc, tmp, steps=300, every=10):
     assert [json.loads(l)["step"] for l in open(log)] == list(range(steps))
     print(f"resumed: {len(got)} steps, identical to the uninterrupted run: {got == want}")
     assert got == want, f"traces differ:\n{got}\n{want}"
+
+    # Checkpoints of another configuration or mesh are refused in one line.
+    other = os.path.join(tmp, "other-exe")
+    run([ppc, "compile", model, "--mesh", mesh, "-o", other] + TRAINING[:-1] + ["2e-3"])
+    for exe_, np_, expect in ((other, 8, "from another model or training configuration"),
+                              (exe, 4, None)):
+        if expect is None:
+            exe_ = os.path.join(tmp, "small-exe")
+            compile_exe(ppc, model, "2x2", exe_)
+            expect = "was written by 8 ranks; this executable runs on 4"
+        refused = subprocess.run(MPIRUN + ["-np", str(np_), exe_, "--data", CORPUS, "--steps",
+                                           str(steps + 1), "--checkpoint-dir", ckpt,
+                                           "--resume"], capture_output=True, text=True)
+        line = [l for l in refused.stderr.splitlines() if l.startswith("error:")]
+        print(f"refused: {line[0] if line else refused.stderr[-500:]}")
+        assert refused.returncode != 0 and line and expect in line[0]
 
 
 def watchdog(ppc, tmp, timeout=4.0):
