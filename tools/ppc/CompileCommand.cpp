@@ -69,9 +69,10 @@ int runCompileCommand(int argc, char **argv) {
 
   if (!emit.empty() && emit != "mlir" && emit != "cpp")
     return reportError("--emit '" + emit + "': expected mlir or cpp");
-  if (target != "cpu")
-    return reportError("--target '" + target +
-                       "': only cpu so far (the CUDA target is not built yet)");
+  if (target != "cpu" && target != "cuda")
+    return reportError("--target '" + target + "': expected cpu or cuda");
+  if (target == "cuda")
+    return reportError("--target 'cuda': only cpu so far (the CUDA target is not built yet)");
   if (emit.empty() && (output.empty() || output == "-"))
     return reportError("-o: give the executable to build (or --emit mlir|cpp)");
   if (output.empty())
