@@ -13,8 +13,20 @@ using namespace mlir;
 
 namespace ppc::codegen {
 
+bool undoesItsOperand(TransposeOp transpose) {
+  auto inner = transpose.getInput().getDefiningOp<TransposeOp>();
+  if (!inner)
+    return false;
+  ArrayRef<int64_t> outer = transpose.getPerm(), first = inner.getPerm();
+  for (auto [d, p] : llvm::enumerate(outer))
+    if (first[p] != int64_t(d))
+      return false;
+  return true;
+}
+
 /// Whether `transpose` swaps only the last two dimensions and feeds only
-/// GEMMs, which can then read its operand transposed in place.
+/// GEMMs (and transposes that undo it), which can then read its operand
+/// transposed in place.
 static bool foldsIntoGemms(TransposeOp transpose) {
   ArrayRef<int64_t> perm = transpose.getPerm();
   int64_t rank = perm.size();
@@ -24,11 +36,10 @@ static bool foldsIntoGemms(TransposeOp transpose) {
     if (perm[d] != d)
       return false;
   Value result = transpose.getResult();
-  return !result.use_empty() &&
-         llvm::all_of(result.getUsers(), [](Operation *user) { return isa<MatMulOp>(user); }) &&
-         llvm::none_of(result.getUses(), [](OpOperand &use) {
-           return isa<func::ReturnOp>(use.getOwner());
-         });
+  return !result.use_empty() && llvm::all_of(result.getUsers(), [](Operation *user) {
+    auto undo = llvm::dyn_cast<TransposeOp>(user);
+    return isa<MatMulOp>(user) || (undo && undoesItsOperand(undo));
+  });
 }
 
 ProgramLayout layOutProgram(func::FuncOp program) {
@@ -41,9 +52,13 @@ ProgramLayout layOutProgram(func::FuncOp program) {
   for (Operation &op : program.getBody().front()) {
     if (auto reshape = llvm::dyn_cast<ReshapeOp>(op))
       layout.holders[reshape.getResult()] = holder(reshape.getInput());
-    if (auto transpose = llvm::dyn_cast<TransposeOp>(op))
-      if (foldsIntoGemms(transpose))
+    if (auto transpose = llvm::dyn_cast<TransposeOp>(op)) {
+      if (undoesItsOperand(transpose))
+        layout.holders[transpose.getResult()] =
+            holder(transpose.getInput().getDefiningOp<TransposeOp>().getInput());
+      else if (foldsIntoGemms(transpose))
         layout.holders[transpose.getResult()] = holder(transpose.getInput());
+    }
   }
   // function_ref does not own its callee: the lambdas must outlive `hooks`.
   auto runsAt = [&](Operation *op) { return layout.fusion.runsAt(op); };

@@ -12,6 +12,7 @@
 #define PPC_CODEGEN_CPUEMITTER_H
 
 #include "codegen/Fusion.h"
+#include "ir/PpcOps.h"
 #include "passes/memory/MemoryPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -44,8 +45,13 @@ struct ProgramLayout {
   MemoryPlan memory;
 };
 
-/// Fuses `program`, folds reshapes and GEMM-operand transposes into views,
-/// and plans its arena (64-byte aligned buffers).
+/// Whether `transpose` undoes the transpose that produced its operand, so
+/// its result is that transpose's operand again (a view of it).
+bool undoesItsOperand(TransposeOp transpose);
+
+/// Fuses `program`, makes views of reshapes, of transposes that undo
+/// transposes and of GEMM-operand transposes (read with BLAS's transpose
+/// flags), and plans its arena (64-byte aligned buffers).
 ProgramLayout layOutProgram(mlir::func::FuncOp program);
 
 /// Writes the C++ source of the executable for the training programs of

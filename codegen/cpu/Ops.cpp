@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/CpuEmitter.h"
 #include "codegen/EmitContext.h"
 #include "codegen/Fusion.h"
 #include "ir/ShapeRules.h"
@@ -273,14 +274,21 @@ static LogicalResult emitMatMul(Operation *op, EmitContext &ctx) {
   int64_t rank = shape.size();
   int64_t m = shape[rank - 2], n = shape[rank - 1], k = shapeOf(matmul.getLhs()).back();
   auto batch = shape.drop_back(2);
-  // An operand transposed only for this product is read in place.
+  // An operand transposed only for this product is read in place: walk the
+  // transposes that are not run (each a swap of the last two dimensions, or
+  // the undoing of one) down to the buffer that holds the data.
   auto stored = [&](Value operand, bool &transposed) {
     transposed = false;
-    if (auto transpose = operand.getDefiningOp<TransposeOp>())
-      if (ctx.holder(operand) != operand) {
-        transposed = true;
-        return ctx.ptr(transpose.getInput());
+    while (auto transpose = operand.getDefiningOp<TransposeOp>()) {
+      if (ctx.holder(operand) == operand)
+        break;
+      if (undoesItsOperand(transpose)) {
+        operand = transpose.getInput().getDefiningOp<TransposeOp>().getInput();
+        continue;
       }
+      transposed = !transposed;
+      operand = transpose.getInput();
+    }
     return ctx.ptr(operand);
   };
   auto batchStrides = [&](Value operand) {
