@@ -16,13 +16,12 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "models"))
 import ppc_models  # noqa: E402
+from torch_gpt import torch_steps  # noqa: E402
 
 CORPUS = "/usr/share/common-licenses/GPL-3"
 
@@ -50,26 +49,12 @@ def main():
                        check=True, capture_output=True)
         total = time.perf_counter() - start
         times = [json.loads(line)["step_time"] for line in open(log)]
-    tokens = np.fromfile(CORPUS, dtype=np.uint8).astype(np.int64)
-    n, B, T = len(tokens), args.batch, args.seq
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    torch_times = []
-    for s in range(args.steps):
-        offsets = [((s * B + b) * T) % (n - T - 1) for b in range(B)]
-        x = torch.tensor(np.stack([tokens[o:o + T] for o in offsets]))
-        y = torch.tensor(np.stack([tokens[o + 1:o + T + 1] for o in offsets]))
-        begin = time.perf_counter()
-        logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        torch_times.append(time.perf_counter() - begin)
+    torch_times, _ = torch_steps(model, args.steps, args.batch, args.seq)
     params = sum(t.numel() for t in model.parameters())
     ppc_step = statistics.median(times)
     torch_step = statistics.median(torch_times)
     print(f"GPT {args.layers} layers, d={args.d_model}, {params / 1e6:.2f}M parameters, "
-          f"batch {B} x {T}, AdamW, median of {args.steps} steps")
+          f"batch {args.batch} x {args.seq}, AdamW, median of {args.steps} steps")
     print(f"ppc simulate: {ppc_step:.2f} s/step ({1 / ppc_step:.3f} steps/s; "
           f"whole command {total:.1f} s)")
     print(f"torch eager (2 threads): {torch_step:.3f} s/step ({1 / torch_step:.2f} steps/s)")

@@ -73,26 +73,13 @@ ProgramLayout layOutProgram(func::FuncOp program) {
 
 namespace {
 
-/// The key ppc simulate uses for argument or result `i` of `fn`.
-std::string keyOf(func::FuncOp fn, unsigned i, bool result) {
-  auto attr = [&](StringRef name) {
-    return result ? fn.getResultAttrOfType<StringAttr>(i, name)
-                  : fn.getArgAttrOfType<StringAttr>(i, name);
-  };
-  for (StringRef name : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName,
-                         PpcDialect::kInputAttrName, PpcDialect::kOutputAttrName})
-    if (auto value = attr(name))
-      return (name.drop_front(4) + ":" + value.getValue()).str();
-  return "step";
-}
-
 /// One TensorInfo initializer.
 FailureOr<std::string> tensorInfo(func::FuncOp fn, unsigned i, bool result, MeshOp mesh,
                                   int64_t offset) {
   Type type = result ? fn.getResultTypes()[i] : fn.getArgumentTypes()[i];
   auto tensor = llvm::cast<RankedTensorType>(type);
   auto dtype = runtimeDType(tensor.getElementType());
-  std::string key = keyOf(fn, i, result);
+  std::string key = programKey(fn, i, result);
   if (failed(dtype) || tensor.getRank() > 8) {
     fn.emitError() << "code generation: '" << key << "' has a type the runtime cannot hold";
     return failure();
@@ -141,7 +128,7 @@ LogicalResult emitCpuSource(ModuleOp module, const ExecutableInfo &info,
   std::string fileText, programText, tableText;
   llvm::raw_string_ostream file(fileText), code(programText), tables(tableText);
   std::vector<std::string> groups;
-  EmitContext ctx(module, mesh, file, groups);
+  EmitContext ctx(file, groups);
   llvm::SmallVector<std::string> entries;
   for (auto [p, program] : llvm::enumerate(programs)) {
     ProgramLayout layout = layOutProgram(program);
@@ -150,7 +137,7 @@ LogicalResult emitCpuSource(ModuleOp module, const ExecutableInfo &info,
       offsets[b.value] = b.offset;
     std::string bodyText;
     llvm::raw_string_ostream body(bodyText);
-    ctx.beginProgram(program, body, layout.holders, offsets);
+    ctx.beginProgram(body, layout.holders, offsets);
     for (Operation &op : program.getBody().front()) {
       if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op))
         continue;

@@ -6,6 +6,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+#include <cstdio>
+
 using namespace mlir;
 
 namespace ppc::codegen {
@@ -81,7 +84,28 @@ std::string braces(llvm::ArrayRef<int64_t> values) {
   return out + "}";
 }
 
-void EmitContext::beginProgram(func::FuncOp, llvm::raw_ostream &body,
+ArrayRef<int64_t> shapeOf(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType()).getShape();
+}
+
+std::string cppLiteral(Attribute value, Type type) {
+  if (auto f = llvm::dyn_cast<FloatAttr>(value)) {
+    double d = f.getValueAsDouble();
+    if (std::isnan(d))
+      return "NAN";
+    if (std::isinf(d))
+      return d > 0 ? "INFINITY" : "-INFINITY";
+    char text[64];
+    std::snprintf(text, sizeof(text), "%a", d);
+    return text;
+  }
+  auto i = llvm::cast<IntegerAttr>(value);
+  if (type.isInteger(1))
+    return std::to_string(i.getValue().getBoolValue());
+  return "INT64_C(" + std::to_string(i.getValue().getSExtValue()) + ")";
+}
+
+void EmitContext::beginProgram(llvm::raw_ostream &body,
                                llvm::DenseMap<Value, Value> storageMap,
                                llvm::DenseMap<Value, int64_t> offsetMap) {
   bodyStream = &body;

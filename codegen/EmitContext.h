@@ -34,15 +34,19 @@ std::string nodeName(mlir::Operation *op);
 std::string quote(llvm::StringRef text);
 /// "{1, 2, 3}"
 std::string braces(llvm::ArrayRef<int64_t> values);
+/// The static shape of a tensor value.
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value value);
+/// A float or integer attribute as an exact C++ literal of an element of
+/// type `type` (floats in hexadecimal, "NAN"/"INFINITY" spelled out).
+std::string cppLiteral(mlir::Attribute value, mlir::Type type);
 
 class EmitContext {
 public:
-  EmitContext(mlir::ModuleOp module, MeshOp mesh, llvm::raw_ostream &kernels,
-              std::vector<std::string> &groups)
-      : module(module), mesh(mesh), kernels(kernels), groups(groups) {}
+  EmitContext(llvm::raw_ostream &kernels, std::vector<std::string> &groups)
+      : kernels(kernels), groups(groups) {}
 
   /// Starts a program: `body` receives its statements.
-  void beginProgram(mlir::func::FuncOp func, llvm::raw_ostream &body,
+  void beginProgram(llvm::raw_ostream &body,
                     llvm::DenseMap<mlir::Value, mlir::Value> storage,
                     llvm::DenseMap<mlir::Value, int64_t> offsets);
 
@@ -70,9 +74,6 @@ public:
 
   /// Fails with an error at `op`.
   mlir::LogicalResult unsupported(mlir::Operation *op, const llvm::Twine &why);
-
-  mlir::ModuleOp module;
-  MeshOp mesh;
 
 private:
   llvm::raw_ostream &kernels;

@@ -2,6 +2,7 @@
 
 #include "passes/Pipelines.h"
 #include "passes/Passes.h"
+#include "ir/PpcDialect.h"
 
 #include "mlir/Transforms/Passes.h"
 
@@ -66,6 +67,19 @@ llvm::SmallVector<func::FuncOp> trainingPrograms(ModuleOp module) {
            b->getAttrOfType<IntegerAttr>("ppc.pipeline_rank").getInt();
   });
   return programs;
+}
+
+
+std::string programKey(func::FuncOp program, unsigned i, bool result) {
+  auto attr = [&](StringRef name) {
+    return result ? program.getResultAttrOfType<StringAttr>(i, name)
+                  : program.getArgAttrOfType<StringAttr>(i, name);
+  };
+  for (StringRef name : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName,
+                         PpcDialect::kInputAttrName, PpcDialect::kOutputAttrName})
+    if (auto value = attr(name))
+      return (name.drop_front(4) + ":" + value.getValue()).str();
+  return "step";
 }
 
 } // namespace ppc

@@ -74,6 +74,11 @@ void buildTrainingPipeline(mlir::OpPassManager &pm,
 /// r, in rank order.
 llvm::SmallVector<mlir::func::FuncOp> trainingPrograms(mlir::ModuleOp module);
 
+/// What argument (or result) `i` of a training program holds, as `ppc
+/// simulate` and compiled executables key it: "param:NAME",
+/// "state:KIND:NAME", "input:NAME", "output:NAME", or "step".
+std::string programKey(mlir::func::FuncOp program, unsigned i, bool result);
+
 /// Registers the passes and pipelines of ppc for ppc-opt.
 void registerPpcPassesAndPipelines();
 

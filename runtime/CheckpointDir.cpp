@@ -39,7 +39,7 @@ std::string checkpointPath(llvm::StringRef dir, int64_t step) {
   return join(dir, stepName(step));
 }
 
-static std::string stagingPath(llvm::StringRef dir, int64_t step) {
+std::string stagingPath(llvm::StringRef dir, int64_t step) {
   return join(dir, ".staging-" + stepName(step));
 }
 

@@ -31,6 +31,10 @@ namespace ppcrt {
 /// D/step-00000123 (8 digits).
 std::string checkpointPath(llvm::StringRef dir, int64_t step);
 
+/// D/.staging-step-00000123: where every rank writes step `step` before the
+/// commit.
+std::string stagingPath(llvm::StringRef dir, int64_t step);
+
 /// Creates (with parents) the staging directory D/.staging-step-00000123 that
 /// every rank writes step `step` into before the commit, and returns it. A
 /// stale one left by an earlier crash at the same step is removed first, so

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/EmitContext.h"
+#include "executor/Tensor.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -14,17 +15,6 @@
 using namespace mlir;
 
 namespace ppc::codegen {
-
-static ArrayRef<int64_t> shapeOf(Value value) {
-  return llvm::cast<RankedTensorType>(value.getType()).getShape();
-}
-
-static int64_t product(ArrayRef<int64_t> values) {
-  int64_t p = 1;
-  for (int64_t v : values)
-    p *= v;
-  return p;
-}
 
 static llvm::SmallVector<llvm::StringRef> axesOf(Operation *op) {
   llvm::SmallVector<llvm::StringRef> axes;
@@ -54,7 +44,7 @@ static LogicalResult emitAllReduce(Operation *op, EmitContext &ctx) {
   std::string in = ctx.ptr(reduce.getInput()), out = ctx.ptr(reduce.getResult());
   ctx.body() << llvm::formatv("  rt.allReduce({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
                               dtype(reduce.getInput()), in, out,
-                              product(shapeOf(reduce.getInput())),
+                              numElements(shapeOf(reduce.getInput())),
                               reductionName(reduce.getReduction()), what);
   return success();
 }
@@ -67,7 +57,7 @@ static LogicalResult emitAllGather(Operation *op, EmitContext &ctx) {
   std::string in = ctx.ptr(gather.getInput()), out = ctx.ptr(gather.getResult());
   ctx.body() << llvm::formatv("  rt.allGather({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
                               dtype(gather.getInput()), in, out,
-                              product(shape.take_front(dim)), product(shape.drop_front(dim)),
+                              numElements(shape.take_front(dim)), numElements(shape.drop_front(dim)),
                               what);
   return success();
 }
@@ -80,7 +70,7 @@ static LogicalResult emitReduceScatter(Operation *op, EmitContext &ctx) {
   std::string in = ctx.ptr(scatter.getInput()), out = ctx.ptr(scatter.getResult());
   ctx.body() << llvm::formatv("  rt.reduceScatter({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7});\n",
                               g, dtype(scatter.getInput()), in, out,
-                              product(shape.take_front(dim)), product(shape.drop_front(dim)),
+                              numElements(shape.take_front(dim)), numElements(shape.drop_front(dim)),
                               reductionName(scatter.getReduction()), what);
   return success();
 }
@@ -104,9 +94,7 @@ static LogicalResult emitAllSlice(Operation *op, EmitContext &ctx) {
   (void)what;
   auto inShape = shapeOf(slice.getInput()), shape = shapeOf(slice.getResult());
   int64_t dim = slice.getDim();
-  llvm::SmallVector<int64_t> strides(inShape.size(), 1);
-  for (int64_t d = int64_t(inShape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * inShape[d + 1];
+  Shape strides = stridesOf(inShape);
   std::string dims = ctx.freshName("dims", op), steps = ctx.freshName("dims", op);
   ctx.file() << "static const int64_t " << dims << "[] = " << braces(shape) << ";\n"
              << "static const int64_t " << steps << "[] = " << braces(strides) << ";\n";
@@ -130,7 +118,7 @@ static LogicalResult emitSend(Operation *op, EmitContext &ctx) {
   std::string in = ctx.ptr(send.getInput());
   ctx.body() << llvm::formatv("  rt.send({0}, {1}, {2}, {3}, {4}, {5});\n",
                               quote(send.getAxis()), send.getPeer(), dtype(send.getInput()), in,
-                              product(shapeOf(send.getInput())),
+                              numElements(shapeOf(send.getInput())),
                               ctx.what(op, send.getAxis()));
   return success();
 }
@@ -140,7 +128,7 @@ static LogicalResult emitRecv(Operation *op, EmitContext &ctx) {
   std::string out = ctx.ptr(recv.getResult());
   ctx.body() << llvm::formatv("  rt.recv({0}, {1}, {2}, {3}, {4}, {5});\n",
                               quote(recv.getAxis()), recv.getPeer(), dtype(recv.getResult()),
-                              out, product(shapeOf(recv.getResult())),
+                              out, numElements(shapeOf(recv.getResult())),
                               ctx.what(op, recv.getAxis()));
   return success();
 }

@@ -16,7 +16,6 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
-#include <cstdio>
 
 using namespace mlir;
 
@@ -55,24 +54,6 @@ static llvm::StringRef scalarFunction(Operation *op) {
       .Case<XorOp>([](auto) { return "logicalXor"; })
       .Case<WhereOp>([](auto) { return "where"; })
       .Default([](auto) { return ""; });
-}
-
-/// A splat constant's value as an exact C++ literal of its element type.
-static std::string literal(Attribute value, const std::string &type) {
-  if (auto f = llvm::dyn_cast<FloatAttr>(value)) {
-    char text[64];
-    std::snprintf(text, sizeof(text), "%a", f.getValueAsDouble());
-    double d = f.getValueAsDouble();
-    if (d != d)
-      return type + "(NAN)";
-    if (d == INFINITY || d == -INFINITY)
-      return type + (d > 0 ? "(INFINITY)" : "(-INFINITY)");
-    return type + "(" + text + ")";
-  }
-  auto i = llvm::cast<IntegerAttr>(value);
-  if (i.getType().isInteger(1))
-    return type + "(" + std::to_string(i.getValue().getBoolValue()) + ")";
-  return type + "(INT64_C(" + std::to_string(i.getValue().getSExtValue()) + "))";
 }
 
 /// The loop nest of a group: collapsed sizes, each input's strides, and the
@@ -176,7 +157,8 @@ LogicalResult emitFusedGroup(const FusionGroup &group, EmitContext &ctx) {
     llvm::SmallVector<std::string> args;
     for (Value operand : op->getOperands()) {
       if (auto splat = splatValue(operand))
-        args.push_back(literal(*splat, ctx.elementType(operand)));
+        args.push_back(ctx.elementType(operand) + "(" +
+                       cppLiteral(*splat, getElementTypeOrSelf(operand.getType())) + ")");
       else
         args.push_back(reg.lookup(operand));
     }
@@ -192,7 +174,7 @@ LogicalResult emitFusedGroup(const FusionGroup &group, EmitContext &ctx) {
       expr = ("ppcrt::scalar::" + fn + "(" + llvm::join(args, ", ") + ")").str();
     }
     std::string r = "t" + std::to_string(temp++);
-    os << inner << llvm::formatv("const {0} {1} = {2}(({3}));\n", type, r, type, expr);
+    os << inner << llvm::formatv("const {0} {1} = {0}({2});\n", type, r, expr);
     reg[result] = r;
   }
   llvm::SmallVector<int64_t> dense(depth, 1);

@@ -9,6 +9,7 @@
 #include "codegen/CpuEmitter.h"
 #include "codegen/EmitContext.h"
 #include "codegen/Fusion.h"
+#include "executor/Tensor.h"
 #include "ir/ShapeRules.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -20,24 +21,6 @@
 using namespace mlir;
 
 namespace ppc::codegen {
-
-static ArrayRef<int64_t> shapeOf(Value value) {
-  return llvm::cast<RankedTensorType>(value.getType()).getShape();
-}
-
-static int64_t product(ArrayRef<int64_t> values) {
-  int64_t p = 1;
-  for (int64_t v : values)
-    p *= v;
-  return p;
-}
-
-static llvm::SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  llvm::SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
 
 /// "static const int64_t name[] = {...};" at file level; returns the name
 /// (or "nullptr" for no values).
@@ -58,29 +41,12 @@ static void comment(EmitContext &ctx, Operation *op) {
 }
 
 static std::string bytes(Value value, EmitContext &ctx) {
-  return std::to_string(product(shapeOf(value))) + " * sizeof(" + ctx.elementType(value) + ")";
+  return std::to_string(numElements(shapeOf(value))) + " * sizeof(" + ctx.elementType(value) + ")";
 }
 
 //===----------------------------------------------------------------------===//
 // Constants and data movement
 //===----------------------------------------------------------------------===//
-
-static std::string elementLiteral(Attribute value, Type type) {
-  if (auto f = llvm::dyn_cast<FloatAttr>(value)) {
-    double d = f.getValueAsDouble();
-    if (d != d)
-      return "NAN";
-    if (std::isinf(d))
-      return d > 0 ? "INFINITY" : "-INFINITY";
-    char text[64];
-    std::snprintf(text, sizeof(text), "%a", d);
-    return text;
-  }
-  auto i = llvm::cast<IntegerAttr>(value);
-  if (type.isInteger(1))
-    return std::to_string(i.getValue().getBoolValue());
-  return "INT64_C(" + std::to_string(i.getValue().getSExtValue()) + ")";
-}
 
 static LogicalResult emitConstant(Operation *op, EmitContext &ctx) {
   auto constant = llvm::cast<ConstantOp>(op);
@@ -91,10 +57,10 @@ static LogicalResult emitConstant(Operation *op, EmitContext &ctx) {
   Type element = dense.getElementType();
   std::string type = ctx.elementType(result), out = ctx.ptr(result);
   comment(ctx, op);
-  int64_t n = product(shapeOf(result));
+  int64_t n = numElements(shapeOf(result));
   if (dense.isSplat()) {
     ctx.body() << llvm::formatv("  std::fill_n({0}, {1}, {2}({3}));\n", out, n, type,
-                                elementLiteral(dense.getSplatValue<Attribute>(), element));
+                                cppLiteral(dense.getSplatValue<Attribute>(), element));
     return success();
   }
   std::string name = ctx.freshName("constant", op);
@@ -102,7 +68,7 @@ static LogicalResult emitConstant(Operation *op, EmitContext &ctx) {
   int64_t i = 0;
   for (Attribute value : dense.getValues<Attribute>())
     ctx.file() << (i++ % 8 ? ", " : (i == 1 ? "\n    " : ",\n    "))
-               << elementLiteral(value, element);
+               << cppLiteral(value, element);
   ctx.file() << "};\n";
   ctx.body() << llvm::formatv("  std::memcpy({0}, {1}, sizeof({1}));\n", out, name);
   return success();
@@ -146,7 +112,7 @@ static LogicalResult emitTranspose(Operation *op, EmitContext &ctx) {
     std::string in = ctx.ptr(input), out = ctx.ptr(result);
     comment(ctx, op);
     ctx.body() << llvm::formatv("  ppcrt::cpu::transpose2d({0}, {1}, {2}, {3}, {4});\n", in,
-                                out, product(inShape.drop_back(2)), inShape[rank - 2],
+                                out, numElements(inShape.drop_back(2)), inShape[rank - 2],
                                 inShape[rank - 1]);
     return success();
   }
@@ -217,10 +183,10 @@ static LogicalResult emitConcat(Operation *op, EmitContext &ctx) {
     ins.push_back(ctx.ptr(input));
   std::string out = ctx.ptr(concat.getResult()), type = ctx.elementType(concat.getResult());
   comment(ctx, op);
-  int64_t outer = product(shape.take_front(axis));
+  int64_t outer = numElements(shape.take_front(axis));
   ctx.body() << llvm::formatv("  for (int64_t o = 0, at = 0; o < {0}; ++o) {{\n", outer);
   for (auto [input, name] : llvm::zip(concat.getInputs(), ins)) {
-    int64_t chunk = product(shapeOf(input).drop_front(axis));
+    int64_t chunk = numElements(shapeOf(input).drop_front(axis));
     ctx.body() << llvm::formatv(
         "    std::memcpy({0} + at, {1} + o * {2}, {2} * sizeof({3}));\n    at += {2};\n", out,
         name, chunk, type);
@@ -239,8 +205,8 @@ static LogicalResult emitIndexed(Operation *op, EmitContext &ctx) {
   constexpr bool isGather = std::is_same_v<OpT, GatherOp>;
   int64_t axis = indexed.getAxis();
   auto shape = isGather ? shapeOf(op->getOperand(0)) : shapeOf(result);
-  int64_t outer = product(shape.take_front(axis)), n = shape[axis],
-          inner = product(shape.drop_front(axis + 1)), rows = product(shapeOf(indices));
+  int64_t outer = numElements(shape.take_front(axis)), n = shape[axis],
+          inner = numElements(shape.drop_front(axis + 1)), rows = numElements(shapeOf(indices));
   std::string data = ctx.ptr(op->getOperand(0)), idx = ctx.ptr(indices), out = ctx.ptr(result);
   comment(ctx, op);
   std::string message = "node '" + nodeName(op) + "' (" +
@@ -258,7 +224,7 @@ static LogicalResult emitTrilu(Operation *op, EmitContext &ctx) {
   std::string in = ctx.ptr(trilu.getInput()), out = ctx.ptr(trilu.getResult());
   comment(ctx, op);
   ctx.body() << llvm::formatv("  ppcrt::cpu::trilu({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", in,
-                              out, product(shape), shape[rank - 2], shape[rank - 1],
+                              out, numElements(shape), shape[rank - 2], shape[rank - 1],
                               trilu.getUpper() ? "true" : "false", trilu.getKAttr().getInt());
   return success();
 }
@@ -349,7 +315,7 @@ static LogicalResult emitEinsum(Operation *op, EmitContext &ctx) {
       "  {{ const {0} *operands[] = {{{1}};\n    ppcrt::cpu::einsum(operands, {2}, {3}, {4}, "
       "{5}, {6}, {7}); }\n",
       type, llvm::join(ins, ", "), numOperands, out, numLabels, constArray(ctx, op, sizes),
-      constArray(ctx, op, strides), product(shapeOf(einsum.getResult())));
+      constArray(ctx, op, strides), numElements(shapeOf(einsum.getResult())));
   return success();
 }
 
@@ -396,17 +362,17 @@ template <typename OpT> static LogicalResult emitSoftmax(Operation *op, EmitCont
   comment(ctx, op);
   ctx.body() << llvm::formatv("  ppcrt::cpu::softmax<{0}>({1}, {2}, {3}, {4}, {5});\n",
                               std::is_same_v<OpT, LogSoftmaxOp> ? "true" : "false", in, out,
-                              product(shape.take_front(axis)), shape[axis],
-                              product(shape.drop_front(axis + 1)));
+                              numElements(shape.take_front(axis)), shape[axis],
+                              numElements(shape.drop_front(axis + 1)));
   return success();
 }
 
 static LogicalResult emitLayerNorm(Operation *op, EmitContext &ctx) {
   auto norm = llvm::cast<LayerNormOp>(op);
   auto shape = shapeOf(norm.getInput());
-  int64_t axis = norm.getAxis(), size = product(shape.drop_front(axis));
+  int64_t axis = norm.getAxis(), size = numElements(shape.drop_front(axis));
   auto strideOf = [&](Value param, int64_t &stride) {
-    int64_t n = product(shapeOf(param));
+    int64_t n = numElements(shapeOf(param));
     stride = n == size ? 1 : 0;
     return n == size || n == 1;
   };
@@ -422,7 +388,7 @@ static LogicalResult emitLayerNorm(Operation *op, EmitContext &ctx) {
   std::snprintf(eps, sizeof(eps), "%a", norm.getEpsilon().convertToDouble());
   ctx.body() << llvm::formatv(
       "  ppcrt::cpu::layerNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9});\n", type, x,
-      scale, scaleStride, bias, biasStride, y, product(shape.take_front(axis)), size, eps);
+      scale, scaleStride, bias, biasStride, y, numElements(shape.take_front(axis)), size, eps);
   return success();
 }
 
@@ -447,7 +413,7 @@ static LogicalResult emitNllLoss(Operation *op, EmitContext &ctx) {
   ctx.body() << llvm::formatv(
       "  ppcrt::cpu::nllLoss<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, "
       "ppcrt::cpu::LossReduction::{8}, {9}, {10}, {11});\n",
-      type, in, target, weight, out, shape[0], shape[1], product(shape.drop_front(2)),
+      type, in, target, weight, out, shape[0], shape[1], numElements(shape.drop_front(2)),
       reduction, ignore ? "true" : "false", ignore.value_or(0), quote(message));
   return success();
 }

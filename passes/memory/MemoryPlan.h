@@ -133,7 +133,8 @@ void printMemoryTable(const MemoryPlan &plan, llvm::StringRef title,
 /// its name with '_' for spaces ("optimizer_state").
 llvm::json::Value memoryPlanJson(const MemoryPlan &plan);
 
-/// Records `plan` (made from `func`) in the IR for code generation:
+/// Records `plan` (made from `func`) in the IR, to read it in IR dumps
+/// (code generation takes the offsets from the plan itself):
 /// `ppc.offset` (array<i64>, one offset per result) on every op with results,
 /// and on the function `ppc.arg_offsets` (one per argument) and
 /// `ppc.arena_bytes`.

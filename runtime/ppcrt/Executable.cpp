@@ -12,6 +12,7 @@
 #include "runtime/CheckpointDir.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
+#include "runtime/ppcrt/Blocks.h"
 #include "runtime/ppcrt/Export.h"
 #include "runtime/ppcrt/MpiRank.h"
 
@@ -53,41 +54,6 @@ int64_t elementsOf(const TensorInfo &t) {
 }
 
 size_t bytesOf(const TensorInfo &t) { return elementsOf(t) * dtypeBytes(t.dtype); }
-
-/// This rank's block of the global tensor `global` (row-major, of
-/// t.globalShape) into `local`, as t.sharding and t.blocks say.
-void extractBlock(const TensorInfo &t, const MpiRank &rank, const char *global, char *local) {
-  size_t bytes = dtypeBytes(t.dtype);
-  if (t.rank == 0) {
-    std::memcpy(local, global, bytes);
-    return;
-  }
-  // For each dimension, the global coordinate of every local one.
-  std::vector<std::vector<int64_t>> map(t.rank);
-  std::vector<int64_t> globalStrides(t.rank, 1);
-  for (int d = t.rank - 2; d >= 0; --d)
-    globalStrides[d] = globalStrides[d + 1] * t.globalShape[d + 1];
-  for (int d = 0; d < t.rank; ++d) {
-    int64_t index = rank.blockIndex(t.sharding[d]), blocks = t.blocks[d];
-    int64_t perBlockGlobal = t.globalShape[d] / blocks, perBlockLocal = t.shape[d] / blocks;
-    for (int64_t l = 0; l < t.shape[d]; ++l)
-      map[d].push_back((l / perBlockLocal) * perBlockGlobal + index * perBlockLocal +
-                       l % perBlockLocal);
-  }
-  std::vector<int64_t> coords(t.rank, 0);
-  int64_t total = elementsOf(t);
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t g = 0;
-    for (int d = 0; d < t.rank; ++d)
-      g += map[d][coords[d]] * globalStrides[d];
-    std::memcpy(local + i * bytes, global + g * bytes, bytes);
-    for (int d = t.rank - 1; d >= 0; --d) {
-      if (++coords[d] < t.shape[d])
-        break;
-      coords[d] = 0;
-    }
-  }
-}
 
 std::string formatError(llvm::Error error) { return llvm::toString(std::move(error)); }
 
@@ -156,7 +122,12 @@ struct Trainer {
         return llvm::createStringError(
             "initial weights '" + weightsPath + "': tensor '" + key.drop_front(6).str() +
             "' does not match the compiled program");
-      extractBlock(t, rank, static_cast<const char *>(global->data), local.data());
+      // This rank's block of the global value.
+      size_t bytes = dtypeBytes(t.dtype);
+      const char *from = static_cast<const char *>(global->data);
+      forEachBlockElement(program, t, rank.coordinates(), [&](int64_t l, int64_t g) {
+        std::memcpy(local.data() + l * bytes, from + g * bytes, bytes);
+      });
     }
     return llvm::Error::success();
   }
@@ -186,7 +157,7 @@ struct Trainer {
       if (which < 0)
         die(std::string("the program takes '") + t.key + "', which the runtime cannot feed");
       int64_t rows = t.shape[0], seq = t.shape[1];
-      int64_t first = rank.blockIndex(t.sharding[0]) * rows;
+      int64_t first = blockIndex(program, rank.coordinates(), t.sharding[0]) * rows;
       scratch.resize(2 * seq);
       auto *out = reinterpret_cast<int64_t *>(slot);
       for (int64_t r = 0; r < rows; ++r) {
@@ -356,7 +327,7 @@ int main(int argc, char **argv, const Program &program) {
 
   auto rankOwner = std::make_unique<MpiRank>(program, timeout);
   MpiRank &rank = *rankOwner;
-  int64_t ppCoord = rank.coordinate("pp");
+  int64_t ppCoord = coordinateOn(program, rank.coordinates(), "pp");
   const RankProgram &rp = program.programs[program.numPrograms == 1 ? 0 : ppCoord];
   Trainer trainer(program, rank, rp);
 
@@ -368,10 +339,9 @@ int main(int argc, char **argv, const Program &program) {
       hasLoss |= llvm::StringRef(program.programs[p].results[i].key) == "output:loss";
     if (hasLoss) {
       std::vector<int64_t> coords(program.meshRank, 0);
-      for (int a = 0; a < program.meshRank; ++a)
-        if (llvm::StringRef(program.meshAxes[a]) == "pp")
-          coords[a] = p;
-      logRank = rank.worldRankAt(coords);
+      for (int a : meshAxisIndices(program, "pp"))
+        coords[a] = p;
+      logRank = int(meshRankAt(program, coords));
       break;
     }
   }
@@ -489,19 +459,11 @@ int main(int argc, char **argv, const Program &program) {
         die("step " + std::to_string(s) + ": the loss is not finite");
     }
     if (saveEvery > 0 && (s + 1) % saveEvery == 0) {
-      std::string staging;
-      if (lead) {
-        auto prepared = prepareStaging(checkpointDir, s + 1);
-        if (!prepared)
+      std::string staging = stagingPath(checkpointDir, s + 1);
+      if (lead)
+        if (auto prepared = prepareStaging(checkpointDir, s + 1); !prepared)
           die(formatError(prepared.takeError()));
-        staging = *prepared;
-      }
       MPI_Barrier(MPI_COMM_WORLD);
-      if (!lead) {
-        llvm::SmallString<256> path(checkpointDir);
-        llvm::sys::path::append(path, ".staging-step-" + llvm::formatv("{0:d8}", s + 1).str());
-        staging = std::string(path);
-      }
       if (llvm::Error e = trainer.save(staging, s + 1, shardFileName(worldRank)))
         die(formatError(std::move(e)));
       MPI_Barrier(MPI_COMM_WORLD);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/ppcrt/Export.h"
+#include "runtime/ppcrt/Blocks.h"
 #include "runtime/CheckpointDir.h"
 #include "runtime/Safetensors.h"
 
@@ -27,60 +28,6 @@ namespace ppcrt {
 
 namespace {
 
-/// The coordinates of world rank `rank` on the program's mesh.
-std::vector<int64_t> coordinatesOf(const Program &program, int64_t rank) {
-  std::vector<int64_t> coords(program.meshRank, 0);
-  for (int a = program.meshRank - 1; a >= 0; --a) {
-    coords[a] = rank % program.meshShape[a];
-    rank /= program.meshShape[a];
-  }
-  return coords;
-}
-
-/// The block a rank at `coords` holds of a dimension split over `axes`.
-int64_t blockIndex(const Program &program, const std::vector<int64_t> &coords,
-                   llvm::StringRef axes) {
-  llvm::SmallVector<llvm::StringRef> names;
-  axes.split(names, ',', -1, false);
-  int64_t index = 0;
-  for (llvm::StringRef axis : names)
-    for (int a = 0; a < program.meshRank; ++a)
-      if (axis == program.meshAxes[a])
-        index = index * program.meshShape[a] + coords[a];
-  return index;
-}
-
-/// Writes `local`, the block of tensor `t` a rank at `coords` holds, into
-/// the global tensor.
-void placeBlock(const Program &program, const TensorInfo &t, const std::vector<int64_t> &coords,
-                const char *local, char *global) {
-  size_t bytes = dtypeBytes(t.dtype);
-  std::vector<std::vector<int64_t>> map(t.rank);
-  std::vector<int64_t> strides(t.rank, 1);
-  for (int d = t.rank - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * t.globalShape[d + 1];
-  int64_t total = 1;
-  for (int d = 0; d < t.rank; ++d) {
-    int64_t index = blockIndex(program, coords, t.sharding[d]);
-    int64_t perGlobal = t.globalShape[d] / t.blocks[d], perLocal = t.shape[d] / t.blocks[d];
-    for (int64_t l = 0; l < t.shape[d]; ++l)
-      map[d].push_back((l / perLocal) * perGlobal + index * perLocal + l % perLocal);
-    total *= t.shape[d];
-  }
-  std::vector<int64_t> c(t.rank, 0);
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t g = 0;
-    for (int d = 0; d < t.rank; ++d)
-      g += map[d][c[d]] * strides[d];
-    std::memcpy(global + g * bytes, local + i * bytes, bytes);
-    for (int d = t.rank - 1; d >= 0; --d) {
-      if (++c[d] < t.shape[d])
-        break;
-      c[d] = 0;
-    }
-  }
-}
-
 llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -96,11 +43,8 @@ llvm::Error exportOnnx(const Program &program, const std::string &shardDir, int 
   };
   std::map<std::string, Full> params;
   for (int r = 0; r < worldSize; ++r) {
-    std::vector<int64_t> coords = coordinatesOf(program, r);
-    int64_t pp = 0;
-    for (int a = 0; a < program.meshRank; ++a)
-      if (llvm::StringRef(program.meshAxes[a]) == "pp")
-        pp = coords[a];
+    std::vector<int64_t> coords = meshCoordinates(program, r);
+    int64_t pp = coordinateOn(program, coords, "pp");
     const RankProgram &rp = program.programs[program.numPrograms == 1 ? 0 : pp];
     llvm::SmallString<256> file(shardDir);
     llvm::sys::path::append(file, shardFileName(r));
@@ -123,8 +67,12 @@ llvm::Error exportOnnx(const Program &program, const std::string &shardDir, int 
         full.info = &t;
         full.data.assign(elements * dtypeBytes(t.dtype), 0);
       }
-      placeBlock(program, t, coords, static_cast<const char *>(local->data),
-                 full.data.data());
+      size_t bytes = dtypeBytes(t.dtype);
+      const char *from = static_cast<const char *>(local->data);
+      char *to = full.data.data();
+      forEachBlockElement(program, t, coords, [&](int64_t l, int64_t g) {
+        std::memcpy(to + g * bytes, from + l * bytes, bytes);
+      });
     }
   }
 

@@ -1,6 +1,7 @@
 //===- MpiRank.cpp - ppcrt::Rank on MPI -----------------------------------===//
 
 #include "runtime/ppcrt/MpiRank.h"
+#include "runtime/ppcrt/Blocks.h"
 
 #include <chrono>
 #include <csignal>
@@ -44,20 +45,6 @@ static MPI_Op mpiOp(Reduction reduction) {
   return reduction == Reduction::Sum ? MPI_SUM : MPI_MAX;
 }
 
-/// Splits an axis list "dp,tp" into names.
-static std::vector<std::string> splitAxes(const std::string &axes) {
-  std::vector<std::string> names;
-  size_t start = 0;
-  while (start < axes.size()) {
-    size_t end = axes.find(',', start);
-    if (end == std::string::npos)
-      end = axes.size();
-    names.push_back(axes.substr(start, end - start));
-    start = end + 1;
-  }
-  return names;
-}
-
 /// What the signal handler reports: the rank and what it waits in.
 static std::atomic<MpiRank *> activeRank{nullptr};
 
@@ -80,23 +67,17 @@ MpiRank::MpiRank(const Program &program, double timeoutSeconds)
     : program(program), timeout(timeoutSeconds) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
-  coords.assign(program.meshRank, 0);
-  for (int a = program.meshRank - 1, rest = rank; a >= 0; --a) {
-    coords[a] = rest % program.meshShape[a];
-    rest /= program.meshShape[a];
-  }
+  coords = meshCoordinates(program, rank);
   for (int g = 0; g < program.numGroups; ++g) {
-    std::string axes = program.groups[g];
     Group group;
-    group.position = blockIndex(axes);
-    group.size = blockCount(axes);
-    // Ranks sharing the coordinates off `axes` form a group.
+    group.position = blockIndex(program, coords, program.groups[g]);
+    group.size = blockCount(program, program.groups[g]);
+    // Ranks sharing the coordinates off the group's axes form the group.
     std::vector<int64_t> color = coords;
-    for (const std::string &axis : splitAxes(axes))
-      for (int a = 0; a < program.meshRank; ++a)
-        if (axis == program.meshAxes[a])
-          color[a] = 0;
-    MPI_Comm_split(MPI_COMM_WORLD, worldRankAt(color), int(group.position), &group.comm);
+    for (int a : meshAxisIndices(program, program.groups[g]))
+      color[a] = 0;
+    MPI_Comm_split(MPI_COMM_WORLD, int(meshRankAt(program, color)), int(group.position),
+                   &group.comm);
     groups.push_back(group);
   }
   if (timeout > 0)
@@ -116,38 +97,6 @@ MpiRank::~MpiRank() {
     MPI_Comm_free(&group.comm);
 }
 
-int64_t MpiRank::coordinate(const char *axis) const {
-  for (int a = 0; a < program.meshRank; ++a)
-    if (std::strcmp(axis, program.meshAxes[a]) == 0)
-      return coords[a];
-  return 0;
-}
-
-int MpiRank::worldRankAt(const std::vector<int64_t> &coordinates) const {
-  int64_t r = 0;
-  for (int a = 0; a < program.meshRank; ++a)
-    r = r * program.meshShape[a] + coordinates[a];
-  return int(r);
-}
-
-int64_t MpiRank::blockIndex(const std::string &axes) const {
-  int64_t index = 0;
-  for (const std::string &axis : splitAxes(axes))
-    for (int a = 0; a < program.meshRank; ++a)
-      if (axis == program.meshAxes[a])
-        index = index * program.meshShape[a] + coords[a];
-  return index;
-}
-
-int64_t MpiRank::blockCount(const std::string &axes) const {
-  int64_t count = 1;
-  for (const std::string &axis : splitAxes(axes))
-    for (int a = 0; a < program.meshRank; ++a)
-      if (axis == program.meshAxes[a])
-        count *= program.meshShape[a];
-  return count;
-}
-
 //===----------------------------------------------------------------------===//
 // The watchdog
 //===----------------------------------------------------------------------===//
@@ -159,13 +108,6 @@ void MpiRank::enter(const char *what) {
 }
 
 void MpiRank::leave() { waitingIn = nullptr; }
-
-std::string MpiRank::current() const {
-  const char *what = waitingIn;
-  if (!what)
-    return "";
-  return std::string(what) + " (#" + std::to_string(sequence.load()) + ")";
-}
 
 void MpiRank::watch() {
   while (!stopping) {
@@ -289,12 +231,13 @@ void MpiRank::allToAll(int g, DType dtype, const void *in, void *out, const int6
 // Messages
 //===----------------------------------------------------------------------===//
 
-static int peerRank(const MpiRank &self, const Program &program, std::vector<int64_t> coords,
-                    const char *axis, int64_t peer) {
-  for (int a = 0; a < program.meshRank; ++a)
-    if (std::strcmp(axis, program.meshAxes[a]) == 0)
-      coords[a] = peer;
-  return self.worldRankAt(coords);
+/// The world rank whose coordinate on `axis` is `peer` and whose other
+/// coordinates are `coords`.
+static int peerRank(const Program &program, std::vector<int64_t> coords, const char *axis,
+                    int64_t peer) {
+  for (int a : meshAxisIndices(program, axis))
+    coords[a] = peer;
+  return int(meshRankAt(program, coords));
 }
 
 void MpiRank::send(const char *axis, int64_t peer, DType dtype, const void *data,
@@ -305,13 +248,13 @@ void MpiRank::send(const char *axis, int64_t peer, DType dtype, const void *data
   pending.push_back(std::move(message));
   PendingSend &sent = pending.back();
   MPI_Isend(sent.data.data(), int(count), mpiType(dtype),
-            peerRank(*this, program, coords, axis, peer), 0, MPI_COMM_WORLD, &sent.request);
+            peerRank(program, coords, axis, peer), 0, MPI_COMM_WORLD, &sent.request);
 }
 
 void MpiRank::recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
                    const char *what) {
   enter(what);
-  MPI_Recv(data, int(count), mpiType(dtype), peerRank(*this, program, coords, axis, peer), 0,
+  MPI_Recv(data, int(count), mpiType(dtype), peerRank(program, coords, axis, peer), 0,
            MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   leave();
 }

@@ -33,13 +33,8 @@ public:
   int worldRank() const override { return rank; }
   int64_t position(int g) const override { return groups[g].position; }
   int64_t groupSize(int g) const override { return groups[g].size; }
-  /// This rank's coordinate on mesh axis `axis` (0 when the mesh lacks it).
-  int64_t coordinate(const char *axis) const;
-  /// The world rank at `coordinates` (one per mesh axis).
-  int worldRankAt(const std::vector<int64_t> &coordinates) const;
-  /// This rank's block of a dimension split over `axes` ("dp,tp").
-  int64_t blockIndex(const std::string &axes) const;
-  int64_t blockCount(const std::string &axes) const;
+  /// This rank's coordinates on the mesh (Blocks.h), one per axis.
+  const std::vector<int64_t> &coordinates() const { return coords; }
 
   void allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
                  Reduction reduction, const char *what) override;
@@ -55,9 +50,8 @@ public:
             const char *what) override;
   void endStep() override;
 
-  /// What this rank is waiting in now ("" when computing), for messages.
-  std::string current() const;
-  /// The same without allocating (null when computing): for signal handlers.
+  /// What this rank is waiting in now (null when computing), without
+  /// allocating: signal handlers read it.
   const char *waitingFor() const { return waitingIn.load(); }
   /// Blocking calls made so far (the number of the current one).
   int64_t calls() const { return sequence.load(); }

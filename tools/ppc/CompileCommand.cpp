@@ -156,18 +156,10 @@ int runCompileCommand(int argc, char **argv) {
       if (auto name = program.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName))
         params.try_emplace(name.getValue(), program, i);
     }
-  std::vector<std::string> ordered(tokenKeys.begin(), tokenKeys.end());
-  auto position = [&](const std::string &key) {
-    const auto &inputs = (*model)->proto().graph().input();
-    for (int i = 0; i < inputs.size(); ++i)
-      if ("input:" + inputs[i].name() == key)
-        return int64_t(i);
-    return int64_t(inputs.size());
-  };
-  llvm::stable_sort(ordered, [&](const std::string &a, const std::string &b) {
-    return position(a) < position(b);
-  });
-  info.tokenInputs = ordered;
+  auto ordered = orderTokenInputs(**model, tokenKeys.getArrayRef());
+  if (failed(ordered))
+    return 1;
+  info.tokenInputs.assign(ordered->begin(), ordered->end());
 
   std::string source;
   llvm::raw_string_ostream sourceStream(source);

@@ -243,6 +243,28 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
   return args;
 }
 
+FailureOr<llvm::SmallVector<std::string>>
+orderTokenInputs(const OnnxModel &model, llvm::ArrayRef<std::string> keys) {
+  if (keys.empty() || keys.size() > 2) {
+    reportError("training feeds token windows to one or two integer inputs "
+                "(inputs, then labels); the model has " +
+                llvm::Twine(keys.size()));
+    return failure();
+  }
+  const auto &inputs = model.proto().graph().input();
+  auto position = [&](const std::string &key) {
+    for (int i = 0; i < inputs.size(); ++i)
+      if ("input:" + inputs[i].name() == key)
+        return int64_t(i);
+    return int64_t(inputs.size()); // appended: labels
+  };
+  llvm::SmallVector<std::string> ordered(keys.begin(), keys.end());
+  llvm::stable_sort(ordered, [&](const std::string &a, const std::string &b) {
+    return position(a) < position(b);
+  });
+  return ordered;
+}
+
 LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module,
                                        int64_t steps) {
   auto meshes = module.getOps<MeshOp>();

@@ -100,6 +100,13 @@ mlir::FailureOr<llvm::SmallVector<Tensor>>
 bindArguments(mlir::func::FuncOp func, const OnnxModel &model,
               llvm::StringMap<Tensor> &inputs, const ExecOptions &options);
 
+/// The token-window inputs ("input:NAME" keys) in the order they are fed:
+/// the model's graph inputs in graph order, then inputs the training step
+/// appended (labels). Reports an error (and fails) unless there are one or
+/// two.
+mlir::FailureOr<llvm::SmallVector<std::string>>
+orderTokenInputs(const OnnxModel &model, llvm::ArrayRef<std::string> keys);
+
 int runImportCommand(int argc, char **argv);
 int runEvalCommand(int argc, char **argv);
 int runSimulateCommand(int argc, char **argv);

@@ -113,21 +113,10 @@ int runSimulateCommand(int argc, char **argv) {
   llvm::StringMap<Tensor> global;
   llvm::StringMap<ShardingAttr> shardingOf;
   llvm::SmallVector<std::string> tokenKeys, paramNames;
-  auto keyOf = [](func::FuncOp fn, unsigned i, bool result) -> std::string {
-    auto attr = [&](StringRef name) {
-      return result ? fn.getResultAttrOfType<StringAttr>(i, name)
-                    : fn.getArgAttrOfType<StringAttr>(i, name);
-    };
-    for (StringRef name : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName,
-                           PpcDialect::kInputAttrName, PpcDialect::kOutputAttrName})
-      if (auto value = attr(name))
-        return (name.drop_front(4) + ":" + value.getValue()).str();
-    return "step";
-  };
   llvm::SmallVector<std::string> inputOrder;
   for (func::FuncOp fn : programs)
     for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
-      std::string key = keyOf(fn, i, false);
+      std::string key = programKey(fn, i, false);
       if (global.count(key))
         continue;
       auto type = llvm::cast<RankedTensorType>(arg.getType());
@@ -162,20 +151,10 @@ int runSimulateCommand(int argc, char **argv) {
     }
   // Inputs in graph-input order (the step lists them so; the first
   // pipeline rank may take only the first, the last only the labels).
-  tokenKeys = inputOrder;
-  llvm::sort(tokenKeys, [&](const std::string &a, const std::string &b) {
-    auto position = [&](const std::string &key) {
-      for (const auto &info : imported.proto().graph().input())
-        if ("input:" + info.name() == key)
-          return &info - &*imported.proto().graph().input().begin();
-      return std::numeric_limits<int64_t>::max(); // appended: labels
-    };
-    return position(a) < position(b);
-  });
-  if (tokenKeys.empty() || tokenKeys.size() > 2)
-    return reportError("training feeds token windows to one or two integer inputs "
-                       "(inputs, then labels); the model has " +
-                       llvm::Twine(tokenKeys.size()));
+  auto ordered = orderTokenInputs(imported, inputOrder);
+  if (failed(ordered))
+    return 1;
+  tokenKeys = std::move(*ordered);
   auto shard = [&](llvm::StringRef key, const Tensor &value, int64_t rank) -> FailureOr<Tensor> {
     ShardingAttr sharding = shardingOf.lookup(key);
     if (!sharding)
@@ -192,9 +171,9 @@ int runSimulateCommand(int argc, char **argv) {
   std::vector<llvm::SmallVector<std::string>> argKeys(numRanks), resultKeys(numRanks);
   for (int64_t r = 0; r < numRanks; ++r) {
     for (unsigned i = 0; i < programOfRank[r].getNumArguments(); ++i)
-      argKeys[r].push_back(keyOf(programOfRank[r], i, false));
+      argKeys[r].push_back(programKey(programOfRank[r], i, false));
     for (unsigned i = 0; i < programOfRank[r].getNumResults(); ++i)
-      resultKeys[r].push_back(keyOf(programOfRank[r], i, true));
+      resultKeys[r].push_back(programKey(programOfRank[r], i, true));
   }
   std::vector<llvm::StringMap<Tensor>> held(numRanks);
   for (int64_t r = 0; r < numRanks; ++r)
