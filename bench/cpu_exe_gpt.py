@@ -48,7 +48,7 @@ def main():
         model, _ = ppc_models.export("gpt", cfg, path, constant_folding=False)
         exe = os.path.join(tmp, "train")
         start = time.perf_counter()
-        subprocess.run([args.ppc, "compile", path, "--mesh", "1", "--data-dtype", "u8",
+        subprocess.run([args.ppc, "compile", path, "--mesh", "1", "--target", "cpu", "--data-dtype", "u8",
                         "--optimizer", "adamw", "-o", exe], check=True, capture_output=True)
         compile_seconds = time.perf_counter() - start
         log = os.path.join(tmp, "log.jsonl")

@@ -113,6 +113,7 @@ void EmitContext::beginProgram(llvm::raw_ostream &body,
   offsets = std::move(offsetMap);
   names.clear();
   nextName = 0;
+  nextTicket = 0;
 }
 
 Value EmitContext::holder(Value value) const {
@@ -121,7 +122,10 @@ Value EmitContext::holder(Value value) const {
 }
 
 std::string EmitContext::elementType(Value value) {
-  auto type = cType(llvm::cast<ShapedType>(value.getType()).getElementType());
+  Type element = llvm::cast<ShapedType>(value.getType()).getElementType();
+  if (cuda && element.isBF16())
+    return "ppcrt::cuda::bf16";
+  auto type = cType(element);
   return succeeded(type) ? *type : "void";
 }
 
@@ -160,6 +164,26 @@ std::string EmitContext::what(Operation *op, llvm::StringRef axes) {
   return quote((op->getName().stripDialect() + " on " + axes +
                 (node.empty() ? "" : " for node '" + node + "'"))
                    .str());
+}
+
+void EmitContext::comment(Operation *op) {
+  std::string node = nodeName(op);
+  body() << "  // " << op->getName().getStringRef();
+  if (!node.empty())
+    body() << " '" << node << "'";
+  body() << "\n";
+}
+
+std::string EmitContext::ticket() {
+  if (!cuda)
+    return "";
+  pendingTicket = "ticket" + std::to_string(nextTicket++);
+  return "const ppcrt::Ticket " + pendingTicket + " = ";
+}
+
+int EmitContext::kernelError(const std::string &message) {
+  errors.push_back(message);
+  return int(errors.size());
 }
 
 LogicalResult EmitContext::unsupported(Operation *op, const llvm::Twine &why) {

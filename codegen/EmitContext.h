@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace ppc::codegen {
 
@@ -42,8 +43,12 @@ std::string cppLiteral(mlir::Attribute value, mlir::Type type);
 
 class EmitContext {
 public:
-  EmitContext(llvm::raw_ostream &kernels, std::vector<std::string> &groups)
-      : kernels(kernels), groups(groups) {}
+  EmitContext(llvm::raw_ostream &kernels, std::vector<std::string> &groups, bool cuda = false)
+      : kernels(kernels), groups(groups), cuda(cuda) {}
+
+  /// Whether the source is CUDA C++ (device pointers, kernels launched on
+  /// the compute stream, communication returning tickets).
+  bool isCuda() const { return cuda; }
 
   /// Starts a program: `body` receives its statements.
   void beginProgram(llvm::raw_ostream &body,
@@ -72,8 +77,22 @@ public:
   /// "all_reduce on [dp] for node 'x'".
   std::string what(mlir::Operation *op, llvm::StringRef axes);
 
+  /// "  // <op name> '<ONNX node>'" before an op's statements.
+  void comment(mlir::Operation *op);
+
   /// Fails with an error at `op`.
   mlir::LogicalResult unsupported(mlir::Operation *op, const llvm::Twine &why);
+
+  /// What a communication call's statement starts with: "" on CPUs, where
+  /// it completes at once; on CUDA a ticket declaration, whose name
+  /// takeTicket() then hands to the walk (which waits for it before the
+  /// first kernel that touches the call's buffers).
+  std::string ticket();
+  std::string takeTicket() { return std::exchange(pendingTicket, std::string()); }
+
+  /// The index of a kernel error message (Kernels.cuh's flag; 1-based).
+  int kernelError(const std::string &message);
+  const std::vector<std::string> &kernelErrors() const { return errors; }
 
 private:
   llvm::raw_ostream &kernels;
@@ -84,6 +103,10 @@ private:
   llvm::DenseMap<mlir::Value, std::string> names;
   unsigned nextName = 0;
   unsigned nextDefinition = 0;
+  bool cuda;
+  std::string pendingTicket;
+  unsigned nextTicket = 0;
+  std::vector<std::string> errors;
 };
 
 /// Emits one op (not an elementwise one: those are fused, Fusion.h).
@@ -91,6 +114,8 @@ using OpEmitter = std::function<mlir::LogicalResult(mlir::Operation *, EmitConte
 
 /// The CPU emitter of `op`'s class, or null (codegen/cpu/*.cpp register them).
 const OpEmitter *lookupCpuEmitter(mlir::Operation *op);
+/// The CUDA emitter of `op`'s class, or null (codegen/cuda/*.cpp).
+const OpEmitter *lookupCudaEmitter(mlir::Operation *op);
 
 } // namespace ppc::codegen
 

@@ -4,6 +4,7 @@
 #include "ir/PpcOps.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 
@@ -111,6 +112,75 @@ FusionPlan planFusion(func::FuncOp func) {
                      [&](Operation *user) { return plan.groupOf.count(user); }))
       plan.inlinedConstants.insert(constant);
   return plan;
+}
+
+llvm::StringRef scalarFunction(Operation *op) {
+  return llvm::TypeSwitch<Operation *, llvm::StringRef>(op)
+      .Case<NegOp>([](auto) { return "neg"; })
+      .Case<AbsOp>([](auto) { return "abs"; })
+      .Case<SqrtOp>([](auto) { return "sqrt"; })
+      .Case<ReciprocalOp>([](auto) { return "reciprocal"; })
+      .Case<ExpOp>([](auto) { return "exp"; })
+      .Case<LogOp>([](auto) { return "log"; })
+      .Case<ErfOp>([](auto) { return "erf"; })
+      .Case<TanhOp>([](auto) { return "tanh"; })
+      .Case<SigmoidOp>([](auto) { return "sigmoid"; })
+      .Case<ReluOp>([](auto) { return "relu"; })
+      .Case<SinOp>([](auto) { return "sin"; })
+      .Case<CosOp>([](auto) { return "cos"; })
+      .Case<FloorOp>([](auto) { return "floor"; })
+      .Case<CeilOp>([](auto) { return "ceil"; })
+      .Case<NotOp>([](auto) { return "logicalNot"; })
+      .Case<AddOp>([](auto) { return "add"; })
+      .Case<SubOp>([](auto) { return "sub"; })
+      .Case<MulOp>([](auto) { return "mul"; })
+      .Case<DivOp>([](auto) { return "div"; })
+      .Case<PowOp>([](auto) { return "pow"; })
+      .Case<MaxOp>([](auto) { return "max"; })
+      .Case<MinOp>([](auto) { return "min"; })
+      .Case<EqualOp>([](auto) { return "equal"; })
+      .Case<LessOp>([](auto) { return "less"; })
+      .Case<GreaterOp>([](auto) { return "greater"; })
+      .Case<AndOp>([](auto) { return "logicalAnd"; })
+      .Case<OrOp>([](auto) { return "logicalOr"; })
+      .Case<XorOp>([](auto) { return "logicalXor"; })
+      .Case<WhereOp>([](auto) { return "where"; })
+      .Default([](auto) { return ""; });
+}
+
+LoopNest collapse(ArrayRef<int64_t> shape, llvm::ArrayRef<Value> inputs) {
+  int64_t rank = shape.size();
+  std::vector<llvm::SmallVector<int64_t>> strides;
+  for (Value input : inputs) {
+    auto inShape = llvm::cast<RankedTensorType>(input.getType()).getShape();
+    int64_t offset = rank - inShape.size(), stride = 1;
+    llvm::SmallVector<int64_t> s(rank, 0);
+    for (int64_t d = rank - 1; d >= offset; --d) {
+      int64_t size = inShape[d - offset];
+      s[d] = size == 1 ? 0 : stride;
+      stride *= size;
+    }
+    strides.push_back(s);
+  }
+  LoopNest nest;
+  nest.inputStrides.resize(inputs.size());
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] == 1)
+      continue;
+    bool merge = !nest.sizes.empty();
+    for (auto [k, s] : llvm::enumerate(strides))
+      merge &= nest.inputStrides[k].back() == s[d] * shape[d];
+    if (merge) {
+      nest.sizes.back() *= shape[d];
+      for (auto [k, s] : llvm::enumerate(strides))
+        nest.inputStrides[k].back() = s[d];
+      continue;
+    }
+    nest.sizes.push_back(shape[d]);
+    for (auto [k, s] : llvm::enumerate(strides))
+      nest.inputStrides[k].push_back(s[d]);
+  }
+  return nest;
 }
 
 } // namespace ppc::codegen

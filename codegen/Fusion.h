@@ -51,6 +51,19 @@ struct FusionPlan {
 
 FusionPlan planFusion(mlir::func::FuncOp func);
 
+/// The ppcrt/Scalar.h function computing an elementwise op ("add"), or ""
+/// for cast and ops without one.
+llvm::StringRef scalarFunction(mlir::Operation *op);
+
+/// The loop nest of a group over `shape`: dimensions collapsed as far as
+/// every input's broadcasting allows (size-1 ones dropped), and each
+/// input's stride per loop (0 where it broadcasts). The result is dense.
+struct LoopNest {
+  llvm::SmallVector<int64_t> sizes;
+  std::vector<llvm::SmallVector<int64_t>> inputStrides;
+};
+LoopNest collapse(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<mlir::Value> inputs);
+
 } // namespace ppc::codegen
 
 #endif // PPC_CODEGEN_FUSION_H

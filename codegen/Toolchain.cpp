@@ -12,7 +12,67 @@
 
 namespace ppc::codegen {
 
-std::vector<std::string> cpuBuildCommand(llvm::StringRef source, llvm::StringRef output) {
+bool haveCudaToolkit() {
+#ifdef PPC_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+llvm::Expected<std::vector<std::string>> cudaArchFlags(llvm::StringRef archs) {
+  llvm::SmallVector<llvm::StringRef> names;
+  archs.split(names, ',', -1, false);
+  if (names.empty())
+    return llvm::createStringError("--cuda-arch: name at least one architecture (sm_90)");
+  std::vector<std::string> flags;
+  for (llvm::StringRef name : names) {
+    name = name.trim();
+    unsigned number = 0;
+    llvm::StringRef digits = name;
+    if (!digits.consume_front("sm_") || digits.getAsInteger(10, number) || number < 75)
+      return llvm::createStringError("--cuda-arch '" + name.str() +
+                                     "': expected sm_NN with NN >= 75 (sm_80, sm_90, ...)");
+    flags.push_back("-gencode");
+    flags.push_back("arch=compute_" + digits.str() + ",code=" + name.str());
+  }
+  return flags;
+}
+
+static std::vector<std::string> cudaBuildCommand(llvm::StringRef source, llvm::StringRef output,
+                                                 const std::vector<std::string> &archFlags) {
+#ifdef PPC_HAVE_CUDA
+  const char *nvcc = std::getenv("PPC_NVCC");
+  std::vector<std::string> args = {nvcc ? nvcc : PPC_NVCC, "-std=c++17", "-O3",
+                                   "-I" PPC_SOURCE_DIR, "-w"};
+  args.insert(args.end(), archFlags.begin(), archFlags.end());
+  args.insert(args.end(), {source.str(), "-o", output.str()});
+  // nvcc takes libraries named *.a or *.so; others (libonnx_proto.so.1)
+  // go to the host linker as they are.
+  for (const char *lib : {PPC_CUDA_LINK_LIBRARIES, PPC_LINK_LIBRARIES}) {
+    llvm::StringRef name(lib);
+    if (name.empty())
+      continue;
+    if (name.ends_with(".a") || name.ends_with(".so"))
+      args.push_back(lib);
+    else
+      args.push_back("-Xlinker=" + name.str());
+  }
+  args.push_back("-Xlinker=-rpath," PPC_LLVM_LIBRARY_DIR ":" PPC_CUDA_LIBRARY_DIR);
+  args.push_back("-lgomp");
+  args.push_back("-lpthread");
+  return args;
+#else
+  (void)source, (void)output, (void)archFlags;
+  return {};
+#endif
+}
+
+std::vector<std::string> buildCommand(Target target, llvm::StringRef source,
+                                      llvm::StringRef output,
+                                      const std::vector<std::string> &archFlags) {
+  if (target == Target::Cuda)
+    return cudaBuildCommand(source, output, archFlags);
   const char *cxx = std::getenv("PPC_CXX");
   std::vector<std::string> args = {cxx ? cxx : PPC_CXX_COMPILER,
                                    "-std=c++17",
@@ -32,11 +92,15 @@ std::vector<std::string> cpuBuildCommand(llvm::StringRef source, llvm::StringRef
   return args;
 }
 
-llvm::Error buildCpuExecutable(llvm::StringRef source, llvm::StringRef output) {
-  std::vector<std::string> args = cpuBuildCommand(source, output);
+llvm::Error buildExecutable(Target target, llvm::StringRef source, llvm::StringRef output,
+                            const std::vector<std::string> &archFlags) {
+  std::vector<std::string> args = buildCommand(target, source, output, archFlags);
+  if (args.empty())
+    return llvm::createStringError("the CUDA target is not built: ppc found no CUDA toolkit "
+                                   "with cuBLASLt and NCCL when it was configured");
   auto program = llvm::sys::findProgramByName(args[0]);
   if (!program)
-    return llvm::createStringError("the C++ compiler '" + args[0] + "' was not found");
+    return llvm::createStringError("the compiler '" + args[0] + "' was not found");
   llvm::SmallString<128> log;
   if (auto ec = llvm::sys::fs::createTemporaryFile("ppc-cxx", "log", log))
     return llvm::createStringError("cannot create a temporary file: " + ec.message());
@@ -53,10 +117,13 @@ llvm::Error buildCpuExecutable(llvm::StringRef source, llvm::StringRef output) {
   std::string first;
   if (text) {
     llvm::StringRef rest = (*text)->getBuffer();
-    for (int line = 0; line < 8 && !rest.empty(); ++line) {
+    for (int line = 0; line < 8 && !rest.empty();) {
       auto [head, tail] = rest.split('\n');
-      first += "\n  " + head.str();
       rest = tail;
+      if (head.trim().empty())
+        continue;
+      first += "\n  " + head.str();
+      ++line;
     }
   }
   return llvm::createStringError("compiling the generated '" + source.str() + "' failed" +

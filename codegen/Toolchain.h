@@ -1,13 +1,17 @@
 //===- Toolchain.h - building generated executables --------------*- C++ -*-===//
 //
-// The generated C++ is compiled by the system compiler (the one ppc was
+// CPU: the generated C++ is compiled by the system compiler (the one ppc was
 // built with; PPC_CXX overrides it) against runtime/ppcrt and linked with
-// libppcrt, MPI, OpenBLAS and OpenMP.
+// libppcrt, MPI, OpenBLAS and OpenMP. CUDA: the generated .cu is compiled by
+// the toolkit's nvcc (PPC_NVCC overrides it) for the architectures asked
+// for and linked with libppcrt_cuda, cuBLASLt, NCCL and the same.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PPC_CODEGEN_TOOLCHAIN_H
 #define PPC_CODEGEN_TOOLCHAIN_H
+
+#include "codegen/Emitter.h"
 
 #include "llvm/Support/Error.h"
 
@@ -16,11 +20,22 @@
 
 namespace ppc::codegen {
 
+/// Whether ppc was built with the CUDA target (a toolkit with cuBLASLt and
+/// NCCL was found).
+bool haveCudaToolkit();
+
+/// Checks a --cuda-arch list ("sm_80,sm_90") and returns nvcc's -gencode
+/// flags for it.
+llvm::Expected<std::vector<std::string>> cudaArchFlags(llvm::StringRef archs);
+
 /// The compiler command line that builds `source` into `output`.
-std::vector<std::string> cpuBuildCommand(llvm::StringRef source, llvm::StringRef output);
+std::vector<std::string> buildCommand(Target target, llvm::StringRef source,
+                                      llvm::StringRef output,
+                                      const std::vector<std::string> &archFlags = {});
 
 /// Runs it; on failure, the error quotes the compiler's first lines.
-llvm::Error buildCpuExecutable(llvm::StringRef source, llvm::StringRef output);
+llvm::Error buildExecutable(Target target, llvm::StringRef source, llvm::StringRef output,
+                            const std::vector<std::string> &archFlags = {});
 
 } // namespace ppc::codegen
 

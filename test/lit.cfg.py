@@ -23,3 +23,15 @@ llvm_config.add_tool_substitutions(
     ["ppc", "ppc-opt"], [config.ppc_tools_dir])
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
                                    [config.llvm_tools_dir])
+
+# The CUDA target: `cuda-toolkit` when ppc was built with one (nvcc,
+# cuBLASLt, NCCL: generated CUDA is compiled and linked), `cuda-gpu` when a
+# GPU is visible too (the executables run). Tests that need them are
+# reported UNSUPPORTED otherwise, so a CPU-only run shows what it skipped.
+import shutil
+import subprocess
+if config.ppc_have_cuda:
+    config.available_features.add("cuda-toolkit")
+    smi = shutil.which("nvidia-smi")
+    if smi and subprocess.run([smi, "-L"], capture_output=True).returncode == 0:
+        config.available_features.add("cuda-gpu")

@@ -3,6 +3,7 @@
 // Each collective names its group by index (the communicators ppcrt creates
 // at start-up) and describes itself for the watchdog; all_slice and
 // axis_index need no communication, only the rank's position in its group.
+// Shared by both targets: on CUDA a call returns a ticket (EmitContext::ticket).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,7 +43,7 @@ static LogicalResult emitAllReduce(Operation *op, EmitContext &ctx) {
   auto reduce = llvm::cast<AllReduceOp>(op);
   auto [g, what] = groupOf(op, ctx);
   std::string in = ctx.ptr(reduce.getInput()), out = ctx.ptr(reduce.getResult());
-  ctx.body() << llvm::formatv("  rt.allReduce({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
+  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.allReduce({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
                               dtype(reduce.getInput()), in, out,
                               numElements(shapeOf(reduce.getInput())),
                               reductionName(reduce.getReduction()), what);
@@ -55,7 +56,7 @@ static LogicalResult emitAllGather(Operation *op, EmitContext &ctx) {
   auto shape = shapeOf(gather.getInput());
   int64_t dim = gather.getDim();
   std::string in = ctx.ptr(gather.getInput()), out = ctx.ptr(gather.getResult());
-  ctx.body() << llvm::formatv("  rt.allGather({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
+  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.allGather({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
                               dtype(gather.getInput()), in, out,
                               numElements(shape.take_front(dim)), numElements(shape.drop_front(dim)),
                               what);
@@ -68,7 +69,7 @@ static LogicalResult emitReduceScatter(Operation *op, EmitContext &ctx) {
   auto shape = shapeOf(scatter.getResult());
   int64_t dim = scatter.getDim();
   std::string in = ctx.ptr(scatter.getInput()), out = ctx.ptr(scatter.getResult());
-  ctx.body() << llvm::formatv("  rt.reduceScatter({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7});\n",
+  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.reduceScatter({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7});\n",
                               g, dtype(scatter.getInput()), in, out,
                               numElements(shape.take_front(dim)), numElements(shape.drop_front(dim)),
                               reductionName(scatter.getReduction()), what);
@@ -82,7 +83,7 @@ static LogicalResult emitAllToAll(Operation *op, EmitContext &ctx) {
   std::string dims = ctx.freshName("dims", op);
   ctx.file() << "static const int64_t " << dims << "[] = " << braces(shape) << ";\n";
   std::string in = ctx.ptr(exchange.getInput()), out = ctx.ptr(exchange.getResult());
-  ctx.body() << llvm::formatv("  rt.allToAll({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8});\n",
+  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.allToAll({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8});\n",
                               g, dtype(exchange.getInput()), in, out, dims, shape.size(),
                               exchange.getSplit(), exchange.getConcat(), what);
   return success();
@@ -99,6 +100,13 @@ static LogicalResult emitAllSlice(Operation *op, EmitContext &ctx) {
   ctx.file() << "static const int64_t " << dims << "[] = " << braces(shape) << ";\n"
              << "static const int64_t " << steps << "[] = " << braces(strides) << ";\n";
   std::string in = ctx.ptr(slice.getInput()), out = ctx.ptr(slice.getResult());
+  if (ctx.isCuda()) {
+    ctx.body() << llvm::formatv(
+        "  ppcrt::cuda::stridedCopy({0}, {1}, ppcrt::cuda::Dims{{{2}, {3}, {4}}, "
+        "rt.position({5}) * {6});\n",
+        in, out, shape.size(), braces(shape), braces(strides), g, shape[dim] * strides[dim]);
+    return success();
+  }
   ctx.body() << llvm::formatv(
       "  ppcrt::cpu::stridedCopy({0}, {1}, {2}, {3}, rt.position({4}) * {5}, {6});\n", in, out,
       shape.size(), dims, g, shape[dim] * strides[dim], steps);
@@ -109,14 +117,18 @@ static LogicalResult emitAxisIndex(Operation *op, EmitContext &ctx) {
   auto [g, what] = groupOf(op, ctx);
   (void)what;
   std::string out = ctx.ptr(op->getResult(0));
-  ctx.body() << llvm::formatv("  {0}[0] = rt.position({1});\n", out, g);
+  if (ctx.isCuda())
+    ctx.body() << llvm::formatv("  ppcrt::cuda::fill({0}, 1, int64_t(rt.position({1})));\n",
+                                out, g);
+  else
+    ctx.body() << llvm::formatv("  {0}[0] = rt.position({1});\n", out, g);
   return success();
 }
 
 static LogicalResult emitSend(Operation *op, EmitContext &ctx) {
   auto send = llvm::cast<SendOp>(op);
   std::string in = ctx.ptr(send.getInput());
-  ctx.body() << llvm::formatv("  rt.send({0}, {1}, {2}, {3}, {4}, {5});\n",
+  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.send({0}, {1}, {2}, {3}, {4}, {5});\n",
                               quote(send.getAxis()), send.getPeer(), dtype(send.getInput()), in,
                               numElements(shapeOf(send.getInput())),
                               ctx.what(op, send.getAxis()));
@@ -126,7 +138,7 @@ static LogicalResult emitSend(Operation *op, EmitContext &ctx) {
 static LogicalResult emitRecv(Operation *op, EmitContext &ctx) {
   auto recv = llvm::cast<RecvOp>(op);
   std::string out = ctx.ptr(recv.getResult());
-  ctx.body() << llvm::formatv("  rt.recv({0}, {1}, {2}, {3}, {4}, {5});\n",
+  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.recv({0}, {1}, {2}, {3}, {4}, {5});\n",
                               quote(recv.getAxis()), recv.getPeer(), dtype(recv.getResult()),
                               out, numElements(shapeOf(recv.getResult())),
                               ctx.what(op, recv.getAxis()));

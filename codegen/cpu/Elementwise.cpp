@@ -7,13 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/CpuEmitter.h"
+#include "codegen/Emitter.h"
 #include "codegen/EmitContext.h"
 #include "codegen/Fusion.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 
@@ -21,84 +20,7 @@ using namespace mlir;
 
 namespace ppc::codegen {
 
-/// The Scalar.h function computing `op`, or "" for cast/unknown ops.
-static llvm::StringRef scalarFunction(Operation *op) {
-  return llvm::TypeSwitch<Operation *, llvm::StringRef>(op)
-      .Case<NegOp>([](auto) { return "neg"; })
-      .Case<AbsOp>([](auto) { return "abs"; })
-      .Case<SqrtOp>([](auto) { return "sqrt"; })
-      .Case<ReciprocalOp>([](auto) { return "reciprocal"; })
-      .Case<ExpOp>([](auto) { return "exp"; })
-      .Case<LogOp>([](auto) { return "log"; })
-      .Case<ErfOp>([](auto) { return "erf"; })
-      .Case<TanhOp>([](auto) { return "tanh"; })
-      .Case<SigmoidOp>([](auto) { return "sigmoid"; })
-      .Case<ReluOp>([](auto) { return "relu"; })
-      .Case<SinOp>([](auto) { return "sin"; })
-      .Case<CosOp>([](auto) { return "cos"; })
-      .Case<FloorOp>([](auto) { return "floor"; })
-      .Case<CeilOp>([](auto) { return "ceil"; })
-      .Case<NotOp>([](auto) { return "logicalNot"; })
-      .Case<AddOp>([](auto) { return "add"; })
-      .Case<SubOp>([](auto) { return "sub"; })
-      .Case<MulOp>([](auto) { return "mul"; })
-      .Case<DivOp>([](auto) { return "div"; })
-      .Case<PowOp>([](auto) { return "pow"; })
-      .Case<MaxOp>([](auto) { return "max"; })
-      .Case<MinOp>([](auto) { return "min"; })
-      .Case<EqualOp>([](auto) { return "equal"; })
-      .Case<LessOp>([](auto) { return "less"; })
-      .Case<GreaterOp>([](auto) { return "greater"; })
-      .Case<AndOp>([](auto) { return "logicalAnd"; })
-      .Case<OrOp>([](auto) { return "logicalOr"; })
-      .Case<XorOp>([](auto) { return "logicalXor"; })
-      .Case<WhereOp>([](auto) { return "where"; })
-      .Default([](auto) { return ""; });
-}
-
-/// The loop nest of a group: collapsed sizes, each input's strides, and the
-/// dense strides of the result.
-struct LoopNest {
-  llvm::SmallVector<int64_t> sizes;
-  std::vector<llvm::SmallVector<int64_t>> inputStrides;
-};
-
-static LoopNest collapse(ArrayRef<int64_t> shape, llvm::ArrayRef<Value> inputs) {
-  int64_t rank = shape.size();
-  std::vector<llvm::SmallVector<int64_t>> strides;
-  for (Value input : inputs) {
-    auto inShape = llvm::cast<RankedTensorType>(input.getType()).getShape();
-    int64_t offset = rank - inShape.size(), stride = 1;
-    llvm::SmallVector<int64_t> s(rank, 0);
-    for (int64_t d = rank - 1; d >= offset; --d) {
-      int64_t size = inShape[d - offset];
-      s[d] = size == 1 ? 0 : stride;
-      stride *= size;
-    }
-    strides.push_back(s);
-  }
-  LoopNest nest;
-  nest.inputStrides.resize(inputs.size());
-  for (int64_t d = 0; d < rank; ++d) {
-    if (shape[d] == 1)
-      continue;
-    bool merge = !nest.sizes.empty();
-    for (auto [k, s] : llvm::enumerate(strides))
-      merge &= nest.inputStrides[k].back() == s[d] * shape[d];
-    if (merge) {
-      nest.sizes.back() *= shape[d];
-      for (auto [k, s] : llvm::enumerate(strides))
-        nest.inputStrides[k].back() = s[d];
-      continue;
-    }
-    nest.sizes.push_back(shape[d]);
-    for (auto [k, s] : llvm::enumerate(strides))
-      nest.inputStrides[k].push_back(s[d]);
-  }
-  return nest;
-}
-
-LogicalResult emitFusedGroup(const FusionGroup &group, EmitContext &ctx) {
+LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   Operation *last = group.ops.back();
   auto shape = llvm::cast<RankedTensorType>(last->getResult(0).getType()).getShape();
   std::string name = ctx.freshName("fused", group.ops.front());

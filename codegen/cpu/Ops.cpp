@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/CpuEmitter.h"
+#include "codegen/Emitter.h"
 #include "codegen/EmitContext.h"
 #include "codegen/Fusion.h"
 #include "executor/Tensor.h"
@@ -32,13 +32,7 @@ static std::string constArray(EmitContext &ctx, Operation *op, ArrayRef<int64_t>
   return name;
 }
 
-static void comment(EmitContext &ctx, Operation *op) {
-  std::string node = nodeName(op);
-  ctx.body() << "  // " << op->getName().getStringRef();
-  if (!node.empty())
-    ctx.body() << " '" << node << "'";
-  ctx.body() << "\n";
-}
+static void comment(EmitContext &ctx, Operation *op) { ctx.comment(op); }
 
 static std::string bytes(Value value, EmitContext &ctx) {
   return std::to_string(numElements(shapeOf(value))) + " * sizeof(" + ctx.elementType(value) + ")";

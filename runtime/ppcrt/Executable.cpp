@@ -4,8 +4,8 @@
 // coordinate on its own arena, with its blocks of the parameters, optimizer
 // state and token windows; the rank that computes the loss logs it. State
 // lives outside the arena between steps (the arena's argument slots may be
-// reused within a step), and checkpoints are each rank's state as one
-// safetensors file, committed atomically by rank 0.
+// reused within a step), in the device's memory, and checkpoints are each
+// rank's state as one safetensors file, committed atomically by rank 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +13,7 @@
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
 #include "runtime/ppcrt/Blocks.h"
+#include "runtime/ppcrt/Device.h"
 #include "runtime/ppcrt/Export.h"
 #include "runtime/ppcrt/MpiRank.h"
 
@@ -81,14 +82,29 @@ std::string formatError(llvm::Error error) { return llvm::toString(std::move(err
 
 struct Trainer {
   const Program &program;
-  MpiRank &rank;
+  Device &device;
+  Rank &rank;
+  std::vector<int64_t> coordinates;
   const RankProgram &rp;
-  /// The state carried between steps, by key: parameters, optimizer state.
-  std::map<std::string, std::vector<char>> held;
+  /// The state carried between steps, by key: parameters, optimizer state
+  /// (device memory).
+  std::map<std::string, void *> held;
   std::map<std::string, double> outputs;
 
-  Trainer(const Program &program, MpiRank &rank, const RankProgram &rp)
-      : program(program), rank(rank), rp(rp) {}
+  Trainer(const Program &program, Device &device, Rank &rank, const RankProgram &rp)
+      : program(program), device(device), rank(rank),
+        coordinates(meshCoordinates(program, rank.worldRank())), rp(rp) {}
+  ~Trainer() {
+    for (auto &[key, memory] : held)
+      device.release(memory);
+  }
+
+  /// A host copy of held tensor `t`.
+  std::vector<char> fetch(const TensorInfo &t) {
+    std::vector<char> host(bytesOf(t));
+    device.download(host.data(), held[t.key], host.size());
+    return host;
+  }
 
   bool isState(const TensorInfo &t) const {
     llvm::StringRef key = t.key;
@@ -104,11 +120,15 @@ struct Trainer {
       const TensorInfo &t = rp.args[i];
       if (!isState(t))
         continue;
-      std::vector<char> &local = held[t.key];
-      local.assign(bytesOf(t), 0);
+      void *&memory = held[t.key];
+      memory = device.allocate(std::max<size_t>(1, bytesOf(t)));
+      if (!memory)
+        return llvm::createStringError(std::string("cannot allocate '") + t.key + "' on " +
+                                       device.describe());
       llvm::StringRef key = t.key;
       if (!key.starts_with("param:"))
         continue;
+      std::vector<char> local(bytesOf(t));
       auto global = weights->lookup(key.drop_front(6));
       if (!global)
         return global.takeError();
@@ -125,27 +145,28 @@ struct Trainer {
       // This rank's block of the global value.
       size_t bytes = dtypeBytes(t.dtype);
       const char *from = static_cast<const char *>(global->data);
-      forEachBlockElement(program, t, rank.coordinates(), [&](int64_t l, int64_t g) {
+      forEachBlockElement(program, t, coordinates, [&](int64_t l, int64_t g) {
         std::memcpy(local.data() + l * bytes, from + g * bytes, bytes);
       });
+      device.upload(memory, local.data(), local.size());
     }
     return llvm::Error::success();
   }
 
   /// Runs step `step` on `arena`.
   void step(int64_t step, char *arena, const ppc::TokenData &tokens) {
-    std::vector<int64_t> scratch;
+    std::vector<int64_t> scratch, window;
     for (int i = 0; i < rp.numArgs; ++i) {
       const TensorInfo &t = rp.args[i];
       char *slot = arena + t.offset;
       llvm::StringRef key = t.key;
       if (key == "step") {
         int64_t s = step;
-        std::memcpy(slot, &s, sizeof(s));
+        device.upload(slot, &s, sizeof(s));
         continue;
       }
       if (isState(t)) {
-        std::memcpy(slot, held[t.key].data(), bytesOf(t));
+        device.copy(slot, held[t.key], bytesOf(t));
         continue;
       }
       // Token windows: inputs for the first token input, labels for the
@@ -157,37 +178,47 @@ struct Trainer {
       if (which < 0)
         die(std::string("the program takes '") + t.key + "', which the runtime cannot feed");
       int64_t rows = t.shape[0], seq = t.shape[1];
-      int64_t first = blockIndex(program, rank.coordinates(), t.sharding[0]) * rows;
+      int64_t first = blockIndex(program, coordinates, t.sharding[0]) * rows;
       scratch.resize(2 * seq);
-      auto *out = reinterpret_cast<int64_t *>(slot);
+      window.resize(rows * seq);
       for (int64_t r = 0; r < rows; ++r) {
         tokens.window(step, program.globalBatch, seq, first + r, scratch.data(),
                       scratch.data() + seq);
-        std::memcpy(out + r * seq, scratch.data() + (which ? seq : 0), seq * sizeof(int64_t));
+        std::memcpy(window.data() + r * seq, scratch.data() + (which ? seq : 0),
+                    seq * sizeof(int64_t));
       }
+      device.upload(slot, window.data(), window.size() * sizeof(int64_t));
     }
     rp.run(rank, arena);
     rank.endStep();
+    if (program.kernelError)
+      if (const char *error = program.kernelError())
+        fail(error);
     for (int i = 0; i < rp.numResults; ++i) {
       const TensorInfo &t = rp.results[i];
       const char *slot = arena + t.offset;
       llvm::StringRef key = t.key;
       if (key.starts_with("output:")) {
         double value = 0;
-        if (t.dtype == DType::F32)
-          value = *reinterpret_cast<const float *>(slot);
-        else if (t.dtype == DType::F64)
-          value = *reinterpret_cast<const double *>(slot);
+        if (t.dtype == DType::F32) {
+          float f;
+          device.download(&f, slot, sizeof(f));
+          value = f;
+        } else if (t.dtype == DType::F64) {
+          device.download(&value, slot, sizeof(value));
+        }
         outputs[key.drop_front(7).str()] = value;
         continue;
       }
-      std::memcpy(held[t.key].data(), slot, bytesOf(t));
+      device.copy(held[t.key], slot, bytesOf(t));
     }
   }
 
   /// Writes this rank's state into the staging directory of `steps`.
   llvm::Error save(const std::string &staging, int64_t steps, const std::string &file) {
     std::vector<TensorView> tensors;
+    std::vector<std::vector<char>> copies;
+    copies.reserve(rp.numArgs);
     for (int i = 0; i < rp.numArgs; ++i) {
       const TensorInfo &t = rp.args[i];
       if (!isState(t))
@@ -196,7 +227,8 @@ struct Trainer {
       view.name = t.key;
       view.dtype = t.dtype;
       view.shape.assign(t.shape, t.shape + t.rank);
-      view.data = held[t.key].data();
+      copies.push_back(fetch(t));
+      view.data = copies.back().data();
       tensors.push_back(view);
     }
     std::map<std::string, std::string> metadata{
@@ -231,7 +263,7 @@ struct Trainer {
           tensor->shape != std::vector<int64_t>(t.shape, t.shape + t.rank))
         return llvm::createStringError("checkpoint '" + std::string(path) + "': tensor '" +
                                        t.key + "' does not match the compiled program");
-      std::memcpy(held[t.key].data(), tensor->data, bytesOf(t));
+      device.upload(held[t.key], tensor->data, bytesOf(t));
     }
     return llvm::Error::success();
   }
@@ -239,16 +271,7 @@ struct Trainer {
 
 } // namespace
 
-int main(int argc, char **argv, const Program &program) {
-  // OpenMP threads that spin after a parallel region take the cores from
-  // OpenBLAS's own threads in the GEMM that follows (measured: a 4-layer GPT
-  // step took twice as long on 2 cores). libgomp reads its wait policy when
-  // it is loaded, before main, so the process starts again with a passive
-  // one unless the user chose one.
-  if (!std::getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execv("/proc/self/exe", argv);
-  }
+int run(int argc, char **argv, const Program &program, Device &device) {
   cl::OptionCategory category("training options");
   cl::opt<std::string> data("data", cl::desc("token file (DESIGN.md §4)"),
                             cl::value_desc("FILE"), cl::Required, cl::cat(category));
@@ -309,15 +332,15 @@ int main(int argc, char **argv, const Program &program) {
   // Threads: the cores of this node shared among its ranks.
   MPI_Comm node;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, worldRank, MPI_INFO_NULL, &node);
-  int localRanks = 1;
+  int localRanks = 1, localRank = 0;
+  MPI_Comm_rank(node, &localRank);
   MPI_Comm_size(node, &localRanks);
   MPI_Comm_free(&node);
   int cores = int(std::thread::hardware_concurrency());
   int perRank = threads > 0 ? int(threads) : std::max(1, cores / localRanks);
-#ifdef _OPENMP
-  omp_set_num_threads(perRank);
-#endif
-  openblas_set_num_threads(perRank);
+  std::string started = device.start(localRank, localRanks, perRank);
+  if (!started.empty())
+    die(started);
 
   auto tokens = ppc::TokenData::open(data, program.dataDtype);
   if (!tokens)
@@ -325,11 +348,12 @@ int main(int argc, char **argv, const Program &program) {
   if (llvm::Error e = tokens->checkSequence(program.seqLen))
     dieAll(formatError(std::move(e)), lead);
 
-  auto rankOwner = std::make_unique<MpiRank>(program, timeout);
-  MpiRank &rank = *rankOwner;
-  int64_t ppCoord = coordinateOn(program, rank.coordinates(), "pp");
+  std::unique_ptr<Rank> rankOwner = device.connect(program, timeout);
+  Rank &rank = *rankOwner;
+  int64_t ppCoord = coordinateOn(program, meshCoordinates(program, worldRank), "pp");
   const RankProgram &rp = program.programs[program.numPrograms == 1 ? 0 : ppCoord];
-  Trainer trainer(program, rank, rp);
+  auto trainerOwner = std::make_unique<Trainer>(program, device, rank, rp);
+  Trainer &trainer = *trainerOwner;
 
   // The rank that logs: the first to compute the loss.
   int logRank = 0;
@@ -425,9 +449,11 @@ int main(int argc, char **argv, const Program &program) {
       die("--log '" + logPath + "': " + ec.message());
   }
 
-  void *arenaMemory = std::aligned_alloc(64, std::max<int64_t>(64, (rp.arenaBytes + 63) / 64 * 64));
+  void *arenaMemory = device.allocate(std::max<int64_t>(64, rp.arenaBytes));
+  if (!arenaMemory)
+    die(llvm::formatv("rank {0}: cannot allocate the arena of {1:f1} MiB on {2}", worldRank,
+                      rp.arenaBytes / 1048576.0, device.describe()));
   char *arena = static_cast<char *>(arenaMemory);
-  std::memset(arena, 0, rp.arenaBytes);
   int64_t tokensPerStep = program.globalBatch * program.seqLen;
   for (int64_t s = start; s < steps; ++s) {
     auto begin = std::chrono::steady_clock::now();
@@ -436,6 +462,10 @@ int main(int argc, char **argv, const Program &program) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     if (logs) {
       double loss = trainer.outputs["loss"];
+      // MFU counts this rank's GEMMs against the device's dense peak.
+      double peak = device.peakFlops();
+      double mfu = peak > 0 ? rp.gemmFlops / seconds / peak : 0;
+      int64_t memory = device.memoryInUse();
       if (log) {
         llvm::json::OStream json(*log);
         json.object([&] {
@@ -446,15 +476,24 @@ int main(int argc, char **argv, const Program &program) {
           json.attribute("step_time", seconds);
           json.attribute("tokens_per_s", tokensPerStep / seconds);
           json.attribute("arena_bytes", rp.arenaBytes);
+          if (peak > 0)
+            json.attribute("mfu", mfu);
+          if (memory > 0)
+            json.attribute("memory_bytes", memory);
         });
         *log << "\n";
         log->flush();
       }
+      std::string extra;
+      if (peak > 0)
+        extra += llvm::formatv("  MFU {0:f1}%", 100 * mfu).str();
+      if (memory > 0)
+        extra += llvm::formatv("  memory {0:f2} GiB", memory / 1073741824.0).str();
       llvm::errs() << llvm::formatv(
           "step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  {5:f3} s  {6:f0} tok/s  "
-          "arena {7:f1} MiB\n",
+          "arena {7:f1} MiB{8}\n",
           s + 1, steps, loss, trainer.outputs["lr"], trainer.outputs["grad_norm"], seconds,
-          tokensPerStep / seconds, rp.arenaBytes / 1048576.0);
+          tokensPerStep / seconds, rp.arenaBytes / 1048576.0, extra);
       if (!std::isfinite(loss))
         die("step " + std::to_string(s) + ": the loss is not finite");
     }
@@ -487,7 +526,7 @@ int main(int argc, char **argv, const Program &program) {
       MPI_Barrier(MPI_COMM_WORLD);
     }
   }
-  std::free(arenaMemory);
+  device.release(arenaMemory);
   if (!exportPath.empty()) {
     // Every rank's blocks go through files beside the output (as a
     // checkpoint's do); rank 0 puts the parameters together.
@@ -507,10 +546,69 @@ int main(int argc, char **argv, const Program &program) {
       llvm::errs() << "wrote " << exportPath << "\n";
     }
   }
+  trainerOwner.reset();
   rankOwner.reset();
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return 0;
+}
+
+Device::~Device() = default;
+
+namespace {
+
+/// Host memory, OpenMP and OpenBLAS threads, MPI.
+class CpuDevice final : public Device {
+public:
+  std::string start(int, int, int threadsPerRank) override {
+    threads = threadsPerRank;
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    openblas_set_num_threads(threads);
+    return "";
+  }
+  std::unique_ptr<Rank> connect(const Program &program, double timeoutSeconds) override {
+    return std::make_unique<MpiRank>(program, timeoutSeconds);
+  }
+  void *allocate(size_t bytes) override {
+    void *memory = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (memory)
+      std::memset(memory, 0, bytes);
+    return memory;
+  }
+  void release(void *memory) override { std::free(memory); }
+  void upload(void *device, const void *host, size_t bytes) override {
+    std::memcpy(device, host, bytes);
+  }
+  void download(void *host, const void *device, size_t bytes) override {
+    std::memcpy(host, device, bytes);
+  }
+  void copy(void *to, const void *from, size_t bytes) override { std::memcpy(to, from, bytes); }
+  std::string describe() const override {
+    return "cpu, " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s");
+  }
+
+private:
+  int threads = 1;
+};
+
+} // namespace
+
+std::unique_ptr<Device> cpuDevice() { return std::make_unique<CpuDevice>(); }
+
+int main(int argc, char **argv, const Program &program) {
+  // OpenMP threads that spin after a parallel region take the cores from
+  // OpenBLAS's own threads in the GEMM that follows (measured: a 4-layer GPT
+  // step took twice as long on 2 cores). libgomp reads its wait policy when
+  // it is loaded, before main, so the process starts again with a passive
+  // one unless the user chose one.
+  if (!std::getenv("OMP_WAIT_POLICY")) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv);
+  }
+  std::unique_ptr<Device> device = cpuDevice();
+  return run(argc, argv, program, *device);
 }
 
 } // namespace ppcrt

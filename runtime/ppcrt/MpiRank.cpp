@@ -119,6 +119,7 @@ void MpiRank::watch() {
                    "rank; a peer rank has died or hangs\n",
                    rank, timeout, what, static_cast<long long>(sequence.load()));
       std::fflush(stderr);
+      abortCommunicators();
       MPI_Abort(MPI_COMM_WORLD, 1);
       _exit(1);
     }
@@ -129,15 +130,16 @@ void MpiRank::watch() {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-void MpiRank::allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
+Ticket MpiRank::allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
                         Reduction reduction, const char *what) {
   enter(what);
   MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, int(count), mpiType(dtype),
                 mpiOp(reduction), groups[g].comm);
   leave();
+  return 0;
 }
 
-void MpiRank::allGather(int g, DType dtype, const void *in, void *out, int64_t outer,
+Ticket MpiRank::allGather(int g, DType dtype, const void *in, void *out, int64_t outer,
                         int64_t inner, const char *what) {
   int64_t size = groups[g].size, bytes = int64_t(dtypeBytes(dtype));
   enter(what);
@@ -145,7 +147,7 @@ void MpiRank::allGather(int g, DType dtype, const void *in, void *out, int64_t o
     MPI_Allgather(in, int(inner), mpiType(dtype), out, int(inner), mpiType(dtype),
                   groups[g].comm);
     leave();
-    return;
+    return 0;
   }
   // Members' blocks arrive one after the other; interleave them per row.
   scratch.resize(size * outer * inner * bytes);
@@ -157,9 +159,10 @@ void MpiRank::allGather(int g, DType dtype, const void *in, void *out, int64_t o
     for (int64_t j = 0; j < size; ++j)
       std::memcpy(to + (o * size + j) * inner * bytes,
                   scratch.data() + (j * outer + o) * inner * bytes, inner * bytes);
+  return 0;
 }
 
-void MpiRank::reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
+Ticket MpiRank::reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
                             int64_t inner, Reduction reduction, const char *what) {
   int64_t size = groups[g].size, bytes = int64_t(dtypeBytes(dtype));
   const void *send = in;
@@ -177,6 +180,7 @@ void MpiRank::reduceScatter(int g, DType dtype, const void *in, void *out, int64
   MPI_Reduce_scatter_block(send, out, int(outer * inner), mpiType(dtype), mpiOp(reduction),
                            groups[g].comm);
   leave();
+  return 0;
 }
 
 /// Copies the block [index * size/parts, (index+1) * size/parts) of
@@ -200,7 +204,7 @@ static void copyBlock(const int64_t *shape, int rank, int dim, int64_t parts, in
   }
 }
 
-void MpiRank::allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
+Ticket MpiRank::allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
                        int rank, int split, int concat, const char *what) {
   int64_t size = groups[g].size, bytes = int64_t(dtypeBytes(dtype));
   int64_t total = 1;
@@ -225,22 +229,21 @@ void MpiRank::allToAll(int g, DType dtype, const void *in, void *out, const int6
   for (int64_t j = 0; j < size; ++j)
     copyBlock(outShape.data(), rank, concat, size, j, bytes, static_cast<char *>(out),
               scratch2.data() + j * block * bytes, false);
+  return 0;
 }
 
 //===----------------------------------------------------------------------===//
 // Messages
 //===----------------------------------------------------------------------===//
 
-/// The world rank whose coordinate on `axis` is `peer` and whose other
-/// coordinates are `coords`.
-static int peerRank(const Program &program, std::vector<int64_t> coords, const char *axis,
-                    int64_t peer) {
+int MpiRank::peerRank(const char *axis, int64_t peer) const {
+  std::vector<int64_t> at = coords;
   for (int a : meshAxisIndices(program, axis))
-    coords[a] = peer;
-  return int(meshRankAt(program, coords));
+    at[a] = peer;
+  return int(meshRankAt(program, at));
 }
 
-void MpiRank::send(const char *axis, int64_t peer, DType dtype, const void *data,
+Ticket MpiRank::send(const char *axis, int64_t peer, DType dtype, const void *data,
                    int64_t count, const char *) {
   PendingSend message;
   size_t bytes = count * dtypeBytes(dtype);
@@ -248,15 +251,17 @@ void MpiRank::send(const char *axis, int64_t peer, DType dtype, const void *data
   pending.push_back(std::move(message));
   PendingSend &sent = pending.back();
   MPI_Isend(sent.data.data(), int(count), mpiType(dtype),
-            peerRank(program, coords, axis, peer), 0, MPI_COMM_WORLD, &sent.request);
+            peerRank(axis, peer), 0, MPI_COMM_WORLD, &sent.request);
+  return 0;
 }
 
-void MpiRank::recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
+Ticket MpiRank::recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
                    const char *what) {
   enter(what);
-  MPI_Recv(data, int(count), mpiType(dtype), peerRank(program, coords, axis, peer), 0,
+  MPI_Recv(data, int(count), mpiType(dtype), peerRank(axis, peer), 0,
            MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   leave();
+  return 0;
 }
 
 void MpiRank::endStep() {

@@ -23,7 +23,7 @@
 
 namespace ppcrt {
 
-class MpiRank final : public Rank {
+class MpiRank : public Rank {
 public:
   /// Creates the communicators of `program.groups` (collective over the
   /// world). `timeoutSeconds` <= 0 disables the watchdog.
@@ -36,17 +36,17 @@ public:
   /// This rank's coordinates on the mesh (Blocks.h), one per axis.
   const std::vector<int64_t> &coordinates() const { return coords; }
 
-  void allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
+  Ticket allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
                  Reduction reduction, const char *what) override;
-  void allGather(int g, DType dtype, const void *in, void *out, int64_t outer, int64_t inner,
+  Ticket allGather(int g, DType dtype, const void *in, void *out, int64_t outer, int64_t inner,
                  const char *what) override;
-  void reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
+  Ticket reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
                      int64_t inner, Reduction reduction, const char *what) override;
-  void allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
+  Ticket allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
                 int rank, int split, int concat, const char *what) override;
-  void send(const char *axis, int64_t peer, DType dtype, const void *data, int64_t count,
+  Ticket send(const char *axis, int64_t peer, DType dtype, const void *data, int64_t count,
             const char *what) override;
-  void recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
+  Ticket recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
             const char *what) override;
   void endStep() override;
 
@@ -56,7 +56,7 @@ public:
   /// Blocking calls made so far (the number of the current one).
   int64_t calls() const { return sequence.load(); }
 
-private:
+protected:
   struct Group {
     MPI_Comm comm = MPI_COMM_NULL;
     int64_t position = 0, size = 1;
@@ -66,10 +66,17 @@ private:
     MPI_Request request;
   };
 
+  /// Called by the watchdog before it stops the job: a subclass aborts the
+  /// communicators it adds (NCCL's) so that no kernel waits on a dead peer.
+  virtual void abortCommunicators() {}
+
   /// Marks the start and end of a blocking call for the watchdog.
   void enter(const char *what);
   void leave();
   void watch();
+  /// The world rank whose coordinate on `axis` is `peer`, the others being
+  /// this rank's.
+  int peerRank(const char *axis, int64_t peer) const;
 
   const Program &program;
   int rank = 0, worldSize = 1;

@@ -64,6 +64,17 @@ struct RankProgram {
   int numArgs;
   const TensorInfo *results;
   int numResults;
+  /// Floating-point operations of one step in GEMMs (2mnk each), for MFU.
+  double gemmFlops = 0;
+};
+
+/// A pipeline channel: messages from the rank at coordinate `from` on mesh
+/// axis `axis` to the one at `to` (the other coordinates alike). CUDA gives
+/// each its own NCCL communicator and stream, so that a send never waits
+/// behind a receive, as MPI's buffered sends never do.
+struct Channel {
+  const char *axis;
+  int64_t from, to;
 };
 
 /// The whole executable.
@@ -96,10 +107,21 @@ struct Program {
   int numTokenInputs;
   /// The compile command's training flags, for logs and --help.
   const char *description;
+  /// "cpu" or "cuda", and what GEMMs compute in ("fp32" or "bf16").
+  const char *target = "cpu";
+  const char *precision = "fp32";
+  /// Every (from, to) pair the programs send along (the CUDA runtime's
+  /// channels; the CPU runtime sends on the world communicator).
+  const Channel *channels = nullptr;
+  int numChannels = 0;
+  /// The message of an error the program's kernels flagged in the step that
+  /// ended (an index out of range), or null (GPU kernels cannot stop the
+  /// process themselves); null when kernels report errors at once.
+  const char *(*kernelError)() = nullptr;
 };
 
-/// Runs the executable: parses DESIGN.md §4's command line, starts MPI,
-/// trains. Returns the process exit status.
+/// The CPU executable: ppcrt::run on the host (Device.h). Returns the
+/// process exit status.
 int main(int argc, char **argv, const Program &program);
 
 } // namespace ppcrt

@@ -1,9 +1,15 @@
 //===- Rank.h - the communication a generated rank program calls ---------===//
 //
 // One object per process. Collectives and point-to-point messages map 1:1 to
-// MPI calls on the communicator of the mesh group they name (created once at
-// start-up, DESIGN.md §2). Every call names what it does for the watchdog
-// and for errors: "all_reduce #12 on dp for node 'blocks.0/attn/MatMul'".
+// MPI (CPU) or NCCL (CUDA) calls on the communicator of the mesh group they
+// name (created once at start-up, DESIGN.md §2). Every call names what it
+// does for the watchdog and for errors: "all_reduce on [dp] for node
+// 'blocks.0/attn/MatMul'".
+//
+// A call returns a ticket. On CPUs the call is complete when it returns; on
+// GPUs it is queued on a communication stream and runs beside the program's
+// kernels, and generated code calls wait(ticket) before the first kernel
+// that reads what it writes or overwrites what it reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +24,9 @@ namespace ppcrt {
 
 enum class Reduction { Sum, Max };
 
+/// A communication call in flight (0: one that is complete).
+using Ticket = int64_t;
+
 class Rank {
 public:
   virtual ~Rank();
@@ -30,30 +39,32 @@ public:
 
   /// `out` = the elementwise reduction of every group member's `in`
   /// (`count` elements; `in == out` allowed).
-  virtual void allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
+  virtual Ticket allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
                          Reduction reduction, const char *what) = 0;
   /// `in` is [outer, inner]; `out` is [outer, size * inner], the members'
   /// blocks side by side in group order.
-  virtual void allGather(int g, DType dtype, const void *in, void *out, int64_t outer,
+  virtual Ticket allGather(int g, DType dtype, const void *in, void *out, int64_t outer,
                          int64_t inner, const char *what) = 0;
   /// `in` is [outer, size * inner]; `out` is [outer, inner]: block
   /// `position(g)` of the reduction over the group.
-  virtual void reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
+  virtual Ticket reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
                              int64_t inner, Reduction reduction, const char *what) = 0;
   /// `in` has `shape` (rank `rank`); it is cut into size blocks along
   /// `split`, block j goes to member j, and the blocks received are
   /// concatenated along `concat` in group order into `out`.
-  virtual void allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
+  virtual Ticket allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
                         int rank, int split, int concat, const char *what) = 0;
   /// Sends `count` elements to the rank whose coordinate on mesh axis
   /// `axis` is `peer` (the other coordinates being this rank's). Returns at
   /// once: the data is copied and delivered in order per peer.
-  virtual void send(const char *axis, int64_t peer, DType dtype, const void *data,
+  virtual Ticket send(const char *axis, int64_t peer, DType dtype, const void *data,
                     int64_t count, const char *what) = 0;
   /// Receives the next message from that rank into `data`.
-  virtual void recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
+  virtual Ticket recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
                     const char *what) = 0;
-  /// Ends a step: waits for the messages this rank sent.
+  /// Makes the program's next kernels wait for call `ticket`.
+  virtual void wait(Ticket ticket) { (void)ticket; }
+  /// Ends a step: waits for every call and for the messages this rank sent.
   virtual void endStep() = 0;
 };
 

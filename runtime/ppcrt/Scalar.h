@@ -15,29 +15,36 @@
 #include <cstdint>
 #include <type_traits>
 
+// Fused CUDA kernels call the same functions on the GPU.
+#ifdef __CUDACC__
+#define PPCRT_HD __host__ __device__
+#else
+#define PPCRT_HD
+#endif
+
 namespace ppcrt::scalar {
 
 template <typename T> using Wide = std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>;
 
-template <typename T> inline T add(T x, T y) {
+template <typename T> PPCRT_HD inline T add(T x, T y) {
   if constexpr (std::is_integral_v<T>)
     return T(uint64_t(x) + uint64_t(y));
   else
     return x + y;
 }
-template <typename T> inline T sub(T x, T y) {
+template <typename T> PPCRT_HD inline T sub(T x, T y) {
   if constexpr (std::is_integral_v<T>)
     return T(uint64_t(x) - uint64_t(y));
   else
     return x - y;
 }
-template <typename T> inline T mul(T x, T y) {
+template <typename T> PPCRT_HD inline T mul(T x, T y) {
   if constexpr (std::is_integral_v<T>)
     return T(uint64_t(x) * uint64_t(y));
   else
     return x * y;
 }
-template <typename T> inline T div(T x, T y) {
+template <typename T> PPCRT_HD inline T div(T x, T y) {
   if constexpr (std::is_integral_v<T>) {
     if (y == 0)
       return 0;
@@ -47,7 +54,7 @@ template <typename T> inline T div(T x, T y) {
   }
   return x / y;
 }
-template <typename T> inline T pow(T x, T y) {
+template <typename T> PPCRT_HD inline T pow(T x, T y) {
   if constexpr (std::is_floating_point_v<T>) {
     return std::pow(x, y);
   } else {
@@ -63,16 +70,16 @@ template <typename T> inline T pow(T x, T y) {
     return result;
   }
 }
-template <typename T> inline bool isNaN(T x) {
+template <typename T> PPCRT_HD inline bool isNaN(T x) {
   if constexpr (std::is_floating_point_v<T>)
     return x != x;
   else
     return false;
 }
-template <typename T> inline T max(T x, T y) { return isNaN(x) || x > y ? x : y; }
-template <typename T> inline T min(T x, T y) { return isNaN(x) || x < y ? x : y; }
-template <typename T> inline T neg(T x) { return sub(T(0), x); }
-template <typename T> inline T abs(T x) {
+template <typename T> PPCRT_HD inline T max(T x, T y) { return isNaN(x) || x > y ? x : y; }
+template <typename T> PPCRT_HD inline T min(T x, T y) { return isNaN(x) || x < y ? x : y; }
+template <typename T> PPCRT_HD inline T neg(T x) { return sub(T(0), x); }
+template <typename T> PPCRT_HD inline T abs(T x) {
   if constexpr (std::is_floating_point_v<T>)
     return std::fabs(x);
   else if constexpr (std::is_unsigned_v<T>)
@@ -80,35 +87,35 @@ template <typename T> inline T abs(T x) {
   else
     return x < 0 ? neg(x) : x;
 }
-template <typename T> inline T relu(T x) {
+template <typename T> PPCRT_HD inline T relu(T x) {
   if constexpr (std::is_unsigned_v<T>)
     return x;
   else
     return x < 0 ? T(0) : x;
 }
-template <typename T> inline T logicalNot(T x) { return T(!x); }
-template <typename T> inline T sqrt(T x) { return std::sqrt(x); }
-template <typename T> inline T reciprocal(T x) { return T(1) / x; }
-template <typename T> inline T exp(T x) { return std::exp(x); }
-template <typename T> inline T log(T x) { return std::log(x); }
-template <typename T> inline T erf(T x) { return std::erf(x); }
-template <typename T> inline T tanh(T x) { return std::tanh(x); }
-template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
-template <typename T> inline T sin(T x) { return std::sin(x); }
-template <typename T> inline T cos(T x) { return std::cos(x); }
-template <typename T> inline T floor(T x) { return std::floor(x); }
-template <typename T> inline T ceil(T x) { return std::ceil(x); }
-template <typename T> inline uint8_t equal(T x, T y) { return x == y; }
-template <typename T> inline uint8_t less(T x, T y) { return x < y; }
-template <typename T> inline uint8_t greater(T x, T y) { return x > y; }
-inline uint8_t logicalAnd(uint8_t x, uint8_t y) { return x && y; }
-inline uint8_t logicalOr(uint8_t x, uint8_t y) { return x || y; }
-inline uint8_t logicalXor(uint8_t x, uint8_t y) { return (x != 0) != (y != 0); }
-template <typename T> inline T where(uint8_t c, T x, T y) { return c ? x : y; }
+template <typename T> PPCRT_HD inline T logicalNot(T x) { return T(!x); }
+template <typename T> PPCRT_HD inline T sqrt(T x) { return std::sqrt(x); }
+template <typename T> PPCRT_HD inline T reciprocal(T x) { return T(1) / x; }
+template <typename T> PPCRT_HD inline T exp(T x) { return std::exp(x); }
+template <typename T> PPCRT_HD inline T log(T x) { return std::log(x); }
+template <typename T> PPCRT_HD inline T erf(T x) { return std::erf(x); }
+template <typename T> PPCRT_HD inline T tanh(T x) { return std::tanh(x); }
+template <typename T> PPCRT_HD inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <typename T> PPCRT_HD inline T sin(T x) { return std::sin(x); }
+template <typename T> PPCRT_HD inline T cos(T x) { return std::cos(x); }
+template <typename T> PPCRT_HD inline T floor(T x) { return std::floor(x); }
+template <typename T> PPCRT_HD inline T ceil(T x) { return std::ceil(x); }
+template <typename T> PPCRT_HD inline uint8_t equal(T x, T y) { return x == y; }
+template <typename T> PPCRT_HD inline uint8_t less(T x, T y) { return x < y; }
+template <typename T> PPCRT_HD inline uint8_t greater(T x, T y) { return x > y; }
+PPCRT_HD inline uint8_t logicalAnd(uint8_t x, uint8_t y) { return x && y; }
+PPCRT_HD inline uint8_t logicalOr(uint8_t x, uint8_t y) { return x || y; }
+PPCRT_HD inline uint8_t logicalXor(uint8_t x, uint8_t y) { return (x != 0) != (y != 0); }
+template <typename T> PPCRT_HD inline T where(uint8_t c, T x, T y) { return c ? x : y; }
 
 /// ONNX Cast: floats to integers truncate toward zero and wrap; to bool is
 /// != 0.
-template <typename To, typename From> inline To cast(From x) {
+template <typename To, typename From> PPCRT_HD inline To cast(From x) {
   if constexpr (std::is_same_v<To, From>) {
     return x;
   } else if constexpr (std::is_same_v<To, bool>) {

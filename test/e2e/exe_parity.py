@@ -3,6 +3,11 @@
 run alive: checkpoints, resume and the watchdog.
 
     /usr/bin/python3 test/e2e/exe_parity.py --ppc build/bin/ppc [--quick]
+    /usr/bin/python3 test/e2e/exe_parity.py --ppc build/bin/ppc --target cuda
+
+With --target cuda (a GPU per rank needed), only the parity runs, on the
+meshes the visible GPUs hold, within a relative 1e-4: GPU GEMMs and
+reductions sum in another order than the executor (DESIGN.md §5).
 
 1. Parity: for GPT-, LLaMA- and BERT-style models on meshes 1, 2x2, 2x2x2
    and 2x4x2, `ppc compile` + `mpirun -np N EXE` for 20 AdamW steps gives
@@ -37,6 +42,8 @@ CFG = dict(vocab=256, d_model=32, n_layers=2, n_heads=4, seq=16, batch=4)
 TRAINING = ["--data-dtype", "u8", "--batch", "8", "--micro-batches", "2",
             "--optimizer", "adamw", "--lr", "1e-3"]
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+TARGET = ["--target", "cpu"]
+LIMIT = 1e-5
 
 
 def ranks(mesh):
@@ -59,7 +66,7 @@ def losses(log):
 
 
 def compile_exe(ppc, model, mesh, exe):
-    run([ppc, "compile", model, "--mesh", mesh, "-o", exe] + TRAINING)
+    run([ppc, "compile", model, "--mesh", mesh, *TARGET, "-o", exe] + TRAINING)
 
 
 def train(exe, mesh, steps, log, extra=(), timeout=600):
@@ -106,7 +113,7 @@ def parity(ppc, tmp, models, meshes, steps, layouts=()):
             ppc_models.export(kind, CFG, model, constant_folding=False)
         name = f"{kind}-{mesh}" + ("-pinned" if extra else "")
         exe = os.path.join(tmp, name)
-        run([ppc, "compile", model, "--mesh", mesh, "-o", exe] + TRAINING + extra)
+        run([ppc, "compile", model, "--mesh", mesh, *TARGET, "-o", exe] + TRAINING + extra)
         exe_log = os.path.join(tmp, f"{name}.exe.jsonl")
         sim_log = os.path.join(tmp, f"{name}.sim.jsonl")
         exported = [os.path.join(tmp, f"{name}.{w}.onnx") for w in ("exe", "sim")]
@@ -122,8 +129,8 @@ def parity(ppc, tmp, models, meshes, steps, layouts=()):
         err = max(abs(g - w) / abs(w) for g, w in zip(got, want))
         worst = max(worst, err)
         print(f"{kind:6} {mesh:6} {err:15.3e}  {got[0]:.6f} .. {got[-1]:.6f}  {label}")
-        assert err <= 1e-5, f"{kind} on {mesh} {label}: relative error {err:.3e} > 1e-5"
-    print(f"parity: worst relative error {worst:.3e} (limit 1e-5)")
+        assert err <= LIMIT, f"{kind} on {mesh} {label}: relative error {err:.3e} > {LIMIT}"
+    print(f"parity: worst relative error {worst:.3e} (limit {LIMIT})")
 
 
 def exe_pids(exe):
@@ -180,7 +187,7 @@ def kill_and_resume(ppc, tmp, steps=300, every=10):
 
     # Checkpoints of another configuration or mesh are refused in one line.
     other = os.path.join(tmp, "other-exe")
-    run([ppc, "compile", model, "--mesh", mesh, "-o", other] + TRAINING[:-1] + ["2e-3"])
+    run([ppc, "compile", model, "--mesh", mesh, *TARGET, "-o", other] + TRAINING[:-1] + ["2e-3"])
     for exe_, np_, expect in ((other, 8, "from another model or training configuration"),
                               (exe, 4, None)):
         if expect is None:
@@ -241,8 +248,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ppc", required=True)
     parser.add_argument("--quick", action="store_true", help="GPT on 2x2x2 only, 5 steps")
+    parser.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.target == "cuda":
+            global TARGET, LIMIT
+            TARGET, LIMIT = ["--target", "cuda"], 1e-4
+            gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                  text=True).stdout.count("GPU ")
+            meshes = [m for m in ["1", "2", "2x2", "2x2x2"] if ranks(m) <= gpus]
+            parity(args.ppc, tmp, ["gpt", "llama", "bert"], meshes, 20)
+            print("OK")
+            return
         if args.quick:
             parity(args.ppc, tmp, ["gpt"], ["2x2x2"], 5)
         else:

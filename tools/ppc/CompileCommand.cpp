@@ -3,11 +3,12 @@
 // Builds the training step of a model for a mesh: import, training
 // pipeline, partitioning, then emission: the training executable (`-o EXE`,
 // with its initial weights beside it as EXE.weights.safetensors), or the
-// per-rank program (`--emit mlir`) or the generated source (`--emit cpp`).
+// per-rank program (`--emit mlir`) or the generated source (`--emit cpp` for
+// the CPU target, `--emit cuda` for the CUDA one).
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/CpuEmitter.h"
+#include "codegen/Emitter.h"
 #include "codegen/Toolchain.h"
 #include "frontend/OnnxTensor.h"
 #include "ir/PpcDialect.h"
@@ -44,10 +45,18 @@ int runCompileCommand(int argc, char **argv) {
       cl::value_desc("FILE"), cl::init(""), cl::cat(category));
   cl::opt<std::string> emit("emit",
                             cl::desc("write the partitioned program (mlir) or the generated "
-                                     "source (cpp) instead of building the executable"),
-                            cl::value_desc("mlir|cpp"), cl::init(""), cl::cat(category));
-  cl::opt<std::string> target("target", cl::desc("what the executable runs on"),
-                              cl::value_desc("cpu"), cl::init("cpu"), cl::cat(category));
+                                     "source (cpp: C++ for --target cpu; cuda: CUDA C++) "
+                                     "instead of building the executable"),
+                            cl::value_desc("mlir|cpp|cuda"), cl::init(""), cl::cat(category));
+  cl::opt<std::string> target(
+      "target",
+      cl::desc("what the executable runs on: cuda (one GPU per rank, NCCL) or cpu (MPI, "
+               "OpenBLAS, OpenMP) [cuda when ppc was built with a CUDA toolkit, else cpu]"),
+      cl::value_desc("cpu|cuda"), cl::init(codegen::haveCudaToolkit() ? "cuda" : "cpu"),
+      cl::cat(category));
+  cl::opt<std::string> cudaArch(
+      "cuda-arch", cl::desc("GPU architectures the CUDA executable carries code for"),
+      cl::value_desc("sm_NN,..."), cl::init("sm_80,sm_90"), cl::cat(category));
   ReportFlag report;
   cl::opt<std::string> tracePath(
       "trace", cl::desc("write the predicted pipeline schedule as Chrome trace JSON (Perfetto)"),
@@ -67,14 +76,31 @@ int runCompileCommand(int argc, char **argv) {
       "Imports MODEL.onnx, builds @train_step and partitions it for --mesh;\n"
       "--emit mlir writes the per-rank program.\n");
 
-  if (!emit.empty() && emit != "mlir" && emit != "cpp")
-    return reportError("--emit '" + emit + "': expected mlir or cpp");
+  if (!emit.empty() && emit != "mlir" && emit != "cpp" && emit != "cuda")
+    return reportError("--emit '" + emit + "': expected mlir, cpp or cuda");
   if (target != "cpu" && target != "cuda")
     return reportError("--target '" + target + "': expected cpu or cuda");
-  if (target == "cuda")
-    return reportError("--target 'cuda': only cpu so far (the CUDA target is not built yet)");
+  // --emit cuda implies the CUDA target; --emit cpp the CPU one.
+  if (emit == "cuda" && target.getNumOccurrences() && target != "cuda")
+    return reportError("--emit cuda: the CUDA source is that of --target cuda");
+  if (emit == "cpp" && target.getNumOccurrences() && target != "cpu")
+    return reportError("--emit cpp: the C++ source is that of --target cpu (use --emit cuda)");
+  codegen::Target targetKind = emit == "cuda"  ? codegen::Target::Cuda
+                               : emit == "cpp" ? codegen::Target::Cpu
+                               : target == "cuda" ? codegen::Target::Cuda
+                                                  : codegen::Target::Cpu;
+  std::vector<std::string> archFlags;
+  if (targetKind == codegen::Target::Cuda || cudaArch.getNumOccurrences()) {
+    auto flags = codegen::cudaArchFlags(cudaArch);
+    if (!flags)
+      return reportError(llvm::toString(flags.takeError()));
+    archFlags = std::move(*flags);
+    if (targetKind == codegen::Target::Cuda && emit.empty() && !codegen::haveCudaToolkit())
+      return reportError("--target cuda: this ppc was built without a CUDA toolkit (nvcc, "
+                         "cuBLASLt, NCCL); use --target cpu, or --emit cuda to write the source");
+  }
   if (emit.empty() && (output.empty() || output == "-"))
-    return reportError("-o: give the executable to build (or --emit mlir|cpp)");
+    return reportError("-o: give the executable to build (or --emit mlir|cpp|cuda)");
   if (output.empty())
     output = "-";
   if (training.lrSchedule == "cosine" && scheduleSteps < 1)
@@ -127,6 +153,8 @@ int runCompileCommand(int argc, char **argv) {
 
   // The executable's description of itself.
   codegen::ExecutableInfo info;
+  info.target = targetKind;
+  info.precision = training.precision;
   llvm::SmallString<256> modelPath(input);
   llvm::sys::fs::make_absolute(modelPath);
   info.model = std::string(modelPath);
@@ -163,9 +191,9 @@ int runCompileCommand(int argc, char **argv) {
 
   std::string source;
   llvm::raw_string_ostream sourceStream(source);
-  if (failed(codegen::emitCpuSource(*module, info, sourceStream)))
+  if (failed(codegen::emitSource(*module, info, sourceStream)))
     return 1;
-  if (emit == "cpp") {
+  if (emit == "cpp" || emit == "cuda") {
     llvm::errs() << llvm::formatv("compiled in {0:f2} s\n", seconds);
     return failed(writeOutput(output, [&](llvm::raw_ostream &os) { os << source; }));
   }
@@ -200,14 +228,16 @@ int runCompileCommand(int argc, char **argv) {
   llvm::SmallString<256> sourcePath, exePath, weightsPath(output);
   llvm::sys::path::remove_filename(weightsPath);
   llvm::sys::path::append(weightsPath, info.initialWeights);
-  if (auto ec = llvm::sys::fs::createTemporaryFile("ppc-program", "cpp", sourcePath))
+  bool cuda = targetKind == codegen::Target::Cuda;
+  if (auto ec = llvm::sys::fs::createTemporaryFile("ppc-program", cuda ? "cu" : "cpp",
+                                                   sourcePath))
     return reportError("cannot create a temporary file: " + ec.message());
   if (failed(writeOutput(sourcePath, [&](llvm::raw_ostream &os) { os << source; })))
     return 1;
   exePath = output;
   exePath += ".building";
   auto buildStart = std::chrono::steady_clock::now();
-  llvm::Error built = codegen::buildCpuExecutable(sourcePath, exePath);
+  llvm::Error built = codegen::buildExecutable(targetKind, sourcePath, exePath, archFlags);
   llvm::sys::fs::remove(sourcePath);
   if (built) {
     llvm::sys::fs::remove(exePath);

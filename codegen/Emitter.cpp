@@ -1,6 +1,6 @@
-//===- CpuEmitter.cpp - C++ source of a training executable ---------------===//
+//===- Emitter.cpp - the source of a training executable ------------------===//
 
-#include "codegen/CpuEmitter.h"
+#include "codegen/Emitter.h"
 #include "codegen/EmitContext.h"
 #include "ir/PpcAttrs.h"
 #include "ir/PpcDialect.h"
@@ -8,6 +8,9 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cstdio>
 
 using namespace mlir;
 
@@ -115,10 +118,46 @@ FailureOr<std::string> tensorInfo(func::FuncOp fn, unsigned i, bool result, Mesh
       .str();
 }
 
+/// Bytes [begin, end) of the arena.
+struct Range {
+  int64_t begin, end;
+  bool overlaps(const Range &other) const { return begin < other.end && other.begin < end; }
+};
+
+/// A communication call in flight on CUDA: its ticket and what it reads and
+/// writes.
+struct InFlight {
+  std::string ticket;
+  llvm::SmallVector<Range> reads, writes;
+};
+
+bool anyOverlap(ArrayRef<Range> a, ArrayRef<Range> b) {
+  return llvm::any_of(a, [&](const Range &x) {
+    return llvm::any_of(b, [&](const Range &y) { return x.overlaps(y); });
+  });
+}
+
+/// Whether `op` emits no code: a reshape or transpose read through its
+/// operand's buffer.
+bool isView(Operation *op, const ProgramLayout &layout) {
+  if (!llvm::isa<ReshapeOp, TransposeOp>(op))
+    return false;
+  return layout.holders.count(op->getResult(0)) != 0;
+}
+
+/// 2mnk per batch of every GEMM (MFU's numerator).
+double gemmFlops(MatMulOp matmul) {
+  auto shape = shapeOf(matmul.getResult());
+  double flops = 2.0 * shapeOf(matmul.getLhs()).back();
+  for (int64_t size : shape)
+    flops *= size;
+  return flops;
+}
+
 } // namespace
 
-LogicalResult emitCpuSource(ModuleOp module, const ExecutableInfo &info,
-                            llvm::raw_ostream &os) {
+LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info, llvm::raw_ostream &os) {
+  bool cuda = info.target == Target::Cuda;
   llvm::SmallVector<func::FuncOp> programs = trainingPrograms(module);
   if (programs.empty())
     return module.emitError() << "code generation: the module has no training program";
@@ -128,8 +167,8 @@ LogicalResult emitCpuSource(ModuleOp module, const ExecutableInfo &info,
   std::string fileText, programText, tableText;
   llvm::raw_string_ostream file(fileText), code(programText), tables(tableText);
   std::vector<std::string> groups;
-  EmitContext ctx(file, groups);
-  llvm::SmallVector<std::string> entries;
+  EmitContext ctx(file, groups, cuda);
+  llvm::SmallVector<std::string> entries, channels;
   for (auto [p, program] : llvm::enumerate(programs)) {
     ProgramLayout layout = layOutProgram(program);
     llvm::DenseMap<Value, int64_t> offsets;
@@ -138,29 +177,78 @@ LogicalResult emitCpuSource(ModuleOp module, const ExecutableInfo &info,
     std::string bodyText;
     llvm::raw_string_ostream body(bodyText);
     ctx.beginProgram(body, layout.holders, offsets);
+
+    // CUDA: communication runs on its own streams; a kernel that reads what
+    // a call in flight writes, or writes what it reads or writes, waits for
+    // it first (arena ranges are exact: the plan is static).
+    std::vector<InFlight> inFlight;
+    auto rangesOf = [&](ValueRange values) {
+      llvm::SmallVector<Range> ranges;
+      for (Value v : values) {
+        Value h = ctx.holder(v);
+        if (layout.fusion.unstored(h) || !offsets.count(h))
+          continue;
+        auto type = llvm::cast<RankedTensorType>(h.getType());
+        int64_t bytes = std::max<int64_t>(
+            1, type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
+        ranges.push_back({offsets.lookup(h), offsets.lookup(h) + bytes});
+      }
+      return ranges;
+    };
+    auto waitFor = [&](ArrayRef<Range> reads, ArrayRef<Range> writes) {
+      llvm::erase_if(inFlight, [&](const InFlight &call) {
+        if (!anyOverlap(reads, call.writes) && !anyOverlap(writes, call.writes) &&
+            !anyOverlap(writes, call.reads))
+          return false;
+        ctx.body() << "  rt.wait(" << call.ticket << ");\n";
+        return true;
+      });
+    };
+
+    double flops = 0;
     for (Operation &op : program.getBody().front()) {
       if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op))
         continue;
+      if (auto matmul = llvm::dyn_cast<MatMulOp>(op))
+        flops += gemmFlops(matmul);
+      if (auto send = llvm::dyn_cast<SendOp>(op))
+        channels.push_back(llvm::formatv("{{{0}, {1}, {2}}", quote(send.getAxis()), p,
+                                         send.getPeer()));
       auto group = layout.fusion.groupOf.find(&op);
       if (group != layout.fusion.groupOf.end()) {
         const FusionGroup &fused = layout.fusion.groups[group->second];
-        if (&op == fused.ops.back() && failed(emitFusedGroup(fused, ctx)))
+        if (&op != fused.ops.back())
+          continue;
+        if (cuda)
+          waitFor(rangesOf(fused.inputs), rangesOf(fused.outputs));
+        if (failed(cuda ? emitCudaFusedGroup(fused, ctx) : emitCpuFusedGroup(fused, ctx)))
           return failure();
         continue;
       }
-      const OpEmitter *emitter = lookupCpuEmitter(&op);
+      const OpEmitter *emitter = cuda ? lookupCudaEmitter(&op) : lookupCpuEmitter(&op);
       if (!emitter)
-        return op.emitError() << "code generation for the CPU does not support '"
-                              << op.getName() << "'";
+        return op.emitError() << "code generation for " << (cuda ? "CUDA" : "the CPU")
+                              << " does not support '" << op.getName() << "'";
+      llvm::SmallVector<Range> reads, writes;
+      if (cuda && !isView(&op, layout)) {
+        reads = rangesOf(op.getOperands());
+        writes = rangesOf(op.getResults());
+        waitFor(reads, writes);
+      }
       if (failed((*emitter)(&op, ctx)))
         return failure();
+      std::string ticket = ctx.takeTicket();
+      if (!ticket.empty())
+        inFlight.push_back({ticket, reads, writes});
     }
     std::string name = program.getSymName().str();
     code << "\n/// @" << name << ": " << layout.memory.numOps << " ops, arena of "
          << layout.memory.arenaBytes << " bytes (peak " << layout.memory.peakBytes << ").\n"
          << "static void run_" << name << "(ppcrt::Rank &rt, char *arena) {\n"
          << "  (void)rt;\n"
-         << bodyText << "}\n";
+         << bodyText
+         << (inFlight.empty() ? "" : "  // The calls still in flight end with the step.\n")
+         << "}\n";
 
     // What the program takes and returns, and where.
     auto returnOp = llvm::cast<func::ReturnOp>(program.getBody().front().getTerminator());
@@ -181,9 +269,12 @@ LogicalResult emitCpuSource(ModuleOp module, const ExecutableInfo &info,
       tables << "    " << *entry << ",\n";
     }
     tables << "};\n";
-    entries.push_back(llvm::formatv("{{{0}, run_{1}, {2}, args_{1}, {3}, results_{1}, {4}}",
+    char flopText[64];
+    std::snprintf(flopText, sizeof(flopText), "%.17g", flops);
+    entries.push_back(llvm::formatv("{{{0}, run_{1}, {2}, args_{1}, {3}, results_{1}, {4}, {5}}",
                                     quote(name), name, layout.memory.arenaBytes,
-                                    program.getNumArguments(), program.getNumResults()));
+                                    program.getNumArguments(), program.getNumResults(),
+                                    flopText));
   }
 
   llvm::SmallVector<std::string> axes, quotedGroups;
@@ -204,17 +295,43 @@ LogicalResult emitCpuSource(ModuleOp module, const ExecutableInfo &info,
     shape.push_back(1);
   }
 
+  // Kernel errors (CUDA): the flag's id names the message.
+  std::string errorTable;
+  if (cuda) {
+    llvm::raw_string_ostream errorsOut(errorTable);
+    errorsOut << "\nstatic const char *const kernelErrors[] = {\"\"";
+    for (const std::string &message : ctx.kernelErrors())
+      errorsOut << ", " << quote(message);
+    errorsOut << "};\n"
+              << "static const char *kernelError() {\n"
+              << "  int flag = 0;\n"
+              << "  ppcrt::cuda::check(cudaMemcpyFromSymbol(&flag, ppcrt::cuda::kernelErrorFlag, "
+                 "sizeof(flag)), \"reading the kernels' error flag\");\n"
+              << "  return flag > 0 && flag < int(sizeof(kernelErrors) / sizeof(*kernelErrors)) "
+                 "? kernelErrors[flag] : nullptr;\n"
+              << "}\n";
+  }
+  std::sort(channels.begin(), channels.end());
+  channels.erase(std::unique(channels.begin(), channels.end()), channels.end());
+
   os << "// Generated by ppc from " << info.model << "; do not edit.\n"
-     << "// " << info.description << "\n\n"
-     << "#include \"runtime/ppcrt/CpuKernels.h\"\n"
-     << "#include \"runtime/ppcrt/Program.h\"\n"
+     << "// " << info.description << "\n\n";
+  if (cuda)
+    os << "#include \"runtime/ppcrt/cuda/Cuda.h\"\n"
+       << "#include \"runtime/ppcrt/cuda/Kernels.cuh\"\n";
+  else
+    os << "#include \"runtime/ppcrt/CpuKernels.h\"\n";
+  os << "#include \"runtime/ppcrt/Program.h\"\n"
      << "#include \"runtime/ppcrt/Rank.h\"\n"
      << "#include \"runtime/ppcrt/Scalar.h\"\n\n"
      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n\n"
      << "namespace {\n"
-     << fileText << programText << tableText << "\nstatic const char *const groups[] = {"
+     << fileText << programText << tableText << errorTable
+     << "\nstatic const char *const groups[] = {"
      << (quotedGroups.empty() ? "nullptr" : llvm::join(quotedGroups, ", ")) << "};\n"
      << "static const char *const tokenInputs[] = {" << tokenList << "};\n"
+     << "static const ppcrt::Channel channels[] = {"
+     << (channels.empty() ? "{nullptr, 0, 0}" : llvm::join(channels, ", ")) << "};\n"
      << "static const ppcrt::RankProgram programs[] = {\n    " << llvm::join(entries, ",\n    ")
      << "};\n\n"
      << "const ppcrt::Program program = {\n"
@@ -228,9 +345,13 @@ LogicalResult emitCpuSource(ModuleOp module, const ExecutableInfo &info,
      << "    " << info.globalBatch << ", " << info.seqLen << ", " << quote(info.dataDtype)
      << ",\n"
      << "    tokenInputs, " << info.tokenInputs.size() << ",\n"
-     << "    " << quote(info.description) << "};\n"
+     << "    " << quote(info.description) << ",\n"
+     << "    " << (cuda ? "\"cuda\"" : "\"cpu\"") << ", " << quote(info.precision) << ",\n"
+     << "    channels, " << channels.size() << ",\n"
+     << "    " << (cuda ? "kernelError" : "nullptr") << "};\n"
      << "} // namespace\n\n"
-     << "int main(int argc, char **argv) { return ppcrt::main(argc, argv, program); }\n";
+     << "int main(int argc, char **argv) { return ppcrt::" << (cuda ? "cuda::" : "")
+     << "main(argc, argv, program); }\n";
   return success();
 }
 

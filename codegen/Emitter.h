@@ -1,0 +1,78 @@
+//===- Emitter.h - the source of a training executable -----------*- C++ -*-===//
+//
+// The emission stage (DESIGN.md §1): the partitioned training programs of a
+// module become one translation unit — C++ for CPUs, CUDA C++ for GPUs —
+// with fused elementwise kernels, constants, one function per rank program
+// calling them and the ppcrt library kernels in program order on a static
+// arena, and the tables that tell ppcrt what each program takes and
+// returns. The targets share the layout (fusion, views, memory plan) and
+// the walk; they differ in their op emitter tables (cpu/, cuda/) and, on
+// CUDA, in communication running beside the kernels (see Rank.h's tickets).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_CODEGEN_EMITTER_H
+#define PPC_CODEGEN_EMITTER_H
+
+#include "codegen/Fusion.h"
+#include "ir/PpcOps.h"
+#include "passes/memory/MemoryPlan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace ppc::codegen {
+
+class EmitContext;
+
+enum class Target { Cpu, Cuda };
+
+/// What the executable records besides its programs (ppcrt::Program).
+struct ExecutableInfo {
+  Target target = Target::Cpu;
+  /// "fp32" or "bf16" (what GEMMs compute in; MFU's peak).
+  std::string precision = "fp32";
+  std::string model;
+  std::string fingerprint;
+  std::string initialWeights;
+  int64_t globalBatch = 0;
+  int64_t seqLen = 0;
+  std::string dataDtype = "u16";
+  /// Keys of the integer inputs fed token windows: inputs, then labels.
+  std::vector<std::string> tokenInputs;
+  std::string description;
+};
+
+/// The storage decisions of one rank program: fusion groups, values read
+/// through another's buffer, and the memory plan that follows from both.
+struct ProgramLayout {
+  FusionPlan fusion;
+  llvm::DenseMap<mlir::Value, mlir::Value> holders;
+  MemoryPlan memory;
+};
+
+/// Whether `transpose` undoes the transpose that produced its operand, so
+/// its result is that transpose's operand again (a view of it).
+bool undoesItsOperand(TransposeOp transpose);
+
+/// Fuses `program`, makes views of reshapes, of transposes that undo
+/// transposes and of GEMM-operand transposes (read with BLAS's transpose
+/// flags), and plans its arena (64-byte aligned buffers).
+ProgramLayout layOutProgram(mlir::func::FuncOp program);
+
+/// Writes the source of the executable for the training programs of
+/// `module` (@train_step or @train_step_pp<r>) for `info.target`. Fails,
+/// with an error at the op, on what the target cannot run.
+mlir::LogicalResult emitSource(mlir::ModuleOp module, const ExecutableInfo &info,
+                               llvm::raw_ostream &os);
+
+/// Emits one fusion group: its kernel at file level, its call (or launch)
+/// in the body.
+mlir::LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &context);
+mlir::LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &context);
+
+} // namespace ppc::codegen
+
+#endif // PPC_CODEGEN_EMITTER_H

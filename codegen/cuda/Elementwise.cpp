@@ -1,0 +1,162 @@
+//===- Elementwise.cpp - fused elementwise kernels for CUDA ---------------===//
+//
+// A fusion group becomes one __global__ kernel over its collapsed loop nest
+// (Fusion.h's collapse, as on CPUs): a grid-stride loop in which each
+// thread takes V consecutive elements of the innermost loop, reads every
+// dense input with one vector load (Kernels.cuh's Pack), broadcast inputs
+// once, computes the chain in registers (bf16 in float, rounded once per
+// op) and writes each output with one vector store. V is 4 when the
+// innermost loop is a multiple of 4 (arena buffers are 64-byte aligned, so
+// the accesses are too), else 1. The launch names the group's nodes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/EmitContext.h"
+#include "codegen/Emitter.h"
+#include "codegen/Fusion.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace ppc::codegen {
+
+/// The register type of `value`'s elements: bf16 is computed in float.
+static std::string registerType(Value value, EmitContext &ctx) {
+  if (getElementTypeOrSelf(value.getType()).isBF16())
+    return "float";
+  return ctx.elementType(value);
+}
+
+static bool isBf16(Value value) { return getElementTypeOrSelf(value.getType()).isBF16(); }
+
+LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
+  Operation *last = group.ops.back();
+  auto shape = llvm::cast<RankedTensorType>(last->getResult(0).getType()).getShape();
+  std::string name = ctx.freshName("fused", group.ops.front());
+  LoopNest nest = collapse(shape, group.inputs);
+  int64_t depth = nest.sizes.size(), total = 1;
+  for (int64_t s : nest.sizes)
+    total *= s;
+  int vector = depth > 0 && nest.sizes.back() % 4 == 0 ? 4 : 1;
+
+  llvm::raw_ostream &os = ctx.file();
+  os << "\n/// Fused:";
+  for (Operation *op : group.ops) {
+    std::string node = nodeName(op);
+    os << " " << op->getName().stripDialect();
+    if (!node.empty())
+      os << " '" << node << "'";
+    os << (op == last ? "" : ",");
+  }
+  os << ".\n__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name << "(";
+  llvm::SmallVector<std::string> params;
+  for (auto [k, v] : llvm::enumerate(group.inputs))
+    params.push_back(llvm::formatv("const {0} *__restrict__ in{1}", ctx.elementType(v), k));
+  for (auto [k, v] : llvm::enumerate(group.outputs))
+    params.push_back(llvm::formatv("{0} *__restrict__ out{1}", ctx.elementType(v), k));
+  os << llvm::join(params, ", ") << ") {\n";
+  os << llvm::formatv("  PPCRT_GRID_STRIDE(i, {0}) {{\n", total / vector);
+  // Loop coordinates of element e = i * V (the innermost one a multiple of V).
+  os << llvm::formatv("    int64_t rest = i * {0};\n", vector);
+  for (int64_t l = depth - 1; l >= 0; --l) {
+    if (l == 0)
+      os << "    const int64_t c0 = rest;\n";
+    else
+      os << llvm::formatv("    const int64_t c{0} = rest % {1};\n    rest /= {1};\n", l,
+                          nest.sizes[l]);
+  }
+  os << "    (void)rest;\n";
+  auto index = [&](llvm::ArrayRef<int64_t> strides) {
+    std::string expr;
+    for (int64_t l = 0; l < depth; ++l) {
+      if (strides[l] == 0)
+        continue;
+      expr += (expr.empty() ? "" : " + ") + ("c" + std::to_string(l)) +
+              (strides[l] == 1 ? "" : " * " + std::to_string(strides[l]));
+    }
+    return expr.empty() ? std::string("0") : expr;
+  };
+  // Inputs: a vector load where the input is dense along the innermost loop,
+  // one scalar (used for every lane) where it broadcasts.
+  llvm::SmallVector<bool> perLane;
+  for (auto [k, v] : llvm::enumerate(group.inputs)) {
+    bool dense = depth > 0 && nest.inputStrides[k].back() == 1;
+    perLane.push_back(dense && vector > 1);
+    if (dense && vector > 1)
+      os << llvm::formatv("    const ppcrt::cuda::Pack<{0}, {1}> p{2} = "
+                          "*reinterpret_cast<const ppcrt::cuda::Pack<{0}, {1}> *>(in{2} + {3});\n",
+                          ctx.elementType(v), vector, k, index(nest.inputStrides[k]));
+    else
+      os << llvm::formatv("    const {0} s{1} = {0}(in{1}[{2}]);\n", registerType(v, ctx), k,
+                          index(nest.inputStrides[k]));
+  }
+  llvm::SmallVector<int64_t> dense(depth, 1);
+  for (int64_t l = depth - 2; l >= 0; --l)
+    dense[l] = dense[l + 1] * nest.sizes[l + 1];
+  for (auto [k, v] : llvm::enumerate(group.outputs))
+    os << llvm::formatv("    ppcrt::cuda::Pack<{0}, {1}> q{2};\n", ctx.elementType(v), vector, k);
+  os << llvm::formatv("#pragma unroll\n    for (int lane = 0; lane < {0}; ++lane) {{\n", vector);
+  llvm::DenseMap<Value, std::string> reg;
+  for (auto [k, v] : llvm::enumerate(group.inputs)) {
+    std::string r = "x" + std::to_string(k);
+    if (perLane[k])
+      os << llvm::formatv("      const {0} {1} = {0}(p{2}.v[lane]);\n", registerType(v, ctx), r,
+                          k);
+    else
+      os << llvm::formatv("      const {0} {1} = s{2};\n", registerType(v, ctx), r, k);
+    reg[v] = r;
+  }
+  unsigned temp = 0;
+  for (Operation *op : group.ops) {
+    llvm::SmallVector<std::string> args;
+    for (Value operand : op->getOperands()) {
+      if (auto splat = splatValue(operand)) {
+        std::string literal = cppLiteral(*splat, getElementTypeOrSelf(operand.getType()));
+        args.push_back(registerType(operand, ctx) + "(" + literal + ")");
+      } else {
+        args.push_back(reg.lookup(operand));
+      }
+    }
+    Value result = op->getResult(0);
+    std::string type = registerType(result, ctx), expr;
+    if (llvm::isa<CastOp>(op)) {
+      bool toBool = getElementTypeOrSelf(result.getType()).isInteger(1);
+      expr = llvm::formatv("ppcrt::scalar::cast<{0}>({1})", toBool ? "bool" : type, args[0]);
+    } else {
+      llvm::StringRef fn = scalarFunction(op);
+      if (fn.empty())
+        return ctx.unsupported(op, "no scalar form for " + op->getName().getStringRef());
+      expr = ("ppcrt::scalar::" + fn + "(" + llvm::join(args, ", ") + ")").str();
+    }
+    if (isBf16(result))
+      expr = "ppcrt::cuda::roundBf16(" + expr + ")";
+    std::string r = "t" + std::to_string(temp++);
+    os << llvm::formatv("      const {0} {1} = {0}({2});\n", type, r, expr);
+    reg[result] = r;
+  }
+  for (auto [k, v] : llvm::enumerate(group.outputs))
+    os << llvm::formatv("      q{0}.v[lane] = {1}({2});\n", k, ctx.elementType(v),
+                        reg.lookup(v));
+  os << "    }\n";
+  for (auto [k, v] : llvm::enumerate(group.outputs))
+    os << llvm::formatv("    *reinterpret_cast<ppcrt::cuda::Pack<{0}, {1}> *>(out{2} + {3}) = q{2};\n",
+                        ctx.elementType(v), vector, k, index(dense));
+  os << "  }\n}\n";
+
+  // The launch, at the place of the group's last op.
+  llvm::SmallVector<std::string> args;
+  for (Value v : group.inputs)
+    args.push_back(ctx.ptr(v));
+  for (Value v : group.outputs)
+    args.push_back(ctx.ptr(v));
+  ctx.body() << llvm::formatv(
+      "  {0}<<<ppcrt::cuda::blocksFor({1}), ppcrt::cuda::kThreads, 0, ppcrt::cuda::stream()>>>"
+      "({2});\n  ppcrt::cuda::launched({3});\n",
+      name, total / vector, llvm::join(args, ", "), quote(name));
+  return success();
+}
+
+} // namespace ppc::codegen

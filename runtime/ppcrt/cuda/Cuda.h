@@ -1,0 +1,49 @@
+//===- Cuda.h - what generated CUDA code calls on the host -------*- C++ -*-===//
+//
+// The CUDA executable's runtime (libppcrt_cuda): one GPU per rank, a
+// compute stream every generated kernel runs on, GEMMs through cuBLASLt,
+// and NCCL for communication (NcclRank.h). Plain C++17 with the CUDA
+// runtime's header: generated .cu files include it beside Kernels.cuh.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_PPCRT_CUDA_CUDA_H
+#define PPC_RUNTIME_PPCRT_CUDA_CUDA_H
+
+#include "runtime/ppcrt/Program.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace ppcrt::cuda {
+
+/// The stream the rank's program runs on.
+cudaStream_t stream();
+
+/// Ends every rank with `what` and the CUDA error's text unless `status` is
+/// cudaSuccess.
+void check(cudaError_t status, const char *what);
+
+/// Element types GEMMs take (cuBLASLt's).
+enum class GemmType { F32, BF16 };
+
+/// Batched c = op(a) op(b), row-major, with broadcast batch dimensions as
+/// ppcrt::cpu::matmul: batch index i (row-major over `batchShape`) reads
+/// a at sum(coord * aStrides) matrices and b likewise; c is dense. Inputs
+/// of type `inputs`, c of type `output`, accumulation in f32.
+void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batchRank,
+            const int64_t *batchShape, const int64_t *aStrides, const int64_t *bStrides,
+            int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c,
+            const char *node);
+
+/// Host-to-device copy of a constant into the arena, on the stream.
+void upload(void *device, const void *host, size_t bytes);
+
+/// The CUDA executable: ppcrt::run on this rank's GPU (Device.h). Returns
+/// the process exit status.
+int main(int argc, char **argv, const Program &program);
+
+} // namespace ppcrt::cuda
+
+#endif // PPC_RUNTIME_PPCRT_CUDA_CUDA_H

@@ -1,0 +1,123 @@
+//===- CudaDevice.cpp - ppcrt::run on one GPU per rank --------------------===//
+//
+// Each rank takes the GPU of its index among the node's ranks, runs its
+// program on one compute stream, and keeps its arena and state in device
+// memory; the host copies token windows in and the loss out.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/ppcrt/Device.h"
+#include "runtime/ppcrt/cuda/Cuda.h"
+#include "runtime/ppcrt/cuda/NcclRank.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace ppcrt::cuda {
+
+static cudaStream_t computeStream = nullptr;
+
+cudaStream_t stream() { return computeStream; }
+
+void check(cudaError_t status, const char *what) {
+  if (status == cudaSuccess)
+    return;
+  std::string message = std::string("CUDA: ") + cudaGetErrorString(status) + " in " + what;
+  fail(message.c_str());
+}
+
+void upload(void *device, const void *host, size_t bytes) {
+  check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, computeStream),
+        "copying a constant to the GPU");
+}
+
+namespace {
+
+/// Dense peak FLOP/s of the GPUs ppc targets (MFU's denominator, as llm.c
+/// and Megatron count it): bf16 tensor cores for bf16 programs, the fp32
+/// units for fp32 ones (their GEMMs are exact fp32, not TF32). 0: unknown.
+double peakOf(const cudaDeviceProp &props, bool bf16) {
+  bool pcie = std::strstr(props.name, "PCIe") != nullptr;
+  if (props.major == 9) // H100 / H200
+    return bf16 ? (pcie ? 756e12 : 989e12) : (pcie ? 51e12 : 67e12);
+  if (props.major == 8 && props.minor == 0) // A100
+    return bf16 ? 312e12 : 19.5e12;
+  return 0;
+}
+
+class CudaDevice final : public Device {
+public:
+  explicit CudaDevice(bool bf16) : bf16(bf16) {}
+  ~CudaDevice() override {
+    if (computeStream)
+      cudaStreamDestroy(computeStream);
+  }
+
+  std::string start(int localRank, int, int) override {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+      return "no CUDA GPU is visible to this process (this executable was compiled with "
+             "--target cuda; compile with --target cpu to train on CPUs)";
+    if (localRank >= count)
+      return "rank " + std::to_string(localRank) + " of this node has no GPU of its own (" +
+             std::to_string(count) + " visible); start at most " + std::to_string(count) +
+             " ranks per node";
+    device = localRank;
+    check(cudaSetDevice(device), "selecting this rank's GPU");
+    check(cudaGetDeviceProperties(&props, device), "reading the GPU's properties");
+    check(cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking),
+          "creating the compute stream");
+    return "";
+  }
+  std::unique_ptr<Rank> connect(const Program &program, double timeoutSeconds) override {
+    return std::make_unique<NcclRank>(program, timeoutSeconds, computeStream);
+  }
+  void *allocate(size_t bytes) override {
+    void *memory = nullptr;
+    if (cudaMalloc(&memory, bytes) != cudaSuccess)
+      return nullptr;
+    check(cudaMemset(memory, 0, bytes), "clearing device memory");
+    return memory;
+  }
+  void release(void *memory) override { cudaFree(memory); }
+  void upload(void *device, const void *host, size_t bytes) override {
+    check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, computeStream),
+          "copying to the GPU");
+    // The host buffer may be reused as soon as this returns.
+    check(cudaStreamSynchronize(computeStream), "copying to the GPU");
+  }
+  void download(void *host, const void *device, size_t bytes) override {
+    check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, computeStream),
+          "copying from the GPU");
+    check(cudaStreamSynchronize(computeStream), "copying from the GPU");
+  }
+  void copy(void *to, const void *from, size_t bytes) override {
+    check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, computeStream),
+          "copying on the GPU");
+  }
+  std::string describe() const override {
+    return std::string(props.name) + " (GPU " + std::to_string(device) + ")";
+  }
+  double peakFlops() const override { return peakOf(props, bf16); }
+  int64_t memoryInUse() const override {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess)
+      return 0;
+    return int64_t(total - free);
+  }
+
+private:
+  bool bf16;
+  int device = 0;
+  cudaDeviceProp props{};
+};
+
+} // namespace
+
+int main(int argc, char **argv, const Program &program) {
+  CudaDevice device(std::strcmp(program.precision, "bf16") == 0);
+  return run(argc, argv, program, device);
+}
+
+} // namespace ppcrt::cuda

@@ -1,0 +1,574 @@
+//===- Kernels.cuh - library kernels generated CUDA code launches -*- CUDA -*-===//
+//
+// The ops that are not fused elementwise kernels: reductions, softmax, layer
+// norm, the loss, and data movement, as templates nvcc instantiates in each
+// generated executable (GEMMs are cuBLASLt calls, Cuda.h). Every launch goes
+// on the rank's compute stream. Numerics: sums over many elements (reduce,
+// the loss) accumulate in double, softmax and layer norm in float; bf16
+// values are computed in float and rounded once per op.
+//
+// Kernels cannot stop the process; an index out of range sets
+// kernelErrorFlag (the first error's id), which the generated
+// kernelError() reads after each step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_PPCRT_CUDA_KERNELS_CUH
+#define PPC_RUNTIME_PPCRT_CUDA_KERNELS_CUH
+
+#include "runtime/ppcrt/Scalar.h"
+#include "runtime/ppcrt/cuda/Cuda.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+#include <type_traits>
+
+namespace ppcrt::cuda {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kThreads = 256;
+
+/// Blocks of kThreads for `n` work items (grid-stride loops cover the rest).
+inline unsigned blocksFor(int64_t n, int64_t perThread = 1) {
+  int64_t blocks = (n / perThread + kThreads - 1) / kThreads;
+  return unsigned(blocks < 1 ? 1 : blocks > 65536 * 8 ? 65536 * 8 : blocks);
+}
+
+/// Checks the last launch.
+inline void launched(const char *what) { check(cudaGetLastError(), what); }
+
+/// The first error a kernel flagged this step (its id), 0 when none.
+__device__ int kernelErrorFlag;
+
+__device__ inline void flagError(int id) { atomicCAS(&kernelErrorFlag, 0, id); }
+
+/// The register type of an element type: bf16 is computed in float.
+template <typename T> struct Register {
+  using type = T;
+};
+template <> struct Register<bf16> {
+  using type = float;
+};
+template <typename T> using Reg = typename Register<T>::type;
+
+/// A value computed in float rounded to bf16 and back (one rounding per op).
+__device__ __forceinline__ float roundBf16(float x) { return __bfloat162float(__float2bfloat16(x)); }
+
+/// V consecutive elements, loaded or stored with one vector access.
+template <typename T, int V> struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+/// A shape and per-dimension strides (collapsed; at most kMaxRank dims).
+struct Dims {
+  int rank;
+  int64_t size[kMaxRank];
+  int64_t stride[kMaxRank];
+};
+
+__device__ __forceinline__ int64_t stridedIndex(const Dims &d, int64_t i) {
+  int64_t at = 0;
+  for (int k = d.rank - 1; k >= 0; --k) {
+    at += (i % d.size[k]) * d.stride[k];
+    i /= d.size[k];
+  }
+  return at;
+}
+
+/// Sum (or max) of a float over the block; every thread gets the result.
+template <bool IsMax> __device__ float blockReduce(float value) {
+  __shared__ float partial[32];
+  for (int offset = 16; offset > 0; offset /= 2) {
+    float other = __shfl_xor_sync(0xffffffffu, value, offset);
+    value = IsMax ? fmaxf(value, other) : value + other;
+  }
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  __syncthreads();
+  if (lane == 0)
+    partial[warp] = value;
+  __syncthreads();
+  value = lane < warps ? partial[lane] : (IsMax ? -FLT_MAX : 0.f);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    float other = __shfl_xor_sync(0xffffffffu, value, offset);
+    value = IsMax ? fmaxf(value, other) : value + other;
+  }
+  return value;
+}
+
+__device__ inline double blockSum(double value) {
+  __shared__ double partial[32];
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  __syncthreads();
+  if (lane == 0)
+    partial[warp] = value;
+  __syncthreads();
+  value = lane < warps ? partial[lane] : 0.0;
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+#define PPCRT_GRID_STRIDE(i, n)                                                             \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);                \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+template <typename T> __global__ void fillKernel(T *out, int64_t n, T value) {
+  PPCRT_GRID_STRIDE(i, n) out[i] = value;
+}
+
+template <typename T> void fill(T *out, int64_t n, T value) {
+  fillKernel<<<blocksFor(n), kThreads, 0, stream()>>>(out, n, value);
+  launched("fill");
+}
+
+/// out (dense, d.size) at i reads in[offset + stridedIndex(d, i)].
+template <typename T>
+__global__ void stridedCopyKernel(const T *in, T *out, int64_t n, Dims d, int64_t offset) {
+  PPCRT_GRID_STRIDE(i, n) out[i] = in[offset + stridedIndex(d, i)];
+}
+
+template <typename T>
+void stridedCopy(const T *in, T *out, const Dims &d, int64_t offset) {
+  int64_t n = 1;
+  for (int k = 0; k < d.rank; ++k)
+    n *= d.size[k];
+  stridedCopyKernel<<<blocksFor(n), kThreads, 0, stream()>>>(in, out, n, d, offset);
+  launched("a strided copy");
+}
+
+/// The inverse: in (dense, d.size) at i is written to out[offset + ...].
+template <typename T>
+__global__ void stridedStoreKernel(const T *in, T *out, int64_t n, Dims d, int64_t offset) {
+  PPCRT_GRID_STRIDE(i, n) out[offset + stridedIndex(d, i)] = in[i];
+}
+
+template <typename T>
+void stridedStore(const T *in, T *out, const Dims &d, int64_t offset) {
+  int64_t n = 1;
+  for (int k = 0; k < d.rank; ++k)
+    n *= d.size[k];
+  stridedStoreKernel<<<blocksFor(n), kThreads, 0, stream()>>>(in, out, n, d, offset);
+  launched("a strided store");
+}
+
+/// Transposes the last two dimensions of [batch, rows, cols] through
+/// shared-memory tiles (both sides coalesced).
+template <typename T>
+__global__ void transposeKernel(const T *in, T *out, int64_t batch, int64_t rows,
+                                int64_t cols) {
+  __shared__ T tile[32][33];
+  int64_t tileRow = blockIdx.y * 32, tileCol = blockIdx.x * 32;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    const T *from = in + b * rows * cols;
+    T *to = out + b * rows * cols;
+    for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+      int64_t row = tileRow + r, col = tileCol + threadIdx.x;
+      if (row < rows && col < cols)
+        tile[r][threadIdx.x] = from[row * cols + col];
+    }
+    __syncthreads();
+    for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+      int64_t col = tileCol + r, row = tileRow + threadIdx.x;
+      if (row < rows && col < cols)
+        to[col * rows + row] = tile[threadIdx.x][r];
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T> void transpose2d(const T *in, T *out, int64_t batch, int64_t rows, int64_t cols) {
+  dim3 grid(unsigned((cols + 31) / 32), unsigned((rows + 31) / 32),
+            unsigned(batch < 65535 ? batch : 65535));
+  transposeKernel<<<grid, dim3(32, 8), 0, stream()>>>(in, out, batch, rows, cols);
+  launched("a transpose");
+}
+
+/// Concatenation: input k's rows of `chunk` bytes go at byte `at` of each
+/// `row`-byte row of the result.
+inline void concatPart(void *out, const void *in, int64_t outer, int64_t row, int64_t at,
+                       int64_t chunk) {
+  check(cudaMemcpy2DAsync(static_cast<char *>(out) + at, row, in, chunk, chunk, outer,
+                          cudaMemcpyDeviceToDevice, stream()),
+        "a concatenation");
+}
+
+inline void copy(void *out, const void *in, size_t bytes) {
+  check(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream()), "a copy");
+}
+
+/// Row indices[i] of data [outer, n, inner] to row i of out [outer, rows, inner].
+template <typename T>
+__global__ void gatherKernel(const T *data, const int64_t *indices, T *out, int64_t outer,
+                             int64_t n, int64_t inner, int64_t rows, int error) {
+  PPCRT_GRID_STRIDE(i, outer * rows * inner) {
+    int64_t j = i % inner, r = i / inner % rows, o = i / (inner * rows);
+    int64_t row = indices[r];
+    if (row < -n || row >= n) {
+      flagError(error);
+      out[i] = T(0);
+      continue;
+    }
+    row += row < 0 ? n : 0;
+    out[i] = data[(o * n + row) * inner + j];
+  }
+}
+
+template <typename T>
+void gather(const T *data, const int64_t *indices, T *out, int64_t outer, int64_t n,
+            int64_t inner, int64_t rows, int error) {
+  gatherKernel<<<blocksFor(outer * rows * inner), kThreads, 0, stream()>>>(
+      data, indices, out, outer, n, inner, rows, error);
+  launched("a gather");
+}
+
+/// out [outer, n, inner] = 0, then row i of updates added to row indices[i].
+template <typename T>
+__global__ void scatterAddKernel(const T *updates, const int64_t *indices, T *out,
+                                 int64_t outer, int64_t n, int64_t inner, int64_t rows,
+                                 int error) {
+  PPCRT_GRID_STRIDE(i, outer * rows * inner) {
+    int64_t j = i % inner, r = i / inner % rows, o = i / (inner * rows);
+    int64_t row = indices[r];
+    if (row < -n || row >= n) {
+      flagError(error);
+      continue;
+    }
+    row += row < 0 ? n : 0;
+    atomicAdd(out + (o * n + row) * inner + j, updates[i]);
+  }
+}
+
+template <typename T>
+void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer, int64_t n,
+                int64_t inner, int64_t rows, int error) {
+  check(cudaMemsetAsync(out, 0, outer * n * inner * sizeof(T), stream()), "a scatter_add");
+  scatterAddKernel<<<blocksFor(outer * rows * inner), kThreads, 0, stream()>>>(
+      updates, indices, out, outer, n, inner, rows, error);
+  launched("a scatter_add");
+}
+
+template <typename T>
+__global__ void triluKernel(const T *in, T *out, int64_t total, int64_t rows, int64_t cols,
+                            bool upper, int64_t k) {
+  PPCRT_GRID_STRIDE(i, total) {
+    int64_t row = i / cols % rows, col = i % cols;
+    out[i] = (upper ? col - row >= k : col - row <= k) ? in[i] : T(0);
+  }
+}
+
+template <typename T>
+void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool upper,
+           int64_t k) {
+  triluKernel<<<blocksFor(total), kThreads, 0, stream()>>>(in, out, total, rows, cols, upper, k);
+  launched("a trilu");
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+enum class ReduceKind { Sum, Mean, Max, Min, Prod };
+
+/// What a reduction of T accumulates in.
+template <typename T> using Accumulator =
+    std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+
+template <ReduceKind Kind, typename A> __device__ inline A reduceIdentity() {
+  if constexpr (Kind == ReduceKind::Sum || Kind == ReduceKind::Mean)
+    return A(0);
+  else if constexpr (Kind == ReduceKind::Prod)
+    return A(1);
+  else if constexpr (Kind == ReduceKind::Max)
+    return std::is_integral_v<A> ? A(0) : A(-INFINITY);
+  else
+    return std::is_integral_v<A> ? ~A(0) : A(INFINITY);
+}
+
+template <ReduceKind Kind, typename A> __device__ inline A reduceCombine(A x, A y) {
+  if constexpr (Kind == ReduceKind::Sum || Kind == ReduceKind::Mean)
+    return x + y;
+  else if constexpr (Kind == ReduceKind::Prod)
+    return x * y;
+  else if constexpr (Kind == ReduceKind::Max)
+    return (x != x) || x > y ? x : y;
+  else
+    return (x != x) || x < y ? x : y;
+}
+
+/// One output per block: the reduced dimensions include the innermost, so
+/// the block's threads read consecutive elements.
+template <ReduceKind Kind, typename T>
+__global__ void reduceRowsKernel(const T *in, T *out, Dims kept, Dims reduced, int64_t count) {
+  using A = Accumulator<T>;
+  __shared__ A partial[kThreads];
+  int64_t base = stridedIndex(kept, blockIdx.x);
+  A acc = reduceIdentity<Kind, A>();
+  for (int64_t r = threadIdx.x; r < count; r += blockDim.x)
+    acc = reduceCombine<Kind, A>(acc, A(Reg<T>(in[base + stridedIndex(reduced, r)])));
+  partial[threadIdx.x] = acc;
+  __syncthreads();
+  for (int width = blockDim.x / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width)
+      partial[threadIdx.x] =
+          reduceCombine<Kind, A>(partial[threadIdx.x], partial[threadIdx.x + width]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    A value = partial[0];
+    if constexpr (Kind == ReduceKind::Mean)
+      value = value / A(count);
+    out[blockIdx.x] = T(Reg<T>(value));
+  }
+}
+
+/// One output per thread: the innermost dimension is kept, so neighbouring
+/// threads read neighbouring elements at every step.
+template <ReduceKind Kind, typename T>
+__global__ void reduceColumnsKernel(const T *in, T *out, Dims kept, Dims reduced,
+                                    int64_t outputs, int64_t count) {
+  using A = Accumulator<T>;
+  PPCRT_GRID_STRIDE(o, outputs) {
+    int64_t base = stridedIndex(kept, o);
+    A acc = reduceIdentity<Kind, A>();
+    for (int64_t r = 0; r < count; ++r)
+      acc = reduceCombine<Kind, A>(acc, A(Reg<T>(in[base + stridedIndex(reduced, r)])));
+    if constexpr (Kind == ReduceKind::Mean)
+      acc = acc / A(count);
+    out[o] = T(Reg<T>(acc));
+  }
+}
+
+/// Reduces `in` of the collapsed shape `shape` (dimension d reduced when bit
+/// d of `mask` is set) into `out` (the kept dimensions, dense).
+template <ReduceKind Kind, typename T>
+void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uint32_t mask) {
+  Dims kept{0, {}, {}}, reduced{0, {}, {}};
+  int64_t stride = 1, outputs = 1, count = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    Dims &to = (mask >> d & 1) ? reduced : kept;
+    to.size[to.rank] = shape[d];
+    to.stride[to.rank] = stride;
+    ++to.rank;
+    ((mask >> d & 1) ? count : outputs) *= shape[d];
+    stride *= shape[d];
+  }
+  // Collected innermost first; index decoding wants outermost first.
+  for (Dims *dims : {&kept, &reduced})
+    for (int i = 0, j = dims->rank - 1; i < j; ++i, --j) {
+      int64_t s = dims->size[i], t = dims->stride[i];
+      dims->size[i] = dims->size[j];
+      dims->stride[i] = dims->stride[j];
+      dims->size[j] = s;
+      dims->stride[j] = t;
+    }
+  bool innerReduced = rank > 0 && (mask >> (rank - 1) & 1);
+  if (innerReduced && outputs <= int64_t(1) << 31)
+    reduceRowsKernel<Kind><<<unsigned(outputs), kThreads, 0, stream()>>>(in, out, kept,
+                                                                          reduced, count);
+  else
+    reduceColumnsKernel<Kind><<<blocksFor(outputs), kThreads, 0, stream()>>>(
+        in, out, kept, reduced, outputs, count);
+  launched("a reduction");
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, layer norm, loss
+//===----------------------------------------------------------------------===//
+
+/// softmax (or log_softmax) of the contiguous rows of [outer, size]: one
+/// block per row.
+template <bool IsLog, typename T>
+__global__ void softmaxRowsKernel(const T *x, T *y, int64_t size) {
+  const T *row = x + blockIdx.x * size;
+  T *to = y + blockIdx.x * size;
+  float max = -INFINITY;
+  for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
+    max = fmaxf(max, float(row[k]));
+  max = blockReduce<true>(max);
+  float sum = 0;
+  for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
+    sum += expf(float(row[k]) - max);
+  sum = blockReduce<false>(sum);
+  float logSum = logf(sum);
+  for (int64_t k = threadIdx.x; k < size; k += blockDim.x) {
+    float shifted = float(row[k]) - max;
+    to[k] = T(IsLog ? shifted - logSum : expf(shifted) / sum);
+  }
+}
+
+/// The same over the middle dimension of [outer, size, inner]: one thread
+/// per (outer, inner) column.
+template <bool IsLog, typename T>
+__global__ void softmaxColumnsKernel(const T *x, T *y, int64_t outer, int64_t size,
+                                     int64_t inner) {
+  PPCRT_GRID_STRIDE(c, outer * inner) {
+    int64_t base = (c / inner) * size * inner + c % inner;
+    float max = -INFINITY;
+    for (int64_t k = 0; k < size; ++k)
+      max = fmaxf(max, float(x[base + k * inner]));
+    float sum = 0;
+    for (int64_t k = 0; k < size; ++k)
+      sum += expf(float(x[base + k * inner]) - max);
+    float logSum = logf(sum);
+    for (int64_t k = 0; k < size; ++k) {
+      float shifted = float(x[base + k * inner]) - max;
+      y[base + k * inner] = T(IsLog ? shifted - logSum : expf(shifted) / sum);
+    }
+  }
+}
+
+template <bool IsLog, typename T>
+void softmax(const T *x, T *y, int64_t outer, int64_t size, int64_t inner) {
+  if (inner == 1)
+    softmaxRowsKernel<IsLog><<<unsigned(outer), kThreads, 0, stream()>>>(x, y, size);
+  else
+    softmaxColumnsKernel<IsLog><<<blocksFor(outer * inner), kThreads, 0, stream()>>>(
+        x, y, outer, size, inner);
+  launched("a softmax");
+}
+
+/// Layer normalization of the rows of [outer, size], one block per row.
+template <typename T>
+__global__ void layerNormKernel(const T *x, const T *scale, int64_t scaleStride, const T *bias,
+                                int64_t biasStride, T *y, int64_t size, float epsilon) {
+  const T *row = x + blockIdx.x * size;
+  float sum = 0;
+  for (int64_t i = threadIdx.x; i < size; i += blockDim.x)
+    sum += float(row[i]);
+  float mean = blockReduce<false>(sum) / size;
+  float squares = 0;
+  for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+    float d = float(row[i]) - mean;
+    squares += d * d;
+  }
+  float rstd = rsqrtf(blockReduce<false>(squares) / size + epsilon);
+  for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+    float v = (float(row[i]) - mean) * rstd * float(scale[i * scaleStride]);
+    if (bias)
+      v += float(bias[i * biasStride]);
+    y[blockIdx.x * size + i] = T(v);
+  }
+}
+
+template <typename T>
+void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias,
+               int64_t biasStride, T *y, int64_t outer, int64_t size, double epsilon) {
+  layerNormKernel<<<unsigned(outer), kThreads, 0, stream()>>>(x, scale, scaleStride, bias,
+                                                               biasStride, y, size,
+                                                               float(epsilon));
+  launched("a layer norm");
+}
+
+enum class LossReduction { None, Sum, Mean };
+
+/// nll_loss of input [batch, classes, inner] at targets [batch, inner], in
+/// one block (the loss is one value per token: batch × sequence elements).
+template <typename T>
+__global__ void nllLossKernel(const T *input, const int64_t *target, const T *weight, T *out,
+                              int64_t batch, int64_t classes, int64_t inner,
+                              LossReduction reduction, bool hasIgnore, int64_t ignoreIndex,
+                              int error) {
+  double lossSum = 0, weightSum = 0;
+  for (int64_t i = threadIdx.x; i < batch * inner; i += blockDim.x) {
+    int64_t n = i / inner, j = i % inner, t = target[i];
+    if (hasIgnore && t == ignoreIndex) {
+      if (reduction == LossReduction::None)
+        out[i] = T(0);
+      continue;
+    }
+    if (t < 0 || t >= classes) {
+      flagError(error);
+      continue;
+    }
+    double w = weight ? double(Reg<T>(weight[t])) : 1.0;
+    double loss = -double(Reg<T>(input[(n * classes + t) * inner + j])) * w;
+    if (reduction == LossReduction::None)
+      out[i] = T(Reg<T>(loss));
+    lossSum += loss;
+    weightSum += w;
+  }
+  lossSum = blockSum(lossSum);
+  weightSum = blockSum(weightSum);
+  if (threadIdx.x == 0 && reduction != LossReduction::None)
+    out[0] = T(Reg<T>(reduction == LossReduction::Sum ? lossSum : lossSum / weightSum));
+}
+
+template <typename T>
+void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int64_t batch,
+             int64_t classes, int64_t inner, LossReduction reduction, bool hasIgnore,
+             int64_t ignoreIndex, int error) {
+  nllLossKernel<<<1, 1024, 0, stream()>>>(input, target, weight, out, batch, classes, inner,
+                                          reduction, hasIgnore, ignoreIndex, error);
+  launched("a loss");
+}
+
+//===----------------------------------------------------------------------===//
+// Einsum (what no GEMM covers; small operands)
+//===----------------------------------------------------------------------===//
+
+/// Labels: the output's first (outermost first), then the contracted ones;
+/// strides[t][l] is operand t's step for label l (the output is
+/// operand `operands`).
+struct EinsumSpec {
+  int operands, labels, outLabels;
+  int64_t size[16];
+  int64_t stride[4][16];
+};
+
+template <typename T> struct EinsumOperands {
+  const T *in[3];
+};
+
+template <typename T>
+__global__ void einsumKernel(EinsumOperands<T> ops, T *out, EinsumSpec spec, int64_t outSize,
+                             int64_t contracted) {
+  using A = Accumulator<T>;
+  PPCRT_GRID_STRIDE(o, outSize) {
+    int64_t base[3] = {0, 0, 0}, rest = o;
+    for (int l = spec.outLabels - 1; l >= 0; --l) {
+      int64_t c = rest % spec.size[l];
+      rest /= spec.size[l];
+      for (int t = 0; t < spec.operands; ++t)
+        base[t] += c * spec.stride[t][l];
+    }
+    A acc = A(0);
+    for (int64_t r = 0; r < contracted; ++r) {
+      int64_t at[3] = {base[0], base[1], base[2]}, rem = r;
+      for (int l = spec.labels - 1; l >= spec.outLabels; --l) {
+        int64_t c = rem % spec.size[l];
+        rem /= spec.size[l];
+        for (int t = 0; t < spec.operands; ++t)
+          at[t] += c * spec.stride[t][l];
+      }
+      A product = A(1);
+      for (int t = 0; t < spec.operands; ++t)
+        product *= A(Reg<T>(ops.in[t][at[t]]));
+      acc += product;
+    }
+    out[o] = T(Reg<T>(acc));
+  }
+}
+
+template <typename T>
+void einsum(EinsumOperands<T> ops, T *out, const EinsumSpec &spec, int64_t outSize) {
+  int64_t contracted = 1;
+  for (int l = spec.outLabels; l < spec.labels; ++l)
+    contracted *= spec.size[l];
+  einsumKernel<<<blocksFor(outSize), kThreads, 0, stream()>>>(ops, out, spec, outSize,
+                                                              contracted);
+  launched("an einsum");
+}
+
+} // namespace ppcrt::cuda
+
+#endif // PPC_RUNTIME_PPCRT_CUDA_KERNELS_CUH

@@ -1,0 +1,96 @@
+//===- NcclRank.h - ppcrt::Rank on NCCL --------------------------*- C++ -*-===//
+//
+// The CUDA runtime's communication (DESIGN.md §2): a world NCCL communicator
+// bootstrapped through MPI (rank 0's unique id broadcast), split
+// (ncclCommSplit) into one communicator per axis set the program names,
+// with the same colors and keys as MpiRank's MPI_Comm_split, and one
+// two-rank communicator per pipeline channel (Program::channels), so that
+// a send never queues behind a receive. Every communicator has its own
+// stream: a call waits for the compute stream's work so far, runs on its
+// stream beside the kernels that follow, and returns a ticket the generated
+// code waits for before touching what the call reads or writes.
+//
+// Communicators are non-blocking (ncclConfig_t::blocking = 0). The step's
+// end waits for every call, under MpiRank's watchdog: a call that takes
+// longer than --timeout aborts every communicator (ncclCommAbort) and ends
+// the job, naming the call (op, mesh axes, ONNX node, call number).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_PPCRT_CUDA_NCCLRANK_H
+#define PPC_RUNTIME_PPCRT_CUDA_NCCLRANK_H
+
+#include "runtime/ppcrt/MpiRank.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <mutex>
+#include <vector>
+
+namespace ppcrt::cuda {
+
+class NcclRank final : public MpiRank {
+public:
+  /// Collective over the world. `compute` is the stream the program runs on.
+  NcclRank(const Program &program, double timeoutSeconds, cudaStream_t compute);
+  ~NcclRank() override;
+
+  Ticket allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
+                   Reduction reduction, const char *what) override;
+  Ticket allGather(int g, DType dtype, const void *in, void *out, int64_t outer, int64_t inner,
+                   const char *what) override;
+  Ticket reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
+                       int64_t inner, Reduction reduction, const char *what) override;
+  Ticket allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
+                  int rank, int split, int concat, const char *what) override;
+  Ticket send(const char *axis, int64_t peer, DType dtype, const void *data, int64_t count,
+              const char *what) override;
+  Ticket recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
+              const char *what) override;
+  void wait(Ticket ticket) override;
+  void endStep() override;
+
+private:
+  struct Comm {
+    ncclComm_t comm = nullptr;
+    cudaStream_t stream = nullptr;
+    /// Packing space for collectives over non-leading dimensions.
+    void *scratch = nullptr, *scratch2 = nullptr;
+    size_t scratchBytes = 0;
+  };
+  struct Call {
+    cudaEvent_t done;
+    const char *what;
+  };
+
+  void abortCommunicators() override;
+  /// Waits until `comm` has finished what its last call started (a
+  /// non-blocking communicator returns ncclInProgress meanwhile).
+  void settle(ncclComm_t comm, const char *what);
+  /// Checks an NCCL result; ends the job on an error.
+  void checkNccl(ncclResult_t result, ncclComm_t comm, const char *what);
+  /// Orders `comm`'s stream after the compute stream's work so far.
+  void begin(Comm &comm);
+  /// Records the end of a call on `comm`'s stream; returns its ticket.
+  Ticket finish(Comm &comm, const char *what);
+  /// Makes `comm`'s packing space at least `bytes` large (twice).
+  void reserve(Comm &comm, size_t bytes);
+  /// The channel comm for messages from coordinate `from` to `to` on `axis`.
+  Comm &channel(const char *axis, int64_t from, int64_t to, const char *what);
+
+  cudaStream_t compute;
+  ncclComm_t world = nullptr;
+  std::vector<Comm> groupComms;
+  std::vector<Comm> channelComms;
+  cudaEvent_t ready = nullptr;
+  /// The calls of this step, by ticket - 1; events are reused across steps.
+  std::vector<Call> calls;
+  size_t callsThisStep = 0;
+  std::mutex aborting;
+  bool aborted = false;
+};
+
+} // namespace ppcrt::cuda
+
+#endif // PPC_RUNTIME_PPCRT_CUDA_NCCLRANK_H
