@@ -268,4 +268,22 @@ def BucketAllReduces : Pass<"ppc-bucket-all-reduces", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def GemmsInBf16 : Pass<"ppc-gemms-in-bf16", "mlir::func::FuncOp"> {
+  let summary = "Computes every f32 GEMM in bf16 (--precision bf16)";
+  let description = [{
+    Mixed precision as PyTorch's autocast and Megatron do it: each f32
+    matmul, forward and backward alike, reads its operands cast to bf16 and
+    produces bf16 (accumulated in f32 by the GEMM), cast back to f32 for
+    what follows. Parameters (the master weights), gradient accumulation,
+    normalizations, softmax, the loss and the optimizer stay f32. Run after
+    the training step is built, so the gradient GEMMs are covered too;
+    casts of one value are shared (CSE), and a transposed operand is cast
+    before its transpose so that the transpose still folds into the GEMM.
+
+    Example: `%c = ppc.matmul %a, %w : f32` becomes
+    `%c = ppc.cast(ppc.matmul(ppc.cast %a : bf16, ppc.cast %w : bf16)) : f32`.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 #endif // PPC_PASSES_TD

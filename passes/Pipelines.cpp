@@ -37,6 +37,8 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
   step.microBatches = options.microBatches;
   step.dataParallel = options.dataParallel;
   pm.addPass(createBuildTrainStep(step));
+  if (options.precision == "bf16")
+    pm.addNestedPass<func::FuncOp>(createGemmsInBf16());
   pm.addNestedPass<func::FuncOp>(createFoldConstants());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

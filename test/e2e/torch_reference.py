@@ -46,6 +46,7 @@ Library use::
     out = logits(model, input_ids)
 """
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -91,6 +92,7 @@ class Options:
     min_lr: float = 0.0
     data_dtype: str = "u16"              # u8 | u16 | i32
     dtype: str = "f32"                   # f32 | f64 (f64 only to investigate numerics)
+    precision: str = "fp32"              # fp32 | bf16 (GEMMs in bf16, see Bf16Gemms)
     threads: int = 2
     log: Optional[str] = None            # JSON-lines file, one line per step
     heads: Optional[int] = None          # n_heads when it cannot be read from the ONNX
@@ -335,6 +337,29 @@ def make_optimizer(params, opts):
     raise ReferenceError(f"--optimizer {opts.optimizer!r}: expected sgd or adamw")
 
 
+class Bf16Gemms(torch.overrides.TorchFunctionMode):
+    """ppc's --precision bf16 (passes/GemmsInBf16.cpp) in PyTorch: every matmul and
+    linear, forward and backward, multiplies bf16 copies of its operands (f32
+    accumulation, bf16 product) and hands on the product as f32; biases, norms,
+    softmax, the loss and the optimizer stay f32."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in (torch.matmul, torch.Tensor.__matmul__):
+            a, b = args
+            return func(a.bfloat16(), b.bfloat16()).float()
+        if func is F.linear:
+            x, w = args[0], args[1]
+            bias = args[2] if len(args) > 2 else kwargs.get("bias")
+            y = torch.matmul(x.bfloat16(), w.bfloat16().t()).float()
+            return y if bias is None else y + bias
+        return func(*args, **kwargs)
+
+
+def precision_mode(opts):
+    return Bf16Gemms() if opts.precision == "bf16" else contextlib.nullcontext()
+
+
 def is_loss_model(model):
     return isinstance(model, ppc_models.GPTLoss)
 
@@ -403,7 +428,8 @@ def train(kind, cfg_or_onnx_path, data, steps, options=None):
             size = batch // m
             for j in range(m):
                 part = slice(j * size, (j + 1) * size)
-                loss = loss_of(model, inputs[part], labels[part])
+                with precision_mode(opts):
+                    loss = loss_of(model, inputs[part], labels[part])
                 if m > 1:
                     loss = loss / m
                 loss.backward()

@@ -89,6 +89,9 @@ int runCompileCommand(int argc, char **argv) {
                                : emit == "cpp" ? codegen::Target::Cpu
                                : target == "cuda" ? codegen::Target::Cuda
                                                   : codegen::Target::Cpu;
+  if (targetKind == codegen::Target::Cpu && training.precision == "bf16")
+    return reportError("--precision bf16: the CPU target computes in fp32; use --target cuda "
+                       "(or ppc simulate, whose executor rounds to bf16 as the GPU does)");
   std::vector<std::string> archFlags;
   if (targetKind == codegen::Target::Cuda || cudaArch.getNumOccurrences()) {
     auto flags = codegen::cudaArchFlags(cudaArch);

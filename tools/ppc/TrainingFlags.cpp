@@ -151,8 +151,8 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
   setup.mesh = *parsed;
   if (microBatches < 1)
     return failure(reportError("--micro-batches must be at least 1"));
-  if (precision != "fp32")
-    return failure(reportError("--precision '" + precision + "': only fp32 so far"));
+  if (precision != "fp32" && precision != "bf16")
+    return failure(reportError("--precision '" + precision + "': expected fp32 or bf16"));
   if (!zero.empty() && zero != "0" && zero != "1" && zero != "2" && zero != "3")
     return failure(reportError("--zero '" + zero + "': expected 0, 1, 2 or 3"));
   if (schedule != "gpipe" && schedule != "1f1b" && schedule != "interleaved")
@@ -194,6 +194,7 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
   p.totalSteps = scheduleSteps;
   p.minLr = minLr.getValue();
   p.microBatches = microBatches.getValue();
+  p.precision = precision.getValue();
   p.dataParallel = setup.mesh.dp;
   setup.shards.assign(shards.begin(), shards.end());
   setup.sequenceParallel = sequenceParallel;
