@@ -128,7 +128,8 @@ static LogicalResult emitAxisIndex(Operation *op, EmitContext &ctx) {
 static LogicalResult emitSend(Operation *op, EmitContext &ctx) {
   auto send = llvm::cast<SendOp>(op);
   std::string in = ctx.ptr(send.getInput());
-  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.send({0}, {1}, {2}, {3}, {4}, {5});\n",
+  // A send is made from a copy on every target: nothing waits for it.
+  ctx.body() << "  " << llvm::formatv("rt.send({0}, {1}, {2}, {3}, {4}, {5});\n",
                               quote(send.getAxis()), send.getPeer(), dtype(send.getInput()), in,
                               numElements(shapeOf(send.getInput())),
                               ctx.what(op, send.getAxis()));

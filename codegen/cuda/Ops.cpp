@@ -246,13 +246,19 @@ static FailureOr<std::string> gemmType(Value value) {
   return failure();
 }
 
+static bool isBf16GemmToF32(const std::string &inputs, const std::string &output) {
+  return inputs == "ppcrt::cuda::GemmType::BF16" && output == "ppcrt::cuda::GemmType::F32";
+}
+
 static LogicalResult emitMatMul(Operation *op, EmitContext &ctx) {
   auto matmul = llvm::cast<MatMulOp>(op);
   Value result = matmul.getResult();
   auto inputs = gemmType(matmul.getLhs()), rhs = gemmType(matmul.getRhs()),
        output = gemmType(result);
-  if (failed(inputs) || failed(rhs) || failed(output) || *inputs != *rhs)
-    return ctx.unsupported(op, "CUDA GEMMs take f32 or bf16 operands of one type");
+  if (failed(inputs) || failed(rhs) || failed(output) || *inputs != *rhs ||
+      (*output != *inputs && !isBf16GemmToF32(*inputs, *output)))
+    return ctx.unsupported(op, "CUDA GEMMs take f32 or bf16 operands of one type and give "
+                               "that type (or f32 from bf16)");
   auto shape = shapeOf(result);
   int64_t rank = shape.size();
   int64_t m = shape[rank - 2], n = shape[rank - 1], k = shapeOf(matmul.getLhs()).back();

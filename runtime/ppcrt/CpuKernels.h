@@ -94,9 +94,15 @@ void matmul(bool transA, bool transB, int batchRank, const int64_t *batchShape,
 
 enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
-/// The type a reduction of T accumulates in.
+/// The type a reduction of T accumulates in: double for floats; for
+/// integers uint64_t (sums and products wrap), int64_t where signed order
+/// matters (max, min of signed types).
 template <typename T> using Accumulator =
     std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+template <ReduceKind Kind, typename T> using ReduceAccumulator = std::conditional_t<
+    std::is_signed_v<T> && !std::is_floating_point_v<T> &&
+        (Kind == ReduceKind::Max || Kind == ReduceKind::Min),
+    int64_t, Accumulator<T>>;
 
 template <ReduceKind Kind, typename A> inline A reduceIdentity() {
   if constexpr (Kind == ReduceKind::Sum || Kind == ReduceKind::Mean)
@@ -127,7 +133,7 @@ template <ReduceKind Kind, typename A> inline A reduceCombine(A x, A y) {
 /// dimensions). `count` is the number of elements combined per result.
 template <ReduceKind Kind, typename T>
 void reduce(const T *in, T *out, int rank, const int64_t *shape, uint32_t reducedMask) {
-  using A = Accumulator<T>;
+  using A = ReduceAccumulator<Kind, T>;
   int64_t outSize = 1, count = 1, total = 1;
   int64_t outStrides[kMaxRank];
   for (int d = rank - 1; d >= 0; --d) {

@@ -77,7 +77,10 @@ public:
     void *memory = nullptr;
     if (cudaMalloc(&memory, bytes) != cudaSuccess)
       return nullptr;
-    check(cudaMemset(memory, 0, bytes), "clearing device memory");
+    // On the compute stream, which does not order itself after the legacy
+    // default stream's work.
+    check(cudaMemsetAsync(memory, 0, bytes, computeStream), "clearing device memory");
+    check(cudaStreamSynchronize(computeStream), "clearing device memory");
     return memory;
   }
   void release(void *memory) override { cudaFree(memory); }

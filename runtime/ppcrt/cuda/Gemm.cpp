@@ -16,6 +16,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace ppcrt::cuda {
@@ -42,7 +43,14 @@ struct Plan {
 };
 
 using Key = std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t>;
+                       int64_t, uint32_t, uint32_t, uint32_t>;
+
+/// The largest power of two (at most 256, cuBLASLt's default assumption)
+/// dividing every address `base + i * step` a call reads or writes.
+uint32_t alignmentOf(const void *base, int64_t step) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(base) | uint64_t(step) | 256;
+  return uint32_t(bits & (~bits + 1));
+}
 
 struct Gemms {
   cublasLtHandle_t handle = nullptr;
@@ -64,12 +72,14 @@ struct Gemms {
   /// The plan of one strided batch of `count` products (cuBLASLt's view:
   /// first operand B, second A, both column-major).
   Plan &plan(GemmType inputs, GemmType output, bool transA, bool transB, int64_t m, int64_t n,
-             int64_t k, int64_t count, int64_t aStride, int64_t bStride, const char *node) {
+             int64_t k, int64_t count, int64_t aStride, int64_t bStride, uint32_t alignA,
+             uint32_t alignB, uint32_t alignC, const char *node) {
     if (!handle) {
       checkBlas(cublasLtCreate(&handle), "creating the cuBLASLt handle", node);
       check(cudaMalloc(&workspace, kWorkspaceBytes), "allocating the cuBLASLt workspace");
     }
-    Key key{int(inputs), int(output), transA, transB, m, n, k, count, aStride, bStride};
+    Key key{int(inputs), int(output), transA, transB, m, n, k, count, aStride, bStride,
+            alignA, alignB, alignC};
     auto it = plans.find(key);
     if (it != plans.end())
       return it->second;
@@ -113,6 +123,17 @@ struct Gemms {
                                                    CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                    &workspaceBytes, sizeof(workspaceBytes)),
               what, node);
+    // Arena buffers are 64-byte aligned, batch offsets less: the algorithm
+    // must not assume cuBLASLt's default 256 bytes. (cuBLASLt's A is our B.)
+    std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignB},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignA},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignC},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignC}};
+    for (auto &[attribute, bytes] : alignments)
+      checkBlas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes,
+                                                     sizeof(bytes)),
+                what, node);
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
     checkBlas(cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.b, p.a, p.c, p.c, preference, 1,
@@ -165,13 +186,17 @@ void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batc
   Dim innermost = dims.empty() ? Dim{1, 0, 0, 1} : dims.back();
   if (!dims.empty())
     dims.pop_back();
+  size_t in = bytesOf(inputs), out = bytesOf(output);
+  // Every matrix the call touches starts at base + a multiple of these.
+  int64_t aStep = m * k * in, bStep = k * n * in, cStep = m * n * out;
+  uint32_t alignA = alignmentOf(a, aStep), alignB = alignmentOf(b, bStep),
+           alignC = alignmentOf(c, cStep);
   Plan &p = gemms.plan(inputs, output, transA, transB, m, n, k, innermost.size, innermost.a,
-                       innermost.b, node);
+                       innermost.b, alignA, alignB, alignC, node);
   int64_t outer = 1;
   for (const Dim &d : dims)
     outer *= d.size;
   const float one = 1, zero = 0;
-  size_t in = bytesOf(inputs), out = bytesOf(output);
   std::vector<int64_t> coord(dims.size(), 0);
   for (int64_t i = 0; i < outer; ++i) {
     int64_t aOffset = 0, bOffset = 0, cOffset = 0;

@@ -4,8 +4,8 @@
 // norm, the loss, and data movement, as templates nvcc instantiates in each
 // generated executable (GEMMs are cuBLASLt calls, Cuda.h). Every launch goes
 // on the rank's compute stream. Numerics: sums over many elements (reduce,
-// the loss) accumulate in double, softmax and layer norm in float; bf16
-// values are computed in float and rounded once per op.
+// the loss) accumulate in double, softmax and layer norm in float (double
+// for f64); bf16 values are computed in float and rounded once per op.
 //
 // Kernels cannot stop the process; an index out of range sets
 // kernelErrorFlag (the first error's id), which the generated
@@ -79,22 +79,25 @@ __device__ __forceinline__ int64_t stridedIndex(const Dims &d, int64_t i) {
   return at;
 }
 
-/// Sum (or max) of a float over the block; every thread gets the result.
-template <bool IsMax> __device__ float blockReduce(float value) {
-  __shared__ float partial[32];
+/// What softmax and layer norm compute in: float, double for double.
+template <typename T> using Compute = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+/// Sum (or max) of `value` over the block; every thread gets the result.
+template <bool IsMax, typename C> __device__ C blockReduce(C value) {
+  __shared__ C partial[32];
   for (int offset = 16; offset > 0; offset /= 2) {
-    float other = __shfl_xor_sync(0xffffffffu, value, offset);
-    value = IsMax ? fmaxf(value, other) : value + other;
+    C other = __shfl_xor_sync(0xffffffffu, value, offset);
+    value = IsMax ? (other > value ? other : value) : value + other;
   }
   int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
   __syncthreads();
   if (lane == 0)
     partial[warp] = value;
   __syncthreads();
-  value = lane < warps ? partial[lane] : (IsMax ? -FLT_MAX : 0.f);
+  value = lane < warps ? partial[lane] : (IsMax ? C(-INFINITY) : C(0));
   for (int offset = 16; offset > 0; offset /= 2) {
-    float other = __shfl_xor_sync(0xffffffffu, value, offset);
-    value = IsMax ? fmaxf(value, other) : value + other;
+    C other = __shfl_xor_sync(0xffffffffu, value, offset);
+    value = IsMax ? (other > value ? other : value) : value + other;
   }
   return value;
 }
@@ -167,28 +170,32 @@ template <typename T>
 __global__ void transposeKernel(const T *in, T *out, int64_t batch, int64_t rows,
                                 int64_t cols) {
   __shared__ T tile[32][33];
-  int64_t tileRow = blockIdx.y * 32, tileCol = blockIdx.x * 32;
-  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
-    const T *from = in + b * rows * cols;
-    T *to = out + b * rows * cols;
-    for (int r = threadIdx.y; r < 32; r += blockDim.y) {
-      int64_t row = tileRow + r, col = tileCol + threadIdx.x;
-      if (row < rows && col < cols)
-        tile[r][threadIdx.x] = from[row * cols + col];
+  int64_t tileCol = blockIdx.x * 32;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
+    for (int64_t tileRow = blockIdx.y * 32; tileRow < rows; tileRow += int64_t(gridDim.y) * 32) {
+      const T *from = in + b * rows * cols;
+      T *to = out + b * rows * cols;
+      for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+        int64_t row = tileRow + r, col = tileCol + threadIdx.x;
+        if (row < rows && col < cols)
+          tile[r][threadIdx.x] = from[row * cols + col];
+      }
+      __syncthreads();
+      for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+        int64_t col = tileCol + r, row = tileRow + threadIdx.x;
+        if (row < rows && col < cols)
+          to[col * rows + row] = tile[threadIdx.x][r];
+      }
+      __syncthreads();
     }
-    __syncthreads();
-    for (int r = threadIdx.y; r < 32; r += blockDim.y) {
-      int64_t col = tileCol + r, row = tileRow + threadIdx.x;
-      if (row < rows && col < cols)
-        to[col * rows + row] = tile[threadIdx.x][r];
-    }
-    __syncthreads();
-  }
 }
 
 template <typename T> void transpose2d(const T *in, T *out, int64_t batch, int64_t rows, int64_t cols) {
-  dim3 grid(unsigned((cols + 31) / 32), unsigned((rows + 31) / 32),
-            unsigned(batch < 65535 ? batch : 65535));
+  // Columns on x (up to 2^31 - 1 tiles); rows and the batch loop past
+  // y's and z's 65535.
+  int64_t rowTiles = (rows + 31) / 32;
+  dim3 grid(unsigned((cols + 31) / 32), unsigned(rowTiles < 65535 ? rowTiles : 65535),
+            unsigned(batch < 1 ? 1 : batch < 65535 ? batch : 65535));
   transposeKernel<<<grid, dim3(32, 8), 0, stream()>>>(in, out, batch, rows, cols);
   launched("a transpose");
 }
@@ -279,9 +286,15 @@ void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool 
 
 enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
-/// What a reduction of T accumulates in.
+/// What a reduction of T accumulates in, as on CPUs (CpuKernels.h): double
+/// for floats; uint64_t for integers (sums and products wrap), int64_t for
+/// the max and min of signed ones.
 template <typename T> using Accumulator =
     std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+template <ReduceKind Kind, typename T> using ReduceAccumulator = std::conditional_t<
+    std::is_integral_v<T> && std::is_signed_v<T> &&
+        (Kind == ReduceKind::Max || Kind == ReduceKind::Min),
+    int64_t, Accumulator<T>>;
 
 template <ReduceKind Kind, typename A> __device__ inline A reduceIdentity() {
   if constexpr (Kind == ReduceKind::Sum || Kind == ReduceKind::Mean)
@@ -289,9 +302,17 @@ template <ReduceKind Kind, typename A> __device__ inline A reduceIdentity() {
   else if constexpr (Kind == ReduceKind::Prod)
     return A(1);
   else if constexpr (Kind == ReduceKind::Max)
-    return std::is_integral_v<A> ? A(0) : A(-INFINITY);
+    return std::is_integral_v<A> ? (std::is_signed_v<A> ? A(INT64_MIN) : A(0)) : A(-INFINITY);
   else
-    return std::is_integral_v<A> ? ~A(0) : A(INFINITY);
+    return std::is_integral_v<A> ? (std::is_signed_v<A> ? A(INT64_MAX) : ~A(0)) : A(INFINITY);
+}
+
+/// The mean of `count` accumulated values (integers: signed division).
+template <typename A> __device__ inline A meanOf(A sum, int64_t count) {
+  if constexpr (std::is_integral_v<A>)
+    return A(int64_t(sum) / count);
+  else
+    return sum / A(count);
 }
 
 template <ReduceKind Kind, typename A> __device__ inline A reduceCombine(A x, A y) {
@@ -309,7 +330,7 @@ template <ReduceKind Kind, typename A> __device__ inline A reduceCombine(A x, A 
 /// the block's threads read consecutive elements.
 template <ReduceKind Kind, typename T>
 __global__ void reduceRowsKernel(const T *in, T *out, Dims kept, Dims reduced, int64_t count) {
-  using A = Accumulator<T>;
+  using A = ReduceAccumulator<Kind, T>;
   __shared__ A partial[kThreads];
   int64_t base = stridedIndex(kept, blockIdx.x);
   A acc = reduceIdentity<Kind, A>();
@@ -326,7 +347,7 @@ __global__ void reduceRowsKernel(const T *in, T *out, Dims kept, Dims reduced, i
   if (threadIdx.x == 0) {
     A value = partial[0];
     if constexpr (Kind == ReduceKind::Mean)
-      value = value / A(count);
+      value = meanOf(value, count);
     out[blockIdx.x] = T(Reg<T>(value));
   }
 }
@@ -336,14 +357,14 @@ __global__ void reduceRowsKernel(const T *in, T *out, Dims kept, Dims reduced, i
 template <ReduceKind Kind, typename T>
 __global__ void reduceColumnsKernel(const T *in, T *out, Dims kept, Dims reduced,
                                     int64_t outputs, int64_t count) {
-  using A = Accumulator<T>;
+  using A = ReduceAccumulator<Kind, T>;
   PPCRT_GRID_STRIDE(o, outputs) {
     int64_t base = stridedIndex(kept, o);
     A acc = reduceIdentity<Kind, A>();
     for (int64_t r = 0; r < count; ++r)
       acc = reduceCombine<Kind, A>(acc, A(Reg<T>(in[base + stridedIndex(reduced, r)])));
     if constexpr (Kind == ReduceKind::Mean)
-      acc = acc / A(count);
+      acc = meanOf(acc, count);
     out[o] = T(Reg<T>(acc));
   }
 }
@@ -372,7 +393,7 @@ void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uin
       dims->stride[j] = t;
     }
   bool innerReduced = rank > 0 && (mask >> (rank - 1) & 1);
-  if (innerReduced && outputs <= int64_t(1) << 31)
+  if (innerReduced && outputs < int64_t(1) << 31)
     reduceRowsKernel<Kind><<<unsigned(outputs), kThreads, 0, stream()>>>(in, out, kept,
                                                                           reduced, count);
   else
@@ -389,20 +410,21 @@ void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uin
 /// block per row.
 template <bool IsLog, typename T>
 __global__ void softmaxRowsKernel(const T *x, T *y, int64_t size) {
+  using C = Compute<T>;
   const T *row = x + blockIdx.x * size;
   T *to = y + blockIdx.x * size;
-  float max = -INFINITY;
+  C max = C(-INFINITY);
   for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
-    max = fmaxf(max, float(row[k]));
+    max = ppcrt::scalar::max(C(row[k]), max);
   max = blockReduce<true>(max);
-  float sum = 0;
+  C sum = 0;
   for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
-    sum += expf(float(row[k]) - max);
+    sum += exp(C(row[k]) - max);
   sum = blockReduce<false>(sum);
-  float logSum = logf(sum);
+  C logSum = log(sum);
   for (int64_t k = threadIdx.x; k < size; k += blockDim.x) {
-    float shifted = float(row[k]) - max;
-    to[k] = T(IsLog ? shifted - logSum : expf(shifted) / sum);
+    C shifted = C(row[k]) - max;
+    to[k] = T(IsLog ? shifted - logSum : exp(shifted) / sum);
   }
 }
 
@@ -411,18 +433,19 @@ __global__ void softmaxRowsKernel(const T *x, T *y, int64_t size) {
 template <bool IsLog, typename T>
 __global__ void softmaxColumnsKernel(const T *x, T *y, int64_t outer, int64_t size,
                                      int64_t inner) {
+  using C = Compute<T>;
   PPCRT_GRID_STRIDE(c, outer * inner) {
     int64_t base = (c / inner) * size * inner + c % inner;
-    float max = -INFINITY;
+    C max = C(-INFINITY);
     for (int64_t k = 0; k < size; ++k)
-      max = fmaxf(max, float(x[base + k * inner]));
-    float sum = 0;
+      max = ppcrt::scalar::max(C(x[base + k * inner]), max);
+    C sum = 0;
     for (int64_t k = 0; k < size; ++k)
-      sum += expf(float(x[base + k * inner]) - max);
-    float logSum = logf(sum);
+      sum += exp(C(x[base + k * inner]) - max);
+    C logSum = log(sum);
     for (int64_t k = 0; k < size; ++k) {
-      float shifted = float(x[base + k * inner]) - max;
-      y[base + k * inner] = T(IsLog ? shifted - logSum : expf(shifted) / sum);
+      C shifted = C(x[base + k * inner]) - max;
+      y[base + k * inner] = T(IsLog ? shifted - logSum : exp(shifted) / sum);
     }
   }
 }
@@ -440,22 +463,23 @@ void softmax(const T *x, T *y, int64_t outer, int64_t size, int64_t inner) {
 /// Layer normalization of the rows of [outer, size], one block per row.
 template <typename T>
 __global__ void layerNormKernel(const T *x, const T *scale, int64_t scaleStride, const T *bias,
-                                int64_t biasStride, T *y, int64_t size, float epsilon) {
+                                int64_t biasStride, T *y, int64_t size, double epsilon) {
+  using C = Compute<T>;
   const T *row = x + blockIdx.x * size;
-  float sum = 0;
+  C sum = 0;
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x)
-    sum += float(row[i]);
-  float mean = blockReduce<false>(sum) / size;
-  float squares = 0;
+    sum += C(row[i]);
+  C mean = blockReduce<false>(sum) / C(size);
+  C squares = 0;
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
-    float d = float(row[i]) - mean;
+    C d = C(row[i]) - mean;
     squares += d * d;
   }
-  float rstd = rsqrtf(blockReduce<false>(squares) / size + epsilon);
+  C rstd = C(1) / sqrt(blockReduce<false>(squares) / C(size) + C(epsilon));
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
-    float v = (float(row[i]) - mean) * rstd * float(scale[i * scaleStride]);
+    C v = (C(row[i]) - mean) * rstd * C(scale[i * scaleStride]);
     if (bias)
-      v += float(bias[i * biasStride]);
+      v += C(bias[i * biasStride]);
     y[blockIdx.x * size + i] = T(v);
   }
 }
@@ -464,8 +488,7 @@ template <typename T>
 void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias,
                int64_t biasStride, T *y, int64_t outer, int64_t size, double epsilon) {
   layerNormKernel<<<unsigned(outer), kThreads, 0, stream()>>>(x, scale, scaleStride, bias,
-                                                               biasStride, y, size,
-                                                               float(epsilon));
+                                                               biasStride, y, size, epsilon);
   launched("a layer norm");
 }
 

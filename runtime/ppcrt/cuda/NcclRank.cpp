@@ -66,6 +66,9 @@ void NcclRank::settle(ncclComm_t comm, const char *what) {
 
 NcclRank::NcclRank(const Program &program, double timeoutSeconds, cudaStream_t compute)
     : MpiRank(program, timeoutSeconds), compute(compute) {
+  // Connections made when communicators are created, not at a call's first
+  // use, where settle() would hold the host until the peer reaches it too.
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclUniqueId id;
@@ -122,17 +125,26 @@ NcclRank::~NcclRank() {
   for (Call &call : calls)
     cudaEventDestroy(call.done);
   cudaEventDestroy(ready);
+  for (Staged &buffer : staged)
+    cudaFree(buffer.data);
+  // Non-blocking communicators are finalized (flushing what they still
+  // owe their peers) before they are destroyed; the children first.
+  auto close = [&](ncclComm_t comm) {
+    if (!comm || aborted)
+      return;
+    checkNccl(ncclCommFinalize(comm), comm, "finalizing an NCCL communicator");
+    settle(comm, "finalizing an NCCL communicator");
+    ncclCommDestroy(comm);
+  };
   for (std::vector<Comm> *comms : {&groupComms, &channelComms})
     for (Comm &comm : *comms) {
-      if (comm.comm)
-        ncclCommDestroy(comm.comm);
+      close(comm.comm);
       if (comm.stream)
         cudaStreamDestroy(comm.stream);
       cudaFree(comm.scratch);
       cudaFree(comm.scratch2);
     }
-  if (world)
-    ncclCommDestroy(world);
+  close(world);
 }
 
 void NcclRank::abortCommunicators() {
@@ -181,24 +193,59 @@ void NcclRank::endStep() {
   for (size_t i = 0; i < callsThisStep; ++i) {
     enter(calls[i].what);
     cudaError_t status;
-    while ((status = cudaEventQuery(calls[i].done)) == cudaErrorNotReady) {
-    }
+    while ((status = cudaEventQuery(calls[i].done)) == cudaErrorNotReady)
+      checkAsyncErrors(calls[i].what);
     leave();
     check(status, calls[i].what);
   }
   callsThisStep = 0;
+  stagedThisStep = 0;
   check(cudaStreamSynchronize(compute), "finishing the step's kernels");
+}
+
+void NcclRank::checkAsyncErrors(const char *what) {
+  for (std::vector<Comm> *comms : {&groupComms, &channelComms})
+    for (Comm &comm : *comms) {
+      if (!comm.comm)
+        continue;
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(comm.comm, &state) == ncclSuccess && state != ncclSuccess &&
+          state != ncclInProgress) {
+        abortCommunicators();
+        stop(std::string("NCCL: ") + ncclGetErrorString(state) + " while waiting in " + what +
+             ": " + ncclGetLastError(comm.comm));
+      }
+    }
 }
 
 void NcclRank::reserve(Comm &comm, size_t bytes) {
   if (comm.scratchBytes >= bytes)
     return;
-  check(cudaStreamSynchronize(comm.stream), "growing a collective's packing space");
-  cudaFree(comm.scratch);
-  cudaFree(comm.scratch2);
-  check(cudaMalloc(&comm.scratch, bytes), "allocating a collective's packing space");
-  check(cudaMalloc(&comm.scratch2, bytes), "allocating a collective's packing space");
+  // Ordered on the communicator's stream after the calls still using the
+  // old space; nothing here waits on the host (a peer may be late).
+  const char *what = "allocating a collective's packing space";
+  if (comm.scratch) {
+    check(cudaFreeAsync(comm.scratch, comm.stream), what);
+    check(cudaFreeAsync(comm.scratch2, comm.stream), what);
+  }
+  check(cudaMallocAsync(&comm.scratch, bytes, comm.stream), what);
+  check(cudaMallocAsync(&comm.scratch2, bytes, comm.stream), what);
   comm.scratchBytes = bytes;
+}
+
+void *NcclRank::stage(size_t bytes) {
+  if (stagedThisStep == staged.size())
+    staged.push_back({nullptr, 0});
+  Staged &buffer = staged[stagedThisStep++];
+  if (buffer.bytes < bytes) {
+    // The schedule is the same every step: this happens in the first only.
+    const char *what = "allocating a send's copy";
+    if (buffer.data)
+      check(cudaFreeAsync(buffer.data, compute), what);
+    check(cudaMallocAsync(&buffer.data, bytes, compute), what);
+    buffer.bytes = bytes;
+  }
+  return buffer.data;
 }
 
 //===----------------------------------------------------------------------===//
@@ -219,6 +266,8 @@ Ticket NcclRank::allGather(int g, DType dtype, const void *in, void *out, int64_
                            int64_t inner, const char *what) {
   Comm &comm = groupComms[g];
   int64_t size = groups[g].size, bytes = int64_t(dtypeBytes(dtype));
+  if (outer != 1)
+    reserve(comm, size * outer * inner * bytes);
   begin(comm);
   if (outer == 1) {
     checkNccl(ncclAllGather(in, out, size_t(inner), ncclType(dtype), comm.comm, comm.stream),
@@ -226,7 +275,6 @@ Ticket NcclRank::allGather(int g, DType dtype, const void *in, void *out, int64_
     return finish(comm, what);
   }
   // Members' blocks arrive one after the other; interleave them per row.
-  reserve(comm, size * outer * inner * bytes);
   checkNccl(ncclAllGather(in, comm.scratch, size_t(outer * inner), ncclType(dtype), comm.comm,
                           comm.stream),
             comm.comm, what);
@@ -243,11 +291,12 @@ Ticket NcclRank::reduceScatter(int g, DType dtype, const void *in, void *out, in
                                int64_t inner, Reduction reduction, const char *what) {
   Comm &comm = groupComms[g];
   int64_t size = groups[g].size, bytes = int64_t(dtypeBytes(dtype));
+  if (outer != 1)
+    reserve(comm, size * outer * inner * bytes);
   begin(comm);
   const void *send = in;
   if (outer != 1) {
     // Member j's block (rows of every outer index) made contiguous.
-    reserve(comm, size * outer * inner * bytes);
     for (int64_t j = 0; j < size; ++j)
       check(cudaMemcpy2DAsync(static_cast<char *>(comm.scratch) + j * outer * inner * bytes,
                               inner * bytes, static_cast<const char *>(in) + j * inner * bytes,
@@ -292,8 +341,8 @@ Ticket NcclRank::allToAll(int g, DType dtype, const void *in, void *out, const i
   for (int d = 0; d < rank; ++d)
     total *= shape[d];
   int64_t block = total / size;
-  begin(comm);
   reserve(comm, total * bytes);
+  begin(comm);
   char *packed = static_cast<char *>(comm.scratch), *arrived = static_cast<char *>(comm.scratch2);
   for (int64_t j = 0; j < size; ++j)
     copyBlock(shape, rank, split, size, j, bytes,
@@ -335,11 +384,19 @@ NcclRank::Comm &NcclRank::channel(const char *axis, int64_t from, int64_t to,
 
 Ticket NcclRank::send(const char *axis, int64_t peer, DType dtype, const void *data,
                       int64_t count, const char *what) {
+  // As Rank.h promises (and MPI's buffered sends give), the data is copied
+  // and the program may overwrite it at once: an NCCL send completes only
+  // when its receive runs, and a program waiting for it before its own
+  // receive could deadlock with its peer doing the same.
   Comm &comm = channel(axis, coordinateOn(program, coords, axis), peer, what);
+  size_t bytes = size_t(count) * dtypeBytes(dtype);
+  void *copy = stage(bytes);
+  check(cudaMemcpyAsync(copy, data, bytes, cudaMemcpyDeviceToDevice, compute), what);
   begin(comm);
-  checkNccl(ncclSend(data, size_t(count), ncclType(dtype), 1, comm.comm, comm.stream),
+  checkNccl(ncclSend(copy, size_t(count), ncclType(dtype), 1, comm.comm, comm.stream),
             comm.comm, what);
-  return finish(comm, what);
+  finish(comm, what); // Waited for at the end of the step.
+  return 0;
 }
 
 Ticket NcclRank::recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,

@@ -5,7 +5,8 @@
 // (ncclCommSplit) into one communicator per axis set the program names,
 // with the same colors and keys as MpiRank's MPI_Comm_split, and one
 // two-rank communicator per pipeline channel (Program::channels), so that
-// a send never queues behind a receive. Every communicator has its own
+// a send never queues behind a receive. A send is made from a copy, so the
+// program never waits for it (as MPI's buffered sends; Rank.h). Every communicator has its own
 // stream: a call waits for the compute stream's work so far, runs on its
 // stream beside the kernels that follow, and returns a ticket the generated
 // code waits for before touching what the call reads or writes.
@@ -74,8 +75,14 @@ private:
   void begin(Comm &comm);
   /// Records the end of a call on `comm`'s stream; returns its ticket.
   Ticket finish(Comm &comm, const char *what);
-  /// Makes `comm`'s packing space at least `bytes` large (twice).
+  /// Makes `comm`'s packing space at least `bytes` large (twice), ordered
+  /// on its stream.
   void reserve(Comm &comm, size_t bytes);
+  /// Device memory for the copy a send is made from (one per send of the
+  /// step, reused from the next step on).
+  void *stage(size_t bytes);
+  /// Stops the job when a communicator reports an error (a dead peer).
+  void checkAsyncErrors(const char *what);
   /// The channel comm for messages from coordinate `from` to `to` on `axis`.
   Comm &channel(const char *axis, int64_t from, int64_t to, const char *what);
 
@@ -87,6 +94,12 @@ private:
   /// The calls of this step, by ticket - 1; events are reused across steps.
   std::vector<Call> calls;
   size_t callsThisStep = 0;
+  struct Staged {
+    void *data;
+    size_t bytes;
+  };
+  std::vector<Staged> staged;
+  size_t stagedThisStep = 0;
   std::mutex aborting;
   bool aborted = false;
 };
