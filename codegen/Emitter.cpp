@@ -45,7 +45,7 @@ static bool foldsIntoGemms(TransposeOp transpose) {
   });
 }
 
-ProgramLayout layOutProgram(func::FuncOp program) {
+ProgramLayout layOutProgram(func::FuncOp program, bool asyncCommunication) {
   ProgramLayout layout;
   layout.fusion = planFusion(program);
   auto holder = [&](Value v) {
@@ -66,10 +66,37 @@ ProgramLayout layOutProgram(func::FuncOp program) {
   // function_ref does not own its callee: the lambdas must outlive `hooks`.
   auto runsAt = [&](Operation *op) { return layout.fusion.runsAt(op); };
   auto unstored = [&](Value v) { return layout.fusion.unstored(v); };
+  llvm::DenseMap<Operation *, int64_t> order;
+  for (Operation &op : program.getBody().front())
+    order[&op] = order.size();
+  auto readsUntil = [&](Operation *op) -> Operation * {
+    if (!llvm::isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op))
+      return op;
+    // The first op that uses the result (through views too, which the
+    // holder map makes uses of the holder), where the program waits.
+    Operation *first = op->getBlock()->getTerminator();
+    llvm::SmallVector<Value> pending{op->getResult(0)};
+    while (!pending.empty()) {
+      Value v = pending.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (layout.holders.count(user->getNumResults() ? user->getResult(0) : Value()) &&
+            holder(user->getResult(0)) == holder(v)) {
+          pending.push_back(user->getResult(0));
+          continue;
+        }
+        Operation *at = layout.fusion.runsAt(user);
+        if (order.lookup(at) < order.lookup(first))
+          first = at;
+      }
+    }
+    return first;
+  };
   StorageHooks hooks;
   hooks.holder = holder;
   hooks.runsAt = runsAt;
   hooks.unstored = unstored;
+  if (asyncCommunication)
+    hooks.readsUntil = readsUntil;
   layout.memory = planMemory(program, 64, hooks);
   return layout;
 }
@@ -170,7 +197,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info, llvm::raw_
   EmitContext ctx(file, groups, cuda);
   llvm::SmallVector<std::string> entries, channels;
   for (auto [p, program] : llvm::enumerate(programs)) {
-    ProgramLayout layout = layOutProgram(program);
+    ProgramLayout layout = layOutProgram(program, cuda);
     llvm::DenseMap<Value, int64_t> offsets;
     for (const Buffer &b : layout.memory.buffers)
       offsets[b.value] = b.offset;

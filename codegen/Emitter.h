@@ -59,8 +59,11 @@ bool undoesItsOperand(TransposeOp transpose);
 
 /// Fuses `program`, makes views of reshapes, of transposes that undo
 /// transposes and of GEMM-operand transposes (read with BLAS's transpose
-/// flags), and plans its arena (64-byte aligned buffers).
-ProgramLayout layOutProgram(mlir::func::FuncOp program);
+/// flags), and plans its arena (64-byte aligned buffers). With
+/// `asyncCommunication` (CUDA) a collective's operands live until the first
+/// use of its result, where the program waits for it, so that nothing
+/// overwrites them while it runs beside the kernels in between.
+ProgramLayout layOutProgram(mlir::func::FuncOp program, bool asyncCommunication = false);
 
 /// Writes the source of the executable for the training programs of
 /// `module` (@train_step or @train_step_pp<r>) for `info.target`. Fails,

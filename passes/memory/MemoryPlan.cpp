@@ -247,13 +247,14 @@ MemoryPlan planMemory(func::FuncOp func, int64_t alignment, const StorageHooks &
   for (Buffer &b : plan.buffers)
     if (holder(b.value) != b.value || (hooks.unstored && hooks.unstored(b.value)))
       b.bytes = 0;
-  for (Operation &op : body)
+  for (Operation &op : body) {
+    int64_t until = position(hooks.readsUntil ? hooks.readsUntil(&op) : &op);
     for (Value v : op.getOperands()) {
       auto it = bufferOf.find(holder(v));
       if (it != bufferOf.end())
-        plan.buffers[it->second].end =
-            std::max(plan.buffers[it->second].end, position(&op));
+        plan.buffers[it->second].end = std::max(plan.buffers[it->second].end, until);
     }
+  }
 
   // Live bytes per op by kind: +bytes at begin, -bytes after end.
   constexpr size_t numKinds = kAllKinds.size();

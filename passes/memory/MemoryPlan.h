@@ -83,6 +83,10 @@ struct StorageHooks {
   /// Whether a value is never stored (the intermediates of a fused group,
   /// constants inlined into kernels): it gets no bytes.
   llvm::function_ref<bool(mlir::Value)> unstored;
+  /// The op until which an op's operands stay in use (itself by default):
+  /// on GPUs a collective runs beside the ops after it, reading its operand
+  /// until the program waits for it, before the first use of its result.
+  llvm::function_ref<mlir::Operation *(mlir::Operation *)> readsUntil;
 };
 
 struct MemoryPlan {
