@@ -338,6 +338,14 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info, llvm::raw_
                  "? kernelErrors[flag] : nullptr;\n"
               << "}\n";
   }
+  llvm::SmallVector<std::string> hyperEntries;
+  for (const auto &[name, value] : info.hypers) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%a", value);
+    hyperEntries.push_back("{" + quote(name) + ", " + text + "}");
+  }
+  std::string hyperList =
+      hyperEntries.empty() ? "{nullptr, 0}" : llvm::join(hyperEntries, ", ");
   std::sort(channels.begin(), channels.end());
   channels.erase(std::unique(channels.begin(), channels.end()), channels.end());
 
@@ -357,6 +365,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info, llvm::raw_
      << "\nstatic const char *const groups[] = {"
      << (quotedGroups.empty() ? "nullptr" : llvm::join(quotedGroups, ", ")) << "};\n"
      << "static const char *const tokenInputs[] = {" << tokenList << "};\n"
+     << "static const ppcrt::Hyper hypers[] = {" << hyperList << "};\n"
      << "static const ppcrt::Channel channels[] = {"
      << (channels.empty() ? "{nullptr, 0, 0}" : llvm::join(channels, ", ")) << "};\n"
      << "static const ppcrt::RankProgram programs[] = {\n    " << llvm::join(entries, ",\n    ")
@@ -375,7 +384,8 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info, llvm::raw_
      << "    " << quote(info.description) << ",\n"
      << "    " << (cuda ? "\"cuda\"" : "\"cpu\"") << ", " << quote(info.precision) << ",\n"
      << "    channels, " << channels.size() << ",\n"
-     << "    " << (cuda ? "kernelError" : "nullptr") << "};\n"
+     << "    " << (cuda ? "kernelError" : "nullptr") << ",\n"
+     << "    hypers, " << info.hypers.size() << "};\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) { return ppcrt::" << (cuda ? "cuda::" : "")
      << "main(argc, argv, program); }\n";

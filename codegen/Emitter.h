@@ -42,6 +42,8 @@ struct ExecutableInfo {
   std::string dataDtype = "u16";
   /// Keys of the integer inputs fed token windows: inputs, then labels.
   std::vector<std::string> tokenInputs;
+  /// The hyper-parameters the step takes ("lr"), with their compiled values.
+  std::vector<std::pair<std::string, double>> hypers;
   std::string description;
 };
 

@@ -42,6 +42,7 @@ def Ppc_Dialect : Dialect {
     static constexpr llvm::StringLiteral kGradAttrName = "ppc.grad";
     static constexpr llvm::StringLiteral kStateAttrName = "ppc.state";
     static constexpr llvm::StringLiteral kStepAttrName = "ppc.step";
+    static constexpr llvm::StringLiteral kHyperAttrName = "ppc.hyper";
     static constexpr llvm::StringLiteral kShardingAttrName = "ppc.sharding";
     static constexpr llvm::StringLiteral kShardingsAttrName = "ppc.shardings";
 

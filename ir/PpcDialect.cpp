@@ -87,6 +87,7 @@ static LogicalResult verifyFunctionSharding(Operation *op, NamedAttribute attr,
 /// `ppc.input`, `ppc.param`, `ppc.output`, `ppc.grad` and `ppc.state` name
 /// the ONNX value (or parameter) behind a function argument or result; each
 /// must be a non-empty string. `ppc.step` marks the step argument;
+/// `ppc.hyper` names a hyper-parameter argument ("lr", "beta1", ...);
 /// `ppc.sharding` says how the value is split over a mesh.
 static LogicalResult
 verifyNameAttr(Operation *op, NamedAttribute attr, unsigned index,
@@ -114,7 +115,7 @@ LogicalResult PpcDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                    NamedAttribute attr) {
   return verifyNameAttr(op, attr, argIndex, /*isResult=*/false,
                         {kInputAttrName, kParamAttrName, kStateAttrName,
-                         kStepAttrName, kShardingAttrName});
+                         kStepAttrName, kHyperAttrName, kShardingAttrName});
 }
 
 LogicalResult PpcDialect::verifyRegionResultAttribute(Operation *op, unsigned,

@@ -26,7 +26,12 @@ struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
 
 private:
   FailureOr<OptimizerConfig> optimizerConfig(Operation *anchor);
-  Value learningRate(OpBuilder &b, Location loc, Value stepF64);
+  /// The hyper-parameters the step takes as arguments, with their values:
+  /// those that are not structural zeros (momentum, weight decay and clipping
+  /// compiled as 0 are left out of the update altogether).
+  llvm::SmallVector<std::pair<llvm::StringRef, double>> hyperParameters(
+      const OptimizerConfig &config);
+  Value learningRate(OpBuilder &b, Location loc, Value stepF64, Value peak, Value minimum);
   Value microBatchSlice(OpBuilder &b, Location loc, Value batch,
                         RankedTensorType microType, int64_t j);
 };
@@ -67,18 +72,38 @@ FailureOr<OptimizerConfig> BuildTrainStepPass::optimizerConfig(Operation *anchor
   return config;
 }
 
+llvm::SmallVector<std::pair<llvm::StringRef, double>>
+BuildTrainStepPass::hyperParameters(const OptimizerConfig &config) {
+  llvm::SmallVector<std::pair<llvm::StringRef, double>> hypers{{"lr", lr}};
+  if (lrSchedule == "cosine")
+    hypers.push_back({"min_lr", minLr});
+  if (config.kind == OptimizerConfig::Kind::AdamW) {
+    hypers.push_back({"beta1", config.beta1});
+    hypers.push_back({"beta2", config.beta2});
+    hypers.push_back({"eps", config.eps});
+  } else if (config.momentum != 0) {
+    hypers.push_back({"momentum", config.momentum});
+  }
+  if (config.weightDecay != 0)
+    hypers.push_back({"weight_decay", config.weightDecay});
+  if (gradClip > 0)
+    hypers.push_back({"grad_clip", gradClip});
+  return hypers;
+}
+
 /// lr(s) for the 0-based step s: linear warm-up over `warmupSteps` steps,
-/// then constant or cosine decay to `minLr` at `totalSteps`.
-Value BuildTrainStepPass::learningRate(OpBuilder &b, Location loc, Value s) {
+/// then constant or cosine decay to `minimum` at `totalSteps`.
+Value BuildTrainStepPass::learningRate(OpBuilder &b, Location loc, Value s, Value peak,
+                                       Value minimum) {
   auto c = [&](double v) { return f64Scalar(b, loc, v); };
-  Value peak = c(lr);
   Value decayed = peak;
   if (lrSchedule == "cosine") {
     double span = std::max<int64_t>(1, totalSteps - warmupSteps);
     Value progress = b.create<DivOp>(loc, b.create<SubOp>(loc, s, c(warmupSteps)), c(span));
     Value cosine = b.create<CosOp>(loc, b.create<MulOp>(loc, progress, c(M_PI)));
     Value factor = b.create<MulOp>(loc, c(0.5), b.create<AddOp>(loc, c(1.0), cosine));
-    decayed = b.create<AddOp>(loc, c(minLr), b.create<MulOp>(loc, c(lr - minLr), factor));
+    decayed = b.create<AddOp>(
+        loc, minimum, b.create<MulOp>(loc, b.create<SubOp>(loc, peak, minimum), factor));
   }
   if (warmupSteps == 0)
     return decayed;
@@ -143,6 +168,15 @@ void BuildTrainStepPass::runOnOperation() {
     shape[0] *= microBatches;
     argTypes.push_back(type.clone(shape));
     argAttrs.push_back(grad.getArgAttrDict(i));
+  }
+  // Hyper-parameters last, as rank-0 f64 arguments.
+  auto hypers = hyperParameters(*config);
+  unsigned firstHyper = argTypes.size();
+  for (auto [name, value] : hypers) {
+    (void)value;
+    argTypes.push_back(RankedTensorType::get({}, b.getF64Type()));
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(PpcDialect::kHyperAttrName, b.getStringAttr(name))));
   }
 
   b.setInsertionPointAfter(grad);
@@ -219,9 +253,15 @@ void BuildTrainStepPass::runOnOperation() {
   }
   Value gradNorm = sumSquares ? b.create<SqrtOp>(loc, sumSquares).getResult()
                               : castScalar(b, loc, f64Scalar(b, loc, 0), lossType);
-  if (gradClip > 0 && numParams > 0) {
+  auto hyper = [&](StringRef name) -> Value {
+    for (auto [k, entry] : llvm::enumerate(hypers))
+      if (entry.first == name)
+        return body->getArgument(firstHyper + k);
+    return nullptr;
+  };
+  if (Value clip = hyper("grad_clip"); clip && numParams > 0) {
     Value coef = b.create<DivOp>(
-        loc, castScalar(b, loc, f64Scalar(b, loc, gradClip), lossType),
+        loc, castScalar(b, loc, clip, lossType),
         b.create<AddOp>(loc, gradNorm, castScalar(b, loc, f64Scalar(b, loc, 1e-6), lossType)));
     coef = b.create<MinOp>(loc, coef, castScalar(b, loc, f64Scalar(b, loc, 1.0), lossType));
     for (Value &g : grads)
@@ -230,8 +270,13 @@ void BuildTrainStepPass::runOnOperation() {
 
   Value stepF64 = b.create<CastOp>(loc, RankedTensorType::get({}, b.getF64Type()),
                                    body->getArgument(0));
-  StepScalars scalars{learningRate(b, loc, stepF64),
-                      b.create<AddOp>(loc, stepF64, f64Scalar(b, loc, 1.0))};
+  StepScalars scalars{learningRate(b, loc, stepF64, hyper("lr"), hyper("min_lr")),
+                      b.create<AddOp>(loc, stepF64, f64Scalar(b, loc, 1.0)),
+                      hyper("beta1"),
+                      hyper("beta2"),
+                      hyper("eps"),
+                      hyper("weight_decay"),
+                      hyper("momentum")};
   llvm::SmallVector<Value> newParams, newStates(numParams * stateKinds.size());
   for (unsigned p = 0; p < numParams; ++p) {
     llvm::SmallVector<Value> state, updated;

@@ -57,10 +57,10 @@ void buildParameterUpdate(OpBuilder &builder, Location loc,
     // first buffer is d_p itself, which a zero buffer gives exactly);
     // p = p - lr * d_p.
     Value dp = grad;
-    if (config.weightDecay != 0)
-      dp = a.add(dp, a.mul(param, a.s(config.weightDecay)));
-    if (config.momentum != 0) {
-      Value buf = a.add(a.mul(state[0], a.s(config.momentum)), dp);
+    if (scalars.weightDecay)
+      dp = a.add(dp, a.mul(param, a.s(scalars.weightDecay)));
+    if (scalars.momentum) {
+      Value buf = a.add(a.mul(state[0], a.s(scalars.momentum)), dp);
       dp = buf;
       results.push_back(a.sub(param, a.mul(dp, a.s(scalars.lr))));
       results.push_back(buf);
@@ -72,19 +72,18 @@ void buildParameterUpdate(OpBuilder &builder, Location loc,
   // torch.optim.AdamW: p *= 1 - lr * wd; m = beta1 * m + (1 - beta1) * g;
   // v = beta2 * v + (1 - beta2) * g * g; p += -lr / (1 - beta1^t) * m /
   // (sqrt(v) / sqrt(1 - beta2^t) + eps).
-  Value decay = f64.sub(f64Scalar(builder, loc, 1.0),
-                        f64.mul(scalars.lr, f64Scalar(builder, loc, config.weightDecay)));
-  Value p = config.weightDecay != 0 ? a.mul(param, a.s(decay)) : param;
-  Value m = a.add(a.mul(state[0], a.s(config.beta1)), a.mul(grad, a.s(1 - config.beta1)));
-  Value v = a.add(a.mul(state[1], a.s(config.beta2)),
-                  a.mul(a.mul(grad, grad), a.s(1 - config.beta2)));
   Value one = f64Scalar(builder, loc, 1.0);
-  Value bc1 = f64.sub(one, builder.create<PowOp>(loc, f64Scalar(builder, loc, config.beta1),
-                                                 scalars.t));
-  Value bc2 = f64.sub(one, builder.create<PowOp>(loc, f64Scalar(builder, loc, config.beta2),
-                                                 scalars.t));
+  Value p = param;
+  if (scalars.weightDecay)
+    p = a.mul(param, a.s(f64.sub(one, f64.mul(scalars.lr, scalars.weightDecay))));
+  Value m = a.add(a.mul(state[0], a.s(scalars.beta1)),
+                  a.mul(grad, a.s(f64.sub(one, scalars.beta1))));
+  Value v = a.add(a.mul(state[1], a.s(scalars.beta2)),
+                  a.mul(a.mul(grad, grad), a.s(f64.sub(one, scalars.beta2))));
+  Value bc1 = f64.sub(one, builder.create<PowOp>(loc, scalars.beta1, scalars.t));
+  Value bc2 = f64.sub(one, builder.create<PowOp>(loc, scalars.beta2, scalars.t));
   Value stepSize = builder.create<NegOp>(loc, f64.div(scalars.lr, bc1));
-  Value denom = a.add(a.div(a.sqrt(v), a.s(f64.sqrt(bc2))), a.s(config.eps));
+  Value denom = a.add(a.div(a.sqrt(v), a.s(f64.sqrt(bc2))), a.s(scalars.eps));
   results.push_back(a.add(p, a.mul(a.div(m, denom), a.s(stepSize))));
   results.push_back(m);
   results.push_back(v);

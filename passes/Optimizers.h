@@ -24,10 +24,14 @@ struct OptimizerConfig {
 llvm::SmallVector<llvm::StringRef> optimizerStateKinds(const OptimizerConfig &config);
 
 /// Scalars shared by all parameter updates of one step, as rank-0 f64 values.
+/// The hyper-parameters are arguments of the step (`ppc.hyper`), so that a
+/// compiled executable can take other values at run time; a null one is
+/// absent (its compiled value is 0 and it changes the update's structure).
 struct StepScalars {
   mlir::Value lr;
   /// 1-based step count t = step + 1 (AdamW's bias correction).
   mlir::Value t;
+  mlir::Value beta1, beta2, eps, weightDecay, momentum;
 };
 
 /// Builds the update of `param` with gradient `grad` and the state tensors

@@ -57,8 +57,9 @@ def Autodiff : Pass<"ppc-autodiff", "mlir::ModuleOp"> {
 def BuildTrainStep : Pass<"ppc-build-train-step", "mlir::ModuleOp"> {
   let summary = "Builds @train_step: micro-batches, gradients, optimizer";
   let description = [{
-    Builds `@train_step(step, params..., optimizer state..., batch...) ->
-    (new params..., new state..., loss, grad_norm, lr)` from
+    Builds `@train_step(step, params..., optimizer state..., batch...,
+    hyper-parameters...) -> (new params..., new state..., loss, grad_norm,
+    lr)` from
     `@forward_grad`: the batch is cut into `micro-batches` slices, each runs
     the loss and gradient computation, gradients and losses are averaged.
     @forward_grad's batch dimension is the global micro-batch; with
@@ -70,6 +71,13 @@ def BuildTrainStep : Pass<"ppc-build-train-step", "mlir::ModuleOp"> {
     schedule (a function of the step argument) and the optimizer update
     with torch.optim semantics (SGD with momentum and weight decay, AdamW
     with bias correction). @forward and @forward_grad are removed.
+
+    The hyper-parameters are rank-0 f64 arguments marked `ppc.hyper` ("lr",
+    "min_lr" with the cosine schedule, "beta1", "beta2", "eps" for AdamW,
+    "momentum", "weight_decay", "grad_clip" where not 0), so that a compiled
+    executable takes other values at run time; the options give the values
+    `ppc simulate` and the executable feed by default. Momentum, weight
+    decay and clipping compiled as 0 are left out of the update.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",

@@ -1,10 +1,13 @@
 //===- Pipelines.cpp - the pass pipelines of ppc --------------------------===//
 
 #include "passes/Pipelines.h"
+
+#include "llvm/ADT/StringSwitch.h"
 #include "passes/Passes.h"
 #include "ir/PpcDialect.h"
 
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -72,13 +75,28 @@ llvm::SmallVector<func::FuncOp> trainingPrograms(ModuleOp module) {
 }
 
 
+std::optional<double> hyperParameter(const TrainingPipelineOptions &options,
+                                     llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<double>>(name)
+      .Case("lr", options.lr)
+      .Case("min_lr", options.minLr)
+      .Case("beta1", options.beta1)
+      .Case("beta2", options.beta2)
+      .Case("eps", options.eps)
+      .Case("momentum", options.momentum)
+      .Case("weight_decay", options.weightDecay)
+      .Case("grad_clip", options.gradClip)
+      .Default(std::nullopt);
+}
+
 std::string programKey(func::FuncOp program, unsigned i, bool result) {
   auto attr = [&](StringRef name) {
     return result ? program.getResultAttrOfType<StringAttr>(i, name)
                   : program.getArgAttrOfType<StringAttr>(i, name);
   };
   for (StringRef name : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName,
-                         PpcDialect::kInputAttrName, PpcDialect::kOutputAttrName})
+                         PpcDialect::kInputAttrName, PpcDialect::kOutputAttrName,
+                         PpcDialect::kHyperAttrName})
     if (auto value = attr(name))
       return (name.drop_front(4) + ":" + value.getValue()).str();
   return "step";

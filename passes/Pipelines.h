@@ -72,6 +72,12 @@ struct TrainingPipelineOptions
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const TrainingPipelineOptions &options);
 
+/// The value `options` give the hyper-parameter argument `name` of the
+/// training step ("lr", "min_lr", "beta1", "beta2", "eps", "momentum",
+/// "weight_decay", "grad_clip"; BuildTrainStep's `ppc.hyper`).
+std::optional<double> hyperParameter(const TrainingPipelineOptions &options,
+                                     llvm::StringRef name);
+
 /// The training programs of `module` after the training pipeline (and
 /// partitioning): @train_step, or @train_step_pp<r> for each pipeline rank
 /// r, in rank order.
@@ -79,7 +85,7 @@ llvm::SmallVector<mlir::func::FuncOp> trainingPrograms(mlir::ModuleOp module);
 
 /// What argument (or result) `i` of a training program holds, as `ppc
 /// simulate` and compiled executables key it: "param:NAME",
-/// "state:KIND:NAME", "input:NAME", "output:NAME", or "step".
+/// "state:KIND:NAME", "input:NAME", "output:NAME", "hyper:NAME" or "step".
 std::string programKey(mlir::func::FuncOp program, unsigned i, bool result);
 
 /// Registers the passes and pipelines of ppc for ppc-opt.

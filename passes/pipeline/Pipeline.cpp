@@ -157,7 +157,8 @@ void Splitter::findStationary() {
   Block &body = step.getBody().front();
   for (auto [i, arg] : llvm::enumerate(body.getArguments()))
     if (step.getArgAttr(i, PpcDialect::kParamAttrName) ||
-        step.getArgAttr(i, PpcDialect::kStepAttrName))
+        step.getArgAttr(i, PpcDialect::kStepAttrName) ||
+        step.getArgAttr(i, PpcDialect::kHyperAttrName))
       stationary.insert(arg);
   // A backward op stays with its stage even when its operands are all
   // stationary (a constant loss gradient times a weight): recomputing it

@@ -17,6 +17,7 @@
 #include "runtime/ppcrt/Export.h"
 #include "runtime/ppcrt/MpiRank.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -28,6 +29,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -90,6 +92,8 @@ struct Trainer {
   /// (device memory).
   std::map<std::string, void *> held;
   std::map<std::string, double> outputs;
+  /// The hyper-parameters fed to the step, by name ("lr").
+  std::map<std::string, double> hypers;
 
   Trainer(const Program &program, Device &device, Rank &rank, const RankProgram &rp)
       : program(program), device(device), rank(rank),
@@ -167,6 +171,11 @@ struct Trainer {
       }
       if (isState(t)) {
         device.copy(slot, held[t.key], bytesOf(t));
+        continue;
+      }
+      if (key.starts_with("hyper:")) {
+        double value = hypers.at(key.drop_front(6).str());
+        device.upload(slot, &value, sizeof(value));
         continue;
       }
       // Token windows: inputs for the first token input, labels for the
@@ -304,7 +313,45 @@ int run(int argc, char **argv, const Program &program, Device &device) {
                                    cl::desc("initial parameters (safetensors; default: the "
                                             "file written beside the executable)"),
                                    cl::value_desc("FILE"), cl::cat(category));
-  cl::HideUnrelatedOptions(category);
+  // Hyper-parameter overrides: the step takes them as arguments, with the
+  // values it was compiled with as defaults.
+  cl::OptionCategory hyperCategory("hyper-parameters (the compiled value unless given)");
+  struct HyperFlag {
+    const char *flag, *help;
+    std::vector<const char *> names;
+  };
+  const std::vector<HyperFlag> hyperFlags = {
+      {"lr", "peak learning rate", {"lr"}},
+      {"min-lr", "learning rate at the end of the cosine schedule", {"min_lr"}},
+      {"betas", "AdamW's b1,b2", {"beta1", "beta2"}},
+      {"eps", "AdamW's epsilon", {"eps"}},
+      {"weight-decay", "weight decay", {"weight_decay"}},
+      {"momentum", "SGD momentum", {"momentum"}},
+      {"grad-clip", "global gradient norm limit", {"grad_clip"}}};
+  std::map<std::string, double> compiled;
+  for (int h = 0; h < program.numHypers; ++h)
+    compiled[program.hypers[h].name] = program.hypers[h].value;
+  std::vector<std::string> hyperHelp;
+  std::vector<std::unique_ptr<cl::opt<std::string>>> hyperOptions;
+  hyperHelp.reserve(hyperFlags.size());
+  for (const HyperFlag &f : hyperFlags) {
+    std::string help = f.help;
+    std::vector<std::string> values;
+    for (const char *name : f.names)
+      if (compiled.count(name)) {
+        char text[32];
+        std::snprintf(text, sizeof(text), "%g", compiled[name]);
+        values.push_back(text);
+      }
+    help += values.size() == f.names.size()
+                ? " [" + llvm::join(values, ",") + "]"
+                : " (not in this executable: compiled without it)";
+    hyperHelp.push_back(help);
+    hyperOptions.push_back(std::make_unique<cl::opt<std::string>>(
+        llvm::StringRef(f.flag), cl::desc(hyperHelp.back()), cl::value_desc("X"),
+        cl::cat(hyperCategory)));
+  }
+  cl::HideUnrelatedOptions({&category, &hyperCategory});
   std::string overview = std::string("a ppc training executable\n\n") + program.description +
                          "\n\nRun with mpirun -np N (N = the mesh's ranks).\n";
   MPI_Init(&argc, &argv);
@@ -328,6 +375,39 @@ int run(int argc, char **argv, const Program &program, Device &device) {
     dieAll("--resume needs --checkpoint-dir", lead);
   if (saveEvery > 0 && checkpointDir.empty())
     dieAll("--save-every needs --checkpoint-dir", lead);
+  std::map<std::string, double> hypers = compiled;
+  std::string overridden;
+  for (size_t k = 0; k < hyperFlags.size(); ++k) {
+    const HyperFlag &f = hyperFlags[k];
+    cl::opt<std::string> &option = *hyperOptions[k];
+    if (!option.getNumOccurrences())
+      continue;
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(option.getValue()).split(parts, ',');
+    std::vector<double> values;
+    for (llvm::StringRef part : parts) {
+      double v = 0;
+      if (part.trim().getAsDouble(v) || !std::isfinite(v) || v < 0)
+        values.clear(), values.push_back(-1);
+      else
+        values.push_back(v);
+    }
+    if (values.size() != f.names.size() || values[0] < 0)
+      dieAll(std::string("--") + f.flag + " '" + option.getValue() + "': expected " +
+                 (f.names.size() == 2 ? "two non-negative numbers a,b"
+                                      : "a non-negative number"),
+             lead);
+    for (size_t n = 0; n < f.names.size(); ++n) {
+      if (!compiled.count(f.names[n]))
+        dieAll(std::string("--") + f.flag + ": this executable was compiled without it (" +
+                   f.help + " 0, or another optimizer or schedule); compile with ppc compile "
+                   "--" + f.flag + " to train with it",
+               lead);
+      hypers[f.names[n]] = values[n];
+    }
+    overridden += std::string(overridden.empty() ? "" : ", ") + "--" + f.flag + " " +
+                  option.getValue();
+  }
 
   // Threads: the cores of this node shared among its ranks.
   MPI_Comm node;
@@ -354,6 +434,7 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   const RankProgram &rp = program.programs[program.numPrograms == 1 ? 0 : ppCoord];
   auto trainerOwner = std::make_unique<Trainer>(program, device, rank, rp);
   Trainer &trainer = *trainerOwner;
+  trainer.hypers = hypers;
 
   // The rank that logs: the first to compute the loss.
   int logRank = 0;
@@ -370,6 +451,8 @@ int run(int argc, char **argv, const Program &program, Device &device) {
     }
   }
   bool logs = worldRank == logRank;
+  if (logs && !overridden.empty())
+    llvm::errs() << "hyper-parameters: " << overridden << " (overriding the compiled values)\n";
 
   // Initial state: a checkpoint, or the compiled model's weights.
   int64_t start = 0;

@@ -77,6 +77,13 @@ struct Channel {
   int64_t from, to;
 };
 
+/// A hyper-parameter the programs take as an argument ("hyper:lr"), with the
+/// value it was compiled with; the executable's flags override it.
+struct Hyper {
+  const char *name;
+  double value;
+};
+
 /// The whole executable.
 struct Program {
   /// The ONNX model it was compiled from, and a fingerprint of what a
@@ -118,6 +125,9 @@ struct Program {
   /// ended (an index out of range), or null (GPU kernels cannot stop the
   /// process themselves); null when kernels report errors at once.
   const char *(*kernelError)() = nullptr;
+  /// The hyper-parameters of the step ("lr", "beta1", ...).
+  const Hyper *hypers = nullptr;
+  int numHypers = 0;
 };
 
 /// The CPU executable: ppcrt::run on the host (Device.h). Returns the

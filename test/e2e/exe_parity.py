@@ -18,7 +18,9 @@ reductions sum in another order than the executor (DESIGN.md §5).
 2. Kill and resume: a run saving a checkpoint every 3 steps has one rank
    killed with SIGKILL at a random step; `--resume` then finishes it, and its
    loss trace is bitwise identical to an uninterrupted run's (300 steps).
-3. Watchdog: one rank is stopped (SIGSTOP) mid-run; the others, waiting in a
+3. Hyper-parameters given to the executable (--lr, --betas, --weight-decay) give
+   the trace of an executable compiled with them, bit for bit.
+4. Watchdog: one rank is stopped (SIGSTOP) mid-run; the others, waiting in a
    collective, exit non-zero within twice --timeout, naming it. A rank killed
    outright makes mpirun stop the others at once; each says where it was (the
    collective it waited in, or computing).
@@ -187,7 +189,8 @@ def kill_and_resume(ppc, tmp, steps=300, every=10):
 
     # Checkpoints of another configuration or mesh are refused in one line.
     other = os.path.join(tmp, "other-exe")
-    run([ppc, "compile", model, "--mesh", mesh, *TARGET, "-o", other] + TRAINING[:-1] + ["2e-3"])
+    sgd = [("sgd" if a == "adamw" else a) for a in TRAINING] + ["--momentum", "0.9"]
+    run([ppc, "compile", model, "--mesh", mesh, *TARGET, "-o", other] + sgd)
     for exe_, np_, expect in ((other, 8, "from another model or training configuration"),
                               (exe, 4, None)):
         if expect is None:
@@ -244,6 +247,32 @@ def watchdog(ppc, tmp, timeout=4.0):
         assert took <= 2 * timeout + 10, f"took {took:.1f} s (timeout {timeout} s)"
 
 
+def hyper_overrides(ppc, tmp):
+    """Hyper-parameters given to the executable train as if compiled in: --lr 2e-3
+    --betas 0.8,0.99 --weight-decay 0.1 on an executable compiled with the defaults
+    gives the trace of one compiled with them, bit for bit; one the executable
+    was compiled without is refused in one line."""
+    model = os.path.join(tmp, "gpt.onnx")
+    if not os.path.exists(model):
+        ppc_models.export("gpt", CFG, model, constant_folding=False)
+    given = ["--lr", "2e-3", "--betas", "0.8,0.99", "--weight-decay", "0.1"]
+    plain, tuned = os.path.join(tmp, "plain-exe"), os.path.join(tmp, "tuned-exe")
+    run([ppc, "compile", model, "--mesh", "2x2", *TARGET, "-o", plain] + TRAINING)
+    run([ppc, "compile", model, "--mesh", "2x2", *TARGET, "-o", tuned] + TRAINING + given)
+    logs = [os.path.join(tmp, f"{n}.jsonl") for n in ("overridden", "compiled")]
+    train(plain, "2x2", 10, logs[0], given)
+    train(tuned, "2x2", 10, logs[1])
+    overridden, compiled = losses(logs[0]), losses(logs[1])
+    print(f"hyper-parameters given at run time: {overridden[-1]:.9f}, compiled in: "
+          f"{compiled[-1]:.9f}, identical: {overridden == compiled}")
+    assert overridden == compiled
+    refused = subprocess.run(MPIRUN + ["-np", "4", plain, "--data", CORPUS, "--steps", "1",
+                                       "--momentum", "0.9"], capture_output=True, text=True)
+    line = [l for l in refused.stderr.splitlines() if l.startswith("error:")]
+    print(f"refused: {line[0] if line else refused.stderr[-300:]}")
+    assert refused.returncode != 0 and line and "compiled without it" in line[0]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ppc", required=True)
@@ -265,6 +294,7 @@ def main():
         else:
             parity(args.ppc, tmp, ["gpt", "llama", "bert"], ["1", "2x2", "2x2x2", "2x4x2"], 20,
                    LAYOUTS)
+        hyper_overrides(args.ppc, tmp)
         kill_and_resume(args.ppc, tmp)
         watchdog(args.ppc, tmp)
     print("OK")

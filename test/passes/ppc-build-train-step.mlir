@@ -4,11 +4,12 @@
 // RUN: ppc-opt %s -ppc-autodiff "-ppc-build-train-step=optimizer=lion" -verify-diagnostics -o /dev/null
 
 // Tests the signature of @train_step (step, parameters, optimizer state,
-// then the batch with its batch dimension times the micro-batch count), the
+// then the batch with its batch dimension times the micro-batch count, then
+// the hyper-parameters that are not structural zeros), the
 // micro-batch slices with their losses and gradients averaged, and the SGD
 // momentum update; @forward and @forward_grad are gone.
 // SGD-LABEL: func.func @train_step
-// SGD-SAME:    (%[[STEP:.*]]: tensor<i64> {ppc.step}, %[[W:.*]]: tensor<3x3xf32> {ppc.param = "w"}, %[[BUF:.*]]: tensor<3x3xf32> {ppc.state = "momentum:w"}, %[[X:.*]]: tensor<4x3xf32> {ppc.input = "x"})
+// SGD-SAME:    (%[[STEP:.*]]: tensor<i64> {ppc.step}, %[[W:.*]]: tensor<3x3xf32> {ppc.param = "w"}, %[[BUF:.*]]: tensor<3x3xf32> {ppc.state = "momentum:w"}, %[[X:.*]]: tensor<4x3xf32> {ppc.input = "x"}, %[[LR:.*]]: tensor<f64> {ppc.hyper = "lr"}, %[[MOMENTUM:.*]]: tensor<f64> {ppc.hyper = "momentum"})
 // SGD-SAME:    -> (tensor<3x3xf32> {ppc.param = "w"}, tensor<3x3xf32> {ppc.state = "momentum:w"}, tensor<f32> {ppc.output = "loss"}, tensor<f32> {ppc.output = "grad_norm"}, tensor<f32> {ppc.output = "lr"})
 // SGD:         %[[V0:.*]] = ppc.reshape %[[X]] {ppc.mb = 0 : i64} : tensor<4x3xf32> -> tensor<1x2x2x3xf32>
 // SGD:         ppc.slice %[[V0]] starts = [0, 0, 0, 0] limits = [1, 1, 2, 3] steps = [1, 1, 1, 1]
@@ -19,6 +20,7 @@
 // SGD:         %[[GSUM:.*]] = ppc.add
 // SGD:         %[[LOSS:.*]] = ppc.div %[[LSUM]]
 // SGD:         %[[G:.*]] = ppc.div %[[GSUM]], %{{.*}} {ppc.step_grad = array<i64: 0>}
+// SGD:         %[[M:.*]] = ppc.cast %[[MOMENTUM]] : tensor<f64> -> tensor<f32>
 // SGD:         %[[NEWBUF:.*]] = ppc.add %{{.*}}, %[[G]]
 // SGD:         %[[STEPPED:.*]] = ppc.mul %[[NEWBUF]]
 // SGD:         %[[NEWW:.*]] = ppc.sub %[[W]], %[[STEPPED]]
@@ -38,6 +40,7 @@
 // and the warm-up + cosine schedule computed from the step argument.
 // ADAMW-LABEL: func.func @train_step
 // ADAMW-SAME:    {ppc.state = "exp_avg:w"}, %{{.*}}: tensor<3x3xf32> {ppc.state = "exp_avg_sq:w"}
+// ADAMW-SAME:    {ppc.hyper = "lr"}, %{{.*}}: tensor<f64> {ppc.hyper = "min_lr"}, %{{.*}}: tensor<f64> {ppc.hyper = "beta1"}, %{{.*}}: tensor<f64> {ppc.hyper = "beta2"}, %{{.*}}: tensor<f64> {ppc.hyper = "eps"}, %{{.*}}: tensor<f64> {ppc.hyper = "weight_decay"}, %{{.*}}: tensor<f64> {ppc.hyper = "grad_clip"})
 // ADAMW:         %[[NORM:.*]] = ppc.sqrt
 // ADAMW:         ppc.min
 // ADAMW:         ppc.cast %{{.*}} : tensor<i64> -> tensor<f64>

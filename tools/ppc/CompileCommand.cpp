@@ -191,6 +191,19 @@ int runCompileCommand(int argc, char **argv) {
   if (failed(ordered))
     return 1;
   info.tokenInputs.assign(ordered->begin(), ordered->end());
+  // The hyper-parameters the programs take, with the values compiled in.
+  std::set<std::string> seenHypers;
+  for (func::FuncOp program : programs)
+    for (unsigned i = 0; i < program.getNumArguments(); ++i)
+      if (auto name = program.getArgAttrOfType<StringAttr>(i, PpcDialect::kHyperAttrName)) {
+        if (!seenHypers.insert(name.getValue().str()).second)
+          continue;
+        auto value = hyperParameter(setup.pipeline, name.getValue());
+        if (!value)
+          return reportError("the step takes an unknown hyper-parameter '" + name.getValue() +
+                             "'");
+        info.hypers.push_back({name.getValue().str(), *value});
+      }
 
   std::string source;
   llvm::raw_string_ostream sourceStream(source);

@@ -148,6 +148,13 @@ int runSimulateCommand(int argc, char **argv) {
         inputOrder.push_back(key);
       }
       global[key] = Tensor(exec.storage(type), shape);
+      if (auto name = fn.getArgAttrOfType<StringAttr>(i, PpcDialect::kHyperAttrName)) {
+        auto value = hyperParameter(setup.pipeline, name.getValue());
+        if (!value)
+          return reportError("the step takes an unknown hyper-parameter '" + name.getValue() +
+                             "'");
+        global[key].setDouble(0, *value);
+      }
     }
   // Inputs in graph-input order (the step lists them so; the first
   // pipeline rank may take only the first, the last only the labels).
