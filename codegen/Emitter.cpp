@@ -47,7 +47,8 @@ static bool foldsIntoGemms(TransposeOp transpose) {
 
 ProgramLayout layOutProgram(func::FuncOp program, bool asyncCommunication) {
   ProgramLayout layout;
-  layout.fusion = planFusion(program);
+  // CUDA fuses elementwise chains only; its reductions are library kernels.
+  layout.fusion = planFusion(program, /*fuseReductions=*/!asyncCommunication);
   auto holder = [&](Value v) {
     auto it = layout.holders.find(v);
     return it == layout.holders.end() ? v : it->second;

@@ -46,7 +46,22 @@ static ArrayRef<int64_t> shapeOf(Value value) {
   return llvm::cast<RankedTensorType>(value.getType()).getShape();
 }
 
-FusionPlan planFusion(func::FuncOp func) {
+ArrayRef<int64_t> loopShape(const FusionGroup &group) {
+  if (group.reduction)
+    return shapeOf(group.reduction->getOperand(0));
+  return shapeOf(group.ops.back()->getResult(0));
+}
+
+llvm::StringRef fusableReduction(Operation *op) {
+  return llvm::TypeSwitch<Operation *, llvm::StringRef>(op)
+      .Case<ReduceSumOp>([](auto) { return "Sum"; })
+      .Case<ReduceMeanOp>([](auto) { return "Mean"; })
+      .Case<ReduceMaxOp>([](auto) { return "Max"; })
+      .Case<ReduceMinOp>([](auto) { return "Min"; })
+      .Default([](auto) { return ""; });
+}
+
+FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
   FusionPlan plan;
   Block &body = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> index;
@@ -56,10 +71,32 @@ FusionPlan planFusion(func::FuncOp func) {
     auto it = plan.groupOf.find(op);
     return it != plan.groupOf.end() && it->second == g;
   };
+  // Every use of group g's values outside it, other than by `op`, comes
+  // after `op` (the group runs at its last op).
+  auto usesComeAfter = [&](unsigned g, Operation &op) {
+    int64_t first = INT64_MAX;
+    for (Operation *member : plan.groups[g].ops)
+      for (Value result : member->getResults())
+        for (Operation *user : result.getUsers())
+          if (user != &op && !inGroup(user, g))
+            first = std::min(first, index[user]);
+    return first > index[&op];
+  };
   for (Operation &op : body) {
+    if (fuseReductions && !fusableReduction(&op).empty()) {
+      Value input = op.getOperand(0);
+      Operation *def = input.getDefiningOp();
+      auto it = def ? plan.groupOf.find(def) : plan.groupOf.end();
+      if (it != plan.groupOf.end() && input.hasOneUse() &&
+          !plan.groups[it->second].reduction && usesComeAfter(it->second, op)) {
+        plan.groups[it->second].ops.push_back(&op);
+        plan.groups[it->second].reduction = &op;
+        plan.groupOf[&op] = it->second;
+      }
+      continue;
+    }
     if (!isElementwise(&op))
       continue;
-    int64_t at = index[&op];
     std::optional<unsigned> joined;
     for (Value operand : op.getOperands()) {
       Operation *def = operand.getDefiningOp();
@@ -67,17 +104,10 @@ FusionPlan planFusion(func::FuncOp func) {
       if (it == plan.groupOf.end())
         continue;
       unsigned g = it->second;
-      if (shapeOf(plan.groups[g].ops.back()->getResult(0)) != shapeOf(op.getResult(0)))
+      if (plan.groups[g].reduction ||
+          shapeOf(plan.groups[g].ops.back()->getResult(0)) != shapeOf(op.getResult(0)))
         continue;
-      // Every use of the group's values outside it, other than by `op`,
-      // must come after `op`.
-      int64_t first = INT64_MAX;
-      for (Operation *member : plan.groups[g].ops)
-        for (Value result : member->getResults())
-          for (Operation *user : result.getUsers())
-            if (user != &op && !inGroup(user, g))
-              first = std::min(first, index[user]);
-      if (first > at) {
+      if (usesComeAfter(g, op)) {
         joined = g;
         break;
       }
@@ -148,7 +178,8 @@ llvm::StringRef scalarFunction(Operation *op) {
       .Default([](auto) { return ""; });
 }
 
-LoopNest collapse(ArrayRef<int64_t> shape, llvm::ArrayRef<Value> inputs) {
+LoopNest collapse(ArrayRef<int64_t> shape, llvm::ArrayRef<Value> inputs,
+                  llvm::ArrayRef<llvm::SmallVector<int64_t>> extra) {
   int64_t rank = shape.size();
   std::vector<llvm::SmallVector<int64_t>> strides;
   for (Value input : inputs) {
@@ -162,8 +193,10 @@ LoopNest collapse(ArrayRef<int64_t> shape, llvm::ArrayRef<Value> inputs) {
     }
     strides.push_back(s);
   }
+  for (const llvm::SmallVector<int64_t> &s : extra)
+    strides.push_back(s);
   LoopNest nest;
-  nest.inputStrides.resize(inputs.size());
+  nest.inputStrides.resize(strides.size());
   for (int64_t d = 0; d < rank; ++d) {
     if (shape[d] == 1)
       continue;

@@ -5,7 +5,9 @@
 // once, every intermediate stays in a register, and only the values used
 // outside the chain are written. A group runs at the place of its last op,
 // so an op joins a group only when no value of the group is used outside it
-// before that op. Splat constants feeding a group are inlined as literals.
+// before that op. Splat constants feeding a group are inlined as literals. A
+// reduction of a group value used by nothing else ends the group: the loop
+// runs over the reduced tensor and accumulates it, never storing it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,11 +31,23 @@ std::optional<mlir::Attribute> splatValue(mlir::Value value);
 struct FusionGroup {
   /// In program order; the group runs at the place of the last.
   llvm::SmallVector<mlir::Operation *> ops;
+  /// A reduction (sum, mean, max, min) ending the group: the last op, whose
+  /// input is a group value used by nothing else. The loop then runs over
+  /// that input's shape and accumulates the reduction instead of storing it.
+  mlir::Operation *reduction = nullptr;
   /// Values the group reads (not splat constants), in first-use order.
   llvm::SmallVector<mlir::Value> inputs;
   /// Values of the group used outside it (or returned).
   llvm::SmallVector<mlir::Value> outputs;
 };
+
+/// The shape a group's loop nest runs over: its values' (the reduction's
+/// input's, when it ends in one).
+llvm::ArrayRef<int64_t> loopShape(const FusionGroup &group);
+
+/// Whether `op` is a reduction a fusion group can end in, and its kind's
+/// name in ppcrt ("Sum", "Mean", "Max", "Min"); "" otherwise.
+llvm::StringRef fusableReduction(mlir::Operation *op);
 
 struct FusionPlan {
   std::vector<FusionGroup> groups;
@@ -49,7 +63,9 @@ struct FusionPlan {
   bool unstored(mlir::Value value) const;
 };
 
-FusionPlan planFusion(mlir::func::FuncOp func);
+/// Groups the elementwise ops of `func`; with `fuseReductions`, a reduction
+/// of a group value used by nothing else ends that group.
+FusionPlan planFusion(mlir::func::FuncOp func, bool fuseReductions = true);
 
 /// The ppcrt/Scalar.h function computing an elementwise op ("add"), or ""
 /// for cast and ops without one.
@@ -62,7 +78,11 @@ struct LoopNest {
   llvm::SmallVector<int64_t> sizes;
   std::vector<llvm::SmallVector<int64_t>> inputStrides;
 };
-LoopNest collapse(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<mlir::Value> inputs);
+/// `extra` are further stride vectors over `shape` (a reduction's output
+/// strides: 0 where reduced) that the collapse must also respect; their
+/// collapsed strides follow the inputs' in inputStrides.
+LoopNest collapse(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<mlir::Value> inputs,
+                  llvm::ArrayRef<llvm::SmallVector<int64_t>> extra = {});
 
 } // namespace ppc::codegen
 

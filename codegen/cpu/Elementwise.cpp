@@ -20,11 +20,37 @@ using namespace mlir;
 
 namespace ppc::codegen {
 
+/// The axes a group's reduction reduces, as a mask over the loop shape.
+static llvm::SmallVector<bool> reducedAxes(const FusionGroup &group) {
+  llvm::SmallVector<bool> reduced(loopShape(group).size(), false);
+  if (group.reduction)
+    for (int64_t axis : group.reduction->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef())
+      reduced[axis] = true;
+  return reduced;
+}
+
 LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   Operation *last = group.ops.back();
-  auto shape = llvm::cast<RankedTensorType>(last->getResult(0).getType()).getShape();
+  auto shape = loopShape(group);
   std::string name = ctx.freshName("fused", group.ops.front());
-  LoopNest nest = collapse(shape, group.inputs);
+  // With a reduction, its accumulator's strides over the loop shape (0 on
+  // reduced axes) must collapse with the inputs'.
+  llvm::SmallVector<llvm::SmallVector<int64_t>> extra;
+  llvm::SmallVector<bool> reduced = reducedAxes(group);
+  int64_t accSize = 1, reducedCount = 1;
+  if (group.reduction) {
+    llvm::SmallVector<int64_t> strides(shape.size(), 0);
+    for (int64_t d = shape.size() - 1; d >= 0; --d) {
+      if (reduced[d]) {
+        reducedCount *= shape[d];
+        continue;
+      }
+      strides[d] = shape[d] == 1 ? 0 : accSize;
+      accSize *= shape[d];
+    }
+    extra.push_back(strides);
+  }
+  LoopNest nest = collapse(shape, group.inputs, extra);
   int64_t total = 1;
   for (int64_t s : nest.sizes)
     total *= s;
@@ -48,8 +74,24 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
 
   int64_t depth = nest.sizes.size();
   std::string indent = "  ";
-  if (depth > 0 && total >= 32768)
+  std::string kind, accType;
+  if (group.reduction) {
+    // Accumulated in the loop's row-major order, as ppcrt::cpu::reduce does,
+    // so the result is the unfused one bit for bit (one thread).
+    kind = fusableReduction(group.reduction).str();
+    std::string element = ctx.elementType(group.reduction->getOperand(0));
+    accType = llvm::formatv("ppcrt::cpu::ReduceAccumulator<ppcrt::cpu::ReduceKind::{0}, {1}>",
+                            kind, element)
+                  .str();
+    os << indent
+       << llvm::formatv("using A = {0};\n", accType)
+       << indent
+       << llvm::formatv("std::vector<A> acc({0}, ppcrt::cpu::reduceIdentity<ppcrt::cpu::"
+                        "ReduceKind::{1}, A>());\n",
+                        accSize, kind);
+  } else if (depth > 0 && total >= 32768) {
     os << indent << "#pragma omp parallel for if (" << total << " >= 32768)\n";
+  }
   for (int64_t l = 0; l < depth; ++l) {
     os << indent << llvm::formatv("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})\n", l,
                                   nest.sizes[l]);
@@ -76,6 +118,8 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   }
   unsigned temp = 0;
   for (Operation *op : group.ops) {
+    if (op == group.reduction)
+      break;
     llvm::SmallVector<std::string> args;
     for (Value operand : op->getOperands()) {
       if (auto splat = splatValue(operand))
@@ -102,9 +146,31 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   llvm::SmallVector<int64_t> dense(depth, 1);
   for (int64_t l = depth - 2; l >= 0; --l)
     dense[l] = dense[l + 1] * nest.sizes[l + 1];
-  for (auto [k, v] : llvm::enumerate(group.outputs))
+  for (auto [k, v] : llvm::enumerate(group.outputs)) {
+    if (group.reduction && v == group.reduction->getResult(0)) {
+      std::string at = index(nest.inputStrides[group.inputs.size()]);
+      os << inner
+         << llvm::formatv("acc[{0}] = ppcrt::cpu::reduceCombine<ppcrt::cpu::ReduceKind::{1}, "
+                          "A>(acc[{0}], A({2}));\n",
+                          at, kind, reg.lookup(group.reduction->getOperand(0)));
+      continue;
+    }
     os << inner << llvm::formatv("out{0}[{1}] = {2};\n", k, index(dense), reg.lookup(v));
-  os << indent << "}\n}\n";
+  }
+  os << indent << "}\n";
+  if (group.reduction) {
+    unsigned k = llvm::find(group.outputs, group.reduction->getResult(0)) - group.outputs.begin();
+    std::string type = ctx.elementType(group.reduction->getResult(0));
+    std::string value = "acc[j]";
+    if (kind == "Mean")
+      value = llvm::formatv("(std::is_floating_point_v<A> ? A(acc[j] / A({0})) : "
+                            "A(int64_t(acc[j]) / {0}))",
+                            reducedCount)
+                  .str();
+    os << llvm::formatv("  for (int64_t j = 0; j < {0}; ++j)\n    out{1}[j] = {2}({3});\n",
+                        accSize, k, type, value);
+  }
+  os << "}\n";
 
   // The call, at the place of the group's last op.
   llvm::SmallVector<std::string> args;
