@@ -47,8 +47,7 @@ static bool foldsIntoGemms(TransposeOp transpose) {
 
 ProgramLayout layOutProgram(func::FuncOp program, bool asyncCommunication) {
   ProgramLayout layout;
-  // CUDA fuses elementwise chains only; its reductions are library kernels.
-  layout.fusion = planFusion(program, /*fuseReductions=*/!asyncCommunication);
+  layout.fusion = planFusion(program);
   auto holder = [&](Value v) {
     auto it = layout.holders.find(v);
     return it == layout.holders.end() ? v : it->second;

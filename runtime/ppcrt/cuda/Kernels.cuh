@@ -328,14 +328,14 @@ template <ReduceKind Kind, typename A> __device__ inline A reduceCombine(A x, A 
 
 /// One output per block: the reduced dimensions include the innermost, so
 /// the block's threads read consecutive elements.
-template <ReduceKind Kind, typename T>
-__global__ void reduceRowsKernel(const T *in, T *out, Dims kept, Dims reduced, int64_t count) {
+template <ReduceKind Kind, typename T, typename Source>
+__global__ void reduceRowsKernel(Source in, T *out, Dims kept, Dims reduced, int64_t count) {
   using A = ReduceAccumulator<Kind, T>;
   __shared__ A partial[kThreads];
   int64_t base = stridedIndex(kept, blockIdx.x);
   A acc = reduceIdentity<Kind, A>();
   for (int64_t r = threadIdx.x; r < count; r += blockDim.x)
-    acc = reduceCombine<Kind, A>(acc, A(Reg<T>(in[base + stridedIndex(reduced, r)])));
+    acc = reduceCombine<Kind, A>(acc, A(in(base + stridedIndex(reduced, r))));
   partial[threadIdx.x] = acc;
   __syncthreads();
   for (int width = blockDim.x / 2; width > 0; width /= 2) {
@@ -354,25 +354,33 @@ __global__ void reduceRowsKernel(const T *in, T *out, Dims kept, Dims reduced, i
 
 /// One output per thread: the innermost dimension is kept, so neighbouring
 /// threads read neighbouring elements at every step.
-template <ReduceKind Kind, typename T>
-__global__ void reduceColumnsKernel(const T *in, T *out, Dims kept, Dims reduced,
+template <ReduceKind Kind, typename T, typename Source>
+__global__ void reduceColumnsKernel(Source in, T *out, Dims kept, Dims reduced,
                                     int64_t outputs, int64_t count) {
   using A = ReduceAccumulator<Kind, T>;
   PPCRT_GRID_STRIDE(o, outputs) {
     int64_t base = stridedIndex(kept, o);
     A acc = reduceIdentity<Kind, A>();
     for (int64_t r = 0; r < count; ++r)
-      acc = reduceCombine<Kind, A>(acc, A(Reg<T>(in[base + stridedIndex(reduced, r)])));
+      acc = reduceCombine<Kind, A>(acc, A(in(base + stridedIndex(reduced, r))));
     if constexpr (Kind == ReduceKind::Mean)
       acc = meanOf(acc, count);
     out[o] = T(Reg<T>(acc));
   }
 }
 
-/// Reduces `in` of the collapsed shape `shape` (dimension d reduced when bit
-/// d of `mask` is set) into `out` (the kept dimensions, dense).
-template <ReduceKind Kind, typename T>
-void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uint32_t mask) {
+/// Reads element i of a dense tensor (in its register type).
+template <typename T> struct Load {
+  const T *in;
+  __device__ Reg<T> operator()(int64_t i) const { return Reg<T>(in[i]); }
+};
+
+/// Reduces the elements `in(i)` gives for the flat (row-major) indices of
+/// the collapsed shape `shape` (dimension d reduced when bit d of `mask` is
+/// set) into `out` (the kept dimensions, dense). Each index is read exactly
+/// once, so a fused group's source may also store its other outputs there.
+template <ReduceKind Kind, typename T, typename Source>
+void reduceWith(Source in, T *out, int rank, const int64_t (&shape)[kMaxRank], uint32_t mask) {
   Dims kept{0, {}, {}}, reduced{0, {}, {}};
   int64_t stride = 1, outputs = 1, count = 1;
   for (int d = rank - 1; d >= 0; --d) {
@@ -400,6 +408,12 @@ void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uin
     reduceColumnsKernel<Kind><<<blocksFor(outputs), kThreads, 0, stream()>>>(
         in, out, kept, reduced, outputs, count);
   launched("a reduction");
+}
+
+/// Reduces `in` itself (Load).
+template <ReduceKind Kind, typename T>
+void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uint32_t mask) {
+  reduceWith<Kind>(Load<T>{in}, out, rank, shape, mask);
 }
 
 //===----------------------------------------------------------------------===//
