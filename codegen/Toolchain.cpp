@@ -68,11 +68,40 @@ static std::vector<std::string> cudaBuildCommand(llvm::StringRef source, llvm::S
 #endif
 }
 
-std::vector<std::string> buildCommand(Target target, llvm::StringRef source,
+/// The CUDA source as C++ (-x c++) with the emulator's CUDA headers first.
+static std::vector<std::string> emulatedCudaBuildCommand(llvm::StringRef source,
+                                                         llvm::StringRef output) {
+  const char *cxx = std::getenv("PPC_CXX");
+  std::vector<std::string> args = {cxx ? cxx : PPC_CXX_COMPILER,
+                                   "-std=c++17",
+                                   "-O2",
+                                   PPC_OPENMP_FLAGS,
+                                   "-I" PPC_SOURCE_DIR "/runtime/ppcrt/cuda/emulator/include",
+                                   "-I" PPC_SOURCE_DIR,
+                                   "-w",
+                                   "-x",
+                                   "c++",
+                                   source.str(),
+                                   "-x",
+                                   "none",
+                                   "-o",
+                                   output.str(),
+                                   PPC_CUDA_EMULATOR_LIBRARY};
+  for (const char *lib : {PPC_LINK_LIBRARIES})
+    if (*lib)
+      args.push_back(lib);
+  args.push_back("-Wl,-rpath," PPC_LLVM_LIBRARY_DIR);
+  args.push_back("-lpthread");
+  return args;
+}
+
+std::vector<std::string> buildCommand(Build build, llvm::StringRef source,
                                       llvm::StringRef output,
                                       const std::vector<std::string> &archFlags) {
-  if (target == Target::Cuda)
+  if (build == Build::Cuda)
     return cudaBuildCommand(source, output, archFlags);
+  if (build == Build::CudaEmulator)
+    return emulatedCudaBuildCommand(source, output);
   const char *cxx = std::getenv("PPC_CXX");
   std::vector<std::string> args = {cxx ? cxx : PPC_CXX_COMPILER,
                                    "-std=c++17",
@@ -92,9 +121,9 @@ std::vector<std::string> buildCommand(Target target, llvm::StringRef source,
   return args;
 }
 
-llvm::Error buildExecutable(Target target, llvm::StringRef source, llvm::StringRef output,
+llvm::Error buildExecutable(Build build, llvm::StringRef source, llvm::StringRef output,
                             const std::vector<std::string> &archFlags) {
-  std::vector<std::string> args = buildCommand(target, source, output, archFlags);
+  std::vector<std::string> args = buildCommand(build, source, output, archFlags);
   if (args.empty())
     return llvm::createStringError("the CUDA target is not built: ppc found no CUDA toolkit "
                                    "with cuBLASLt and NCCL when it was configured");

@@ -4,7 +4,10 @@
 // built with; PPC_CXX overrides it) against runtime/ppcrt and linked with
 // libppcrt, MPI, OpenBLAS and OpenMP. CUDA: the generated .cu is compiled by
 // the toolkit's nvcc (PPC_NVCC overrides it) for the architectures asked
-// for and linked with libppcrt_cuda, cuBLASLt, NCCL and the same.
+// for and linked with libppcrt_cuda, cuBLASLt, NCCL and the same. CUDA on
+// the emulator: the same .cu compiled as C++ by the system compiler against
+// runtime/ppcrt/cuda/emulator and linked with libppcrt_cuda_emulator, so
+// that it runs on CPUs (tests of the CUDA target without a GPU).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +23,16 @@
 
 namespace ppc::codegen {
 
+/// How a generated source becomes an executable.
+enum class Build {
+  /// The C++ source (Target::Cpu) by the system compiler.
+  Cpu,
+  /// The CUDA source (Target::Cuda) by nvcc.
+  Cuda,
+  /// The CUDA source by the system compiler against the CUDA emulator.
+  CudaEmulator,
+};
+
 /// Whether ppc was built with the CUDA target (a toolkit with cuBLASLt and
 /// NCCL was found).
 bool haveCudaToolkit();
@@ -29,12 +42,12 @@ bool haveCudaToolkit();
 llvm::Expected<std::vector<std::string>> cudaArchFlags(llvm::StringRef archs);
 
 /// The compiler command line that builds `source` into `output`.
-std::vector<std::string> buildCommand(Target target, llvm::StringRef source,
+std::vector<std::string> buildCommand(Build build, llvm::StringRef source,
                                       llvm::StringRef output,
                                       const std::vector<std::string> &archFlags = {});
 
 /// Runs it; on failure, the error quotes the compiler's first lines.
-llvm::Error buildExecutable(Target target, llvm::StringRef source, llvm::StringRef output,
+llvm::Error buildExecutable(Build build, llvm::StringRef source, llvm::StringRef output,
                             const std::vector<std::string> &archFlags = {});
 
 } // namespace ppc::codegen

@@ -7,9 +7,10 @@
 // once, computes the chain in registers (bf16 in float, rounded once per
 // op) and writes each output with one vector store. V is 4 when the
 // innermost loop is a multiple of 4 (arena buffers are 64-byte aligned, so
-// the accesses are too), else 1. The launch names the group's nodes. A group
-// ending in a reduction is a functor the library's reduction kernels read
-// their elements through (Kernels.cuh's reduceWith).
+// the accesses are too), else 1. The launch names the group's nodes and is
+// spelt PPCRT_LAUNCH (Kernels.cuh), so the CUDA emulator runs it too. A
+// group ending in a reduction is a functor the library's reduction kernels
+// read their elements through (Kernels.cuh's reduceWith).
 //
 //===----------------------------------------------------------------------===//
 
@@ -258,8 +259,8 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   for (Value v : group.outputs)
     args.push_back(ctx.ptr(v));
   ctx.body() << llvm::formatv(
-      "  {0}<<<ppcrt::cuda::blocksFor({1}), ppcrt::cuda::kThreads, 0, ppcrt::cuda::stream()>>>"
-      "({2});\n  ppcrt::cuda::launched({3});\n",
+      "  PPCRT_LAUNCH({0}, ppcrt::cuda::blocksFor({1}), ppcrt::cuda::kThreads, 0, "
+      "ppcrt::cuda::stream())({2});\n  ppcrt::cuda::launched({3});\n",
       name, total / vector, llvm::join(args, ", "), quote(name));
   return success();
 }

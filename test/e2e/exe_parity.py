@@ -277,11 +277,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ppc", required=True)
     parser.add_argument("--quick", action="store_true", help="GPT on 2x2x2 only, 5 steps")
-    parser.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--target", choices=["cpu", "cuda", "cuda-emulator"], default="cpu")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        if args.target == "cuda":
+        if args.target == "cuda-emulator":
             global TARGET, LIMIT
+            TARGET = ["--target", "cuda-emulator"]
+            parity(args.ppc, tmp, ["gpt", "llama", "bert"], ["1", "2x2", "2x2x2"], 20, LAYOUTS)
+            print("OK")
+            return
+        if args.target == "cuda":
             TARGET, LIMIT = ["--target", "cuda"], 1e-4
             gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
                                   text=True).stdout.count("GPU ")

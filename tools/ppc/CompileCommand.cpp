@@ -4,7 +4,8 @@
 // pipeline, partitioning, then emission: the training executable (`-o EXE`,
 // with its initial weights beside it as EXE.weights.safetensors), or the
 // per-rank program (`--emit mlir`) or the generated source (`--emit cpp` for
-// the CPU target, `--emit cuda` for the CUDA one).
+// the CPU target, `--emit cuda` for the CUDA one). `--target cuda-emulator`
+// builds the CUDA source against ppc's CUDA emulator, to run on CPUs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,10 +51,12 @@ int runCompileCommand(int argc, char **argv) {
                             cl::value_desc("mlir|cpp|cuda"), cl::init(""), cl::cat(category));
   cl::opt<std::string> target(
       "target",
-      cl::desc("what the executable runs on: cuda (one GPU per rank, NCCL) or cpu (MPI, "
-               "OpenBLAS, OpenMP) [cuda when ppc was built with a CUDA toolkit, else cpu]"),
-      cl::value_desc("cpu|cuda"), cl::init(codegen::haveCudaToolkit() ? "cuda" : "cpu"),
-      cl::cat(category));
+      cl::desc("what the executable runs on: cuda (one GPU per rank, NCCL), cpu (MPI, "
+               "OpenBLAS, OpenMP), or cuda-emulator (the CUDA executable built against ppc's "
+               "CUDA emulator: runs on CPUs, slowly, to test the CUDA target without a GPU) "
+               "[cuda when ppc was built with a CUDA toolkit, else cpu]"),
+      cl::value_desc("cpu|cuda|cuda-emulator"),
+      cl::init(codegen::haveCudaToolkit() ? "cuda" : "cpu"), cl::cat(category));
   cl::opt<std::string> cudaArch(
       "cuda-arch", cl::desc("GPU architectures the CUDA executable carries code for"),
       cl::value_desc("sm_NN,..."), cl::init("sm_80,sm_90"), cl::cat(category));
@@ -78,29 +81,34 @@ int runCompileCommand(int argc, char **argv) {
 
   if (!emit.empty() && emit != "mlir" && emit != "cpp" && emit != "cuda")
     return reportError("--emit '" + emit + "': expected mlir, cpp or cuda");
-  if (target != "cpu" && target != "cuda")
-    return reportError("--target '" + target + "': expected cpu or cuda");
-  // --emit cuda implies the CUDA target; --emit cpp the CPU one.
-  if (emit == "cuda" && target.getNumOccurrences() && target != "cuda")
+  if (target != "cpu" && target != "cuda" && target != "cuda-emulator")
+    return reportError("--target '" + target + "': expected cpu, cuda or cuda-emulator");
+  bool cudaSource = target == "cuda" || target == "cuda-emulator";
+  // --emit cuda implies a CUDA target; --emit cpp the CPU one.
+  if (emit == "cuda" && target.getNumOccurrences() && !cudaSource)
     return reportError("--emit cuda: the CUDA source is that of --target cuda");
   if (emit == "cpp" && target.getNumOccurrences() && target != "cpu")
     return reportError("--emit cpp: the C++ source is that of --target cpu (use --emit cuda)");
   codegen::Target targetKind = emit == "cuda"  ? codegen::Target::Cuda
                                : emit == "cpp" ? codegen::Target::Cpu
-                               : target == "cuda" ? codegen::Target::Cuda
-                                                  : codegen::Target::Cpu;
+                               : cudaSource    ? codegen::Target::Cuda
+                                               : codegen::Target::Cpu;
+  codegen::Build build = targetKind == codegen::Target::Cpu ? codegen::Build::Cpu
+                         : target == "cuda-emulator"        ? codegen::Build::CudaEmulator
+                                                            : codegen::Build::Cuda;
   if (targetKind == codegen::Target::Cpu && training.precision == "bf16")
     return reportError("--precision bf16: the CPU target computes in fp32; use --target cuda "
                        "(or ppc simulate, whose executor rounds to bf16 as the GPU does)");
   std::vector<std::string> archFlags;
-  if (targetKind == codegen::Target::Cuda || cudaArch.getNumOccurrences()) {
+  if (build == codegen::Build::Cuda || cudaArch.getNumOccurrences()) {
     auto flags = codegen::cudaArchFlags(cudaArch);
     if (!flags)
       return reportError(llvm::toString(flags.takeError()));
     archFlags = std::move(*flags);
-    if (targetKind == codegen::Target::Cuda && emit.empty() && !codegen::haveCudaToolkit())
+    if (build == codegen::Build::Cuda && emit.empty() && !codegen::haveCudaToolkit())
       return reportError("--target cuda: this ppc was built without a CUDA toolkit (nvcc, "
-                         "cuBLASLt, NCCL); use --target cpu, or --emit cuda to write the source");
+                         "cuBLASLt, NCCL); use --target cpu or --target cuda-emulator, or "
+                         "--emit cuda to write the source");
   }
   if (emit.empty() && (output.empty() || output == "-"))
     return reportError("-o: give the executable to build (or --emit mlir|cpp|cuda)");
@@ -253,7 +261,7 @@ int runCompileCommand(int argc, char **argv) {
   exePath = output;
   exePath += ".building";
   auto buildStart = std::chrono::steady_clock::now();
-  llvm::Error built = codegen::buildExecutable(targetKind, sourcePath, exePath, archFlags);
+  llvm::Error built = codegen::buildExecutable(build, sourcePath, exePath, archFlags);
   llvm::sys::fs::remove(sourcePath);
   if (built) {
     llvm::sys::fs::remove(exePath);

@@ -32,6 +32,13 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 256;
 
+// kernel<<<grid, block, shared, stream>>>(args), spelt so that the CUDA
+// emulator (runtime/ppcrt/cuda/emulator), whose host compiler has no
+// launch syntax, can run the same source.
+#ifndef PPCRT_CUDA_EMULATOR
+#define PPCRT_LAUNCH(kernel, grid, block, shared, stream) kernel<<<grid, block, shared, stream>>>
+#endif
+
 /// Blocks of kThreads for `n` work items (grid-stride loops cover the rest).
 inline unsigned blocksFor(int64_t n, int64_t perThread = 1) {
   int64_t blocks = (n / perThread + kThreads - 1) / kThreads;
@@ -130,7 +137,7 @@ template <typename T> __global__ void fillKernel(T *out, int64_t n, T value) {
 }
 
 template <typename T> void fill(T *out, int64_t n, T value) {
-  fillKernel<<<blocksFor(n), kThreads, 0, stream()>>>(out, n, value);
+  PPCRT_LAUNCH(fillKernel, blocksFor(n), kThreads, 0, stream())(out, n, value);
   launched("fill");
 }
 
@@ -145,7 +152,7 @@ void stridedCopy(const T *in, T *out, const Dims &d, int64_t offset) {
   int64_t n = 1;
   for (int k = 0; k < d.rank; ++k)
     n *= d.size[k];
-  stridedCopyKernel<<<blocksFor(n), kThreads, 0, stream()>>>(in, out, n, d, offset);
+  PPCRT_LAUNCH(stridedCopyKernel, blocksFor(n), kThreads, 0, stream())(in, out, n, d, offset);
   launched("a strided copy");
 }
 
@@ -160,7 +167,7 @@ void stridedStore(const T *in, T *out, const Dims &d, int64_t offset) {
   int64_t n = 1;
   for (int k = 0; k < d.rank; ++k)
     n *= d.size[k];
-  stridedStoreKernel<<<blocksFor(n), kThreads, 0, stream()>>>(in, out, n, d, offset);
+  PPCRT_LAUNCH(stridedStoreKernel, blocksFor(n), kThreads, 0, stream())(in, out, n, d, offset);
   launched("a strided store");
 }
 
@@ -196,7 +203,7 @@ template <typename T> void transpose2d(const T *in, T *out, int64_t batch, int64
   int64_t rowTiles = (rows + 31) / 32;
   dim3 grid(unsigned((cols + 31) / 32), unsigned(rowTiles < 65535 ? rowTiles : 65535),
             unsigned(batch < 1 ? 1 : batch < 65535 ? batch : 65535));
-  transposeKernel<<<grid, dim3(32, 8), 0, stream()>>>(in, out, batch, rows, cols);
+  PPCRT_LAUNCH(transposeKernel, grid, dim3(32, 8), 0, stream())(in, out, batch, rows, cols);
   launched("a transpose");
 }
 
@@ -233,7 +240,7 @@ __global__ void gatherKernel(const T *data, const int64_t *indices, T *out, int6
 template <typename T>
 void gather(const T *data, const int64_t *indices, T *out, int64_t outer, int64_t n,
             int64_t inner, int64_t rows, int error) {
-  gatherKernel<<<blocksFor(outer * rows * inner), kThreads, 0, stream()>>>(
+  PPCRT_LAUNCH(gatherKernel, blocksFor(outer * rows * inner), kThreads, 0, stream())(
       data, indices, out, outer, n, inner, rows, error);
   launched("a gather");
 }
@@ -259,7 +266,7 @@ template <typename T>
 void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer, int64_t n,
                 int64_t inner, int64_t rows, int error) {
   check(cudaMemsetAsync(out, 0, outer * n * inner * sizeof(T), stream()), "a scatter_add");
-  scatterAddKernel<<<blocksFor(outer * rows * inner), kThreads, 0, stream()>>>(
+  PPCRT_LAUNCH(scatterAddKernel, blocksFor(outer * rows * inner), kThreads, 0, stream())(
       updates, indices, out, outer, n, inner, rows, error);
   launched("a scatter_add");
 }
@@ -276,7 +283,7 @@ __global__ void triluKernel(const T *in, T *out, int64_t total, int64_t rows, in
 template <typename T>
 void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool upper,
            int64_t k) {
-  triluKernel<<<blocksFor(total), kThreads, 0, stream()>>>(in, out, total, rows, cols, upper, k);
+  PPCRT_LAUNCH(triluKernel, blocksFor(total), kThreads, 0, stream())(in, out, total, rows, cols, upper, k);
   launched("a trilu");
 }
 
@@ -402,10 +409,10 @@ void reduceWith(Source in, T *out, int rank, const int64_t (&shape)[kMaxRank], u
     }
   bool innerReduced = rank > 0 && (mask >> (rank - 1) & 1);
   if (innerReduced && outputs < int64_t(1) << 31)
-    reduceRowsKernel<Kind><<<unsigned(outputs), kThreads, 0, stream()>>>(in, out, kept,
+    PPCRT_LAUNCH(reduceRowsKernel<Kind>, unsigned(outputs), kThreads, 0, stream())(in, out, kept,
                                                                           reduced, count);
   else
-    reduceColumnsKernel<Kind><<<blocksFor(outputs), kThreads, 0, stream()>>>(
+    PPCRT_LAUNCH(reduceColumnsKernel<Kind>, blocksFor(outputs), kThreads, 0, stream())(
         in, out, kept, reduced, outputs, count);
   launched("a reduction");
 }
@@ -467,9 +474,9 @@ __global__ void softmaxColumnsKernel(const T *x, T *y, int64_t outer, int64_t si
 template <bool IsLog, typename T>
 void softmax(const T *x, T *y, int64_t outer, int64_t size, int64_t inner) {
   if (inner == 1)
-    softmaxRowsKernel<IsLog><<<unsigned(outer), kThreads, 0, stream()>>>(x, y, size);
+    PPCRT_LAUNCH(softmaxRowsKernel<IsLog>, unsigned(outer), kThreads, 0, stream())(x, y, size);
   else
-    softmaxColumnsKernel<IsLog><<<blocksFor(outer * inner), kThreads, 0, stream()>>>(
+    PPCRT_LAUNCH(softmaxColumnsKernel<IsLog>, blocksFor(outer * inner), kThreads, 0, stream())(
         x, y, outer, size, inner);
   launched("a softmax");
 }
@@ -501,7 +508,7 @@ __global__ void layerNormKernel(const T *x, const T *scale, int64_t scaleStride,
 template <typename T>
 void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias,
                int64_t biasStride, T *y, int64_t outer, int64_t size, double epsilon) {
-  layerNormKernel<<<unsigned(outer), kThreads, 0, stream()>>>(x, scale, scaleStride, bias,
+  PPCRT_LAUNCH(layerNormKernel, unsigned(outer), kThreads, 0, stream())(x, scale, scaleStride, bias,
                                                                biasStride, y, size, epsilon);
   launched("a layer norm");
 }
@@ -544,7 +551,7 @@ template <typename T>
 void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int64_t batch,
              int64_t classes, int64_t inner, LossReduction reduction, bool hasIgnore,
              int64_t ignoreIndex, int error) {
-  nllLossKernel<<<1, 1024, 0, stream()>>>(input, target, weight, out, batch, classes, inner,
+  PPCRT_LAUNCH(nllLossKernel, 1, 1024, 0, stream())(input, target, weight, out, batch, classes, inner,
                                           reduction, hasIgnore, ignoreIndex, error);
   launched("a loss");
 }
@@ -601,7 +608,7 @@ void einsum(EinsumOperands<T> ops, T *out, const EinsumSpec &spec, int64_t outSi
   int64_t contracted = 1;
   for (int l = spec.outLabels; l < spec.labels; ++l)
     contracted *= spec.size[l];
-  einsumKernel<<<blocksFor(outSize), kThreads, 0, stream()>>>(ops, out, spec, outSize,
+  PPCRT_LAUNCH(einsumKernel, blocksFor(outSize), kThreads, 0, stream())(ops, out, spec, outSize,
                                                               contracted);
   launched("an einsum");
 }

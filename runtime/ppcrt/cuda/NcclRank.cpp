@@ -184,7 +184,11 @@ Ticket NcclRank::finish(Comm &comm, const char *what) {
 void NcclRank::wait(Ticket ticket) {
   if (ticket <= 0)
     return;
+  // On a GPU this returns at once; the CUDA emulator runs the call here, so
+  // it is watched as a blocking call.
+  enter(calls[ticket - 1].what);
   check(cudaStreamWaitEvent(compute, calls[ticket - 1].done, 0), calls[ticket - 1].what);
+  leave();
 }
 
 void NcclRank::endStep() {

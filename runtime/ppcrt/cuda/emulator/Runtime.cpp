@@ -1,0 +1,475 @@
+//===- Runtime.cpp - the CUDA runtime API on the host ---------------------===//
+//
+// Devices, memory, streams, events and launches (Emulator.h says when queued
+// work runs). Device memory is host memory, filled with 0xff bytes (NaN as
+// floats) when allocated, so that reading what was never written shows.
+// Copies and fills check that the device side of each lies within one
+// allocation, as the real runtime rejects what is not device memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/ppcrt/cuda/emulator/Emulator.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <vector>
+
+struct CUstream_st {
+  unsigned flags = cudaStreamDefault;
+  /// Runs its work at once (the compute stream; see Emulator.h).
+  bool eager = false;
+  struct Work {
+    uint64_t number;
+    std::function<void()> run;
+  };
+  std::deque<Work> queue;
+  /// The number of the last work queued here (0: none yet).
+  uint64_t last = 0;
+};
+
+struct CUevent_st {
+  /// The work the event waits for: everything issued up to this number on
+  /// its stream (0: recorded on nothing, or never recorded).
+  uint64_t number = 0;
+};
+
+namespace ppcrt::emu {
+namespace {
+
+/// The emulator's state. Never destroyed: static destructors elsewhere
+/// (cuBLASLt plans, NCCL communicators) may still call the runtime at exit.
+struct State {
+  /// Work numbers, in issue order over every stream.
+  uint64_t issued = 0;
+  /// The legacy default stream (null): runs its work at once.
+  CUstream_st legacy;
+  std::vector<CUstream_st *> streams;
+  cudaError_t lastError = cudaSuccess;
+  int device = 0;
+  /// Device allocations by address (their sizes).
+  std::map<uintptr_t, size_t> allocations;
+  size_t allocatedBytes = 0;
+
+  State() {
+    legacy.eager = true;
+    streams.push_back(&legacy);
+  }
+};
+
+State &state() {
+  static State *instance = new State;
+  return *instance;
+}
+
+constexpr size_t kDeviceBytes = size_t(80) << 30;
+
+CUstream_st *resolve(cudaStream_t stream) { return stream ? stream : &state().legacy; }
+
+bool knownStream(cudaStream_t stream) {
+  for (CUstream_st *s : state().streams)
+    if (s == resolve(stream))
+      return true;
+  return false;
+}
+
+/// Runs the queued work numbered up to `number`, in number order.
+void runThrough(uint64_t number) {
+  for (;;) {
+    CUstream_st *next = nullptr;
+    for (CUstream_st *s : state().streams)
+      if (!s->queue.empty() && s->queue.front().number <= number &&
+          (!next || s->queue.front().number < next->queue.front().number))
+        next = s;
+    if (!next)
+      return;
+    std::function<void()> work = std::move(next->queue.front().run);
+    next->queue.pop_front();
+    work();
+  }
+}
+
+/// What a synchronous copy on the legacy default stream waits for: the
+/// blocking streams' work (cudaStreamNonBlocking ones go on).
+void waitForBlockingStreams() {
+  for (CUstream_st *s : state().streams)
+    if (!(s->flags & cudaStreamNonBlocking))
+      runThrough(s->last);
+}
+
+void *allocate(size_t bytes) {
+  void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!memory)
+    return nullptr;
+  std::memset(memory, 0xff, bytes);
+  state().allocations[reinterpret_cast<uintptr_t>(memory)] = bytes;
+  state().allocatedBytes += bytes;
+  return memory;
+}
+
+cudaError_t release(void *pointer) {
+  auto it = state().allocations.find(reinterpret_cast<uintptr_t>(pointer));
+  if (it == state().allocations.end())
+    return cudaErrorInvalidDevicePointer;
+  state().allocatedBytes -= it->second;
+  state().allocations.erase(it);
+  std::free(pointer);
+  return cudaSuccess;
+}
+
+/// Whether the sides of a copy of `kind` are where the kind says.
+bool validCopy(void *to, size_t toSpan, const void *from, size_t fromSpan, cudaMemcpyKind kind) {
+  bool toDevice = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  bool fromDevice = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if (kind > cudaMemcpyDefault)
+    return false;
+  return (!toDevice || isDeviceRange(to, toSpan)) && (!fromDevice || isDeviceRange(from, fromSpan));
+}
+
+} // namespace
+
+void enqueue(cudaStream_t stream, std::function<void()> work) {
+  CUstream_st *s = resolve(stream);
+  uint64_t number = ++state().issued;
+  s->last = number;
+  if (s->eager && s->queue.empty()) {
+    work();
+    return;
+  }
+  s->queue.push_back({number, std::move(work)});
+}
+
+void runsKernels(cudaStream_t stream) {
+  CUstream_st *s = resolve(stream);
+  if (s->eager)
+    return;
+  runThrough(s->last);
+  s->eager = true;
+}
+
+bool isDeviceRange(const void *pointer, size_t bytes) {
+  auto at = reinterpret_cast<uintptr_t>(pointer);
+  auto it = state().allocations.upper_bound(at);
+  if (it == state().allocations.begin())
+    return false;
+  --it;
+  return at >= it->first && at + bytes <= it->first + it->second;
+}
+
+cudaError_t copySymbol(void *to, const void *from, size_t bytes) {
+  waitForBlockingStreams();
+  std::memcpy(to, from, bytes);
+  return cudaSuccess;
+}
+
+void launch(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream,
+            std::function<void()> thread) {
+  // The limits of every GPU since compute capability 3.0 (sm_90's too).
+  uint64_t threads = uint64_t(block.x) * block.y * block.z;
+  bool valid = block.x >= 1 && block.y >= 1 && block.z >= 1 && block.x <= 1024 &&
+               block.y <= 1024 && block.z <= 64 && threads <= 1024 && grid.x >= 1 &&
+               grid.y >= 1 && grid.z >= 1 && grid.x <= 0x7fffffffu && grid.y <= 65535 &&
+               grid.z <= 65535 && sharedBytes <= 48 * 1024;
+  if (!valid) {
+    state().lastError = cudaErrorInvalidConfiguration;
+    return;
+  }
+  if (!knownStream(stream)) {
+    state().lastError = cudaErrorInvalidResourceHandle;
+    return;
+  }
+  runsKernels(stream);
+  enqueue(stream, [kernel, grid, block, thread = std::move(thread)] {
+    runGrid(kernel, grid, block, thread);
+  });
+}
+
+} // namespace ppcrt::emu
+
+using namespace ppcrt::emu;
+
+//===----------------------------------------------------------------------===//
+// Devices and errors
+//===----------------------------------------------------------------------===//
+
+/// As many emulated GPUs as PPCRT_EMULATED_GPUS says (64 by default), so
+/// that every rank on a node has one of its own.
+static int deviceCount() {
+  const char *text = std::getenv("PPCRT_EMULATED_GPUS");
+  int count = text ? std::atoi(text) : 64;
+  return count < 0 ? 0 : count;
+}
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  *count = deviceCount();
+  return *count ? cudaSuccess : cudaErrorNoDevice;
+}
+
+cudaError_t cudaSetDevice(int index) {
+  if (index < 0 || index >= deviceCount())
+    return cudaErrorInvalidDevice;
+  state().device = index;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *index) {
+  *index = state().device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *props, int index) {
+  if (index < 0 || index >= deviceCount())
+    return cudaErrorInvalidDevice;
+  *props = cudaDeviceProp{};
+  std::snprintf(props->name, sizeof(props->name), "ppc CUDA emulator (host)");
+  props->totalGlobalMem = kDeviceBytes;
+  props->major = 0; // no peak FLOP/s: MFU is not reported
+  props->minor = 0;
+  props->multiProcessorCount = 1;
+  props->maxThreadsPerBlock = 1024;
+  props->warpSize = 32;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() {
+  runThrough(state().issued);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
+  *total = kDeviceBytes;
+  *free = kDeviceBytes > state().allocatedBytes ? kDeviceBytes - state().allocatedBytes : 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError() {
+  cudaError_t error = state().lastError;
+  state().lastError = cudaSuccess;
+  return error;
+}
+
+cudaError_t cudaPeekAtLastError() { return state().lastError; }
+
+const char *cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+  case cudaSuccess:
+    return "cudaSuccess";
+  case cudaErrorInvalidValue:
+    return "cudaErrorInvalidValue";
+  case cudaErrorMemoryAllocation:
+    return "cudaErrorMemoryAllocation";
+  case cudaErrorInvalidConfiguration:
+    return "cudaErrorInvalidConfiguration";
+  case cudaErrorInvalidSymbol:
+    return "cudaErrorInvalidSymbol";
+  case cudaErrorInvalidDevicePointer:
+    return "cudaErrorInvalidDevicePointer";
+  case cudaErrorInvalidMemcpyDirection:
+    return "cudaErrorInvalidMemcpyDirection";
+  case cudaErrorNoDevice:
+    return "cudaErrorNoDevice";
+  case cudaErrorInvalidDevice:
+    return "cudaErrorInvalidDevice";
+  case cudaErrorInvalidResourceHandle:
+    return "cudaErrorInvalidResourceHandle";
+  case cudaErrorNotReady:
+    return "cudaErrorNotReady";
+  case cudaErrorLaunchFailure:
+    return "cudaErrorLaunchFailure";
+  }
+  return "cudaErrorUnknown";
+}
+
+const char *cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+  case cudaSuccess:
+    return "no error";
+  case cudaErrorInvalidValue:
+    return "invalid argument";
+  case cudaErrorMemoryAllocation:
+    return "out of memory";
+  case cudaErrorInvalidConfiguration:
+    return "invalid configuration argument";
+  case cudaErrorInvalidSymbol:
+    return "invalid device symbol";
+  case cudaErrorInvalidDevicePointer:
+    return "invalid device pointer";
+  case cudaErrorInvalidMemcpyDirection:
+    return "invalid copy direction for memcpy";
+  case cudaErrorNoDevice:
+    return "no CUDA-capable device is detected";
+  case cudaErrorInvalidDevice:
+    return "invalid device ordinal";
+  case cudaErrorInvalidResourceHandle:
+    return "invalid resource handle";
+  case cudaErrorNotReady:
+    return "device not ready";
+  case cudaErrorLaunchFailure:
+    return "unspecified launch failure";
+  }
+  return "unknown error";
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+cudaError_t cudaMalloc(void **pointer, size_t bytes) {
+  *pointer = allocate(bytes);
+  return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaFree(void *pointer) {
+  if (!pointer)
+    return cudaSuccess;
+  runThrough(state().issued); // cudaFree waits for the device
+  return release(pointer);
+}
+
+cudaError_t cudaMallocAsync(void **pointer, size_t bytes, cudaStream_t stream) {
+  if (!knownStream(stream))
+    return cudaErrorInvalidResourceHandle;
+  *pointer = allocate(bytes);
+  return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream) {
+  if (!knownStream(stream))
+    return cudaErrorInvalidResourceHandle;
+  if (!pointer)
+    return cudaSuccess;
+  if (!state().allocations.count(reinterpret_cast<uintptr_t>(pointer)))
+    return cudaErrorInvalidDevicePointer;
+  enqueue(stream, [pointer] { release(pointer); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *to, const void *from, size_t bytes, cudaMemcpyKind kind) {
+  if (!validCopy(to, bytes, from, bytes, kind))
+    return cudaErrorInvalidValue;
+  waitForBlockingStreams();
+  std::memmove(to, from, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *to, const void *from, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  if (!knownStream(stream))
+    return cudaErrorInvalidResourceHandle;
+  if (!validCopy(to, bytes, from, bytes, kind))
+    return cudaErrorInvalidValue;
+  enqueue(stream, [=] { std::memmove(to, from, bytes); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy2DAsync(void *to, size_t toPitch, const void *from, size_t fromPitch,
+                              size_t width, size_t height, cudaMemcpyKind kind,
+                              cudaStream_t stream) {
+  if (!knownStream(stream))
+    return cudaErrorInvalidResourceHandle;
+  if (width > toPitch || width > fromPitch)
+    return cudaErrorInvalidValue;
+  size_t toSpan = height ? toPitch * (height - 1) + width : 0;
+  size_t fromSpan = height ? fromPitch * (height - 1) + width : 0;
+  if (!validCopy(to, toSpan, from, fromSpan, kind))
+    return cudaErrorInvalidValue;
+  enqueue(stream, [=] {
+    for (size_t row = 0; row < height; ++row)
+      std::memmove(static_cast<char *>(to) + row * toPitch,
+                   static_cast<const char *>(from) + row * fromPitch, width);
+  });
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *pointer, int value, size_t bytes) {
+  if (!isDeviceRange(pointer, bytes))
+    return cudaErrorInvalidValue;
+  waitForBlockingStreams();
+  std::memset(pointer, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void *pointer, int value, size_t bytes, cudaStream_t stream) {
+  if (!knownStream(stream))
+    return cudaErrorInvalidResourceHandle;
+  if (!isDeviceRange(pointer, bytes))
+    return cudaErrorInvalidValue;
+  enqueue(stream, [=] { std::memset(pointer, value, bytes); });
+  return cudaSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// Streams and events
+//===----------------------------------------------------------------------===//
+
+cudaError_t cudaStreamCreate(cudaStream_t *stream) {
+  return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags) {
+  *stream = new CUstream_st;
+  (*stream)->flags = flags;
+  state().streams.push_back(*stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (!stream || !knownStream(stream))
+    return cudaErrorInvalidResourceHandle;
+  // Work still queued completes first, as on a GPU.
+  runThrough(stream->last);
+  for (size_t i = 0; i < state().streams.size(); ++i)
+    if (state().streams[i] == stream)
+      state().streams.erase(state().streams.begin() + i);
+  delete stream;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (!knownStream(stream))
+    return cudaErrorInvalidResourceHandle;
+  runThrough(resolve(stream)->last);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  if (!event || !knownStream(stream))
+    return cudaErrorInvalidResourceHandle;
+  uint64_t number = event->number;
+  enqueue(stream, [number] { runThrough(number); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  *event = new CUevent_st;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) {
+  return cudaEventCreate(event);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (!event || !knownStream(stream))
+    return cudaErrorInvalidResourceHandle;
+  event->number = resolve(stream)->last;
+  return cudaSuccess;
+}
+
+/// Nothing runs behind the host's back: asking whether an event has
+/// happened runs the work it waits for.
+cudaError_t cudaEventQuery(cudaEvent_t event) { return cudaEventSynchronize(event); }
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (!event)
+    return cudaErrorInvalidResourceHandle;
+  runThrough(event->number);
+  return cudaSuccess;
+}

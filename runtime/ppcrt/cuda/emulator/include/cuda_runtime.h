@@ -1,0 +1,141 @@
+//===- cuda_runtime.h - the CUDA kernel language, emulated -------*- C++ -*-===//
+//
+// What CUDA C++ adds to C++, for kernels compiled by the host compiler
+// (runtime/ppcrt/cuda/emulator/README.md):
+//
+// - qualifiers: __global__ and __device__ functions are host functions,
+//   __device__ variables host variables, and a __shared__ variable is a
+//   static one: the threads of a block share it, and blocks run one after
+//   the other;
+// - threadIdx, blockIdx, blockDim, gridDim: set for the thread that runs;
+// - __syncthreads() and the warp shuffles: each thread of a block is a
+//   fiber that runs until it reaches one of them; the block goes on when all
+//   its live threads have (a thread reaching another synchronization point
+//   than the rest of its block is reported, as it would hang a GPU);
+// - atomics: plain read-modify-writes, since no two threads run at once;
+// - launches: PPCRT_LAUNCH(kernel, grid, block, shared, stream)(args...),
+//   the kernel<<<grid, block, shared, stream>>>(args...) of CUDA sources
+//   (Kernels.cuh defines it so for nvcc), checked against the launch limits
+//   of current GPUs (cudaGetLastError reports them) and queued on the stream.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPCRT_EMULATOR_CUDA_RUNTIME_H
+#define PPCRT_EMULATOR_CUDA_RUNTIME_H
+
+#include "cuda_runtime_api.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <math.h>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __shared__ static
+#define __launch_bounds__(...)
+
+struct uint3 {
+  unsigned x, y, z;
+};
+
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned x = 1, unsigned y = 1, unsigned z = 1) : x(x), y(y), z(z) {}
+  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+};
+
+/// The thread running now (set by the emulator before it runs a thread).
+extern uint3 threadIdx, blockIdx;
+extern dim3 blockDim, gridDim;
+constexpr int warpSize = 32;
+
+namespace ppcrt::emu {
+
+/// What a thread of a block stopped at.
+enum class Sync { Barrier, Shuffle };
+
+/// Suspends the running thread at a synchronization point until every live
+/// thread of its block has reached one.
+void synchronize(Sync kind);
+
+/// The running thread's exchange slot for the next warp shuffle (8 bytes)
+/// and the slot of thread `source` of its block after the shuffle.
+void *shuffleSlot();
+const void *shuffledSlot(unsigned source);
+
+/// Runs `thread` once per thread of every block of `grid`, on `stream`.
+/// A launch outside the limits of the GPU sets cudaGetLastError() instead.
+void launch(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream,
+            std::function<void()> thread);
+
+template <typename Kernel, typename... Args>
+void launchKernel(const char *name, dim3 grid, dim3 block, size_t sharedBytes,
+                  cudaStream_t stream, Kernel kernel, Args &&...args) {
+  // The arguments are evaluated once; every thread gets its own copies, as
+  // every CUDA thread its own parameters.
+  launch(name, grid, block, sharedBytes, stream,
+         [kernel, params = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...)] {
+           std::apply(kernel, params);
+         });
+}
+
+/// Lane `lane ^ laneMask` of the running thread's warp (within `width`).
+template <typename T> T shuffleXor(T value, int laneMask, int width) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "a shuffle moves 8 bytes");
+  std::memcpy(shuffleSlot(), &value, sizeof(T));
+  unsigned self = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  unsigned lane = self % 32, group = lane / unsigned(width) * unsigned(width);
+  unsigned source = self - lane + group + ((lane - group) ^ unsigned(laneMask)) % unsigned(width);
+  synchronize(Sync::Shuffle);
+  T result;
+  std::memcpy(&result, shuffledSlot(source), sizeof(T));
+  return result;
+}
+
+} // namespace ppcrt::emu
+
+#define PPCRT_LAUNCH(kernel, grid, block, shared, stream)                                   \
+  [&](auto &&...ppcrtArgs) {                                                                \
+    ::ppcrt::emu::launchKernel(                                                             \
+        #kernel, grid, block, shared, stream,                                               \
+        [](auto... ppcrtParams) { kernel(ppcrtParams...); },                                \
+        std::forward<decltype(ppcrtArgs)>(ppcrtArgs)...);                                   \
+  }
+
+inline void __syncthreads() { ppcrt::emu::synchronize(ppcrt::emu::Sync::Barrier); }
+
+template <typename T> T __shfl_xor_sync(unsigned, T value, int laneMask, int width = 32) {
+  return ppcrt::emu::shuffleXor(value, laneMask, width);
+}
+
+// Atomics: no other thread runs between the read and the write.
+template <typename T> T atomicAdd(T *address, T value) {
+  T old = *address;
+  *address = old + value;
+  return old;
+}
+template <typename T> T atomicCAS(T *address, T compare, T value) {
+  T old = *address;
+  if (old == compare)
+    *address = value;
+  return old;
+}
+template <typename T> T atomicMax(T *address, T value) {
+  T old = *address;
+  *address = old < value ? value : old;
+  return old;
+}
+template <typename T> T atomicMin(T *address, T value) {
+  T old = *address;
+  *address = value < old ? value : old;
+  return old;
+}
+
+#endif // PPCRT_EMULATOR_CUDA_RUNTIME_H
