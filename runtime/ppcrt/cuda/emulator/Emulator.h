@@ -31,7 +31,7 @@ void enqueue(cudaStream_t stream, std::function<void()> work);
 void runsKernels(cudaStream_t stream);
 
 /// Runs the blocks of a kernel now (Threads.cpp).
-void runGrid(const char *kernel, dim3 grid, dim3 block, const std::function<void()> &thread);
+void runGrid(const char *kernel, dim3 grid, dim3 block, const Threads &threads);
 
 /// Ends the process with `message` (an error of the emulated program that a
 /// GPU would not report: a divergent barrier, a bad shuffle).

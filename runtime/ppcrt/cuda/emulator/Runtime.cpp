@@ -165,24 +165,25 @@ cudaError_t copySymbol(void *to, const void *from, size_t bytes) {
 }
 
 void launch(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream,
-            std::function<void()> thread) {
+            Threads threads) {
   // The limits of every GPU since compute capability 3.0 (sm_90's too).
-  uint64_t threads = uint64_t(block.x) * block.y * block.z;
+  uint64_t count = uint64_t(block.x) * block.y * block.z;
   bool valid = block.x >= 1 && block.y >= 1 && block.z >= 1 && block.x <= 1024 &&
-               block.y <= 1024 && block.z <= 64 && threads <= 1024 && grid.x >= 1 &&
+               block.y <= 1024 && block.z <= 64 && count <= 1024 && grid.x >= 1 &&
                grid.y >= 1 && grid.z >= 1 && grid.x <= 0x7fffffffu && grid.y <= 65535 &&
                grid.z <= 65535 && sharedBytes <= 48 * 1024;
-  if (!valid) {
-    state().lastError = cudaErrorInvalidConfiguration;
-    return;
-  }
-  if (!knownStream(stream)) {
-    state().lastError = cudaErrorInvalidResourceHandle;
+  cudaError_t error = !valid                ? cudaErrorInvalidConfiguration
+                      : !knownStream(stream) ? cudaErrorInvalidResourceHandle
+                                             : cudaSuccess;
+  if (error != cudaSuccess) {
+    threads.release(threads.closure);
+    state().lastError = error;
     return;
   }
   runsKernels(stream);
-  enqueue(stream, [kernel, grid, block, thread = std::move(thread)] {
-    runGrid(kernel, grid, block, thread);
+  enqueue(stream, [kernel, grid, block, threads] {
+    runGrid(kernel, grid, block, threads);
+    threads.release(threads.closure);
   });
 }
 

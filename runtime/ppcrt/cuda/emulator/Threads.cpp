@@ -1,11 +1,12 @@
 //===- Threads.cpp - the threads of an emulated kernel --------------------===//
 //
 // The blocks of a grid run one after the other. Within a block every thread
-// is a fiber on a stack of its own: the block runs its live threads in turn,
+// is a fiber on a stack of its own. A round runs the live threads in order,
 // each until it returns or reaches a synchronization point (__syncthreads,
-// a warp shuffle), and starts another round until every thread has
-// returned. After a round every live thread must be at the same point; one
-// that is not would hang or corrupt a GPU's block, and is reported.
+// a warp shuffle), when it hands over to the next live thread; the last one
+// hands back to the block, which checks that every live thread waits at the
+// same point (one that does not would hang or corrupt a GPU's block, and is
+// reported) and starts the next round, until every thread has returned.
 //
 // Warp shuffles exchange values through two banks of slots, used in turn:
 // a thread that has read its partner's value in round r writes its next
@@ -32,11 +33,18 @@ namespace ppcrt::emu {
 namespace {
 
 constexpr unsigned kMaxThreads = 1024;
-constexpr size_t kStackBytes = 128 << 10;
+constexpr size_t kStackBytes = 64 << 10;
 
 #if defined(__x86_64__)
-// Saves the callee-saved registers on the current stack, stores its
-// pointer in *save and continues on the stack `to` (System V ABI).
+/// A suspended fiber: its stack pointer, below the registers it saved.
+struct Context {
+  void *stack = nullptr;
+};
+
+// Saves the callee-saved registers (System V ABI) on the current stack,
+// stores its pointer in *save and continues on the stack `to`. It returns
+// with an indirect jump rather than `ret`: fibers resume at a few places,
+// which the indirect predictor learns and the return stack cannot.
 extern "C" void ppcrtEmuSwitch(void **save, void *to);
 asm(R"(
   .text
@@ -59,17 +67,22 @@ ppcrtEmuSwitch:
   popq %r12
   popq %rbx
   popq %rbp
-  ret
+  popq %rcx
+  jmpq *%rcx
   .size ppcrtEmuSwitch, .-ppcrtEmuSwitch
 )");
+
+void transfer(Context &save, Context &to) { ppcrtEmuSwitch(&save.stack, to.stack); }
+#else
+struct Context {
+  ucontext_t context;
+};
+
+void transfer(Context &save, Context &to) { swapcontext(&save.context, &to.context); }
 #endif
 
 struct Fiber {
-#if defined(__x86_64__)
-  void *stack = nullptr;
-#else
-  ucontext_t context;
-#endif
+  Context context;
   uint3 index{0, 0, 0};
   Sync at = Sync::Barrier;
   uint64_t syncs = 0;
@@ -79,72 +92,66 @@ struct Fiber {
 
 struct Block {
   const char *kernel = nullptr;
-  const std::function<void()> *thread = nullptr;
+  const Threads *threads = nullptr;
   std::vector<Fiber> fibers = std::vector<Fiber>(kMaxThreads);
   unsigned count = 0, current = 0;
-#if defined(__x86_64__)
-  void *scheduler = nullptr;
-#else
-  ucontext_t scheduler;
-#endif
+  /// Where the last thread of a round hands back to.
+  Context block;
   char *stacks = nullptr;
   uint64_t slots[2][kMaxThreads];
 };
 
 Block block;
 
-[[noreturn]] void fiberMain() {
-  (*block.thread)();
-  Fiber &self = block.fibers[block.current];
-  self.done = true;
-#if defined(__x86_64__)
-  ppcrtEmuSwitch(&self.stack, block.scheduler);
-#else
-  setcontext(&block.scheduler);
-#endif
-  __builtin_unreachable();
+/// Continues with the next live thread of the round after the current one,
+/// or with the block when there is none; `save` keeps where the current
+/// thread stopped.
+void handOver(Context &save) {
+  unsigned next = block.current + 1;
+  while (next < block.count && block.fibers[next].done)
+    ++next;
+  if (next == block.count) {
+    transfer(save, block.block);
+    return;
+  }
+  block.current = next;
+  threadIdx = block.fibers[next].index;
+  transfer(save, block.fibers[next].context);
 }
 
-#if !defined(__x86_64__)
-void fiberEntry() { fiberMain(); }
-#endif
+[[noreturn]] void fiberMain() {
+  block.threads->run(block.threads->closure);
+  Fiber &self = block.fibers[block.current];
+  self.done = true;
+  // Its context is not resumed again: the next prepare() starts it afresh.
+  handOver(self.context);
+  __builtin_unreachable();
+}
 
 void prepare(unsigned t) {
   Fiber &fiber = block.fibers[t];
   char *top = block.stacks + (size_t(t) + 1) * kStackBytes;
 #if defined(__x86_64__)
-  // What ppcrtEmuSwitch pops: six registers, then fiberMain as the return
-  // address, entered with the stack aligned as after a call.
+  // What ppcrtEmuSwitch pops: six registers, then fiberMain as the address
+  // it jumps to, entered with the stack aligned as after a call.
   void **sp = reinterpret_cast<void **>(top);
   *--sp = nullptr;
   *--sp = reinterpret_cast<void *>(&fiberMain);
   for (int r = 0; r < 6; ++r)
     *--sp = nullptr;
-  fiber.stack = sp;
+  fiber.context.stack = sp;
 #else
-  getcontext(&fiber.context);
-  fiber.context.uc_stack.ss_sp = top - kStackBytes;
-  fiber.context.uc_stack.ss_size = kStackBytes;
-  fiber.context.uc_link = nullptr;
-  makecontext(&fiber.context, fiberEntry, 0);
+  getcontext(&fiber.context.context);
+  fiber.context.context.uc_stack.ss_sp = top - kStackBytes;
+  fiber.context.context.uc_stack.ss_size = kStackBytes;
+  fiber.context.context.uc_link = nullptr;
+  makecontext(&fiber.context.context, reinterpret_cast<void (*)()>(fiberMain), 0);
 #endif
-  unsigned x = t % blockDim.x, y = t / blockDim.x % blockDim.y,
-           z = t / (blockDim.x * blockDim.y);
-  fiber.index = {x, y, z};
+  fiber.index = {t % blockDim.x, t / blockDim.x % blockDim.y, t / (blockDim.x * blockDim.y)};
   fiber.at = Sync::Barrier;
   fiber.syncs = 0;
   fiber.bank = 0;
   fiber.done = false;
-}
-
-void resume(unsigned t) {
-  block.current = t;
-  threadIdx = block.fibers[t].index;
-#if defined(__x86_64__)
-  ppcrtEmuSwitch(&block.scheduler, block.fibers[t].stack);
-#else
-  swapcontext(&block.scheduler, &block.fibers[t].context);
-#endif
 }
 
 std::string blockName() {
@@ -167,15 +174,15 @@ const char *syncName(Sync kind) {
 
 /// After a round: every live thread waits at the same synchronization point
 /// (a shuffle's partners are checked where they are read, shuffledSlot).
-/// Returns whether any thread is live.
-bool checkRound() {
-  int first = -1;
+/// Returns the first live thread, or count when every thread has returned.
+unsigned checkRound() {
+  unsigned first = block.count;
   for (unsigned t = 0; t < block.count; ++t) {
     const Fiber &fiber = block.fibers[t];
     if (fiber.done)
       continue;
-    if (first < 0) {
-      first = int(t);
+    if (first == block.count) {
+      first = t;
       continue;
     }
     const Fiber &lead = block.fibers[first];
@@ -185,17 +192,17 @@ bool checkRound() {
                     " waits at " + syncName(fiber.at) + " #" + std::to_string(fiber.syncs) +
                     " (divergent synchronization: a GPU would hang or corrupt the block)");
   }
-  return first >= 0;
+  return first;
 }
 
 void runBlock() {
   for (unsigned t = 0; t < block.count; ++t)
     prepare(t);
-  do {
-    for (unsigned t = 0; t < block.count; ++t)
-      if (!block.fibers[t].done)
-        resume(t);
-  } while (checkRound());
+  for (unsigned first = 0; first < block.count; first = checkRound()) {
+    block.current = first;
+    threadIdx = block.fibers[first].index;
+    transfer(block.block, block.fibers[first].context);
+  }
 }
 
 } // namespace
@@ -207,17 +214,12 @@ void emulatorError(const std::string &message) {
 }
 
 void synchronize(Sync kind) {
-  if (!block.thread)
+  if (!block.threads)
     emulatorError(std::string(syncName(kind)) + " called outside a kernel");
   Fiber &self = block.fibers[block.current];
   self.at = kind;
   ++self.syncs;
-#if defined(__x86_64__)
-  ppcrtEmuSwitch(&self.stack, block.scheduler);
-#else
-  swapcontext(&self.context, &block.scheduler);
-#endif
-  threadIdx = self.index;
+  handOver(self.context);
 }
 
 void *shuffleSlot() {
@@ -228,14 +230,11 @@ void *shuffleSlot() {
 const void *shuffledSlot(unsigned source) {
   Fiber &self = block.fibers[block.current];
   if (source >= block.count)
-    emulatorError(blockName() + ": " + threadName(block.current) +
-                  " shuffles with lane " + std::to_string(source % 32) +
-                  ", past the block's last thread");
-  const Fiber &peer = block.fibers[source];
-  // The peer stopped at this shuffle too: it is live, or has returned since
-  // (in this round, after reading its own partner's value).
-  bool reached = peer.syncs >= self.syncs;
-  if (!reached)
+    emulatorError(blockName() + ": " + threadName(block.current) + " shuffles with lane " +
+                  std::to_string(source % 32) + ", past the block's last thread");
+  // The partner stopped at this shuffle too: it is live, or has returned
+  // since (in this round, after reading its own partner's value).
+  if (block.fibers[source].syncs < self.syncs)
     emulatorError(blockName() + ": " + threadName(block.current) + " shuffles with " +
                   threadName(source) + ", which has returned");
   const void *slot = &block.slots[self.bank][source];
@@ -243,7 +242,7 @@ const void *shuffledSlot(unsigned source) {
   return slot;
 }
 
-void runGrid(const char *kernel, dim3 grid, dim3 threads, const std::function<void()> &thread) {
+void runGrid(const char *kernel, dim3 grid, dim3 threads, const Threads &run) {
   if (!block.stacks) {
     void *memory = mmap(nullptr, kMaxThreads * kStackBytes, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -252,7 +251,7 @@ void runGrid(const char *kernel, dim3 grid, dim3 threads, const std::function<vo
     block.stacks = static_cast<char *>(memory);
   }
   block.kernel = kernel;
-  block.thread = &thread;
+  block.threads = &run;
   block.count = threads.x * threads.y * threads.z;
   gridDim = grid;
   blockDim = threads;
@@ -262,7 +261,7 @@ void runGrid(const char *kernel, dim3 grid, dim3 threads, const std::function<vo
         blockIdx = {x, y, z};
         runBlock();
       }
-  block.thread = nullptr;
+  block.threads = nullptr;
 }
 
 } // namespace ppcrt::emu

@@ -28,9 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <math.h>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -70,20 +68,32 @@ void synchronize(Sync kind);
 void *shuffleSlot();
 const void *shuffledSlot(unsigned source);
 
-/// Runs `thread` once per thread of every block of `grid`, on `stream`.
+/// A kernel's threads: `run(closure)` runs one (threadIdx and blockIdx
+/// set), `release(closure)` frees the closure once the grid has run.
+struct Threads {
+  void (*run)(void *closure);
+  void (*release)(void *closure);
+  void *closure;
+};
+
+/// Runs `threads` once per thread of every block of `grid`, on `stream`.
 /// A launch outside the limits of the GPU sets cudaGetLastError() instead.
 void launch(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream,
-            std::function<void()> thread);
+            Threads threads);
 
-template <typename Kernel, typename... Args>
-void launchKernel(const char *name, dim3 grid, dim3 block, size_t sharedBytes,
-                  cudaStream_t stream, Kernel kernel, Args &&...args) {
-  // The arguments are evaluated once; every thread gets its own copies, as
-  // every CUDA thread its own parameters.
-  launch(name, grid, block, sharedBytes, stream,
-         [kernel, params = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...)] {
-           std::apply(kernel, params);
-         });
+/// Launches `thread`, a closure holding the kernel's arguments: evaluated
+/// once, and copied by every thread, as CUDA threads get their own
+/// parameters. (A closure per launch, without std::function: generated
+/// sources have hundreds of launches, and the host compiler's time goes
+/// into what each instantiates.)
+template <typename Thread> void launchThreads(const char *kernel, dim3 grid, dim3 block,
+                                              size_t sharedBytes, cudaStream_t stream,
+                                              Thread &&thread) {
+  using Closure = std::decay_t<Thread>;
+  launch(kernel, grid, block, sharedBytes, stream,
+         Threads{[](void *c) { (*static_cast<Closure *>(c))(); },
+                 [](void *c) { delete static_cast<Closure *>(c); },
+                 new Closure(std::forward<Thread>(thread))});
 }
 
 /// Lane `lane ^ laneMask` of the running thread's warp (within `width`).
@@ -102,11 +112,9 @@ template <typename T> T shuffleXor(T value, int laneMask, int width) {
 } // namespace ppcrt::emu
 
 #define PPCRT_LAUNCH(kernel, grid, block, shared, stream)                                   \
-  [&](auto &&...ppcrtArgs) {                                                                \
-    ::ppcrt::emu::launchKernel(                                                             \
-        #kernel, grid, block, shared, stream,                                               \
-        [](auto... ppcrtParams) { kernel(ppcrtParams...); },                                \
-        std::forward<decltype(ppcrtArgs)>(ppcrtArgs)...);                                   \
+  [&](auto... ppcrtArgs) {                                                                  \
+    ::ppcrt::emu::launchThreads(#kernel, grid, block, shared, stream,                       \
+                                [ppcrtArgs...] { kernel(ppcrtArgs...); });                  \
   }
 
 inline void __syncthreads() { ppcrt::emu::synchronize(ppcrt::emu::Sync::Barrier); }
