@@ -4,10 +4,16 @@ run alive: checkpoints, resume and the watchdog.
 
     /usr/bin/python3 test/e2e/exe_parity.py --ppc build/bin/ppc [--quick]
     /usr/bin/python3 test/e2e/exe_parity.py --ppc build/bin/ppc --target cuda
+    /usr/bin/python3 test/e2e/exe_parity.py --ppc build/bin/ppc --target cuda-emulator
 
 With --target cuda (a GPU per rank needed), only the parity runs, on the
 meshes the visible GPUs hold, within a relative 1e-4: GPU GEMMs and
 reductions sum in another order than the executor (DESIGN.md §5).
+
+With --target cuda-emulator, the CUDA executables built against ppc's CUDA
+emulator run on CPUs: parity on meshes 1, 2x2 and 2x2x2 (and the Megatron
+layouts) within 1e-5, --precision bf16 within 2e-4, kill and resume (30
+steps), a CPU checkpoint resumed by the CUDA executable, and the watchdog.
 
 1. Parity: for GPT-, LLaMA- and BERT-style models on meshes 1, 2x2, 2x2x2
    and 2x4x2, `ppc compile` + `mpirun -np N EXE` for 20 AdamW steps gives
@@ -133,6 +139,50 @@ def parity(ppc, tmp, models, meshes, steps, layouts=()):
         print(f"{kind:6} {mesh:6} {err:15.3e}  {got[0]:.6f} .. {got[-1]:.6f}  {label}")
         assert err <= LIMIT, f"{kind} on {mesh} {label}: relative error {err:.3e} > {LIMIT}"
     print(f"parity: worst relative error {worst:.3e} (limit {LIMIT})")
+
+
+def bf16_parity(ppc, tmp, models=("gpt", "llama"), mesh="2x2", steps=20, limit=2e-4):
+    """--precision bf16 executables against simulate's bf16 run: the GEMMs round
+    their products to bf16 after summing in f32 (the executor in f64), so a
+    bf16 ulp flips here and there: DESIGN.md's bf16 tolerance."""
+    bf16 = ["--precision", "bf16"]
+    for kind in models:
+        model = os.path.join(tmp, f"{kind}.onnx")
+        if not os.path.exists(model):
+            ppc_models.export(kind, CFG, model, constant_folding=False)
+        exe = os.path.join(tmp, f"{kind}-{mesh}-bf16")
+        run([ppc, "compile", model, "--mesh", mesh, *TARGET, "-o", exe] + TRAINING + bf16)
+        logs = [os.path.join(tmp, f"{kind}-{mesh}-bf16.{w}.jsonl") for w in ("exe", "sim")]
+        train(exe, mesh, steps, logs[0])
+        run([ppc, "simulate", model, "--mesh", mesh, "--data", CORPUS, "--steps", str(steps),
+             "--log", logs[1]] + TRAINING + bf16)
+        got, want = losses(logs[0]), losses(logs[1])
+        err = max(abs(g - w) / abs(w) for g, w in zip(got, want))
+        print(f"{kind:6} {mesh:6} {err:15.3e}  {got[0]:.6f} .. {got[-1]:.6f}  bf16 "
+              f"(limit {limit})")
+        assert len(got) == len(want) == steps and err <= limit, err
+
+
+def cross_target_resume(ppc, tmp, mesh="2x2", steps=9, every=3):
+    """A checkpoint written by the CPU executable resumes in the CUDA one of the
+    same model: its losses from there match an uninterrupted CUDA run."""
+    model = os.path.join(tmp, "gpt.onnx")
+    if not os.path.exists(model):
+        ppc_models.export("gpt", CFG, model, constant_folding=False)
+    cpu, cuda = os.path.join(tmp, "cross-cpu"), os.path.join(tmp, "cross-cuda")
+    run([ppc, "compile", model, "--mesh", mesh, "--target", "cpu", "-o", cpu] + TRAINING)
+    run([ppc, "compile", model, "--mesh", mesh, *TARGET, "-o", cuda] + TRAINING)
+    ckpt = os.path.join(tmp, "cross-ckpt")
+    logs = [os.path.join(tmp, f"cross-{w}.jsonl") for w in ("whole", "resumed")]
+    train(cuda, mesh, steps, logs[0])
+    train(cpu, mesh, 2 * every, logs[1], ["--checkpoint-dir", ckpt, "--save-every", str(every)])
+    resumed = train(cuda, mesh, steps, logs[1], ["--checkpoint-dir", ckpt, "--resume"])
+    assert "resuming from" in resumed.stderr, resumed.stderr
+    got, want = losses(logs[1]), losses(logs[0])
+    err = max(abs(g - w) / abs(w) for g, w in zip(got[2 * every:], want[2 * every:]))
+    print(f"CPU checkpoint at step {2 * every} resumed by the CUDA executable: steps "
+          f"{2 * every}..{steps - 1} within {err:.2e} of an uninterrupted CUDA run")
+    assert len(got) == steps and err <= LIMIT, (len(got), err)
 
 
 def exe_pids(exe):
@@ -284,6 +334,10 @@ def main():
             global TARGET, LIMIT
             TARGET = ["--target", "cuda-emulator"]
             parity(args.ppc, tmp, ["gpt", "llama", "bert"], ["1", "2x2", "2x2x2"], 20, LAYOUTS)
+            bf16_parity(args.ppc, tmp)
+            kill_and_resume(args.ppc, tmp, steps=30, every=5)
+            cross_target_resume(args.ppc, tmp)
+            watchdog(args.ppc, tmp)
             print("OK")
             return
         if args.target == "cuda":

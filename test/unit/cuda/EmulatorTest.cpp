@@ -1,0 +1,335 @@
+//===- EmulatorTest.cpp - the CUDA emulator and the cuBLASLt mapping -------===//
+//
+// What the CUDA emulator promises (runtime/ppcrt/cuda/emulator/README.md):
+// barriers and warp shuffles order a block's threads as a GPU does, and a
+// block whose threads reach different synchronization points is reported;
+// launches outside the GPU's limits fail as CUDA's do; the stream kernels
+// run on runs its work at once while other streams run theirs as late as
+// the program allows, in issue order; copies check device ranges. Then the
+// CUDA runtime's GEMM (Gemm.cpp: row-major products as column-major
+// cuBLASLt calls, broadcast batches, transposes) against a direct loop in
+// double, and the cuBLASLt checks the emulator makes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/ppcrt/cuda/Kernels.cuh"
+
+#include <cublasLt.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+template <typename T> T *deviceCopy(const std::vector<T> &values) {
+  void *memory = nullptr;
+  EXPECT_EQ(cudaMalloc(&memory, values.size() * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(memory, values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return static_cast<T *>(memory);
+}
+
+template <typename T> std::vector<T> hostCopy(const T *device, size_t count) {
+  std::vector<T> values(count);
+  EXPECT_EQ(cudaMemcpy(values.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  return values;
+}
+
+//===----------------------------------------------------------------------===//
+// Threads of a block
+//===----------------------------------------------------------------------===//
+
+__global__ void rotateThroughShared(const int *in, int *out) {
+  __shared__ int tile[256];
+  tile[threadIdx.x] = in[blockIdx.x * blockDim.x + threadIdx.x];
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = tile[(threadIdx.x + 1) % blockDim.x];
+}
+
+// Each thread reads its neighbour's value written before the barrier: without
+// a barrier that orders the whole block, later threads' slots would be stale.
+TEST(CudaEmulator, BarrierOrdersSharedMemoryAcrossTheBlock) {
+  std::vector<int> in(3 * 256);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = int(i) * 7;
+  int *din = deviceCopy(in), *dout = deviceCopy(std::vector<int>(in.size()));
+  PPCRT_LAUNCH(rotateThroughShared, 3, 256, 0, nullptr)(din, dout);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<int> out = hostCopy(dout, in.size());
+  for (int b = 0; b < 3; ++b)
+    for (int t = 0; t < 256; ++t)
+      ASSERT_EQ(out[b * 256 + t], in[b * 256 + (t + 1) % 256]) << "block " << b << " thread " << t;
+}
+
+__global__ void shuffleEveryMask(int *out) {
+  int value = int(threadIdx.x) * 10;
+  // Five shuffles in a row reuse the exchange banks; each must see the
+  // partner's value from the same shuffle.
+  for (int mask = 1; mask < 32; mask *= 2)
+    out[threadIdx.x * 5 + __builtin_ctz(mask)] = __shfl_xor_sync(0xffffffffu, value + mask, mask);
+}
+
+TEST(CudaEmulator, WarpShuffleXorReadsThePartnerLane) {
+  int *dout = deviceCopy(std::vector<int>(64 * 5));
+  PPCRT_LAUNCH(shuffleEveryMask, 1, 64, 0, nullptr)(dout);
+  std::vector<int> out = hostCopy(dout, 64 * 5);
+  for (int t = 0; t < 64; ++t)
+    for (int bit = 0; bit < 5; ++bit) {
+      int mask = 1 << bit;
+      EXPECT_EQ(out[t * 5 + bit], (t ^ mask) * 10 + mask) << "thread " << t << " mask " << mask;
+    }
+}
+
+__global__ void divergentBarrier(int *out) {
+  if (threadIdx.x < 32)
+    __syncthreads();
+  else
+    out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, int(threadIdx.x), 1);
+}
+
+// Half the block waits at a barrier, half at a shuffle: a GPU would hang.
+TEST(CudaEmulatorDeathTest, DivergentSynchronizationIsReported) {
+  // OpenBLAS has threads: the child re-runs the test rather than fork alone.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  int *dout = deviceCopy(std::vector<int>(64));
+  EXPECT_DEATH(PPCRT_LAUNCH(divergentBarrier, 1, 64, 0, nullptr)(dout),
+               "kernel divergentBarrier, block \\(0, 0, 0\\): thread \\(0, 0, 0\\) waits at "
+               "__syncthreads\\(\\) #1 while thread \\(32, 0, 0\\) waits at a warp shuffle #1");
+}
+
+__global__ void countLaunches(int *counter) { atomicAdd(counter, 1); }
+
+TEST(CudaEmulator, LaunchesOutsideTheGpuLimitsFailWithoutRunning) {
+  int *counter = deviceCopy(std::vector<int>{0});
+  PPCRT_LAUNCH(countLaunches, 2, dim3(4, 2), 0, nullptr)(counter);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(hostCopy(counter, 1)[0], 16);
+  for (auto [grid, block] : {std::pair<dim3, dim3>{1, 1025}, {dim3(1, 65536), 32},
+                             {1, dim3(1, 1, 65)}, {0, 32}}) {
+    PPCRT_LAUNCH(countLaunches, grid, block, 0, nullptr)(counter);
+    EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "reading the error resets it";
+  EXPECT_EQ(hostCopy(counter, 1)[0], 16);
+}
+
+//===----------------------------------------------------------------------===//
+// Streams, events and memory
+//===----------------------------------------------------------------------===//
+
+__global__ void writeValue(float *out, float value) { out[threadIdx.x] = value; }
+
+// A copy on a communication stream has not happened until something waits
+// for it, and then it reads what the data is by then: a program that reads
+// before waiting, or writes the source before the wait, gets other numbers.
+TEST(CudaEmulator, CommunicationStreamsRunWhenWaitedFor) {
+  cudaStream_t compute, comm;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking), cudaSuccess);
+  float *from = deviceCopy(std::vector<float>(4, 1.0f));
+  float *to = deviceCopy(std::vector<float>(4, 0.0f));
+  cudaEvent_t ready, done;
+  cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
+  cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+  PPCRT_LAUNCH(writeValue, 1, 4, 0, compute)(from, 2.0f);
+  cudaEventRecord(ready, compute);
+  cudaStreamWaitEvent(comm, ready, 0);
+  ASSERT_EQ(cudaMemcpyAsync(to, from, 16, cudaMemcpyDeviceToDevice, comm), cudaSuccess);
+  cudaEventRecord(done, comm);
+  EXPECT_EQ(hostCopy(to, 4)[0], 0.0f) << "the copy ran before anything waited for it";
+  PPCRT_LAUNCH(writeValue, 1, 4, 0, compute)(from, 3.0f);
+  cudaStreamWaitEvent(compute, done, 0);
+  EXPECT_EQ(hostCopy(to, 4)[0], 3.0f) << "the copy did not run at the wait";
+  cudaEventDestroy(ready);
+  cudaEventDestroy(done);
+  cudaStreamDestroy(comm);
+  cudaStreamDestroy(compute);
+}
+
+// Queued work runs in the order it was issued, whichever stream it is on.
+TEST(CudaEmulator, QueuedWorkRunsInIssueOrderAcrossStreams) {
+  cudaStream_t first, second;
+  cudaStreamCreateWithFlags(&first, cudaStreamNonBlocking);
+  cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking);
+  unsigned char *buffer = deviceCopy(std::vector<unsigned char>(8, 0));
+  unsigned char *seen = deviceCopy(std::vector<unsigned char>(8, 0));
+  cudaMemsetAsync(buffer, 1, 8, first);
+  cudaMemsetAsync(buffer, 2, 8, second);
+  cudaMemcpyAsync(seen, buffer, 8, cudaMemcpyDeviceToDevice, first);
+  cudaEvent_t done;
+  cudaEventCreate(&done);
+  cudaEventRecord(done, first);
+  EXPECT_EQ(cudaEventQuery(done), cudaSuccess);
+  EXPECT_EQ(hostCopy(seen, 8)[0], 2);
+  cudaEventDestroy(done);
+  cudaStreamDestroy(first);
+  cudaStreamDestroy(second);
+}
+
+TEST(CudaEmulator, DeviceMemoryStartsAsNaNAndCopiesCheckDeviceRanges) {
+  float *device = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&device), 8 * sizeof(float)), cudaSuccess);
+  EXPECT_TRUE(std::isnan(hostCopy(device, 8)[7]));
+  std::vector<float> host(16);
+  EXPECT_EQ(cudaMemcpy(device, host.data(), 16 * sizeof(float), cudaMemcpyHostToDevice),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpy(host.data(), device + 1, 8 * sizeof(float), cudaMemcpyDeviceToHost),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpy(device, host.data(), 8 * sizeof(float), cudaMemcpyDeviceToDevice),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemsetAsync(host.data(), 0, 4, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFree(host.data()), cudaErrorInvalidDevicePointer);
+  EXPECT_EQ(cudaFree(device), cudaSuccess);
+}
+
+//===----------------------------------------------------------------------===//
+// GEMMs: Gemm.cpp's mapping onto cuBLASLt, and cuBLASLt's checks
+//===----------------------------------------------------------------------===//
+
+struct GemmCase {
+  bool transA, transB;
+  std::vector<int64_t> batch, aStrides, bStrides;
+  int64_t m, n, k;
+};
+
+/// c[i] = op(a at sum(coord * aStrides)) op(b ...), row-major, in double.
+std::vector<double> referenceGemm(const GemmCase &g, const std::vector<float> &a,
+                                  const std::vector<float> &b) {
+  int64_t count = 1;
+  for (int64_t size : g.batch)
+    count *= size;
+  std::vector<double> c(count * g.m * g.n);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i, aAt = 0, bAt = 0;
+    for (int d = int(g.batch.size()) - 1; d >= 0; --d) {
+      aAt += rest % g.batch[d] * g.aStrides[d];
+      bAt += rest % g.batch[d] * g.bStrides[d];
+      rest /= g.batch[d];
+    }
+    const float *x = a.data() + aAt * g.m * g.k, *y = b.data() + bAt * g.k * g.n;
+    for (int64_t r = 0; r < g.m; ++r)
+      for (int64_t col = 0; col < g.n; ++col) {
+        double sum = 0;
+        for (int64_t l = 0; l < g.k; ++l)
+          sum += double(g.transA ? x[l * g.m + r] : x[r * g.k + l]) *
+                 double(g.transB ? y[col * g.k + l] : y[l * g.n + col]);
+        c[(i * g.m + r) * g.n + col] = sum;
+      }
+  }
+  return c;
+}
+
+// Every transpose combination, plain, strided and broadcast batches (a
+// weight shared by every batch; batch dims of which only some broadcast).
+TEST(CudaEmulator, MatmulMatchesADirectProductForTransposesAndBatches) {
+  std::vector<GemmCase> cases = {
+      {false, false, {}, {}, {}, 5, 7, 3},
+      {true, false, {}, {}, {}, 4, 6, 9},
+      {false, true, {}, {}, {}, 8, 3, 5},
+      {true, true, {}, {}, {}, 2, 9, 4},
+      {false, false, {3}, {1}, {1}, 4, 5, 6},
+      {false, true, {4}, {1}, {0}, 3, 8, 5},
+      {true, false, {2, 3}, {3, 1}, {0, 1}, 5, 4, 7},
+      {false, false, {2, 1, 3}, {3, 0, 1}, {1, 0, 0}, 6, 2, 3},
+  };
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (const GemmCase &g : cases) {
+    int64_t aCount = 1, bCount = 1;
+    for (size_t d = 0; d < g.batch.size(); ++d) {
+      aCount += (g.batch[d] - 1) * g.aStrides[d];
+      bCount += (g.batch[d] - 1) * g.bStrides[d];
+    }
+    int64_t count = 1;
+    for (int64_t size : g.batch)
+      count *= size;
+    std::vector<float> a(aCount * g.m * g.k), b(bCount * g.k * g.n);
+    for (float &v : a)
+      v = uniform(random);
+    for (float &v : b)
+      v = uniform(random);
+    float *da = deviceCopy(a), *db = deviceCopy(b);
+    float *dc = deviceCopy(std::vector<float>(count * g.m * g.n));
+    ppcrt::cuda::matmul(ppcrt::cuda::GemmType::F32, ppcrt::cuda::GemmType::F32, g.transA,
+                        g.transB, int(g.batch.size()), g.batch.data(), g.aStrides.data(),
+                        g.bStrides.data(), g.m, g.n, g.k, da, db, dc, "test");
+    std::vector<float> c = hostCopy(dc, count * g.m * g.n);
+    std::vector<double> want = referenceGemm(g, a, b);
+    for (size_t i = 0; i < c.size(); ++i)
+      ASSERT_NEAR(c[i], want[i], 1e-5) << "element " << i << " of the case with m=" << g.m
+                                       << " n=" << g.n << " k=" << g.k << " transA=" << g.transA
+                                       << " transB=" << g.transB;
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+  }
+}
+
+// bf16 operands, bf16 product: f32 accumulation, one rounding at the end.
+TEST(CudaEmulator, Bf16MatmulAccumulatesInF32AndRoundsOnce) {
+  int64_t m = 3, n = 4, k = 64;
+  std::vector<ppcrt::cuda::bf16> a(m * k), b(k * n);
+  std::vector<float> aWide(m * k), bWide(k * n);
+  std::mt19937 random(3);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (size_t i = 0; i < a.size(); ++i)
+    aWide[i] = float(a[i] = ppcrt::cuda::bf16(uniform(random)));
+  for (size_t i = 0; i < b.size(); ++i)
+    bWide[i] = float(b[i] = ppcrt::cuda::bf16(uniform(random)));
+  auto *da = deviceCopy(a), *db = deviceCopy(b);
+  auto *dc = deviceCopy(std::vector<ppcrt::cuda::bf16>(m * n));
+  ppcrt::cuda::matmul(ppcrt::cuda::GemmType::BF16, ppcrt::cuda::GemmType::BF16, false, false, 0,
+                      nullptr, nullptr, nullptr, m, n, k, da, db, dc, "test");
+  std::vector<ppcrt::cuda::bf16> c = hostCopy(dc, m * n);
+  std::vector<double> want = referenceGemm({false, false, {}, {}, {}, m, n, k}, aWide, bWide);
+  for (size_t i = 0; i < c.size(); ++i)
+    EXPECT_EQ(float(c[i]), float(ppcrt::cuda::bf16(float(want[i])))) << "element " << i;
+}
+
+TEST(CudaEmulator, CublasLtRejectsLayoutsThatDisagreeAndMisalignedPointers) {
+  cublasLtHandle_t handle;
+  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulDesc_t op;
+  cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  // A 4x3, B 3x5, C 4x5, column-major; then a B whose rows are not A's cols.
+  cublasLtMatrixLayout_t a, b, c, wrongB;
+  cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, 4, 3, 4);
+  cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, 3, 5, 3);
+  cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, 4, 5, 4);
+  cublasLtMatrixLayoutCreate(&wrongB, CUDA_R_32F, 4, 5, 4);
+  cublasLtMatmulPreference_t preference;
+  cublasLtMatmulPreferenceCreate(&preference);
+  cublasLtMatmulHeuristicResult_t result;
+  int found = -1;
+  EXPECT_EQ(cublasLtMatmulAlgoGetHeuristic(handle, op, a, wrongB, c, c, preference, 1, &result,
+                                           &found),
+            CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_EQ(found, 0);
+  ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(handle, op, a, b, c, c, preference, 1, &result,
+                                           &found),
+            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(found, 1);
+  // The algorithm assumes cuBLASLt's default 256-byte alignment.
+  float *memory = deviceCopy(std::vector<float>(192, 1.0f));
+  float *x = memory, *y = memory + 64, *z = memory + 128; // 256 bytes apart
+  const float one = 1, zero = 0;
+  EXPECT_EQ(cublasLtMatmul(handle, op, &one, x, a, y, b, &zero, z, c, z, c, &result.algo,
+                           nullptr, 0, nullptr),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtMatmul(handle, op, &one, x + 1, a, y, b, &zero, z, c, z, c, &result.algo,
+                           nullptr, 0, nullptr),
+            CUBLAS_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(hostCopy(z, 20)[19], 3.0f);
+  cudaFree(memory);
+  for (cublasLtMatrixLayout_t layout : {a, b, c, wrongB})
+    cublasLtMatrixLayoutDestroy(layout);
+  cublasLtMatmulPreferenceDestroy(preference);
+  cublasLtMatmulDescDestroy(op);
+  cublasLtDestroy(handle);
+}
+
+} // namespace
