@@ -68,26 +68,18 @@ static std::vector<std::string> cudaBuildCommand(llvm::StringRef source, llvm::S
 #endif
 }
 
-/// The CUDA source as C++ (-x c++) with the emulator's CUDA headers first.
-/// -O1: the emulator's time goes into its fibers, not the generated code.
-static std::vector<std::string> emulatedCudaBuildCommand(llvm::StringRef source,
-                                                         llvm::StringRef output) {
+/// The system compiler's command: `compile` (flags and the source), then
+/// what every host build links.
+static std::vector<std::string> hostBuildCommand(std::vector<std::string> compile,
+                                                 llvm::StringRef output,
+                                                 const char *extraLibrary) {
   const char *cxx = std::getenv("PPC_CXX");
-  std::vector<std::string> args = {cxx ? cxx : PPC_CXX_COMPILER,
-                                   "-std=c++17",
-                                   "-O1",
-                                   PPC_OPENMP_FLAGS,
-                                   "-I" PPC_SOURCE_DIR "/runtime/ppcrt/cuda/emulator/include",
-                                   "-I" PPC_SOURCE_DIR,
-                                   "-w",
-                                   "-x",
-                                   "c++",
-                                   source.str(),
-                                   "-x",
-                                   "none",
-                                   "-o",
-                                   output.str(),
-                                   PPC_CUDA_EMULATOR_LIBRARY};
+  std::vector<std::string> args = {cxx ? cxx : PPC_CXX_COMPILER, "-std=c++17",
+                                   PPC_OPENMP_FLAGS, "-I" PPC_SOURCE_DIR, "-w"};
+  args.insert(args.end(), compile.begin(), compile.end());
+  args.insert(args.end(), {"-o", output.str()});
+  if (extraLibrary)
+    args.push_back(extraLibrary);
   for (const char *lib : {PPC_LINK_LIBRARIES})
     if (*lib)
       args.push_back(lib);
@@ -102,24 +94,12 @@ std::vector<std::string> buildCommand(Build build, llvm::StringRef source,
   if (build == Build::Cuda)
     return cudaBuildCommand(source, output, archFlags);
   if (build == Build::CudaEmulator)
-    return emulatedCudaBuildCommand(source, output);
-  const char *cxx = std::getenv("PPC_CXX");
-  std::vector<std::string> args = {cxx ? cxx : PPC_CXX_COMPILER,
-                                   "-std=c++17",
-                                   "-O3",
-                                   "-march=native",
-                                   PPC_OPENMP_FLAGS,
-                                   "-I" PPC_SOURCE_DIR,
-                                   "-w",
-                                   source.str(),
-                                   "-o",
-                                   output.str()};
-  for (const char *lib : {PPC_LINK_LIBRARIES})
-    if (*lib)
-      args.push_back(lib);
-  args.push_back("-Wl,-rpath," PPC_LLVM_LIBRARY_DIR);
-  args.push_back("-lpthread");
-  return args;
+    // The CUDA source as C++, the emulator's CUDA headers first. -O1: the
+    // emulator's time goes into its threads, not into the generated code.
+    return hostBuildCommand({"-O1", "-I" PPC_SOURCE_DIR "/runtime/ppcrt/cuda/emulator/include",
+                             "-x", "c++", source.str(), "-x", "none"},
+                            output, PPC_CUDA_EMULATOR_LIBRARY);
+  return hostBuildCommand({"-O3", "-march=native", source.str()}, output, nullptr);
 }
 
 llvm::Error buildExecutable(Build build, llvm::StringRef source, llvm::StringRef output,
