@@ -308,10 +308,12 @@ template <ReduceKind Kind, typename A> __device__ inline A reduceIdentity() {
     return A(0);
   else if constexpr (Kind == ReduceKind::Prod)
     return A(1);
+  else if constexpr (!std::is_integral_v<A>)
+    return Kind == ReduceKind::Max ? A(-INFINITY) : A(INFINITY);
   else if constexpr (Kind == ReduceKind::Max)
-    return std::is_integral_v<A> ? (std::is_signed_v<A> ? A(INT64_MIN) : A(0)) : A(-INFINITY);
+    return std::is_signed_v<A> ? A(INT64_MIN) : A(0);
   else
-    return std::is_integral_v<A> ? (std::is_signed_v<A> ? A(INT64_MAX) : ~A(0)) : A(INFINITY);
+    return std::is_signed_v<A> ? A(INT64_MAX) : ~A(0);
 }
 
 /// The mean of `count` accumulated values (integers: signed division).
@@ -346,7 +348,7 @@ __global__ void reduceRowsKernel(Source in, T *out, Dims kept, Dims reduced, int
   partial[threadIdx.x] = acc;
   __syncthreads();
   for (int width = blockDim.x / 2; width > 0; width /= 2) {
-    if (threadIdx.x < width)
+    if (int(threadIdx.x) < width)
       partial[threadIdx.x] =
           reduceCombine<Kind, A>(partial[threadIdx.x], partial[threadIdx.x + width]);
     __syncthreads();

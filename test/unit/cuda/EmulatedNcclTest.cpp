@@ -42,8 +42,9 @@ protected:
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     ncclUniqueId id;
-    if (rank == 0)
+    if (rank == 0) {
       ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    }
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;

@@ -1,0 +1,472 @@
+//===- EmulatedKernelsTest.cpp - Kernels.cuh against oracles in double ----===//
+//
+// The CUDA target's library kernels (runtime/ppcrt/cuda/Kernels.cuh), run on
+// the CUDA emulator, against direct loops in double: reductions over every
+// mask of a rank-3 shape (rows and columns kernels, floats and integers,
+// NaN), softmax and log-softmax over rows and columns (f32 and bf16), layer
+// norm with broadcast scale and no bias, nll_loss with class weights and an
+// ignored index, gather and scatter_add with negative and out-of-range
+// indices (kernelErrorFlag), tiled transposes of sizes that are not
+// multiples of the tile, strided copies and stores, trilu, einsum, and bf16
+// rounding. The end-to-end tests (test/e2e/exe_parity.py) show the kernels
+// together; these name the one that is wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/ppcrt/cuda/Kernels.cuh"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using ppcrt::cuda::bf16;
+using ppcrt::cuda::Dims;
+using ppcrt::cuda::LossReduction;
+using ppcrt::cuda::ReduceKind;
+
+template <typename T> T *deviceCopy(const std::vector<T> &values) {
+  void *memory = nullptr;
+  EXPECT_EQ(cudaMalloc(&memory, values.size() * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(memory, values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return static_cast<T *>(memory);
+}
+
+template <typename T> std::vector<T> hostCopy(const T *device, size_t count) {
+  EXPECT_EQ(cudaStreamSynchronize(ppcrt::cuda::stream()), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<T> values(count);
+  EXPECT_EQ(cudaMemcpy(values.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  return values;
+}
+
+std::vector<float> randomFloats(size_t count, unsigned seed, float low = -2, float high = 2) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> value(low, high);
+  std::vector<float> values(count);
+  for (float &v : values)
+    v = value(generator);
+  return values;
+}
+
+/// The id the kernels flagged (0: none), cleared for the next test.
+int takeKernelError() {
+  int flag = -1, zero = 0;
+  EXPECT_EQ(cudaMemcpyFromSymbol(&flag, ppcrt::cuda::kernelErrorFlag, sizeof(int)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyToSymbol(ppcrt::cuda::kernelErrorFlag, &zero, sizeof(int)), cudaSuccess);
+  return flag;
+}
+
+/// |got - want| within `relative` of |want| (or of 1 near zero).
+::testing::AssertionResult near(double got, double want, double relative) {
+  if (std::isnan(want) ? std::isnan(got)
+                       : std::fabs(got - want) <= relative * std::max(1.0, std::fabs(want)))
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << got << " where " << want << " was expected";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// Reduces [3, 5, 70] over the dimensions set in `mask` (bit 0: the
+/// outermost) in double.
+template <typename T>
+std::vector<double> referenceReduce(ReduceKind kind, const std::vector<T> &in, uint32_t mask) {
+  const int64_t shape[3] = {3, 5, 70};
+  int64_t kept[3];
+  for (int d = 0; d < 3; ++d)
+    kept[d] = (mask >> d & 1) ? 1 : shape[d];
+  int64_t outputs = kept[0] * kept[1] * kept[2], count = 3 * 5 * 70 / outputs;
+  bool isMax = kind == ReduceKind::Max, isMin = kind == ReduceKind::Min;
+  std::vector<double> out(outputs, isMax ? -INFINITY : isMin ? INFINITY : 0.0);
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t b = 0; b < 5; ++b)
+      for (int64_t c = 0; c < 70; ++c) {
+        int64_t o = ((kept[0] > 1 ? a : 0) * kept[1] + (kept[1] > 1 ? b : 0)) * kept[2] +
+                    (kept[2] > 1 ? c : 0);
+        double x = double(in[(a * 5 + b) * 70 + c]);
+        if (isMax)
+          out[o] = std::isnan(out[o]) || out[o] > x ? out[o] : x;
+        else if (isMin)
+          out[o] = std::isnan(out[o]) || out[o] < x ? out[o] : x;
+        else
+          out[o] += x;
+      }
+  if (kind == ReduceKind::Mean)
+    for (double &v : out)
+      v /= double(count);
+  return out;
+}
+
+template <ReduceKind Kind, typename T>
+std::vector<T> runReduce(const std::vector<T> &in, uint32_t mask, size_t outputs) {
+  const int64_t shape[ppcrt::kMaxRank] = {3, 5, 70};
+  T *din = deviceCopy(in), *dout = deviceCopy(std::vector<T>(outputs));
+  ppcrt::cuda::reduce<Kind>(din, dout, 3, shape, mask);
+  return hostCopy(dout, outputs);
+}
+
+template <ReduceKind Kind> void checkFloatReduce(const std::vector<float> &in) {
+  for (uint32_t mask = 1; mask < 8; ++mask) {
+    std::vector<double> want = referenceReduce(Kind, in, mask);
+    std::vector<float> got = runReduce<Kind>(in, mask, want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_TRUE(near(got[i], want[i], 1e-6)) << "kind " << int(Kind) << " mask " << mask
+                                                << " output " << i;
+  }
+}
+
+// Masks with the innermost dimension reduced take the rows kernel (one block
+// per output), the others the columns kernel (one thread per output).
+TEST(CudaKernels, FloatReductionsOverEveryMask) {
+  std::vector<float> in = randomFloats(3 * 5 * 70, 1);
+  checkFloatReduce<ReduceKind::Sum>(in);
+  checkFloatReduce<ReduceKind::Mean>(in);
+  checkFloatReduce<ReduceKind::Max>(in);
+  checkFloatReduce<ReduceKind::Min>(in);
+}
+
+TEST(CudaKernels, MaxAndMinPropagateNaN) {
+  std::vector<float> in = randomFloats(3 * 5 * 70, 2);
+  in[(1 * 5 + 2) * 70 + 33] = NAN;
+  checkFloatReduce<ReduceKind::Max>(in);
+  checkFloatReduce<ReduceKind::Min>(in);
+}
+
+// Signed max and min compare as signed; integer means divide as signed.
+TEST(CudaKernels, IntegerReductionsAreExact) {
+  std::vector<int64_t> in(3 * 5 * 70);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = int64_t(i * 7919 % 1001) - 500;
+  for (uint32_t mask = 1; mask < 8; ++mask) {
+    std::vector<double> sum = referenceReduce(ReduceKind::Sum, in, mask);
+    std::vector<double> max = referenceReduce(ReduceKind::Max, in, mask);
+    std::vector<double> min = referenceReduce(ReduceKind::Min, in, mask);
+    std::vector<int64_t> gotSum = runReduce<ReduceKind::Sum>(in, mask, sum.size());
+    std::vector<int64_t> gotMax = runReduce<ReduceKind::Max>(in, mask, sum.size());
+    std::vector<int64_t> gotMin = runReduce<ReduceKind::Min>(in, mask, sum.size());
+    std::vector<int64_t> gotMean = runReduce<ReduceKind::Mean>(in, mask, sum.size());
+    int64_t count = int64_t(in.size() / sum.size());
+    for (size_t i = 0; i < sum.size(); ++i) {
+      ASSERT_EQ(gotSum[i], int64_t(sum[i])) << "mask " << mask;
+      ASSERT_EQ(gotMax[i], int64_t(max[i])) << "mask " << mask;
+      ASSERT_EQ(gotMin[i], int64_t(min[i])) << "mask " << mask;
+      ASSERT_EQ(gotMean[i], int64_t(sum[i]) / count) << "mask " << mask;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, layer norm, loss
+//===----------------------------------------------------------------------===//
+
+/// softmax (or log_softmax) over the middle dimension of [outer, size, inner].
+std::vector<double> referenceSoftmax(const std::vector<double> &x, bool isLog, int64_t outer,
+                                     int64_t size, int64_t inner) {
+  std::vector<double> y(x.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      auto at = [&](int64_t k) { return (o * size + k) * inner + j; };
+      double max = -INFINITY, sum = 0;
+      for (int64_t k = 0; k < size; ++k)
+        max = std::max(max, x[at(k)]);
+      for (int64_t k = 0; k < size; ++k)
+        sum += std::exp(x[at(k)] - max);
+      for (int64_t k = 0; k < size; ++k)
+        y[at(k)] = isLog ? x[at(k)] - max - std::log(sum) : std::exp(x[at(k)] - max) / sum;
+    }
+  return y;
+}
+
+template <bool IsLog> void checkSoftmax(int64_t outer, int64_t size, int64_t inner) {
+  std::vector<float> x = randomFloats(outer * size * inner, 3, -8, 8);
+  std::vector<double> want =
+      referenceSoftmax(std::vector<double>(x.begin(), x.end()), IsLog, outer, size, inner);
+  float *dx = deviceCopy(x), *dy = deviceCopy(std::vector<float>(x.size()));
+  ppcrt::cuda::softmax<IsLog>(dx, dy, outer, size, inner);
+  std::vector<float> got = hostCopy(dy, x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_TRUE(near(got[i], want[i], 1e-5)) << "log " << IsLog << " [" << outer << ", " << size
+                                              << ", " << inner << "] element " << i;
+}
+
+// Rows longer than a block (1000 > 256 threads, not a multiple) and columns.
+TEST(CudaKernels, SoftmaxOverRowsAndColumns) {
+  checkSoftmax<false>(3, 1000, 1);
+  checkSoftmax<true>(3, 1000, 1);
+  checkSoftmax<false>(2, 13, 7);
+  checkSoftmax<true>(2, 13, 7);
+  checkSoftmax<false>(4, 1, 1);
+}
+
+// bf16 rows are computed in float and rounded once: within half a bf16 ulp
+// (2^-9 relative) plus float's error of the oracle on the rounded inputs.
+TEST(CudaKernels, Bf16SoftmaxRoundsOnce) {
+  std::vector<float> wide = randomFloats(2 * 300, 4, -6, 6);
+  std::vector<bf16> x(wide.size());
+  std::vector<double> exact(wide.size());
+  for (size_t i = 0; i < wide.size(); ++i) {
+    x[i] = __float2bfloat16(wide[i]);
+    exact[i] = double(__bfloat162float(x[i]));
+  }
+  std::vector<double> want = referenceSoftmax(exact, false, 2, 300, 1);
+  bf16 *dx = deviceCopy(x), *dy = deviceCopy(std::vector<bf16>(x.size()));
+  ppcrt::cuda::softmax<false>(dx, dy, 2, 300, 1);
+  std::vector<bf16> got = hostCopy(dy, x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_NEAR(double(__bfloat162float(got[i])), want[i], std::fabs(want[i]) * 0x1p-8 + 1e-7)
+        << "element " << i;
+}
+
+TEST(CudaKernels, LayerNormWithBroadcastScaleAndNoBias) {
+  const int64_t outer = 4, size = 300;
+  const double epsilon = 1e-5;
+  std::vector<float> x = randomFloats(outer * size, 5, -3, 5), scale = randomFloats(size, 6),
+                     bias = randomFloats(size, 7);
+  float *dx = deviceCopy(x), *dscale = deviceCopy(scale), *dbias = deviceCopy(bias);
+  float *dy = deviceCopy(std::vector<float>(x.size()));
+  for (bool broadcast : {false, true}) {
+    for (bool hasBias : {true, false}) {
+      ppcrt::cuda::layerNorm(dx, dscale, broadcast ? 0 : 1, hasBias ? dbias : nullptr, 1, dy,
+                             outer, size, epsilon);
+      std::vector<float> got = hostCopy(dy, x.size());
+      for (int64_t o = 0; o < outer; ++o) {
+        double mean = 0, variance = 0;
+        for (int64_t i = 0; i < size; ++i)
+          mean += x[o * size + i];
+        mean /= size;
+        for (int64_t i = 0; i < size; ++i)
+          variance += (x[o * size + i] - mean) * (x[o * size + i] - mean);
+        double rstd = 1 / std::sqrt(variance / size + epsilon);
+        for (int64_t i = 0; i < size; ++i) {
+          double want = (x[o * size + i] - mean) * rstd * scale[broadcast ? 0 : i] +
+                        (hasBias ? bias[i] : 0.0);
+          ASSERT_TRUE(near(got[o * size + i], want, 1e-5))
+              << "broadcast " << broadcast << " bias " << hasBias << " row " << o << " i " << i;
+        }
+      }
+    }
+  }
+}
+
+// nll_loss of log-probabilities [batch, classes, inner] with class weights:
+// the mean divides by the weights of the targets not ignored.
+TEST(CudaKernels, NllLossWeightsIgnoresAndFlagsTargets) {
+  const int64_t batch = 3, classes = 11, inner = 5;
+  std::vector<float> input = randomFloats(batch * classes * inner, 8, -5, 0),
+                     weight = randomFloats(classes, 9, 0.5, 2);
+  std::vector<int64_t> target(batch * inner);
+  for (size_t i = 0; i < target.size(); ++i)
+    target[i] = int64_t(i * 7 % classes);
+  target[4] = -100;
+  double lossSum = 0, weightSum = 0;
+  std::vector<double> perToken(target.size(), 0.0);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t t = target[n * inner + j];
+      if (t == -100)
+        continue;
+      perToken[n * inner + j] = -double(input[(n * classes + t) * inner + j]) * weight[t];
+      lossSum += perToken[n * inner + j];
+      weightSum += weight[t];
+    }
+  float *dinput = deviceCopy(input), *dweight = deviceCopy(weight);
+  int64_t *dtarget = deviceCopy(target);
+  float *dout = deviceCopy(std::vector<float>(target.size()));
+
+  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner,
+                       LossReduction::Mean, true, -100, 17);
+  EXPECT_TRUE(near(hostCopy(dout, 1)[0], lossSum / weightSum, 1e-6));
+  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner, LossReduction::Sum,
+                       true, -100, 17);
+  EXPECT_TRUE(near(hostCopy(dout, 1)[0], lossSum, 1e-6));
+  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner,
+                       LossReduction::None, true, -100, 17);
+  std::vector<float> tokens = hostCopy(dout, target.size());
+  for (size_t i = 0; i < tokens.size(); ++i)
+    EXPECT_TRUE(near(tokens[i], perToken[i], 1e-6)) << "token " << i;
+  EXPECT_EQ(takeKernelError(), 0);
+
+  // Without an ignore index, -100 is a class out of range.
+  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner, LossReduction::Sum,
+                       false, 0, 17);
+  hostCopy(dout, 1);
+  EXPECT_EQ(takeKernelError(), 17);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+TEST(CudaKernels, GatherAndScatterAddWithNegativeAndBadIndices) {
+  const int64_t outer = 2, n = 7, inner = 3;
+  std::vector<float> data(outer * n * inner);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = float(i);
+  std::vector<int64_t> indices = {0, 6, -1, 2, 2};
+  const int64_t rows = int64_t(indices.size());
+  float *ddata = deviceCopy(data);
+  int64_t *dindices = deviceCopy(indices);
+  float *dout = deviceCopy(std::vector<float>(outer * rows * inner));
+  ppcrt::cuda::gather(ddata, dindices, dout, outer, n, inner, rows, 5);
+  std::vector<float> got = hostCopy(dout, outer * rows * inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < inner; ++j) {
+        int64_t row = indices[r] < 0 ? indices[r] + n : indices[r];
+        ASSERT_EQ(got[(o * rows + r) * inner + j], data[(o * n + row) * inner + j]);
+      }
+  EXPECT_EQ(takeKernelError(), 0);
+
+  // scatter_add is gather's gradient: repeated rows accumulate.
+  std::vector<float> updates(outer * rows * inner);
+  for (size_t i = 0; i < updates.size(); ++i)
+    updates[i] = float(i % 11) - 3;
+  float *dupdates = deviceCopy(updates), *dsum = deviceCopy(std::vector<float>(data.size()));
+  ppcrt::cuda::scatterAdd(dupdates, dindices, dsum, outer, n, inner, rows, 6);
+  std::vector<float> sums = hostCopy(dsum, data.size()), want(data.size(), 0.0f);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < inner; ++j) {
+        int64_t row = indices[r] < 0 ? indices[r] + n : indices[r];
+        want[(o * n + row) * inner + j] += updates[(o * rows + r) * inner + j];
+      }
+  EXPECT_EQ(sums, want);
+  EXPECT_EQ(takeKernelError(), 0);
+
+  // A row outside [-n, n) is flagged with the op's id; gather writes 0 there.
+  std::vector<int64_t> bad = {1, 7, -8};
+  int64_t *dbad = deviceCopy(bad);
+  ppcrt::cuda::gather(ddata, dbad, dout, outer, n, inner, 3, 5);
+  got = hostCopy(dout, outer * 3 * inner);
+  EXPECT_EQ(takeKernelError(), 5);
+  EXPECT_EQ(got[3], 0.0f);
+  ppcrt::cuda::scatterAdd(dupdates, dbad, dsum, outer, n, inner, 3, 6);
+  hostCopy(dsum, 1);
+  EXPECT_EQ(takeKernelError(), 6);
+}
+
+// Tiles are 32 × 32: sizes off the tile, a single row, and a batch.
+TEST(CudaKernels, TransposeOfSizesOffTheTile) {
+  struct Case {
+    int64_t batch, rows, cols;
+  };
+  for (Case c : {Case{3, 33, 65}, Case{1, 1, 100}, Case{2, 70, 1}, Case{1, 32, 32}}) {
+    std::vector<float> in(c.batch * c.rows * c.cols);
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = float(i);
+    float *din = deviceCopy(in), *dout = deviceCopy(std::vector<float>(in.size()));
+    ppcrt::cuda::transpose2d(din, dout, c.batch, c.rows, c.cols);
+    std::vector<float> got = hostCopy(dout, in.size());
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t r = 0; r < c.rows; ++r)
+        for (int64_t k = 0; k < c.cols; ++k)
+          ASSERT_EQ(got[(b * c.cols + k) * c.rows + r], in[(b * c.rows + r) * c.cols + k])
+              << c.batch << "x" << c.rows << "x" << c.cols << " at " << b << "," << r << "," << k;
+  }
+}
+
+// out[i, j] = in[1 + 10 i + 2 j] and back.
+TEST(CudaKernels, StridedCopyAndStoreAreInverses) {
+  std::vector<int32_t> in(40);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = int32_t(i) * 3;
+  Dims d{2, {3, 4}, {10, 2}};
+  int32_t *din = deviceCopy(in), *dout = deviceCopy(std::vector<int32_t>(12));
+  ppcrt::cuda::stridedCopy(din, dout, d, 1);
+  std::vector<int32_t> got = hostCopy(dout, 12);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j)
+      ASSERT_EQ(got[i * 4 + j], in[1 + 10 * i + 2 * j]);
+
+  int32_t *dback = deviceCopy(std::vector<int32_t>(40, -1));
+  ppcrt::cuda::stridedStore(dout, dback, d, 1);
+  std::vector<int32_t> back = hostCopy(dback, 40);
+  for (int i = 0; i < 40; ++i) {
+    bool written = i % 2 == 1 && (i - 1) % 10 < 8 && (i - 1) / 10 < 3;
+    ASSERT_EQ(back[i], written ? in[i] : -1) << "element " << i;
+  }
+}
+
+TEST(CudaKernels, TriluKeepsTheDiagonalBand) {
+  const int64_t batch = 2, rows = 5, cols = 7;
+  std::vector<double> in(batch * rows * cols);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = double(i) + 1;
+  double *din = deviceCopy(in), *dout = deviceCopy(std::vector<double>(in.size()));
+  for (bool upper : {true, false})
+    for (int64_t k : {-1, 0, 2}) {
+      ppcrt::cuda::trilu(din, dout, int64_t(in.size()), rows, cols, upper, k);
+      std::vector<double> got = hostCopy(dout, in.size());
+      for (size_t i = 0; i < in.size(); ++i) {
+        int64_t row = int64_t(i) / cols % rows, col = int64_t(i) % cols;
+        bool kept = upper ? col - row >= k : col - row <= k;
+        ASSERT_EQ(got[i], kept ? in[i] : 0.0) << "upper " << upper << " k " << k << " at " << i;
+      }
+    }
+}
+
+// ij,jk->ik (labels i, k, then the contracted j) and i,i,i-> (all contracted).
+TEST(CudaKernels, EinsumContractsEveryOperand) {
+  const int64_t I = 3, J = 4, K = 5;
+  std::vector<float> a = randomFloats(I * J, 10), b = randomFloats(J * K, 11);
+  float *da = deviceCopy(a), *db = deviceCopy(b), *dc = deviceCopy(std::vector<float>(I * K));
+  ppcrt::cuda::EinsumSpec spec{};
+  spec.operands = 2;
+  spec.labels = 3;
+  spec.outLabels = 2;
+  spec.size[0] = I, spec.size[1] = K, spec.size[2] = J;
+  spec.stride[0][0] = J, spec.stride[0][1] = 0, spec.stride[0][2] = 1;
+  spec.stride[1][0] = 0, spec.stride[1][1] = 1, spec.stride[1][2] = K;
+  ppcrt::cuda::einsum(ppcrt::cuda::EinsumOperands<float>{{da, db, nullptr}}, dc, spec, I * K);
+  std::vector<float> c = hostCopy(dc, I * K);
+  for (int64_t i = 0; i < I; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      double want = 0;
+      for (int64_t j = 0; j < J; ++j)
+        want += double(a[i * J + j]) * b[j * K + k];
+      ASSERT_TRUE(near(c[i * K + k], want, 1e-6)) << i << "," << k;
+    }
+
+  std::vector<float> x = randomFloats(9, 12), y = randomFloats(9, 13), z = randomFloats(9, 14);
+  float *dx = deviceCopy(x), *dy = deviceCopy(y), *dz = deviceCopy(z);
+  ppcrt::cuda::EinsumSpec dot{};
+  dot.operands = 3;
+  dot.labels = 1;
+  dot.outLabels = 0;
+  dot.size[0] = 9;
+  dot.stride[0][0] = dot.stride[1][0] = dot.stride[2][0] = 1;
+  ppcrt::cuda::einsum(ppcrt::cuda::EinsumOperands<float>{{dx, dy, dz}}, dc, dot, 1);
+  double want = 0;
+  for (int i = 0; i < 9; ++i)
+    want += double(x[i]) * y[i] * z[i];
+  EXPECT_TRUE(near(hostCopy(dc, 1)[0], want, 1e-6));
+}
+
+//===----------------------------------------------------------------------===//
+// bf16
+//===----------------------------------------------------------------------===//
+
+// Round to nearest, ties to even, as CUDA's __float2bfloat16 (bf16 keeps 7
+// mantissa bits: one ulp at 1 is 2^-7).
+TEST(CudaKernels, Bf16RoundsToNearestEven) {
+  auto round = [](float x) { return ppcrt::cuda::roundBf16(x); };
+  EXPECT_EQ(round(1.0f + 0x1p-8f), 1.0f);               // a tie: to the even 1
+  EXPECT_EQ(round(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f); // a tie: to the even 1 + 2^-6
+  EXPECT_EQ(round(1.0f + 0x1p-8f + 0x1p-20f), 1.0f + 0x1p-7f);
+  EXPECT_EQ(round(-1.0f - 0x1p-9f), -1.0f);
+  EXPECT_EQ(round(0x1.fep127f), 0x1.fep127f); // bf16's largest finite value
+  EXPECT_TRUE(std::isinf(round(FLT_MAX)));     // rounds past it: to infinity
+  EXPECT_TRUE(std::isinf(round(INFINITY)));
+  EXPECT_TRUE(std::isnan(round(NAN)));
+  EXPECT_EQ(round(0x1p-130f), 0x1p-130f); // subnormals are kept (bf16 has float's exponent)
+}
+
+} // namespace
