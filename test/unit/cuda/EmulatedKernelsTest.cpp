@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/ppcrt/cuda/Kernels.cuh"
+#include "test/unit/cuda/DeviceMemory.h"
 
 #include <gtest/gtest.h>
 
@@ -29,21 +30,11 @@ using ppcrt::cuda::Dims;
 using ppcrt::cuda::LossReduction;
 using ppcrt::cuda::ReduceKind;
 
-template <typename T> T *deviceCopy(const std::vector<T> &values) {
-  void *memory = nullptr;
-  EXPECT_EQ(cudaMalloc(&memory, values.size() * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(memory, values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
-            cudaSuccess);
-  return static_cast<T *>(memory);
-}
+using ppc::test::deviceCopy;
 
+/// The host copy once the compute stream's work has run.
 template <typename T> std::vector<T> hostCopy(const T *device, size_t count) {
-  EXPECT_EQ(cudaStreamSynchronize(ppcrt::cuda::stream()), cudaSuccess);
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
-  std::vector<T> values(count);
-  EXPECT_EQ(cudaMemcpy(values.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  return values;
+  return ppc::test::result(device, count, ppcrt::cuda::stream());
 }
 
 std::vector<float> randomFloats(size_t count, unsigned seed, float low = -2, float high = 2) {

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "test/unit/cuda/DeviceMemory.h"
+
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -19,22 +21,8 @@
 
 namespace {
 
-template <typename T> T *deviceCopy(const std::vector<T> &values) {
-  void *memory = nullptr;
-  EXPECT_EQ(cudaMalloc(&memory, values.size() * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(memory, values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
-            cudaSuccess);
-  return static_cast<T *>(memory);
-}
-
-/// The host copy once `stream`'s work has run.
-template <typename T> std::vector<T> result(const T *device, size_t count, cudaStream_t stream) {
-  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  std::vector<T> values(count);
-  EXPECT_EQ(cudaMemcpy(values.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  return values;
-}
+using ppc::test::deviceCopy;
+using ppc::test::result;
 
 class EmulatedNccl : public ::testing::Test {
 protected:

@@ -14,6 +14,8 @@
 
 #include "runtime/ppcrt/cuda/Kernels.cuh"
 
+#include "test/unit/cuda/DeviceMemory.h"
+
 #include <cublasLt.h>
 
 #include <gtest/gtest.h>
@@ -24,20 +26,8 @@
 
 namespace {
 
-template <typename T> T *deviceCopy(const std::vector<T> &values) {
-  void *memory = nullptr;
-  EXPECT_EQ(cudaMalloc(&memory, values.size() * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(memory, values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
-            cudaSuccess);
-  return static_cast<T *>(memory);
-}
-
-template <typename T> std::vector<T> hostCopy(const T *device, size_t count) {
-  std::vector<T> values(count);
-  EXPECT_EQ(cudaMemcpy(values.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  return values;
-}
+using ppc::test::deviceCopy;
+using ppc::test::hostCopy;
 
 //===----------------------------------------------------------------------===//
 // Threads of a block
