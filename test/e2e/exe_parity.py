@@ -21,7 +21,7 @@ steps), a CPU checkpoint resumed by the CUDA executable, and the watchdog.
    (DESIGN.md §5); so does GPT with Megatron's layout pinned, with sequence
    parallelism on 2x2 and with ZeRO 3 on 2x2x2, and the logits of the models
    the executable exports match those of simulate's exports.
-2. Kill and resume: a run saving a checkpoint every 3 steps has one rank
+2. Kill and resume: a run saving a checkpoint every 10 steps has one rank
    killed with SIGKILL at a random step; `--resume` then finishes it, and its
    loss trace is bitwise identical to an uninterrupted run's (300 steps).
 3. Hyper-parameters given to the executable (--lr, --betas, --weight-decay) give
