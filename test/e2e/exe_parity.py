@@ -20,7 +20,8 @@ steps), a CPU checkpoint resumed by the CUDA executable, and the watchdog.
    per-step losses within a relative 1e-5 of `ppc simulate` on the same mesh
    (DESIGN.md §5); so does GPT with Megatron's layout pinned, with sequence
    parallelism on 2x2 and with ZeRO 3 on 2x2x2, and the logits of the models
-   the executable exports match those of simulate's exports.
+   the executable exports match those of simulate's exports. The arena the
+   executable logs is the one `ppc compile` printed.
 2. Kill and resume: a run saving a checkpoint every 10 steps has one rank
    killed with SIGKILL at a random step; `--resume` then finishes it, and its
    loss trace is bitwise identical to an uninterrupted run's (300 steps).
@@ -35,6 +36,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -121,7 +123,8 @@ def parity(ppc, tmp, models, meshes, steps, layouts=()):
             ppc_models.export(kind, CFG, model, constant_folding=False)
         name = f"{kind}-{mesh}" + ("-pinned" if extra else "")
         exe = os.path.join(tmp, name)
-        run([ppc, "compile", model, "--mesh", mesh, *TARGET, "-o", exe] + TRAINING + extra)
+        compiled = run([ppc, "compile", model, "--mesh", mesh, *TARGET, "-o", exe] +
+                       TRAINING + extra)
         exe_log = os.path.join(tmp, f"{name}.exe.jsonl")
         sim_log = os.path.join(tmp, f"{name}.sim.jsonl")
         exported = [os.path.join(tmp, f"{name}.{w}.onnx") for w in ("exe", "sim")]
@@ -134,6 +137,11 @@ def parity(ppc, tmp, models, meshes, steps, layouts=()):
             check_export(ppc, tmp, kind, exported)
         got, want = losses(exe_log), losses(sim_log)
         assert len(got) == len(want) == steps, (len(got), len(want))
+        # The plan ppc compile prints is the arena the executable allocates:
+        # the last program's (the loss's rank, which logs).
+        printed = re.findall(r"^  arena +[0-9.]+ \S+ \(([0-9]+) B\)", compiled.stderr, re.M)
+        logged = json.loads(open(exe_log).readline())["arena_bytes"]
+        assert printed and int(printed[-1]) == logged, (printed, logged)
         err = max(abs(g - w) / abs(w) for g, w in zip(got, want))
         worst = max(worst, err)
         print(f"{kind:6} {mesh:6} {err:15.3e}  {got[0]:.6f} .. {got[-1]:.6f}  {label}")

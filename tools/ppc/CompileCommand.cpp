@@ -142,11 +142,14 @@ int runCompileCommand(int argc, char **argv) {
   if ((!tracePath.empty() || !timelinePath.empty()) &&
       failed(writeTimeline(*module, tracePath, timelinePath)))
     return 1;
-  // Each program's static memory plan, and its size.
+  // Each program's static memory plan, and its size: the arena the
+  // executable allocates, after fusion (values a fused kernel keeps in
+  // registers take no space) and views (reshapes, folded transposes).
   for (func::FuncOp program : trainingPrograms(*module)) {
     int64_t ops = 0;
     program.walk([&](Operation *) { ++ops; });
-    MemoryPlan plan = planMemory(program);
+    MemoryPlan plan =
+        codegen::layOutProgram(program, targetKind == codegen::Target::Cuda).memory;
     printMemoryTable(plan, program.getSymName(), llvm::errs());
     // The planner chose by an estimate; the plan is exact.
     if (plan.peakBytes > setup.memoryPerRank)
