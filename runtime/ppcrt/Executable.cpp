@@ -537,6 +537,9 @@ int run(int argc, char **argv, const Program &program, Device &device) {
     die(llvm::formatv("rank {0}: cannot allocate the arena of {1:f1} MiB on {2}", worldRank,
                       rp.arenaBytes / 1048576.0, device.describe()));
   char *arena = static_cast<char *>(arenaMemory);
+  // The ranks' arenas differ with pipelining; the log reports the largest.
+  int64_t largestArena = rp.arenaBytes;
+  MPI_Allreduce(MPI_IN_PLACE, &largestArena, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
   int64_t tokensPerStep = program.globalBatch * program.seqLen;
   for (int64_t s = start; s < steps; ++s) {
     auto begin = std::chrono::steady_clock::now();
@@ -559,6 +562,7 @@ int run(int argc, char **argv, const Program &program, Device &device) {
           json.attribute("step_time", seconds);
           json.attribute("tokens_per_s", tokensPerStep / seconds);
           json.attribute("arena_bytes", rp.arenaBytes);
+          json.attribute("max_arena_bytes", largestArena);
           if (peak > 0)
             json.attribute("mfu", mfu);
           if (memory > 0)
@@ -574,9 +578,9 @@ int run(int argc, char **argv, const Program &program, Device &device) {
         extra += llvm::formatv("  memory {0:f2} GiB", memory / 1073741824.0).str();
       llvm::errs() << llvm::formatv(
           "step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  {5:f3} s  {6:f0} tok/s  "
-          "arena {7:f1} MiB{8}\n",
+          "arena {7:f1} MiB (largest rank){8}\n",
           s + 1, steps, loss, trainer.outputs["lr"], trainer.outputs["grad_norm"], seconds,
-          tokensPerStep / seconds, rp.arenaBytes / 1048576.0, extra);
+          tokensPerStep / seconds, largestArena / 1048576.0, extra);
       if (!std::isfinite(loss))
         die("step " + std::to_string(s) + ": the loss is not finite");
     }
