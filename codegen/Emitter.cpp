@@ -183,11 +183,20 @@ double gemmFlops(MatMulOp matmul) {
 
 } // namespace
 
-LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info, llvm::raw_ostream &os) {
+std::vector<ProgramLayout> layOutPrograms(ModuleOp module, Target target) {
+  std::vector<ProgramLayout> layouts;
+  for (func::FuncOp program : trainingPrograms(module))
+    layouts.push_back(layOutProgram(program, target == Target::Cuda));
+  return layouts;
+}
+
+LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
+                         llvm::ArrayRef<ProgramLayout> layouts, llvm::raw_ostream &os) {
   bool cuda = info.target == Target::Cuda;
   llvm::SmallVector<func::FuncOp> programs = trainingPrograms(module);
   if (programs.empty())
     return module.emitError() << "code generation: the module has no training program";
+  assert(layouts.size() == programs.size() && "one layout per training program");
   auto meshes = module.getOps<MeshOp>();
   MeshOp mesh = meshes.empty() ? MeshOp() : *meshes.begin();
 
@@ -197,7 +206,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info, llvm::raw_
   EmitContext ctx(file, groups, cuda);
   llvm::SmallVector<std::string> entries, channels;
   for (auto [p, program] : llvm::enumerate(programs)) {
-    ProgramLayout layout = layOutProgram(program, cuda);
+    const ProgramLayout &layout = layouts[p];
     llvm::DenseMap<Value, int64_t> offsets;
     for (const Buffer &b : layout.memory.buffers)
       offsets[b.value] = b.offset;

@@ -19,9 +19,11 @@
 #include "passes/memory/MemoryPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace ppc::codegen {
 
@@ -67,11 +69,17 @@ bool undoesItsOperand(TransposeOp transpose);
 /// overwrites them while it runs beside the kernels in between.
 ProgramLayout layOutProgram(mlir::func::FuncOp program, bool asyncCommunication = false);
 
+/// The layout of each training program of `module` (@train_step or
+/// @train_step_pp<r>, in trainingPrograms' order) for `target`: what the
+/// executable allocates, and what `ppc compile` prints.
+std::vector<ProgramLayout> layOutPrograms(mlir::ModuleOp module, Target target);
+
 /// Writes the source of the executable for the training programs of
-/// `module` (@train_step or @train_step_pp<r>) for `info.target`. Fails,
-/// with an error at the op, on what the target cannot run.
+/// `module`, laid out as `layouts` (layOutPrograms(module, info.target)),
+/// for `info.target`. Fails, with an error at the op, on what the target
+/// cannot run.
 mlir::LogicalResult emitSource(mlir::ModuleOp module, const ExecutableInfo &info,
-                               llvm::raw_ostream &os);
+                               llvm::ArrayRef<ProgramLayout> layouts, llvm::raw_ostream &os);
 
 /// Emits one fusion group: its kernel at file level, its call (or launch)
 /// in the body.

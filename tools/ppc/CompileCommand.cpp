@@ -145,11 +145,11 @@ int runCompileCommand(int argc, char **argv) {
   // Each program's static memory plan, and its size: the arena the
   // executable allocates, after fusion (values a fused kernel keeps in
   // registers take no space) and views (reshapes, folded transposes).
-  for (func::FuncOp program : trainingPrograms(*module)) {
+  std::vector<codegen::ProgramLayout> layouts = codegen::layOutPrograms(*module, targetKind);
+  for (auto [program, layout] : llvm::zip_equal(trainingPrograms(*module), layouts)) {
     int64_t ops = 0;
     program.walk([&](Operation *) { ++ops; });
-    MemoryPlan plan =
-        codegen::layOutProgram(program, targetKind == codegen::Target::Cuda).memory;
+    const MemoryPlan &plan = layout.memory;
     printMemoryTable(plan, program.getSymName(), llvm::errs());
     // The planner chose by an estimate; the plan is exact.
     if (plan.peakBytes > setup.memoryPerRank)
@@ -218,7 +218,7 @@ int runCompileCommand(int argc, char **argv) {
 
   std::string source;
   llvm::raw_string_ostream sourceStream(source);
-  if (failed(codegen::emitSource(*module, info, sourceStream)))
+  if (failed(codegen::emitSource(*module, info, layouts, sourceStream)))
     return 1;
   if (emit == "cpp" || emit == "cuda") {
     llvm::errs() << llvm::formatv("compiled in {0:f2} s\n", seconds);
