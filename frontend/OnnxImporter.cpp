@@ -70,14 +70,44 @@ llvm::Expected<Tensor> OnnxModel::loadInitializer(llvm::StringRef name) const {
   return decodeTensorProto(*proto, directory_);
 }
 
-/// Float initializers are the model's trainable parameters.
-static bool isParameter(const onnx::TensorProto &init) {
+std::vector<std::string> OnnxModel::untieMergedInitializers() {
+  auto *graph = proto_.mutable_graph();
+  std::vector<std::string> added;
+  std::vector<onnx::TensorProto> copies;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  for (auto &node : *graph->mutable_node()) {
+    const onnx::TensorProto *source =
+        node.op_type() == "Identity" && node.input_size() == 1 && node.output_size() == 1
+            ? initializer(node.input(0))
+            : nullptr;
+    auto dtype = source ? dtypeFromOnnxOrNull(source->data_type()) : std::nullopt;
+    if (!dtype || !isFloat(*dtype) || initializer(node.output(0))) {
+      *kept.Add() = std::move(node);
+      continue;
+    }
+    copies.push_back(*source);
+    copies.back().set_name(node.output(0));
+    added.push_back(node.output(0));
+  }
+  if (added.empty())
+    return added;
+  graph->mutable_node()->Swap(&kept);
+  for (auto &copy : copies)
+    *graph->add_initializer() = std::move(copy);
+  initializers_.clear();
+  for (const auto &init : graph->initializer())
+    initializers_[init.name()] = &init;
+  return added;
+}
+
+/// The float initializers that train: those `options` names, or all.
+static bool isParameter(const onnx::TensorProto &init, const ImportOptions &options) {
   auto dtype = dtypeFromOnnx(init.data_type());
   if (!dtype) {
     llvm::consumeError(dtype.takeError());
     return false;
   }
-  return isFloat(*dtype);
+  return isFloat(*dtype) && (!options.parameters || options.parameters->contains(init.name()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -221,7 +251,7 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
     argNames.push_back(info.name());
   }
   for (const auto &init : graph.initializer()) {
-    if (!isParameter(init))
+    if (!isParameter(init, options))
       continue;
     DType dtype = *dtypeFromOnnx(init.data_type());
     argTypes.push_back(RankedTensorType::get(*tensorProtoShape(init),

@@ -7,9 +7,12 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <optional>
+#include <vector>
 #include <onnx/onnx_pb.h>
 
 namespace ppc {
@@ -31,6 +34,12 @@ public:
   /// Decodes initializer `name` (including external data).
   llvm::Expected<Tensor> loadInitializer(llvm::StringRef name) const;
 
+  /// Replaces each Identity node that copies a float initializer (how
+  /// torch.onnx.export in eval mode writes parameters it merged because
+  /// their values were equal) by an initializer of its own, a copy named
+  /// after the node's output. Returns the names of the new initializers.
+  std::vector<std::string> untieMergedInitializers();
+
 private:
   onnx::ModelProto proto_;
   std::string path_, directory_;
@@ -43,6 +52,9 @@ struct ImportOptions {
   /// Graph inputs imported as constants with these values (specialization,
   /// e.g. a shape that arrives as an input).
   llvm::StringMap<Tensor> constantInputs;
+  /// The float initializers that are parameters (arguments); the others are
+  /// constants. Unset: every float initializer (chooseParameters decides).
+  std::optional<llvm::StringSet<>> parameters;
   /// Import every float value as f64 (arguments, constants, cast targets), so
   /// that the whole program, constant folding included, computes in f64.
   bool promoteToF64 = false;

@@ -12,6 +12,7 @@
 #include "ir/ShapeRules.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 
@@ -476,8 +477,11 @@ static LogicalResult importDropout(NodeImporter &n) {
     training = t->getInt(0) != 0;
   }
   if (training && ratio != 0)
-    return n.error("dropout in training mode (ratio " + std::to_string(ratio) +
-                   ") is not supported; export the model in eval mode");
+    return n.error(llvm::formatv("dropout in training mode (ratio {0}) is not supported "
+                                 "yet; set the model's dropout probabilities to 0 before "
+                                 "exporting it",
+                                 ratio)
+                       .str());
   n.setOutput(0, *x);
   if (n.outputUsed(1)) {
     Tensor mask(DType::I1, NodeImporter::typeOf(*x).getShape());

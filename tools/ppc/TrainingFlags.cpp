@@ -1,7 +1,9 @@
 //===- TrainingFlags.cpp - the TRAINING options of simulate and compile ---===//
 
 #include "tools/ppc/TrainingFlags.h"
+#include "frontend/InputBindings.h"
 #include "frontend/OnnxTensor.h"
+#include "frontend/TrainableParameters.h"
 #include "passes/Passes.h"
 #include "tools/ppc/Driver.h"
 
@@ -21,9 +23,18 @@ struct TokenDim {
   std::string symbol;
 };
 
-LogicalResult tokenDims(const OnnxModel &model, TokenDim &batch, TokenDim &seq) {
-  for (const auto &info : model.proto().graph().input()) {
-    if (model.initializer(info.name()) || !info.type().has_tensor_type())
+/// The token input: `input_ids` when the model has it, else its first
+/// integer input that is not bound to a constant.
+LogicalResult tokenDims(const OnnxModel &model, const llvm::StringMap<std::string> &bound,
+                        TokenDim &batch, TokenDim &seq) {
+  const auto &inputs = model.proto().graph().input();
+  auto isTokens = [&](const onnx::ValueInfoProto &info) {
+    return info.name() == "input_ids" && !bound.count(info.name());
+  };
+  bool named = llvm::any_of(inputs, isTokens);
+  for (const auto &info : inputs) {
+    if (model.initializer(info.name()) || !info.type().has_tensor_type() ||
+        bound.count(info.name()) || (named && !isTokens(info)))
       continue;
     const auto &type = info.type().tensor_type();
     auto dtype = dtypeFromOnnxOrNull(type.elem_type());
@@ -141,9 +152,27 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                        cl::desc("split the activations between tensor-parallel blocks along "
                                 "the sequence over tp (reduce-scatter and all-gather instead "
                                 "of all-reduce)"),
-                       cl::init(false), cl::cat(category)) {}
+                       cl::init(false), cl::cat(category)),
+      train("train",
+            cl::desc("train only the float initializers whose names match PATTERN (a glob; "
+                     "repeatable) [the export helper's record, else every float "
+                     "initializer]"),
+            cl::value_desc("PATTERN"), cl::cat(category)),
+      freeze("freeze",
+             cl::desc("keep the float initializers whose names match PATTERN constant "
+                      "(a glob; repeatable)"),
+             cl::value_desc("PATTERN"), cl::cat(category)),
+      untie("untie",
+            cl::desc("give every parameter that an eval-mode export merged with others of "
+                     "equal value (an Identity of an initializer) its own copy"),
+            cl::init(false), cl::cat(category)),
+      bind("bind",
+           cl::desc("bind graph input NAME to a constant: ones, zeros, arange (0..T-1 "
+                    "along its last dimension) or a .npy file (repeatable) "
+                    "[attention_mask=ones, token_type_ids=zeros, position_ids=arange]"),
+           cl::value_desc("NAME=VALUE"), cl::cat(category)) {}
 
-LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &options,
+LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
                                    int64_t scheduleSteps, Setup &setup) {
   auto parsed = parseMesh(mesh);
   if (!parsed)
@@ -165,12 +194,29 @@ LogicalResult TrainingFlags::setUp(const OnnxModel &model, ImportOptions &option
   if (failed(parseDimFlags(dims, options)))
     return failure();
 
+  auto emitError = [](const llvm::Twine &message) { reportError(message); };
+  if (untie)
+    model.untieMergedInitializers();
+  ParameterChoice choice;
+  choice.train.assign(train.begin(), train.end());
+  choice.freeze.assign(freeze.begin(), freeze.end());
+  auto parameters = chooseParameters(model, choice, emitError, [](const llvm::Twine &message) {
+    llvm::errs() << "warning: " << message << "\n";
+  });
+  if (failed(parameters))
+    return failure();
+  options.parameters = std::move(*parameters);
+
+  auto bound = inputsToBind(model, bind, emitError);
+  if (failed(bound))
+    return failure();
   TokenDim batchDim, seqDim;
   setup.globalBatch = batch;
   setup.seqLen = seq;
-  if (failed(tokenDims(model, batchDim, seqDim)) ||
+  if (failed(tokenDims(model, *bound, batchDim, seqDim)) ||
       failed(settleShapes(batchDim, seqDim, setup.globalBatch, microBatches, setup.seqLen,
-                          options)))
+                          options)) ||
+      failed(bindInputs(model, *bound, options, emitError)))
     return failure();
   if ((setup.globalBatch / microBatches) % setup.mesh.dp != 0)
     return failure(reportError(llvm::formatv(

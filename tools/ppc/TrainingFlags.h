@@ -37,9 +37,11 @@ struct TrainingFlags {
   };
 
   /// Checks the flags against each other and against `model`'s token
-  /// inputs, binding symbolic batch/sequence dimensions in `options`. Every
-  /// problem is reported as one line naming the flag.
-  mlir::LogicalResult setUp(const OnnxModel &model, ImportOptions &options,
+  /// inputs, binding symbolic batch/sequence dimensions in `options`; decides
+  /// which initializers train (--train, --freeze, --untie, the export
+  /// helper's record) and binds the graph inputs other than the tokens
+  /// (--bind). Every problem is reported as one line naming the flag.
+  mlir::LogicalResult setUp(OnnxModel &model, ImportOptions &options,
                             int64_t scheduleSteps, Setup &setup);
 
   /// The training pipeline, then partitioning when the mesh has more than one
@@ -63,6 +65,9 @@ struct TrainingFlags {
   llvm::cl::list<std::string> shards;
   llvm::cl::opt<std::string> memoryPerRank;
   llvm::cl::opt<bool> sequenceParallel;
+  llvm::cl::list<std::string> train, freeze;
+  llvm::cl::opt<bool> untie;
+  llvm::cl::list<std::string> bind;
 };
 
 } // namespace ppc

@@ -1,0 +1,124 @@
+"""Export a torch.nn.Module to ONNX the way ppc trains it.
+
+    import sys; sys.path.insert(0, "path/to/ppc/python")
+    import ppc_export
+    ppc_export.export(model, (input_ids,), "model.onnx",
+                      input_names=["input_ids"], output_names=["logits"])
+
+then ``ppc compile model.onnx --mesh ...``. Only torch and onnx are needed.
+
+Why not plain ``torch.onnx.export``: its defaults are made for inference. In eval mode
+it merges initializers of equal value (every LayerNorm weight of a fresh model is all
+ones, every bias zeros: they become ONE initializer), and constant folding stores a
+tied LM head's transposed table as a second initializer. A training compiler given
+that file trains a different model. This helper exports in training mode without
+constant folding (parameters stay distinct; tied parameters stay one initializer, as
+in torch) and records in the file's metadata (key ``ppc.training``, JSON) which
+initializers are parameters (``requires_grad``), which are frozen (parameters without
+``requires_grad``, and buffers), and which parameter names each tied initializer
+stands for. ppc reads the record: frozen initializers are constants.
+
+Dropout: ppc does not train with dropout yet, so a training-mode export with a
+dropout probability above 0 is refused here (set the probabilities to 0 in the
+model's config first).
+"""
+import json
+
+import onnx
+from onnx import numpy_helper
+import torch
+
+METADATA_KEY = "ppc.training"
+_FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
+                onnx.TensorProto.BFLOAT16}
+
+
+class ExportError(ValueError):
+    """The model cannot be exported for training with ppc."""
+
+
+def _parameter_names(model):
+    """Every name each parameter tensor is reachable by, tied ones included."""
+    names = {}
+    for module_name, module in model.named_modules(remove_duplicate=False):
+        for leaf, param in module._parameters.items():
+            if param is None:
+                continue
+            full = f"{module_name}.{leaf}" if module_name else leaf
+            entry = names.setdefault(id(param), (param, []))
+            if full not in entry[1]:
+                entry[1].append(full)
+    return names
+
+
+def training_record(proto, model):
+    """The ``ppc.training`` record of an exported ``proto`` of ``model``."""
+    by_name = {}
+    tied = {}
+    for param, names in _parameter_names(model).values():
+        for name in names:
+            by_name[name] = (param, names)
+    parameters, frozen = [], []
+    for init in proto.graph.initializer:
+        if init.data_type not in _FLOAT_TYPES:
+            continue
+        entry = by_name.get(init.name)
+        if entry is None:
+            frozen.append(init.name)        # a buffer or a constant the exporter made
+            continue
+        param, names = entry
+        (parameters if param.requires_grad else frozen).append(init.name)
+        if len(names) > 1:
+            tied[init.name] = names
+    return {"format": 1, "parameters": parameters, "frozen": frozen, "tied": tied}
+
+
+def _check_dropout(proto):
+    values = {init.name: init for init in proto.graph.initializer}
+    for node in proto.graph.node:
+        if node.op_type == "Constant":
+            for attr in node.attribute:
+                if attr.name == "value":
+                    values[node.output[0]] = attr.t
+    for node in proto.graph.node:
+        if node.op_type != "Dropout" or len(node.input) < 2 or not node.input[1]:
+            continue
+        ratio = values.get(node.input[1])
+        if ratio is not None and float(numpy_helper.to_array(ratio)) > 0:
+            raise ExportError(
+                f"node {node.name!r}: dropout with ratio "
+                f"{float(numpy_helper.to_array(ratio))} in training mode; ppc does "
+                "not train with dropout yet: set the model's dropout probabilities to 0 "
+                "(e.g. in its config) before exporting")
+
+
+def export(model, args, path, *, input_names=None, output_names=None, dynamic_axes=None,
+           opset_version=17, **kwargs):
+    """Exports ``model`` called on ``args`` to ``path`` for training with ppc.
+
+    Takes torch.onnx.export's arguments, except ``training`` and
+    ``do_constant_folding``, which it sets. Returns the ``ppc.training`` record.
+    """
+    for fixed in ("training", "do_constant_folding", "export_params",
+                  "keep_initializers_as_inputs"):
+        if fixed in kwargs:
+            raise ExportError(f"{fixed}= is set by ppc_export.export")
+    was_training = model.training
+    try:
+        torch.onnx.export(model, args, path, input_names=input_names,
+                          output_names=output_names, dynamic_axes=dynamic_axes,
+                          opset_version=opset_version,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, export_params=True,
+                          keep_initializers_as_inputs=False, **kwargs)
+    finally:
+        model.train(was_training)
+    proto = onnx.load(path, load_external_data=False)
+    _check_dropout(proto)
+    record = training_record(proto, model)
+    for prop in list(proto.metadata_props):
+        if prop.key == METADATA_KEY:
+            proto.metadata_props.remove(prop)
+    proto.metadata_props.add(key=METADATA_KEY, value=json.dumps(record))
+    onnx.save(proto, path)
+    return record
