@@ -399,6 +399,17 @@ LogicalResult TriluOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// CumSumOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CumSumOp::verify() {
+  int64_t rank = getType().getRank(), axis = getAxis();
+  if (axis < 0 || axis >= rank)
+    return emitOpError() << "axis " << axis << " is out of range for rank " << rank;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // NllLossOp
 //===----------------------------------------------------------------------===//
 

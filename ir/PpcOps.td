@@ -477,6 +477,28 @@ def Ppc_TriluOp : Ppc_Op<"trilu", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Ppc_CumSumOp : Ppc_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+  let summary = "running sums along one axis";
+  let description = [{
+    Element `i` along `axis` is the sum of elements `0..i` (with `exclusive`,
+    `0..i-1`; with `reverse`, from the end: `i..n-1`, or `i+1..n-1`), added
+    in that order. ONNX's CumSum with its axis as an attribute.
+
+    Example:
+    ```mlir
+    %1 = ppc.cumsum %0 axis = 1 exclusive = false reverse = false : tensor<4x16xi64>
+    ```
+  }];
+  let arguments = (ins Ppc_NumericTensor:$input, I64Attr:$axis, BoolAttr:$exclusive,
+                       BoolAttr:$reverse);
+  let results = (outs Ppc_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis `exclusive` `=` $exclusive `reverse` `=` $reverse attr-dict
+    `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

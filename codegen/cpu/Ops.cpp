@@ -223,6 +223,20 @@ static LogicalResult emitTrilu(Operation *op, EmitContext &ctx) {
   return success();
 }
 
+static LogicalResult emitCumSum(Operation *op, EmitContext &ctx) {
+  auto cumsum = llvm::cast<CumSumOp>(op);
+  auto shape = shapeOf(cumsum.getResult());
+  int64_t axis = cumsum.getAxis(), n = shape[axis];
+  int64_t inner = numElements(shape.drop_front(axis + 1));
+  int64_t outer = numElements(shape.take_front(axis));
+  std::string in = ctx.ptr(cumsum.getInput()), out = ctx.ptr(cumsum.getResult());
+  comment(ctx, op);
+  ctx.body() << llvm::formatv("  ppcrt::cpu::cumsum({0}, {1}, {2}, {3}, {4}, {5}, {6});\n",
+                              in, out, outer, n, inner, cumsum.getExclusive() ? "true" : "false",
+                              cumsum.getReverse() ? "true" : "false");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//
@@ -431,6 +445,7 @@ const OpEmitter *lookupCpuEmitter(Operation *op) {
     t[TypeID::get<GatherOp>()] = emitIndexed<GatherOp>;
     t[TypeID::get<ScatterAddOp>()] = emitIndexed<ScatterAddOp>;
     t[TypeID::get<TriluOp>()] = emitTrilu;
+    t[TypeID::get<CumSumOp>()] = emitCumSum;
     t[TypeID::get<MatMulOp>()] = emitMatMul;
     t[TypeID::get<EinsumOp>()] = emitEinsum;
     t[TypeID::get<ReduceSumOp>()] = [](Operation *op, EmitContext &ctx) {

@@ -289,7 +289,46 @@ static LogicalResult triluKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
   return success();
 }
 
+/// Sums in scan order, each partial sum rounded to the element type, as a
+/// loop in that type computes it.
+static LogicalResult cumSumKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                  llvm::SmallVectorImpl<Tensor> &results,
+                                  const ExecOptions &options) {
+  auto cumsum = llvm::cast<CumSumOp>(op);
+  const Tensor &input = operands[0];
+  llvm::ArrayRef<int64_t> shape = input.shape();
+  int64_t axis = cumsum.getAxis(), n = shape[axis];
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d)
+    inner *= shape[d];
+  int64_t outer = n * inner == 0 ? 0 : input.numElements() / (n * inner);
+  bool exclusive = cumsum.getExclusive(), reverse = cumsum.getReverse();
+  Tensor result(resultDType(op, 0, options), shape);
+  Tensor sum(result.dtype(), {});
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      sum.setDouble(0, 0);
+      if (!result.isFloat())
+        sum.setInt(0, 0);
+      for (int64_t s = 0; s < n; ++s) {
+        int64_t k = reverse ? n - 1 - s : s;
+        int64_t index = (o * n + k) * inner + j;
+        if (exclusive)
+          copyElements(sum, 0, result, index, 1);
+        if (result.isFloat())
+          sum.setDouble(0, sum.getDouble(0) + input.getDouble(index));
+        else
+          sum.setInt(0, sum.getInt(0) + input.getInt(index));
+        if (!exclusive)
+          copyElements(sum, 0, result, index, 1);
+      }
+    }
+  results.push_back(std::move(result));
+  return success();
+}
+
 void registerDataMovementKernels(KernelRegistry &registry) {
+  registry.add<CumSumOp>(cumSumKernel);
   registry.add<ReshapeOp>(reshapeKernel);
   registry.add<TransposeOp>(transposeKernel);
   registry.add<SliceOp>(sliceKernel);

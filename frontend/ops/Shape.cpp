@@ -456,6 +456,23 @@ static LogicalResult importTrilu(NodeImporter &n) {
   return n.result(n.create<TriluOp>(*x, n.intAttr("upper", 1) != 0, k));
 }
 
+/// CumSum's axis is a constant input (0-D or 1-D of one element).
+static LogicalResult importCumSum(NodeImporter &n) {
+  auto x = n.input(0);
+  auto axes = n.intsInput(1);
+  if (failed(x) || failed(axes))
+    return failure();
+  if (axes->size() != 1)
+    return n.error("axis must hold one value");
+  auto axis = n.normalizeAxis(axes->front(), NodeImporter::typeOf(*x).getRank());
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = n.builder();
+  return n.result(n.create<CumSumOp>(*x, b.getI64IntegerAttr(*axis),
+                                     b.getBoolAttr(n.intAttr("exclusive", 0) != 0),
+                                     b.getBoolAttr(n.intAttr("reverse", 0) != 0)));
+}
+
 /// Dropout is the identity at inference and at ratio 0; its mask is all ones.
 static LogicalResult importDropout(NodeImporter &n) {
   auto x = n.input(0);
@@ -509,6 +526,7 @@ void registerShapeImporters(OpImporterTable &table) {
   table.add("Gather", importGather, 2, 2);
   table.add("Expand", importExpand, 2, 2);
   table.add("Trilu", importTrilu, 1, 2);
+  table.add("CumSum", importCumSum, 2, 2);
   table.add("Dropout", importDropout, 1, 3);
 }
 

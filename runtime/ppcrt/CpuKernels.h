@@ -387,6 +387,27 @@ void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool 
   }
 }
 
+/// Running sums along the middle dimension of [outer, n, inner], added in
+/// scan order (from the end with `reverse`; without the element itself with
+/// `exclusive`).
+template <typename T>
+void cumsum(const T *in, T *out, int64_t outer, int64_t n, int64_t inner, bool exclusive,
+            bool reverse) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      T sum = T(0);
+      for (int64_t s = 0; s < n; ++s) {
+        int64_t i = (o * n + (reverse ? n - 1 - s : s)) * inner + j;
+        T x = in[i];
+        if (exclusive)
+          out[i] = sum;
+        sum += x;
+        if (!exclusive)
+          out[i] = sum;
+      }
+    }
+}
+
 /// Generic einsum: every combination of label values, output labels
 /// outermost; strides[t * numLabels + l] is operand t's step for label l
 /// (the output is operand `numOperands`).

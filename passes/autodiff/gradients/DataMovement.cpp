@@ -69,6 +69,13 @@ static Value expandGradient(OpBuilder &b, ExpandOp op, Value g) {
   return unbroadcast(b, op.getLoc(), g, op.getInput().getType());
 }
 
+/// The adjoint of a running sum is the running sum of the adjoint taken the
+/// other way.
+static Value cumSumGradient(OpBuilder &b, CumSumOp op, Value g) {
+  return b.create<CumSumOp>(op.getLoc(), g, op.getAxisAttr(), op.getExclusiveAttr(),
+                            b.getBoolAttr(!op.getReverse()));
+}
+
 static Value triluGradient(OpBuilder &b, TriluOp op, Value g) {
   return b.create<TriluOp>(op.getLoc(), g, op.getUpperAttr(), op.getKAttr());
 }
@@ -137,6 +144,7 @@ void registerDataMovementGradients(GradientRegistry &registry) {
       firstOperandRule<ScatterAddOp>(scatterAddGradient));
   registry.add<ExpandOp>(firstOperandRule<ExpandOp>(expandGradient));
   registry.add<TriluOp>(firstOperandRule<TriluOp>(triluGradient));
+  registry.add<CumSumOp>(firstOperandRule<CumSumOp>(cumSumGradient));
   registry.add<ConcatOp>(concatGradient);
   registry.add<InsertSliceOp>(insertSliceGradient);
 }

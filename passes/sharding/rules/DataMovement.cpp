@@ -324,7 +324,23 @@ static ShardingRule triluRule(Operation *op) {
   return rule;
 }
 
+/// cumsum: the scanned axis needs replication (every element reads the ones
+/// before it); the other dimensions are parallel.
+static ShardingRule cumSumRule(Operation *op) {
+  llvm::ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+  int64_t axis = llvm::cast<CumSumOp>(op).getAxis();
+  ShardingRule rule;
+  TensorFactors dims = addFactorPerDim(rule, shape.take_front(axis));
+  llvm::append_range(dims, addFactorPerDim(rule, shape.slice(axis, 1),
+                                           FactorKind::NeedReplication));
+  llvm::append_range(dims, addFactorPerDim(rule, shape.drop_front(axis + 1)));
+  rule.operands.push_back(dims);
+  rule.results.push_back(dims);
+  return rule;
+}
+
 void registerDataMovementShardingRules(ShardingRuleRegistry &registry) {
+  registry.add<CumSumOp>(cumSumRule);
   registry.add<ReshapeOp>(reshapeRule);
   registry.add<TransposeOp>(transposeRule);
   registry.add<ConcatOp>(concatRule);

@@ -271,6 +271,34 @@ void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer,
   launched("a scatter_add");
 }
 
+/// One thread per line of [outer, n, inner]: the sums are added in scan
+/// order, as the CPU kernel adds them.
+template <typename T>
+__global__ void cumsumKernel(const T *in, T *out, int64_t outer, int64_t n, int64_t inner,
+                             bool exclusive, bool reverse) {
+  PPCRT_GRID_STRIDE(line, outer * inner) {
+    int64_t o = line / inner, j = line % inner;
+    T sum = T(0);
+    for (int64_t s = 0; s < n; ++s) {
+      int64_t i = (o * n + (reverse ? n - 1 - s : s)) * inner + j;
+      T x = in[i];
+      if (exclusive)
+        out[i] = sum;
+      sum += x;
+      if (!exclusive)
+        out[i] = sum;
+    }
+  }
+}
+
+template <typename T>
+void cumsum(const T *in, T *out, int64_t outer, int64_t n, int64_t inner, bool exclusive,
+            bool reverse) {
+  PPCRT_LAUNCH(cumsumKernel, blocksFor(outer * inner), kThreads, 0, stream())(
+      in, out, outer, n, inner, exclusive, reverse);
+  launched("a cumsum");
+}
+
 template <typename T>
 __global__ void triluKernel(const T *in, T *out, int64_t total, int64_t rows, int64_t cols,
                             bool upper, int64_t k) {
