@@ -423,6 +423,116 @@ static LogicalResult importGather(NodeImporter &n) {
   return n.result(n.create<GatherOp>(*data, *indices, *axis));
 }
 
+/// GatherElements as a gather from the flattened data: the flat index of
+/// output element p is its index along `axis` (negative ones counted from the
+/// end) times the axis stride, plus p's offset along the other dimensions.
+/// An index outside the axis becomes one outside the flat data, which the
+/// gather reports. Every behaviour is then the gather's; with constant
+/// indices (GPT-J's rotary table) it all folds.
+static LogicalResult importGatherElements(NodeImporter &n) {
+  auto data = n.input(0), indices = n.input(1);
+  if (failed(data) || failed(indices))
+    return failure();
+  auto dataType = NodeImporter::typeOf(*data), indexType = NodeImporter::typeOf(*indices);
+  int64_t rank = dataType.getRank();
+  if (indexType.getRank() != rank)
+    return n.error(llvm::formatv("indices have rank {0}, the data rank {1}",
+                                 indexType.getRank(), rank)
+                       .str());
+  auto axis = n.normalizeAxis(n.intAttr("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  llvm::ArrayRef<int64_t> dataShape = dataType.getShape(), indexShape = indexType.getShape();
+  Shape strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * dataShape[d + 1];
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis && indexShape[d] > dataShape[d])
+      return n.error(llvm::formatv("indices dimension {0} ({1}) exceeds the data's ({2})", d,
+                                   indexShape[d], dataShape[d])
+                         .str());
+  int64_t size = dataShape[*axis], total = dataType.getNumElements();
+  Tensor offsets(DType::I64, indexShape);
+  for (int64_t p = 0; p < offsets.numElements(); ++p) {
+    int64_t rest = p, offset = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (d != *axis)
+        offset += rest % indexShape[d] * strides[d];
+      rest /= indexShape[d];
+    }
+    offsets.setInt(p, offset);
+  }
+  auto i64 = n.builder().getI64Type();
+  auto index = n.castElements(*indices, i64);
+  if (failed(index))
+    return failure();
+  Value zero = n.scalarLike(*index, 0), dim = n.scalarLike(*index, double(size));
+  auto negative = n.create<LessOp>(*index, zero);
+  if (failed(negative))
+    return failure();
+  auto shifted = n.create<AddOp>(*index, dim);
+  if (failed(shifted))
+    return failure();
+  auto wrapped = n.create<WhereOp>(*negative, *shifted, *index);
+  if (failed(wrapped))
+    return failure();
+  auto low = n.create<LessOp>(*wrapped, zero);
+  auto high = n.create<LessOp>(*wrapped, dim);
+  if (failed(low) || failed(high))
+    return failure();
+  auto notLow = n.create<NotOp>(*low);
+  if (failed(notLow))
+    return failure();
+  auto valid = n.create<AndOp>(*notLow, *high);
+  auto scaled = n.create<MulOp>(*wrapped, n.scalarLike(*wrapped, double(strides[*axis])));
+  if (failed(valid) || failed(scaled))
+    return failure();
+  auto flat = n.create<AddOp>(*scaled, n.constant(offsets));
+  if (failed(flat))
+    return failure();
+  auto checked = n.create<WhereOp>(*valid, *flat, n.scalarLike(*flat, double(total)));
+  auto table = n.reshape(*data, {total});
+  if (failed(checked) || failed(table))
+    return failure();
+  return n.result(n.create<GatherOp>(*table, *checked, int64_t(0)));
+}
+
+/// Tile as a broadcast: x [d0, d1, ...] viewed as [1, d0, 1, d1, ...],
+/// expanded to [r0, d0, r1, d1, ...] and merged to [r0*d0, r1*d1, ...]
+/// (the repetitions are the major part of each dimension).
+static LogicalResult importTile(NodeImporter &n) {
+  auto x = n.input(0);
+  auto repeats = n.intsInput(1);
+  if (failed(x) || failed(repeats))
+    return failure();
+  auto type = NodeImporter::typeOf(*x);
+  int64_t rank = type.getRank();
+  if (int64_t(repeats->size()) != rank)
+    return n.error(llvm::formatv("repeats has {0} values for an input of rank {1}",
+                                 repeats->size(), rank)
+                       .str());
+  Shape split, expanded, merged;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t r = (*repeats)[d];
+    if (r < 0)
+      return n.error(llvm::formatv("repeats[{0}] is {1}; expected >= 0", d, r).str());
+    split.append({1, type.getDimSize(d)});
+    expanded.append({r, type.getDimSize(d)});
+    merged.push_back(r * type.getDimSize(d));
+  }
+  if (llvm::all_of(*repeats, [](int64_t r) { return r == 1; })) {
+    n.setOutput(0, *x);
+    return success();
+  }
+  auto viewed = n.reshape(*x, split);
+  if (failed(viewed))
+    return failure();
+  auto broadcast = n.createTyped<ExpandOp>(type.clone(expanded), *viewed);
+  if (failed(broadcast))
+    return failure();
+  return n.result(n.reshape(*broadcast, merged));
+}
+
 static LogicalResult importExpand(NodeImporter &n) {
   auto x = n.input(0);
   auto target = n.intsInput(1);
@@ -527,6 +637,8 @@ void registerShapeImporters(OpImporterTable &table) {
   table.add("Expand", importExpand, 2, 2);
   table.add("Trilu", importTrilu, 1, 2);
   table.add("CumSum", importCumSum, 2, 2);
+  table.add("GatherElements", importGatherElements, 2, 2);
+  table.add("Tile", importTile, 2, 2);
   table.add("Dropout", importDropout, 1, 3);
 }
 
