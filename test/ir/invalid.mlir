@@ -459,6 +459,15 @@ func.func @trilu_rank1(%x: tensor<16xf32>) {
 
 // -----
 
+// Tests that cumsum's axis is one of the operand's dimensions.
+func.func @cumsum_axis(%x: tensor<4x16xi64>) {
+  // expected-error @+1 {{'ppc.cumsum' op axis 2 is out of range for rank 2}}
+  %0 = ppc.cumsum %x axis = 2 exclusive = false reverse = false : tensor<4x16xi64>
+  return
+}
+
+// -----
+
 // Tests that the nll_loss target is the input shape without the class
 // dimension.
 func.func @nll_loss_target_shape(%lp: tensor<32x256xf32>, %t: tensor<256xi64>) {

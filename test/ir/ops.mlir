@@ -358,6 +358,19 @@ func.func @trilu(%x: tensor<16x16xf32>, %b: tensor<2x4x5xi1>) {
   return
 }
 
+// Tests cumsum in its four forms, on integers and floats.
+// CHECK-LABEL: func.func @cumsum
+// CHECK-SAME:    (%[[I:.*]]: tensor<4x16xi64>, %[[F:.*]]: tensor<2x3x5xf32>)
+// CHECK:         ppc.cumsum %[[I]] axis = 1 exclusive = false reverse = false : tensor<4x16xi64>
+// CHECK-NEXT:    ppc.cumsum %[[F]] axis = 2 exclusive = true reverse = true : tensor<2x3x5xf32>
+// GENERIC-LABEL: sym_name = "cumsum"
+// GENERIC:         "ppc.cumsum"(%{{.*}}) <{axis = 2 : i64, exclusive = true, reverse = true}> : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+func.func @cumsum(%i: tensor<4x16xi64>, %f: tensor<2x3x5xf32>) {
+  %0 = ppc.cumsum %i axis = 1 exclusive = false reverse = false : tensor<4x16xi64>
+  %1 = ppc.cumsum %f axis = 2 exclusive = true reverse = true : tensor<2x3x5xf32>
+  return
+}
+
 // Tests nll_loss in each reduction mode, with and without weight and
 // ignore_index, and with a spatial dimension.
 // CHECK-LABEL: func.func @nll_loss

@@ -530,6 +530,17 @@ void GradientCheckTest::checkDataMovement() {
   check("trilu lower k=-1", {uniform({2, 3, 4})}, trilu(false, -1));
   check("trilu upper k=1", {uniform({3, 5})}, trilu(true, 1));
 
+  auto cumsum = [](int64_t axis, bool exclusive, bool reverse) {
+    return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b.create<CumSumOp>(loc, a[0], b.getI64IntegerAttr(axis),
+                                b.getBoolAttr(exclusive), b.getBoolAttr(reverse));
+    };
+  };
+  check("cumsum axis 1", {uniform({3, 5})}, cumsum(1, false, false));
+  check("cumsum axis 0 exclusive", {uniform({4, 3})}, cumsum(0, true, false));
+  check("cumsum axis 1 reverse", {uniform({2, 5, 3})}, cumsum(1, false, true));
+  check("cumsum axis 2 exclusive reverse", {uniform({2, 3, 4})}, cumsum(2, true, true));
+
   auto scatterAdd = [](Shape shape, int64_t axis) {
     return [shape, axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
       return b.create<ScatterAddOp>(

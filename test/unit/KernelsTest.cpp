@@ -690,6 +690,42 @@ TEST_F(KernelsTest, ExpandBroadcastsToTheResultShape) {
   expectInts(result, {2, 3, 2}, {7, 7, 8, 8, 9, 9, 7, 7, 8, 8, 9, 9});
 }
 
+// ONNX CumSum's four forms, against sums written out by hand.
+TEST_F(KernelsTest, CumSumScansForwardBackwardInclusiveAndExclusive) {
+  const char *source = R"mlir(
+    func.func @main(%x: tensor<2x3xi64>) -> (tensor<2x3xi64>, tensor<2x3xi64>,
+                                             tensor<2x3xi64>, tensor<2x3xi64>) {
+      %0 = ppc.cumsum %x axis = 1 exclusive = false reverse = false : tensor<2x3xi64>
+      %1 = ppc.cumsum %x axis = 1 exclusive = true reverse = false : tensor<2x3xi64>
+      %2 = ppc.cumsum %x axis = 1 exclusive = false reverse = true : tensor<2x3xi64>
+      %3 = ppc.cumsum %x axis = 0 exclusive = true reverse = true : tensor<2x3xi64>
+      return %0, %1, %2, %3 : tensor<2x3xi64>, tensor<2x3xi64>, tensor<2x3xi64>,
+                              tensor<2x3xi64>
+    })mlir";
+  llvm::SmallVector<Tensor> results =
+      runOk(source, {makeInts(DType::I64, {2, 3}, {1, 2, 3, 4, 5, 6})});
+  ASSERT_EQ(results.size(), 4u);
+  expectInts(results[0], {2, 3}, {1, 3, 6, 4, 9, 15});
+  expectInts(results[1], {2, 3}, {0, 1, 3, 0, 4, 9});
+  expectInts(results[2], {2, 3}, {6, 5, 3, 15, 11, 6});
+  expectInts(results[3], {2, 3}, {4, 5, 6, 0, 0, 0});
+}
+
+// In f32 every partial sum is rounded, as a loop in float adds: 1 + 2^-24
+// is 1, so adding 2^-24 twice to 1 stays 1 (a sum in double would not).
+TEST_F(KernelsTest, CumSumRoundsEveryPartialSumToF32) {
+  const char *source = R"mlir(
+    func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+      %0 = ppc.cumsum %x axis = 0 exclusive = false reverse = false : tensor<3xf32>
+      return %0 : tensor<3xf32>
+    })mlir";
+  Tensor x(DType::F32, {3});
+  x.setDouble(0, 1.0);
+  x.setDouble(1, std::ldexp(1.0, -24));
+  x.setDouble(2, std::ldexp(1.0, -24));
+  expectValues(runOne(source, {x}), {3}, {1.0, 1.0, 1.0});
+}
+
 TEST_F(KernelsTest, TriluKeepsUpperOrLowerTriangleWithOffset) {
   const char *source = R"mlir(
     func.func @main(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {

@@ -700,6 +700,16 @@ void ShardingRulesTest::checkDataMovement() {
   check("trilu lower k=-1", {uniform({2, 4, 6})}, trilu(false, -1));
   check("trilu upper k=1 two batch dims", {uniform({2, 2, 4, 6})},
         trilu(true, 1));
+
+  auto cumsum = [](int64_t axis, bool exclusive, bool reverse) {
+    return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b.create<CumSumOp>(loc, a[0], b.getI64IntegerAttr(axis),
+                                b.getBoolAttr(exclusive), b.getBoolAttr(reverse));
+    };
+  };
+  check("cumsum along the sequence", {uniform({4, 6, 8})}, cumsum(1, false, false));
+  check("cumsum exclusive reverse along the batch", {uniform({4, 6})},
+        cumsum(0, true, true));
 }
 
 void ShardingRulesTest::checkLosses() {

@@ -386,6 +386,33 @@ TEST(CudaKernels, StridedCopyAndStoreAreInverses) {
   }
 }
 
+// Every line of [outer, n, inner] scanned in its order, against a loop in
+// double (the values are integers, so the float sums are exact).
+TEST(CudaKernels, CumSumScansEveryLine) {
+  const int64_t outer = 3, n = 37, inner = 5;
+  std::vector<float> in(outer * n * inner);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = float(int64_t(i * 7) % 11) - 5;
+  float *din = deviceCopy(in), *dout = deviceCopy(std::vector<float>(in.size()));
+  for (bool exclusive : {false, true})
+    for (bool reverse : {false, true}) {
+      ppcrt::cuda::cumsum(din, dout, outer, n, inner, exclusive, reverse);
+      std::vector<float> got = hostCopy(dout, in.size());
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < inner; ++j) {
+          double sum = 0;
+          for (int64_t s = 0; s < n; ++s) {
+            int64_t i = (o * n + (reverse ? n - 1 - s : s)) * inner + j;
+            if (exclusive)
+              ASSERT_EQ(got[i], sum) << "exclusive " << exclusive << " reverse " << reverse;
+            sum += in[i];
+            if (!exclusive)
+              ASSERT_EQ(got[i], sum) << "exclusive " << exclusive << " reverse " << reverse;
+          }
+        }
+    }
+}
+
 TEST(CudaKernels, TriluKeepsTheDiagonalBand) {
   const int64_t batch = 2, rows = 5, cols = 7;
   std::vector<double> in(batch * rows * cols);
