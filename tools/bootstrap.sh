@@ -12,7 +12,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenmpi-dev openmpi-bin libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-torch python3-onnx python3-numpy
+  python3-torch python3-onnx python3-numpy python3-venv
 )
 
 missing=()
