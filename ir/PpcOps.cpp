@@ -399,6 +399,30 @@ LogicalResult TriluOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// TopKIndicesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TopKIndicesOp::inferReturnTypes(MLIRContext *context,
+                                              std::optional<Location> location,
+                                              Adaptor adaptor,
+                                              llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, adaptor.getInput());
+  if (failed(input))
+    return failure();
+  int64_t axis = adaptor.getAxis(), k = adaptor.getK();
+  if (axis < 0 || axis >= input->getRank())
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ",
+                             input->getRank());
+  if (k < 0 || k > input->getDimSize(axis))
+    return emitOptionalError(location, "k = ", k, " is not in [0, ",
+                             input->getDimSize(axis), "]");
+  Shape shape(input->getShape());
+  shape[axis] = k;
+  types.push_back(RankedTensorType::get(shape, IntegerType::get(context, 64)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // CumSumOp
 //===----------------------------------------------------------------------===//
 

@@ -477,6 +477,28 @@ def Ppc_TriluOp : Ppc_Op<"trilu", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Ppc_TopKIndicesOp : Ppc_Op<"top_k_indices", [Pure, InferTypeOpAdaptor]> {
+  let summary = "indices of the k largest (or smallest) elements along one axis";
+  let description = [{
+    The positions along `axis` of the `k` largest elements of each line
+    (smallest without `largest`), in order from the largest; equal elements
+    keep their order (lower index first), NaN counts as larger than any
+    number. ONNX TopK imports as these indices and a gather of the values, so
+    the values' gradient is the gather's.
+
+    Example:
+    ```mlir
+    %1 = ppc.top_k_indices %0 axis = 1 k = 2 largest = true : tensor<64x8xf32> -> tensor<64x2xi64>
+    ```
+  }];
+  let arguments = (ins Ppc_NumericTensor:$input, I64Attr:$axis, I64Attr:$k, BoolAttr:$largest);
+  let results = (outs Ppc_IndexTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis `k` `=` $k `largest` `=` $largest attr-dict `:` type($input)
+    `->` type($result)
+  }];
+}
+
 def Ppc_CumSumOp : Ppc_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
   let summary = "running sums along one axis";
   let description = [{

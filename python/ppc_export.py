@@ -18,11 +18,21 @@ initializers are parameters (``requires_grad``), which are frozen (parameters wi
 ``requires_grad``, and buffers), and which parameter names each tied initializer
 stands for. ppc reads the record: frozen initializers are constants.
 
+Mixture of experts: Mixtral's sparse block (transformers' MixtralSparseMoeBlock) loops
+over experts with data-dependent shapes (``torch.where`` on the routing mask, Python
+lists of token indices), which tracing bakes into the graph from the example input.
+During the export this helper replaces its forward by the static form, which computes
+the same function: every expert runs over every token, and its output is weighted by
+the token's routing weight for that expert (zero unless the expert is among the
+token's top k) and summed in expert order, as the sparse loop's ``index_add_`` sums.
+The model itself is not changed.
+
 Dropout: ppc does not train with dropout yet, so a training-mode export with a
 dropout probability above 0 is refused here (set the probabilities to 0 in the
 model's config first).
 """
 import json
+import types
 
 import onnx
 from onnx import numpy_helper
@@ -73,6 +83,29 @@ def training_record(proto, model):
     return {"format": 1, "parameters": parameters, "frozen": frozen, "tied": tied}
 
 
+def _dense_mixtral_moe(self, hidden_states):
+    """MixtralSparseMoeBlock.forward in static shapes (see the module's docstring)."""
+    batch, seq, hidden = hidden_states.shape
+    tokens = hidden_states.view(-1, hidden)
+    router_logits = self.gate(tokens)
+    routing = torch.nn.functional.softmax(router_logits, dim=1, dtype=torch.float)
+    weights, selected = torch.topk(routing, self.top_k, dim=-1)
+    weights = weights / weights.sum(dim=-1, keepdim=True)
+    weights = weights.to(tokens.dtype)
+    # [tokens, experts]: each token's weight for each expert, 0 where not routed.
+    dense = (torch.nn.functional.one_hot(selected, self.num_experts).to(tokens.dtype)
+             * weights.unsqueeze(-1)).sum(dim=1)
+    out = torch.zeros_like(tokens)
+    for e, expert in enumerate(self.experts):
+        out = out + expert(tokens, dense[:, e:e + 1])
+    return out.view(batch, seq, hidden), router_logits
+
+
+# Modules whose forward has data-dependent shapes, by class name, and the static
+# form the export uses instead (the same function).
+STATIC_FORMS = {"MixtralSparseMoeBlock": _dense_mixtral_moe}
+
+
 def _check_dropout(proto):
     values = {init.name: init for init in proto.graph.initializer}
     for node in proto.graph.node:
@@ -104,6 +137,9 @@ def export(model, args, path, *, input_names=None, output_names=None, dynamic_ax
         if fixed in kwargs:
             raise ExportError(f"{fixed}= is set by ppc_export.export")
     was_training = model.training
+    patched = [m for m in model.modules() if type(m).__name__ in STATIC_FORMS]
+    for module in patched:
+        module.forward = types.MethodType(STATIC_FORMS[type(module).__name__], module)
     try:
         torch.onnx.export(model, args, path, input_names=input_names,
                           output_names=output_names, dynamic_axes=dynamic_axes,
@@ -113,6 +149,8 @@ def export(model, args, path, *, input_names=None, output_names=None, dynamic_ax
                           keep_initializers_as_inputs=False, **kwargs)
     finally:
         model.train(was_training)
+        for module in patched:
+            del module.forward      # back to the class's own forward
     proto = onnx.load(path, load_external_data=False)
     _check_dropout(proto)
     record = training_record(proto, model)

@@ -223,6 +223,20 @@ static LogicalResult emitTrilu(Operation *op, EmitContext &ctx) {
   return success();
 }
 
+static LogicalResult emitTopKIndices(Operation *op, EmitContext &ctx) {
+  auto topK = llvm::cast<TopKIndicesOp>(op);
+  auto shape = shapeOf(topK.getInput());
+  int64_t axis = topK.getAxis(), n = shape[axis];
+  int64_t inner = numElements(shape.drop_front(axis + 1));
+  int64_t outer = numElements(shape.take_front(axis));
+  std::string in = ctx.ptr(topK.getInput()), out = ctx.ptr(topK.getResult());
+  comment(ctx, op);
+  ctx.body() << llvm::formatv("  ppcrt::cpu::topKIndices({0}, {1}, {2}, {3}, {4}, {5}, {6});\n",
+                              in, out, outer, n, inner, topK.getK(),
+                              topK.getLargest() ? "true" : "false");
+  return success();
+}
+
 static LogicalResult emitCumSum(Operation *op, EmitContext &ctx) {
   auto cumsum = llvm::cast<CumSumOp>(op);
   auto shape = shapeOf(cumsum.getResult());
@@ -446,6 +460,7 @@ const OpEmitter *lookupCpuEmitter(Operation *op) {
     t[TypeID::get<ScatterAddOp>()] = emitIndexed<ScatterAddOp>;
     t[TypeID::get<TriluOp>()] = emitTrilu;
     t[TypeID::get<CumSumOp>()] = emitCumSum;
+    t[TypeID::get<TopKIndicesOp>()] = emitTopKIndices;
     t[TypeID::get<MatMulOp>()] = emitMatMul;
     t[TypeID::get<EinsumOp>()] = emitEinsum;
     t[TypeID::get<ReduceSumOp>()] = [](Operation *op, EmitContext &ctx) {

@@ -327,7 +327,44 @@ static LogicalResult cumSumKernel(Operation *op, llvm::ArrayRef<Tensor> operands
   return success();
 }
 
+static LogicalResult topKIndicesKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                       llvm::SmallVectorImpl<Tensor> &results,
+                                       const ExecOptions &options) {
+  auto topK = llvm::cast<TopKIndicesOp>(op);
+  const Tensor &input = operands[0];
+  llvm::ArrayRef<int64_t> shape = input.shape();
+  int64_t axis = topK.getAxis(), n = shape[axis], k = topK.getK();
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d)
+    inner *= shape[d];
+  int64_t outer = n * inner == 0 ? 0 : input.numElements() / (n * inner);
+  bool largest = topK.getLargest();
+  Shape resultShape(shape);
+  resultShape[axis] = k;
+  Tensor result(DType::I64, resultShape);
+  std::vector<int64_t> order(n);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      auto at = [&](int64_t i) { return input.getDouble((o * n + i) * inner + j); };
+      // a before b: larger (smaller) first, NaN largest, then the lower index.
+      auto before = [&](int64_t a, int64_t b) {
+        double x = at(a), y = at(b);
+        if (std::isnan(x) || std::isnan(y))
+          return std::isnan(x) && !std::isnan(y) ? largest : (!std::isnan(x) && !largest);
+        return largest ? x > y : x < y;
+      };
+      for (int64_t i = 0; i < n; ++i)
+        order[i] = i;
+      std::stable_sort(order.begin(), order.end(), before);
+      for (int64_t i = 0; i < k; ++i)
+        result.setInt((o * k + i) * inner + j, order[i]);
+    }
+  results.push_back(std::move(result));
+  return success();
+}
+
 void registerDataMovementKernels(KernelRegistry &registry) {
+  registry.add<TopKIndicesOp>(topKIndicesKernel);
   registry.add<CumSumOp>(cumSumKernel);
   registry.add<ReshapeOp>(reshapeKernel);
   registry.add<TransposeOp>(transposeKernel);

@@ -459,6 +459,16 @@ func.func @trilu_rank1(%x: tensor<16xf32>) {
 
 // -----
 
+// Tests that top_k_indices takes at most the whole axis.
+func.func @top_k_indices_k(%x: tensor<4x3xf32>) {
+  // expected-error @+2 {{k = 4 is not in [0, 3]}}
+  // expected-error @+1 {{'ppc.top_k_indices' op failed to infer returned types}}
+  %0 = ppc.top_k_indices %x axis = 1 k = 4 largest = true : tensor<4x3xf32> -> tensor<4x4xi64>
+  return
+}
+
+// -----
+
 // Tests that cumsum's axis is one of the operand's dimensions.
 func.func @cumsum_axis(%x: tensor<4x16xi64>) {
   // expected-error @+1 {{'ppc.cumsum' op axis 2 is out of range for rank 2}}

@@ -358,6 +358,18 @@ func.func @trilu(%x: tensor<16x16xf32>, %b: tensor<2x4x5xi1>) {
   return
 }
 
+// Tests top_k_indices, largest and smallest, along the last and a middle axis.
+// CHECK-LABEL: func.func @top_k_indices
+// CHECK:         ppc.top_k_indices %{{.*}} axis = 1 k = 2 largest = true : tensor<64x8xf32> -> tensor<64x2xi64>
+// CHECK-NEXT:    ppc.top_k_indices %{{.*}} axis = 1 k = 1 largest = false : tensor<2x5x3xi32> -> tensor<2x1x3xi64>
+// GENERIC-LABEL: sym_name = "top_k_indices"
+// GENERIC:         "ppc.top_k_indices"(%{{.*}}) <{axis = 1 : i64, k = 2 : i64, largest = true}> : (tensor<64x8xf32>) -> tensor<64x2xi64>
+func.func @top_k_indices(%x: tensor<64x8xf32>, %y: tensor<2x5x3xi32>) {
+  %0 = ppc.top_k_indices %x axis = 1 k = 2 largest = true : tensor<64x8xf32> -> tensor<64x2xi64>
+  %1 = ppc.top_k_indices %y axis = 1 k = 1 largest = false : tensor<2x5x3xi32> -> tensor<2x1x3xi64>
+  return
+}
+
 // Tests cumsum in its four forms, on integers and floats.
 // CHECK-LABEL: func.func @cumsum
 // CHECK-SAME:    (%[[I:.*]]: tensor<4x16xi64>, %[[F:.*]]: tensor<2x3x5xf32>)

@@ -726,6 +726,29 @@ TEST_F(KernelsTest, CumSumRoundsEveryPartialSumToF32) {
   expectValues(runOne(source, {x}), {3}, {1.0, 1.0, 1.0});
 }
 
+// Largest and smallest first, equal elements in index order, NaN largest,
+// along the last axis and along a middle one.
+TEST_F(KernelsTest, TopKIndicesOrdersTiesByIndexAndNaNAsLargest) {
+  const char *source = R"mlir(
+    func.func @main(%x: tensor<2x5xf32>) -> (tensor<2x3xi64>, tensor<2x3xi64>,
+                                             tensor<1x5xi64>) {
+      %0 = ppc.top_k_indices %x axis = 1 k = 3 largest = true : tensor<2x5xf32> -> tensor<2x3xi64>
+      %1 = ppc.top_k_indices %x axis = 1 k = 3 largest = false : tensor<2x5xf32> -> tensor<2x3xi64>
+      %2 = ppc.top_k_indices %x axis = 0 k = 1 largest = true : tensor<2x5xf32> -> tensor<1x5xi64>
+      return %0, %1, %2 : tensor<2x3xi64>, tensor<2x3xi64>, tensor<1x5xi64>
+    })mlir";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x(DType::F32, {2, 5});
+  std::vector<double> values = {3, 1, 3, 2, 0, 4, nan, -1, 4, 5};
+  for (int64_t i = 0; i < 10; ++i)
+    x.setDouble(i, values[i]);
+  llvm::SmallVector<Tensor> results = runOk(source, {x});
+  ASSERT_EQ(results.size(), 3u);
+  expectInts(results[0], {2, 3}, {0, 2, 3, 1, 4, 0});
+  expectInts(results[1], {2, 3}, {4, 1, 3, 2, 0, 3});
+  expectInts(results[2], {1, 5}, {1, 1, 0, 1, 1});
+}
+
 TEST_F(KernelsTest, TriluKeepsUpperOrLowerTriangleWithOffset) {
   const char *source = R"mlir(
     func.func @main(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {

@@ -707,6 +707,17 @@ void ShardingRulesTest::checkDataMovement() {
                                 b.getBoolAttr(exclusive), b.getBoolAttr(reverse));
     };
   };
+  auto topK = [](int64_t axis, int64_t k, bool largest) {
+    return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b.create<TopKIndicesOp>(loc, a[0], b.getI64IntegerAttr(axis),
+                                     b.getI64IntegerAttr(k), b.getBoolAttr(largest));
+    };
+  };
+  check("top_k_indices of a router [tokens, experts]", {uniform({8, 6})},
+        topK(1, 2, true));
+  check("top_k_indices smallest along a middle axis", {uniform({4, 6, 2})},
+        topK(1, 3, false));
+
   check("cumsum along the sequence", {uniform({4, 6, 8})}, cumsum(1, false, false));
   check("cumsum exclusive reverse along the batch", {uniform({4, 6})},
         cumsum(0, true, true));

@@ -339,7 +339,32 @@ static ShardingRule cumSumRule(Operation *op) {
   return rule;
 }
 
+/// top_k_indices: the searched axis needs replication in the operand and in
+/// the result (a different factor: k of n); the other dimensions are
+/// parallel.
+static ShardingRule topKIndicesRule(Operation *op) {
+  llvm::ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
+  auto topK = llvm::cast<TopKIndicesOp>(op);
+  int64_t axis = topK.getAxis();
+  ShardingRule rule;
+  TensorFactors before = addFactorPerDim(rule, shape.take_front(axis));
+  TensorFactors searched =
+      addFactorPerDim(rule, shape.slice(axis, 1), FactorKind::NeedReplication);
+  TensorFactors found =
+      addFactorPerDim(rule, {topK.getK()}, FactorKind::NeedReplication);
+  TensorFactors after = addFactorPerDim(rule, shape.drop_front(axis + 1));
+  TensorFactors operand = before, result = before;
+  llvm::append_range(operand, searched);
+  llvm::append_range(result, found);
+  llvm::append_range(operand, after);
+  llvm::append_range(result, after);
+  rule.operands.push_back(operand);
+  rule.results.push_back(result);
+  return rule;
+}
+
 void registerDataMovementShardingRules(ShardingRuleRegistry &registry) {
+  registry.add<TopKIndicesOp>(topKIndicesRule);
   registry.add<CumSumOp>(cumSumRule);
   registry.add<ReshapeOp>(reshapeRule);
   registry.add<TransposeOp>(transposeRule);

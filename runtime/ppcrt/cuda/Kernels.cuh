@@ -271,6 +271,47 @@ void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer,
   launched("a scatter_add");
 }
 
+template <typename T>
+__device__ inline bool topKBefore(T x, T y, bool largest) {
+  float a = float(x), b = float(y);
+  bool xn = a != a, yn = b != b;
+  if (xn || yn)
+    return xn && !yn ? largest : (!xn && yn && !largest);
+  return largest ? b < a : a < b;
+}
+
+/// One thread per line: k selection passes, each taking the best element
+/// after the previous pick in top-k order (as the CPU kernel).
+template <typename T>
+__global__ void topKIndicesKernel(const T *in, int64_t *out, int64_t outer, int64_t n,
+                                  int64_t inner, int64_t k, bool largest) {
+  PPCRT_GRID_STRIDE(line, outer * inner) {
+    int64_t o = line / inner, j = line % inner;
+    for (int64_t r = 0; r < k; ++r) {
+      int64_t best = -1, previous = r ? out[(o * k + r - 1) * inner + j] : -1;
+      for (int64_t i = 0; i < n; ++i) {
+        T x = in[(o * n + i) * inner + j];
+        if (previous >= 0) {
+          T p = in[(o * n + previous) * inner + j];
+          if (!(topKBefore(p, x, largest) || (!topKBefore(x, p, largest) && previous < i)))
+            continue;
+        }
+        if (best < 0 || topKBefore(x, in[(o * n + best) * inner + j], largest))
+          best = i;
+      }
+      out[(o * k + r) * inner + j] = best;
+    }
+  }
+}
+
+template <typename T>
+void topKIndices(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
+                 int64_t k, bool largest) {
+  PPCRT_LAUNCH(topKIndicesKernel, blocksFor(outer * inner), kThreads, 0, stream())(
+      in, out, outer, n, inner, k, largest);
+  launched("a top_k_indices");
+}
+
 /// One thread per line of [outer, n, inner]: the sums are added in scan
 /// order, as the CPU kernel adds them.
 template <typename T>

@@ -413,6 +413,34 @@ TEST(CudaKernels, CumSumScansEveryLine) {
     }
 }
 
+// Every line's k first positions against a stable sort in double; the values
+// repeat, so ties must go to the lower index.
+TEST(CudaKernels, TopKIndicesMatchesAStableSort) {
+  const int64_t outer = 4, n = 9, inner = 3, k = 4;
+  std::vector<float> in(outer * n * inner);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = float(int64_t(i * 5) % 7);
+  float *din = deviceCopy(in);
+  int64_t *dout = deviceCopy(std::vector<int64_t>(outer * k * inner));
+  for (bool largest : {true, false}) {
+    ppcrt::cuda::topKIndices(din, dout, outer, n, inner, k, largest);
+    std::vector<int64_t> got = hostCopy(dout, outer * k * inner);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < inner; ++j) {
+        std::vector<int64_t> order(n);
+        for (int64_t i = 0; i < n; ++i)
+          order[i] = i;
+        auto at = [&](int64_t i) { return double(in[(o * n + i) * inner + j]); };
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          return largest ? at(a) > at(b) : at(a) < at(b);
+        });
+        for (int64_t r = 0; r < k; ++r)
+          ASSERT_EQ(got[(o * k + r) * inner + j], order[r])
+              << "largest " << largest << " line " << o << "," << j << " rank " << r;
+      }
+  }
+}
+
 TEST(CudaKernels, TriluKeepsTheDiagonalBand) {
   const int64_t batch = 2, rows = 5, cols = 7;
   std::vector<double> in(batch * rows * cols);
