@@ -22,6 +22,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace ppcrt {
@@ -83,10 +84,41 @@ llvm::Error exportOnnx(const Program &program, const std::string &shardDir, int 
   onnx::ModelProto model;
   if (!model.ParseFromArray((*buffer)->getBufferStart(), int((*buffer)->getBufferSize())))
     return error("--export: '" + llvm::Twine(program.model) + "' is not an ONNX model");
-  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
+  // A parameter compiled with --untie is, in the model, the output of an
+  // Identity of the initializer it was merged into: it becomes an
+  // initializer of its own again, as ppc compile made it.
+  onnx::GraphProto &graph = *model.mutable_graph();
+  std::set<std::string> initializers;
+  for (const onnx::TensorProto &init : graph.initializer())
+    initializers.insert(init.name());
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  std::vector<onnx::TensorProto> untied;
+  for (onnx::NodeProto &node : *graph.mutable_node()) {
+    if (node.op_type() == "Identity" && node.input_size() == 1 && node.output_size() == 1 &&
+        params.count(node.output(0)) && !initializers.count(node.output(0)) &&
+        initializers.count(node.input(0))) {
+      onnx::TensorProto init;
+      init.set_name(node.output(0));
+      init.set_data_type(params.at(node.output(0)).info->dtype == DType::F64
+                             ? onnx::TensorProto::DOUBLE
+                             : onnx::TensorProto::FLOAT);
+      const TensorInfo &info = *params.at(node.output(0)).info;
+      for (int d = 0; d < info.rank; ++d)
+        init.add_dims(info.globalShape[d]);
+      untied.push_back(std::move(init));
+      continue;
+    }
+    *kept.Add() = std::move(node);
+  }
+  graph.mutable_node()->Swap(&kept);
+  for (onnx::TensorProto &init : untied)
+    *graph.add_initializer() = std::move(init);
+  std::set<std::string> written;
+  for (onnx::TensorProto &init : *graph.mutable_initializer()) {
     auto it = params.find(init.name());
     if (it == params.end())
       continue;
+    written.insert(init.name());
     DType dtype = it->second.info->dtype;
     bool matches = (dtype == DType::F32 && init.data_type() == onnx::TensorProto::FLOAT) ||
                    (dtype == DType::F64 && init.data_type() == onnx::TensorProto::DOUBLE);
@@ -99,6 +131,10 @@ llvm::Error exportOnnx(const Program &program, const std::string &shardDir, int 
     init.set_data_location(onnx::TensorProto::DEFAULT);
     init.set_raw_data(it->second.data.data(), it->second.data.size());
   }
+  for (const auto &[name, full] : params)
+    if (!written.count(name))
+      return error("--export: the model '" + llvm::Twine(program.model) +
+                   "' has no initializer '" + name + "' for the trained parameter");
   std::string bytes;
   if (!model.SerializeToString(&bytes))
     return error("--export: file '" + path + "': the model is too large for one ONNX file");

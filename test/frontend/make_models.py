@@ -291,7 +291,86 @@ def bad_shapes(out):
          out, "bad_shapes")
 
 
+# --- which initializers train ----------------------------------------------
+
+def f32(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.float32), name)
+
+
+def two_scales(out, name, second_scale, extra_nodes=(), inits=(), first="/l0/Mul",
+               second="/l1/Mul", metadata=None):
+    """y = x * w0 * w1 through nodes named like torch's scopes."""
+    nodes = list(extra_nodes) + [
+        helper.make_node("Mul", ["x", "l0.w"], ["h"], name=first),
+        helper.make_node("Mul", ["h", second_scale], ["y"], name=second)]
+    m = model(nodes, [vi("x", F32, [2, 4])], [vi("y", F32, [2, 4])],
+              [f32("l0.w", [1, 1, 1, 1])] + list(inits))
+    if metadata is not None:
+        m.metadata_props.add(key="ppc.training", value=metadata)
+    save(m, out, name)
+
+
+def merged_identity(out):
+    """Eval-mode deduplication: l1.w is an Identity of the equal l0.w."""
+    two_scales(out, "merged_identity", "l1.w",
+               [helper.make_node("Identity", ["l0.w"], ["l1.w"], name="Identity_0")])
+
+
+def merged_direct(out):
+    """The same merge with the Identity removed: l0.w feeds two modules' Muls."""
+    two_scales(out, "merged_direct", "l0.w")
+
+
+def shared_module(out):
+    """ALBERT's sharing: one module (its second call is '/l0_1/') runs twice."""
+    two_scales(out, "shared_module", "l0.w", second="/l0_1/Mul")
+
+
+def tied_split(out):
+    """Constant folding split a tied embedding: 'onnx::MatMul_9' is emb.weight^T."""
+    emb = np.arange(24, dtype=np.float32).reshape(6, 4) / 10
+    nodes = [helper.make_node("Gather", ["emb.weight", "ids"], ["h"], name="/emb/Gather"),
+             helper.make_node("MatMul", ["h", "onnx::MatMul_9"], ["logits"],
+                              name="/lm_head/MatMul")]
+    save(model(nodes, [vi("ids", I64, [2, 3])], [vi("logits", F32, [2, 3, 6])],
+               [numpy_helper.from_array(emb, "emb.weight"),
+                numpy_helper.from_array(emb.T.copy(), "onnx::MatMul_9")]),
+         out, "tied_split")
+
+
+def training_record(out):
+    """The export helper's record: l0.w trains, buf is frozen (a buffer)."""
+    two_scales(out, "training_record", "buf", inits=[f32("buf", [2, 2, 2, 2])],
+               metadata='{"format": 1, "parameters": ["l0.w"], "frozen": ["buf"], '
+                        '"tied": {}}')
+
+
+def bad_record(out):
+    """A record naming an initializer the graph does not have."""
+    two_scales(out, "bad_record", "l0.w",
+               metadata='{"format": 1, "parameters": ["l0.w", "nope"], "frozen": []}')
+
+
+def masked_lm(out):
+    """logits = emb[input_ids] * attention_mask, with a token file for it (ids < 8)."""
+    nodes = [helper.make_node("Gather", ["emb", "input_ids"], ["h"], name="lookup"),
+             helper.make_node("Cast", ["attention_mask"], ["m"], name="cast", to=F32),
+             helper.make_node("Unsqueeze", ["m", "last"], ["m3"], name="unsqueeze"),
+             helper.make_node("Mul", ["h", "m3"], ["logits"], name="mask")]
+    rng = np.random.default_rng(0)
+    save(model(nodes, [vi("input_ids", I64, [2, 4]), vi("attention_mask", I64, [2, 4])],
+               [vi("logits", F32, [2, 4, 8])],
+               [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32),
+                                        "emb"), i64("last", [-1])]),
+         out, "masked_lm")
+    (np.arange(200) * 7 % 8).astype(np.uint8).tofile(os.path.join(out, "tokens8.bin"))
+    np.save(os.path.join(out, "mask_wrong_shape.npy"), np.ones((4, 2), dtype=np.int64))
+    np.save(os.path.join(out, "mask_zeros.npy"), np.zeros((2, 4), dtype=np.int64))
+
+
 MODELS = {f.__name__: f for f in [
+    merged_identity, merged_direct, shared_module, tied_split, training_record, bad_record,
+    masked_lm,
     reduce_mean_axes_input, reduce_mean_axes_attr, split_num_outputs,
     split_sizes_input, shape_arithmetic, slice_negative_steps, matmul_gemm_einsum,
     loss_ops, external_data_ok, external_constant, external_escape, external_absolute, external_symlink,

@@ -1,6 +1,7 @@
 //===- Driver.cpp - what the ppc subcommands share ------------------------===//
 
 #include "tools/ppc/Driver.h"
+#include "frontend/TrainableParameters.h"
 #include "ir/PpcDialect.h"
 #include "passes/Pipelines.h"
 #include "passes/memory/MemoryPlan.h"
@@ -23,6 +24,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
+namespace cl = llvm::cl;
 
 namespace ppc {
 
@@ -138,6 +140,36 @@ LogicalResult runPipeline(ModuleOp module,
     pm.addInstrumentation(std::move(dumper));
   }
   return pm.run(module);
+}
+
+ParameterFlags::ParameterFlags(cl::OptionCategory &category)
+    : train("train",
+            cl::desc("train only the float initializers whose names match PATTERN (a glob; "
+                     "repeatable) [the export helper's record, else every float "
+                     "initializer]"),
+            cl::value_desc("PATTERN"), cl::cat(category)),
+      freeze("freeze",
+             cl::desc("keep the float initializers whose names match PATTERN constant "
+                      "(a glob; repeatable)"),
+             cl::value_desc("PATTERN"), cl::cat(category)),
+      untie("untie",
+            cl::desc("give every parameter that an eval-mode export merged with others of "
+                     "equal value (an Identity of an initializer) its own copy"),
+            cl::init(false), cl::cat(category)) {}
+
+LogicalResult ParameterFlags::apply(OnnxModel &model, ImportOptions &options) {
+  if (untie)
+    model.untieMergedInitializers();
+  ParameterChoice choice;
+  choice.train.assign(train.begin(), train.end());
+  choice.freeze.assign(freeze.begin(), freeze.end());
+  auto parameters = chooseParameters(
+      model, choice, [](const llvm::Twine &message) { reportError(message); },
+      [](const llvm::Twine &message) { llvm::errs() << "warning: " << message << "\n"; });
+  if (failed(parameters))
+    return failure();
+  options.parameters = std::move(*parameters);
+  return success();
 }
 
 LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags,

@@ -43,6 +43,20 @@ struct PipelineFlags {
   llvm::cl::opt<std::string> dumpIR;
 };
 
+/// `--train`, `--freeze` and `--untie`: which float initializers of the model
+/// train (`ppc import`, `simulate` and `compile`).
+struct ParameterFlags {
+  explicit ParameterFlags(llvm::cl::OptionCategory &category);
+
+  /// Applies --untie to `model`, then decides its parameters
+  /// (chooseParameters: the export helper's record, the patterns, warnings
+  /// for the signs of an inference export) into `options`.
+  mlir::LogicalResult apply(OnnxModel &model, ImportOptions &options);
+
+  llvm::cl::list<std::string> train, freeze;
+  llvm::cl::opt<bool> untie;
+};
+
 /// `--report F.json`, which `simulate` and `compile` take.
 struct ReportFlag {
   llvm::cl::opt<std::string> path{

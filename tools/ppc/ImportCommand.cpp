@@ -76,6 +76,7 @@ int runImportCommand(int argc, char **argv) {
       "max-fold-elements",
       cl::desc("largest constant (in elements) that folding produces"),
       cl::init(int64_t(1) << 22), cl::cat(category));
+  ParameterFlags parameters(category);
   PipelineFlags pipelineFlags(category);
   parseCommandLine(
       argc, argv, category,
@@ -87,11 +88,14 @@ int runImportCommand(int argc, char **argv) {
   options.maxFoldElements = maxFoldElements;
   if (failed(parseDimFlags(dims, options)))
     return 1;
+  auto model = OnnxModel::load(input);
+  if (!model)
+    return reportError(llvm::toString(model.takeError()));
+  if (failed(parameters.apply(**model, options)))
+    return 1;
   MLIRContext context;
   DriverDiagnostics diagnostics(context);
-  std::unique_ptr<OnnxModel> model;
-  OwningOpRef<ModuleOp> module =
-      importModel(input, context, options, pipelineFlags.dumpIR, model);
+  OwningOpRef<ModuleOp> module = importModel(**model, context, options, pipelineFlags.dumpIR);
   if (!module)
     return 1;
   if (summary) {

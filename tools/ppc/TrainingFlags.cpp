@@ -3,7 +3,6 @@
 #include "tools/ppc/TrainingFlags.h"
 #include "frontend/InputBindings.h"
 #include "frontend/OnnxTensor.h"
-#include "frontend/TrainableParameters.h"
 #include "passes/Passes.h"
 #include "tools/ppc/Driver.h"
 
@@ -153,19 +152,7 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                                 "the sequence over tp (reduce-scatter and all-gather instead "
                                 "of all-reduce)"),
                        cl::init(false), cl::cat(category)),
-      train("train",
-            cl::desc("train only the float initializers whose names match PATTERN (a glob; "
-                     "repeatable) [the export helper's record, else every float "
-                     "initializer]"),
-            cl::value_desc("PATTERN"), cl::cat(category)),
-      freeze("freeze",
-             cl::desc("keep the float initializers whose names match PATTERN constant "
-                      "(a glob; repeatable)"),
-             cl::value_desc("PATTERN"), cl::cat(category)),
-      untie("untie",
-            cl::desc("give every parameter that an eval-mode export merged with others of "
-                     "equal value (an Identity of an initializer) its own copy"),
-            cl::init(false), cl::cat(category)),
+      parameters(category),
       bind("bind",
            cl::desc("bind graph input NAME to a constant: ones, zeros, arange (0..T-1 "
                     "along its last dimension) or a .npy file (repeatable) "
@@ -195,18 +182,8 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
     return failure();
 
   auto emitError = [](const llvm::Twine &message) { reportError(message); };
-  if (untie)
-    model.untieMergedInitializers();
-  ParameterChoice choice;
-  choice.train.assign(train.begin(), train.end());
-  choice.freeze.assign(freeze.begin(), freeze.end());
-  auto parameters = chooseParameters(model, choice, emitError, [](const llvm::Twine &message) {
-    llvm::errs() << "warning: " << message << "\n";
-  });
-  if (failed(parameters))
+  if (failed(parameters.apply(model, options)))
     return failure();
-  options.parameters = std::move(*parameters);
-
   auto bound = inputsToBind(model, bind, emitError);
   if (failed(bound))
     return failure();

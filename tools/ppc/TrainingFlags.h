@@ -11,6 +11,7 @@
 
 #include "frontend/OnnxImporter.h"
 #include "passes/Pipelines.h"
+#include "tools/ppc/Driver.h"
 #include "runtime/Mesh.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -65,8 +66,7 @@ struct TrainingFlags {
   llvm::cl::list<std::string> shards;
   llvm::cl::opt<std::string> memoryPerRank;
   llvm::cl::opt<bool> sequenceParallel;
-  llvm::cl::list<std::string> train, freeze;
-  llvm::cl::opt<bool> untie;
+  ParameterFlags parameters;
   llvm::cl::list<std::string> bind;
 };
 
