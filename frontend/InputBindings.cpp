@@ -4,6 +4,8 @@
 #include "executor/Npy.h"
 #include "frontend/OnnxTensor.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 using namespace mlir;
 
 namespace ppc {

@@ -149,6 +149,7 @@ void registerElementwiseImporters(OpImporterTable &table);
 void registerShapeImporters(OpImporterTable &table);
 void registerMathImporters(OpImporterTable &table);
 void registerNNImporters(OpImporterTable &table);
+void registerIndexingImporters(OpImporterTable &table);
 
 } // namespace ppc
 

@@ -121,6 +121,7 @@ const OpImporterTable &OpImporterTable::get() {
     registerShapeImporters(t);
     registerMathImporters(t);
     registerNNImporters(t);
+    registerIndexingImporters(t);
     return t;
   }();
   return table;

@@ -9,6 +9,8 @@
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/JSON.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace ppc {

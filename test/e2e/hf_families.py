@@ -14,6 +14,10 @@ then exported two ways:
   ppc must either train exactly what PyTorch trains, or print a ``warning:`` line that
   names the merged or split initializer. Training silently wrong is a failure.
 
+Before the families (when no --only is given), the helper's record is checked: GPT-2's
+tie recorded, a parameter with requires_grad=False frozen and trained as torch trains it
+(not at all), and a model with dropout 0.1 refused.
+
 Runs under an interpreter that has transformers 4.36.2 over Debian's torch 1.13;
 tools/hf_venv.sh makes one (the ctest does). Prints one table row per family.
 
@@ -275,6 +279,38 @@ def family_case(ppc, family, tokens, tmp):
     return row
 
 
+def helper_checks(ppc, tokens, tmp):
+    """What the export helper records and refuses: GPT-2's tie, a frozen parameter
+    (trained by neither side), a dropout above 0."""
+    model = build("gpt2")
+    model.transformer.wpe.weight.requires_grad_(False)
+    path = os.path.join(tmp, "gpt2-frozen.onnx")
+    record = ppc_export.export(model, example_inputs("gpt2")[0], path,
+                               input_names=["input_ids"], output_names=["logits"])
+    tied = record["tied"].get("transformer.wte.weight")
+    if tied != ["transformer.wte.weight", "lm_head.weight"]:
+        raise CaseError(f"GPT-2's tie is recorded as {record['tied']}")
+    if record["frozen"] != ["transformer.wpe.weight"]:
+        raise CaseError(f"frozen: {record['frozen']}, expected the position table")
+    losses, warned = simulate(ppc, path, tmp, "gpt2-frozen")
+    err = worst(losses, torch_losses(model, tokens))
+    if err > TORCH_LIMIT or warned:
+        raise CaseError(f"frozen position table: {err:.2e} against torch, warnings {warned}")
+    print(f"helper: GPT-2 tie recorded {tied}; frozen {record['frozen']} trains as in "
+          f"torch: {err:.2e}")
+
+    torch.manual_seed(0)
+    dropout = T.GPT2LMHeadModel(T.GPT2Config(n_positions=64, n_embd=48, n_layer=1, n_head=3,
+                                             **COMMON))
+    try:
+        ppc_export.export(dropout, example_inputs("gpt2")[0],
+                          os.path.join(tmp, "dropout.onnx"), input_names=["input_ids"])
+    except ppc_export.ExportError as e:
+        print(f"helper: refused: {str(e)[:150]}")
+    else:
+        raise CaseError("the helper exported a model with dropout 0.1 for training")
+
+
 def format_row(row):
     meshes = row.get("meshes", {})
 
@@ -312,6 +348,12 @@ def main():
     print(f"{'family':<9} {'imports':<7} {'vs torch':>9} {'2x2':>9} {'2x2x2':>9}  "
           f"{'executable vs simulate':<28} torch's default export vs torch")
     failures = []
+    if not args.only:
+        try:
+            helper_checks(args.ppc, tokens, tmp)
+        except CaseError as e:
+            failures.append("helper")
+            print(f"helper: FAIL: {e}")
     for family in families:
         try:
             row = family_case(args.ppc, family, tokens, tmp)
