@@ -46,6 +46,7 @@ readMetadata(const OnnxModel &model, llvm::function_ref<void(const llvm::Twine &
     if (object->getInteger("format") != 1)
       return fail("expected \"format\": 1 (written by a newer ppc_export?)");
     Metadata metadata;
+    llvm::StringSet<> seen;
     for (auto [key, list] : {std::pair{"parameters", &metadata.parameters},
                              std::pair{"frozen", &metadata.frozen}}) {
       const llvm::json::Array *names = object->getArray(key);
@@ -59,8 +60,19 @@ readMetadata(const OnnxModel &model, llvm::function_ref<void(const llvm::Twine &
         if (!init || !isFloatInitializer(*init))
           return fail(llvm::Twine("\"") + key + "\" names '" + *text +
                       "', which is not a float initializer of the graph");
+        if (!seen.insert(*text).second)
+          return fail("'" + *text + "' is listed twice");
         list->push_back(text->str());
       }
+    }
+    if (const llvm::json::Value *tied = object->get("tied")) {
+      const llvm::json::Object *groups = tied->getAsObject();
+      if (!groups)
+        return fail("\"tied\" must map initializer names to lists of parameter names");
+      for (const auto &group : *groups)
+        if (!model.initializer(group.first.str()))
+          return fail("\"tied\" names '" + group.first.str() +
+                      "', which is not an initializer of the graph");
     }
     return std::optional<Metadata>(std::move(metadata));
   }

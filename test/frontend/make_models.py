@@ -351,6 +351,17 @@ def bad_record(out):
                metadata='{"format": 1, "parameters": ["l0.w", "nope"], "frozen": []}')
 
 
+def twice_record(out):
+    """A record listing l0.w as a parameter and as frozen."""
+    two_scales(out, "twice_record", "l0.w",
+               metadata='{"format": 1, "parameters": ["l0.w"], "frozen": ["l0.w"]}')
+
+
+def bad_json_record(out):
+    """A record that is not JSON."""
+    two_scales(out, "bad_json_record", "l0.w", metadata='{"format": 1, "parameters": [')
+
+
 def masked_lm(out):
     """logits = emb[input_ids] * attention_mask, with a token file for it (ids < 8)."""
     nodes = [helper.make_node("Gather", ["emb", "input_ids"], ["h"], name="lookup"),
@@ -370,6 +381,7 @@ def masked_lm(out):
 
 MODELS = {f.__name__: f for f in [
     merged_identity, merged_direct, shared_module, tied_split, training_record, bad_record,
+    twice_record, bad_json_record,
     masked_lm,
     reduce_mean_axes_input, reduce_mean_axes_attr, split_num_outputs,
     split_sizes_input, shape_arithmetic, slice_negative_steps, matmul_gemm_einsum,
