@@ -62,6 +62,10 @@ def _families():
         "llama": lambda: T.LlamaForCausalLM(T.LlamaConfig(
             hidden_size=48, intermediate_size=80, num_hidden_layers=2, num_attention_heads=6,
             num_key_value_heads=2, max_position_embeddings=64, **COMMON)),
+        # Multi-query attention with an odd head count, over a longer sequence.
+        "llama_mqa_t128": lambda: T.LlamaForCausalLM(T.LlamaConfig(
+            hidden_size=40, intermediate_size=72, num_hidden_layers=1, num_attention_heads=5,
+            num_key_value_heads=1, max_position_embeddings=256, **COMMON)),
         "mistral": lambda: T.MistralForCausalLM(T.MistralConfig(
             hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=64, sliding_window=8,
@@ -129,6 +133,7 @@ MESHES = {
              ("pp+ZeRO", "2x1x2", ["--zero", "3"])],
     "llama": [("2x2", "2x2", []), ("2x2x2", "2x2x2", []),
               ("tp", "1x2", LLAMA_TP), ("tp+pp+ZeRO", "2x2x2", LLAMA_TP + ["--zero", "1"])],
+    "llama_mqa_t128": [("2x2", "2x2", [])],
     "gpt_neox": [("tp", "2x2", NEOX_TP)],
     "bert": [("2x2", "2x2", [])],
     "opt": [("2x2x2", "2x2x2", [])],
@@ -162,10 +167,17 @@ def build(family):
     return model
 
 
+SEQ_OF = {"llama_mqa_t128": 128}
+
+
+def seq_of(family):
+    return SEQ_OF.get(family, SEQ)
+
+
 def example_inputs(family):
-    ids = torch.zeros(BATCH, SEQ, dtype=torch.long)
+    ids = torch.zeros(BATCH, seq_of(family), dtype=torch.long)
     if family in WITH_MASK:
-        return (ids, torch.ones(BATCH, SEQ, dtype=torch.long)), ["input_ids", "attention_mask"]
+        return (ids, torch.ones_like(ids)), ["input_ids", "attention_mask"]
     return (ids,), ["input_ids"]
 
 
@@ -178,15 +190,15 @@ def export(model, family, path, how):
                           opset_version=17)
 
 
-def batch_windows(tokens, step):
-    span = len(tokens) - SEQ - 1
-    offsets = [((step * BATCH + b) * SEQ) % span for b in range(BATCH)]
-    inputs = np.stack([tokens[o:o + SEQ] for o in offsets])
-    labels = np.stack([tokens[o + 1:o + SEQ + 1] for o in offsets])
+def batch_windows(tokens, step, seq):
+    span = len(tokens) - seq - 1
+    offsets = [((step * BATCH + b) * seq) % span for b in range(BATCH)]
+    inputs = np.stack([tokens[o:o + seq] for o in offsets])
+    labels = np.stack([tokens[o + 1:o + seq + 1] for o in offsets])
     return torch.from_numpy(inputs), torch.from_numpy(labels)
 
 
-def torch_losses(model, tokens):
+def torch_losses(model, tokens, seq=SEQ):
     """20 AdamW steps with ppc's defaults (lr 1e-3, weight decay 0.01), mean token
     cross-entropy on the logits, as ppc simulate trains."""
     model.train()
@@ -194,7 +206,7 @@ def torch_losses(model, tokens):
     opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
     losses = []
     for step in range(STEPS):
-        inputs, labels = batch_windows(tokens, step)
+        inputs, labels = batch_windows(tokens, step, seq)
         opt.zero_grad(set_to_none=True)
         logits = model(input_ids=inputs).logits
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
@@ -244,7 +256,7 @@ def family_case(ppc, family, tokens, tmp):
     default = os.path.join(tmp, f"{family}-default.onnx")
     export(model, family, helper, "helper")
     export(model, family, default, "default")
-    expected = torch_losses(model, tokens)
+    expected = torch_losses(model, tokens, seq_of(family))
 
     ppc_losses, warned = simulate(ppc, helper, tmp, f"{family}-helper")
     if warned:
@@ -329,9 +341,9 @@ def format_row(row):
     elif row["default"] is not None:
         default += ", no warning"
     others = [f"{c} {m}: {e:.2e}" for c, (m, e) in meshes.items() if c not in ("2x2", "2x2x2")]
-    return (f"{row['family']:<9} {'yes':<7} {row['torch']:>9.2e} {mesh_cell('2x2'):>9} "
+    return (f"{row['family']:<14} {'yes':<7} {row['torch']:>9.2e} {mesh_cell('2x2'):>9} "
             f"{mesh_cell('2x2x2'):>9}  {exe_text:<28} {default}" +
-            (f"\n{'':<9} layouts: {'; '.join(others)}" if others else ""))
+            (f"\n{'':<14} layouts: {'; '.join(others)}" if others else ""))
 
 
 def main():
@@ -345,7 +357,7 @@ def main():
     tokens = np.fromfile(CORPUS, dtype=np.uint8).astype(np.int64)
     tmp = args.keep or tempfile.mkdtemp(prefix="ppc-hf-")
     os.makedirs(tmp, exist_ok=True)
-    print(f"{'family':<9} {'imports':<7} {'vs torch':>9} {'2x2':>9} {'2x2x2':>9}  "
+    print(f"{'family':<14} {'imports':<7} {'vs torch':>9} {'2x2':>9} {'2x2x2':>9}  "
           f"{'executable vs simulate':<28} torch's default export vs torch")
     failures = []
     if not args.only:
@@ -359,7 +371,7 @@ def main():
             row = family_case(args.ppc, family, tokens, tmp)
         except CaseError as e:
             failures.append(family)
-            print(f"{family:<9} FAIL: {e}", flush=True)
+            print(f"{family:<14} FAIL: {e}", flush=True)
             continue
         limits = [row["torch"] <= TORCH_LIMIT]
         limits += [err <= MESH_LIMIT for _, err in row["meshes"].values()]
@@ -370,7 +382,7 @@ def main():
                 "transpose of the embedding" in w for w in row["warnings"]))
         print(format_row(row) + ("" if all(limits) else "   OVER THE LIMIT"), flush=True)
         for w in row.get("warnings", ()):
-            print(f"          {w[:160]}")
+            print(f"{'':<14} {w[:160]}")
         if not all(limits):
             failures.append(family)
     if failures:
