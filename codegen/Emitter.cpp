@@ -394,7 +394,8 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
      << "    " << (cuda ? "\"cuda\"" : "\"cpu\"") << ", " << quote(info.precision) << ",\n"
      << "    channels, " << channels.size() << ",\n"
      << "    " << (cuda ? "kernelError" : "nullptr") << ",\n"
-     << "    hypers, " << info.hypers.size() << "};\n"
+     << "    hypers, " << info.hypers.size() << ",\n"
+     << "    " << (info.untie ? "true" : "false") << "};\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) { return ppcrt::" << (cuda ? "cuda::" : "")
      << "main(argc, argv, program); }\n";

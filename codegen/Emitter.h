@@ -47,6 +47,8 @@ struct ExecutableInfo {
   /// The hyper-parameters the step takes ("lr"), with their compiled values.
   std::vector<std::pair<std::string, double>> hypers;
   std::string description;
+  /// Compiled with --untie (the exporter undoes the same merges).
+  bool untie = false;
 };
 
 /// The storage decisions of one rank program: fusion groups, values read

@@ -24,6 +24,8 @@ public:
   mlir::Value lookup(llvm::StringRef name);
   void define(llvm::StringRef name, mlir::Value value) { values[name] = value; }
   bool isRead(llvm::StringRef name) const { return readNames.contains(name); }
+  /// Whether `name` is an initializer imported as a parameter (an argument).
+  bool isParameter(llvm::StringRef name) const;
   void report(const llvm::Twine &message) { emitError(message); }
   int64_t maxFoldElements() const { return options.maxFoldElements; }
   llvm::StringRef modelDirectory() const { return model.directory(); }

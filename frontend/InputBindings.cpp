@@ -5,6 +5,7 @@
 #include "frontend/OnnxTensor.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -66,8 +67,13 @@ LogicalResult bindInputs(const OnnxModel &model, const llvm::StringMap<std::stri
     if (!dtype)
       return fail("has an element type ppc does not support");
     Shape shape;
+    int64_t elements = 1;
     for (const auto &dim : type.shape().dim()) {
       if (dim.has_dim_value()) {
+        // The constant is built here: its size must be one a host can hold.
+        if (dim.dim_value() < 0 || llvm::MulOverflow(elements, dim.dim_value(), elements) ||
+            elements > (int64_t(1) << 32))
+          return fail("its declared shape is negative or too large to bind");
         shape.push_back(dim.dim_value());
         continue;
       }

@@ -55,8 +55,14 @@ FailureOr<Tensor> NodeImporter::constantInput(int i) {
     return failure();
   auto tensor = constantValue(*v);
   if (!tensor) {
+    // A float initializer is a parameter unless frozen, and parameters are
+    // not constants.
+    std::string hint = graph_.isParameter(node_.input(i))
+                           ? " (it is a float initializer, which trains; --freeze '" +
+                                 node_.input(i) + "' makes it one)"
+                           : "";
     (void)error("input " + llvm::Twine(i) + " ('" + node_.input(i) +
-                "') must be a compile-time constant");
+                "') must be a compile-time constant" + hint);
     return failure();
   }
   return std::move(*tensor);

@@ -70,27 +70,35 @@ llvm::Expected<Tensor> OnnxModel::loadInitializer(llvm::StringRef name) const {
   return decodeTensorProto(*proto, directory_);
 }
 
+bool isMergedParameterName(llvm::StringRef name) {
+  return !name.empty() && !name.starts_with("onnx::") && !name.starts_with("/");
+}
+
 std::vector<std::string> OnnxModel::untieMergedInitializers() {
   auto *graph = proto_.mutable_graph();
   std::vector<std::string> added;
   std::vector<onnx::TensorProto> copies;
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-  for (auto &node : *graph->mutable_node()) {
+  std::vector<bool> untied;
+  for (const auto &node : graph->node()) {
     const onnx::TensorProto *source =
         node.op_type() == "Identity" && node.input_size() == 1 && node.output_size() == 1
             ? initializer(node.input(0))
             : nullptr;
     auto dtype = source ? dtypeFromOnnxOrNull(source->data_type()) : std::nullopt;
-    if (!dtype || !isFloat(*dtype) || initializer(node.output(0))) {
-      *kept.Add() = std::move(node);
+    untied.push_back(dtype && isFloat(*dtype) && !initializer(node.output(0)) &&
+                     isMergedParameterName(node.output(0)));
+    if (!untied.back())
       continue;
-    }
     copies.push_back(*source);
     copies.back().set_name(node.output(0));
     added.push_back(node.output(0));
   }
   if (added.empty())
     return added;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  for (auto [node, drop] : llvm::zip(*graph->mutable_node(), untied))
+    if (!drop)
+      *kept.Add() = std::move(node);
   graph->mutable_node()->Swap(&kept);
   for (auto &copy : copies)
     *graph->add_initializer() = std::move(copy);
@@ -252,7 +260,7 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
     argNames.push_back(info.name());
   }
   for (const auto &init : graph.initializer()) {
-    if (!isParameter(init, options))
+    if (!isParameter(init.name()))
       continue;
     DType dtype = *dtypeFromOnnx(init.data_type());
     argTypes.push_back(RankedTensorType::get(*tensorProtoShape(init),
@@ -274,6 +282,11 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
     define(name, arg);
   builder.setInsertionPointToEnd(entry);
   return success();
+}
+
+bool GraphImporter::isParameter(llvm::StringRef name) const {
+  const onnx::TensorProto *init = model.initializer(name);
+  return init && ppc::isParameter(*init, options);
 }
 
 Value GraphImporter::lookup(llvm::StringRef name) {

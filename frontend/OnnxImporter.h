@@ -46,6 +46,11 @@ private:
   llvm::StringMap<const onnx::TensorProto *> initializers_;
 };
 
+/// Whether the output of an Identity of a float initializer is named like a
+/// parameter torch's eval-mode export merged into another ("h.1.ln.weight"),
+/// not like a value the exporter made ("onnx::MatMul_7", "/h.1/Mul_output_0").
+bool isMergedParameterName(llvm::StringRef name);
+
 struct ImportOptions {
   /// Sizes for symbolic input dimensions (ONNX `dim_param`), by name.
   llvm::StringMap<int64_t> dimSizes;

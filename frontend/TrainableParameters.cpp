@@ -157,7 +157,8 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
   llvm::StringMap<std::vector<std::string>> aliases;
   for (const auto &node : graph.node())
     if (node.op_type() == "Identity" && node.input_size() == 1 &&
-        parameters.contains(node.input(0)) && node.output_size() == 1)
+        parameters.contains(node.input(0)) && node.output_size() == 1 &&
+        isMergedParameterName(node.output(0)))
       aliases[node.input(0)].push_back(node.output(0));
   for (const auto &init : graph.initializer()) {
     auto it = aliases.find(init.name());
@@ -198,7 +199,10 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
             !llvm::StringRef(use.scope).starts_with((owner + ".").str()))
           outside = true;
       }
-      if (uses.size() < 2 || scopes.size() < 2 || !outside)
+      // Tables read by lookups in several modules are shared embeddings
+      // (T5's and BART's `shared`), not merged values.
+      bool lookups = role.first == "Gather" && role.second == 0;
+      if (uses.size() < 2 || scopes.size() < 2 || !outside || lookups)
         continue;
       std::vector<std::string> nodes;
       for (const Use &use : uses)

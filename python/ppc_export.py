@@ -32,8 +32,11 @@ dropout probability above 0 is refused here (set the probabilities to 0 in the
 model's config first).
 """
 import json
+import os
+import tempfile
 import types
 
+import numpy
 import onnx
 from onnx import numpy_helper
 import torch
@@ -113,6 +116,9 @@ def _check_dropout(proto):
             for attr in node.attribute:
                 if attr.name == "value":
                     values[node.output[0]] = attr.t
+                elif attr.name == "value_float":
+                    values[node.output[0]] = numpy_helper.from_array(
+                        numpy.array(attr.f, dtype=numpy.float32))
     for node in proto.graph.node:
         if node.op_type != "Dropout" or len(node.input) < 2 or not node.input[1]:
             continue
@@ -138,25 +144,42 @@ def export(model, args, path, *, input_names=None, output_names=None, dynamic_ax
             raise ExportError(f"{fixed}= is set by ppc_export.export")
     was_training = model.training
     patched = [m for m in model.modules() if type(m).__name__ in STATIC_FORMS]
+    # A forward the instance already has (a hook, another patch) is put back.
+    saved = [(m, m.__dict__["forward"]) for m in patched if "forward" in m.__dict__]
     for module in patched:
         module.forward = types.MethodType(STATIC_FORMS[type(module).__name__], module)
+    # Written beside `path` and renamed when complete, so a refused export leaves
+    # whatever was at `path` untouched.
+    handle, scratch = tempfile.mkstemp(suffix=".onnx", dir=os.path.dirname(os.path.abspath(path)))
+    os.close(handle)
     try:
-        torch.onnx.export(model, args, path, input_names=input_names,
-                          output_names=output_names, dynamic_axes=dynamic_axes,
-                          opset_version=opset_version,
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, export_params=True,
-                          keep_initializers_as_inputs=False, **kwargs)
+        _export(model, args, scratch, input_names, output_names, dynamic_axes,
+                opset_version, kwargs)
+        proto = onnx.load(scratch, load_external_data=False)
+        _check_dropout(proto)
+        record = training_record(proto, model)
+        for prop in list(proto.metadata_props):
+            if prop.key == METADATA_KEY:
+                proto.metadata_props.remove(prop)
+        proto.metadata_props.add(key=METADATA_KEY, value=json.dumps(record))
+        onnx.save(proto, scratch)
+        os.replace(scratch, path)
     finally:
+        if os.path.exists(scratch):
+            os.remove(scratch)
         model.train(was_training)
         for module in patched:
             del module.forward      # back to the class's own forward
-    proto = onnx.load(path, load_external_data=False)
-    _check_dropout(proto)
-    record = training_record(proto, model)
-    for prop in list(proto.metadata_props):
-        if prop.key == METADATA_KEY:
-            proto.metadata_props.remove(prop)
-    proto.metadata_props.add(key=METADATA_KEY, value=json.dumps(record))
-    onnx.save(proto, path)
+        for module, forward in saved:
+            module.forward = forward
     return record
+
+
+def _export(model, args, path, input_names, output_names, dynamic_axes, opset_version,
+            kwargs):
+    torch.onnx.export(model, args, path, input_names=input_names,
+                      output_names=output_names, dynamic_axes=dynamic_axes,
+                      opset_version=opset_version,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, export_params=True,
+                      keep_initializers_as_inputs=False, **kwargs)

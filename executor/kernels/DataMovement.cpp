@@ -346,8 +346,12 @@ static LogicalResult topKIndicesKernel(Operation *op, llvm::ArrayRef<Tensor> ope
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < inner; ++j) {
       auto at = [&](int64_t i) { return input.getDouble((o * n + i) * inner + j); };
+      auto atInt = [&](int64_t i) { return input.getInt((o * n + i) * inner + j); };
       // a before b: larger (smaller) first, NaN largest, then the lower index.
+      // Integers compare exactly (int64 beyond 2^53 has no double).
       auto before = [&](int64_t a, int64_t b) {
+        if (!input.isFloat())
+          return largest ? atInt(a) > atInt(b) : atInt(a) < atInt(b);
         double x = at(a), y = at(b);
         if (std::isnan(x) || std::isnan(y))
           return std::isnan(x) && !std::isnan(y) ? largest : (!std::isnan(x) && !largest);

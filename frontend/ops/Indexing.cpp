@@ -13,6 +13,9 @@
 #include "ir/PpcOps.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -140,10 +143,12 @@ static LogicalResult importScatterElements(NodeImporter &n) {
   if (reduction == "add")
     return n.result(n.create<AddOp>(*data, *scattered));
   // Where an index points: a scatter of ones is non-zero there.
-  Tensor ones(*dtypeOf(dataType.getElementType()), NodeImporter::typeOf(*updates).getShape());
+  // Counted in i64, which a narrow data type's count could wrap to 0.
+  Tensor ones(DType::I64, NodeImporter::typeOf(*updates).getShape());
   for (int64_t i = 0; i < ones.numElements(); ++i)
-    ones.setDouble(i, 1);
-  auto hits = n.createTyped<ScatterAddOp>(flatType, n.constant(ones), *flat, int64_t(0));
+    ones.setInt(i, 1);
+  auto countType = RankedTensorType::get({total}, n.builder().getI64Type());
+  auto hits = n.createTyped<ScatterAddOp>(countType, n.constant(ones), *flat, int64_t(0));
   if (failed(hits))
     return failure();
   auto hitShape = n.reshape(*hits, dataType.getShape());
@@ -199,9 +204,18 @@ static LogicalResult importOneHot(NodeImporter &n) {
     return failure();
   if (depths->numElements() != 1)
     return n.error("depth must hold one value");
-  int64_t depth = int64_t(depths->getDouble(0));
-  if (depth < 1)
-    return n.error(llvm::formatv("depth {0} must be positive", depth).str());
+  // A depth the positions' constant and the result can hold: below 2^31, and
+  // with the result's element count in an int64.
+  double given = depths->getDouble(0);
+  if (!(given >= 1 && given < double(int64_t(1) << 31)))
+    return n.error("depth " +
+                   (std::abs(given) < 9e18 && given == std::trunc(given)
+                        ? llvm::formatv("{0}", int64_t(given)).str()
+                        : llvm::formatv("{0:e}", given).str()) +
+                   " must be in [1, 2^31)");
+  int64_t depth = int64_t(given), elements;
+  if (llvm::MulOverflow(NodeImporter::typeOf(*indices).getNumElements(), depth, elements))
+    return n.error("the result has more elements than an int64 counts");
   auto valueType = NodeImporter::typeOf(*values);
   if (valueType.getNumElements() != 2)
     return n.error("values must hold two elements (off, on)");
@@ -260,7 +274,10 @@ static LogicalResult importNonZero(NodeImporter &n) {
                    "(a mixture-of-experts router needs its dense form: export with "
                    "python/ppc_export.py), so input 0 ('" +
                    n.node().input(0) + "') must be a compile-time constant");
-  llvm::ArrayRef<int64_t> shape = value->shape();
+  // A scalar counts as one element of one dimension (numpy's nonzero).
+  Shape shape(value->shape());
+  if (shape.empty())
+    shape.push_back(1);
   std::vector<int64_t> positions;
   for (int64_t i = 0; i < value->numElements(); ++i)
     if (value->getDouble(i) != 0)

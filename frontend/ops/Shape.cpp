@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -442,10 +443,18 @@ static LogicalResult importTile(NodeImporter &n) {
     int64_t r = (*repeats)[d];
     if (r < 0)
       return n.error(llvm::formatv("repeats[{0}] is {1}; expected >= 0", d, r).str());
+    int64_t size;
+    if (llvm::MulOverflow(r, type.getDimSize(d), size))
+      return n.error(llvm::formatv("repeats[{0}] = {1} makes dimension {0} overflow", d, r)
+                         .str());
     split.append({1, type.getDimSize(d)});
     expanded.append({r, type.getDimSize(d)});
-    merged.push_back(r * type.getDimSize(d));
+    merged.push_back(size);
   }
+  int64_t total = 1;
+  for (int64_t size : merged)
+    if (llvm::MulOverflow(total, size, total))
+      return n.error("the result has more elements than an int64 counts");
   if (llvm::all_of(*repeats, [](int64_t r) { return r == 1; })) {
     n.setOutput(0, *x);
     return success();

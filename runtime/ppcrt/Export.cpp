@@ -84,35 +84,45 @@ llvm::Error exportOnnx(const Program &program, const std::string &shardDir, int 
   onnx::ModelProto model;
   if (!model.ParseFromArray((*buffer)->getBufferStart(), int((*buffer)->getBufferSize())))
     return error("--export: '" + llvm::Twine(program.model) + "' is not an ONNX model");
-  // A parameter compiled with --untie is, in the model, the output of an
-  // Identity of the initializer it was merged into: it becomes an
-  // initializer of its own again, as ppc compile made it.
+  // Compiled with --untie, every Identity of a float initializer (a
+  // parameter torch's eval-mode export merged into another) is an
+  // initializer of its own again, as ppc compile made it: a copy of its
+  // source as the file has it, replaced below when it trained.
   onnx::GraphProto &graph = *model.mutable_graph();
-  std::set<std::string> initializers;
-  for (const onnx::TensorProto &init : graph.initializer())
-    initializers.insert(init.name());
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-  std::vector<onnx::TensorProto> untied;
-  for (onnx::NodeProto &node : *graph.mutable_node()) {
-    if (node.op_type() == "Identity" && node.input_size() == 1 && node.output_size() == 1 &&
-        params.count(node.output(0)) && !initializers.count(node.output(0)) &&
-        initializers.count(node.input(0))) {
-      onnx::TensorProto init;
-      init.set_name(node.output(0));
-      init.set_data_type(params.at(node.output(0)).info->dtype == DType::F64
-                             ? onnx::TensorProto::DOUBLE
-                             : onnx::TensorProto::FLOAT);
-      const TensorInfo &info = *params.at(node.output(0)).info;
-      for (int d = 0; d < info.rank; ++d)
-        init.add_dims(info.globalShape[d]);
-      untied.push_back(std::move(init));
-      continue;
+  if (program.untie) {
+    std::map<std::string, const onnx::TensorProto *> initializers;
+    for (const onnx::TensorProto &init : graph.initializer())
+      initializers[init.name()] = &init;
+    auto isFloat = [](const onnx::TensorProto &t) {
+      return t.data_type() == onnx::TensorProto::FLOAT ||
+             t.data_type() == onnx::TensorProto::DOUBLE ||
+             t.data_type() == onnx::TensorProto::FLOAT16 ||
+             t.data_type() == onnx::TensorProto::BFLOAT16;
+    };
+    std::vector<bool> untie;
+    std::vector<onnx::TensorProto> copies;
+    for (const onnx::NodeProto &node : graph.node()) {
+      // As ppc::isMergedParameterName decides at compile time.
+      llvm::StringRef out = node.output_size() == 1 ? node.output(0) : "";
+      bool named = !out.empty() && !out.starts_with("onnx::") && !out.starts_with("/");
+      auto source = node.op_type() == "Identity" && node.input_size() == 1 && named &&
+                            !initializers.count(out.str())
+                        ? initializers.find(node.input(0))
+                        : initializers.end();
+      untie.push_back(source != initializers.end() && isFloat(*source->second));
+      if (!untie.back())
+        continue;
+      copies.push_back(*source->second);
+      copies.back().set_name(node.output(0));
     }
-    *kept.Add() = std::move(node);
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+    for (size_t i = 0; i < untie.size(); ++i)
+      if (!untie[i])
+        *kept.Add() = std::move(*graph.mutable_node(int(i)));
+    graph.mutable_node()->Swap(&kept);
+    for (onnx::TensorProto &copy : copies)
+      *graph.add_initializer() = std::move(copy);
   }
-  graph.mutable_node()->Swap(&kept);
-  for (onnx::TensorProto &init : untied)
-    *graph.add_initializer() = std::move(init);
   std::set<std::string> written;
   for (onnx::TensorProto &init : *graph.mutable_initializer()) {
     auto it = params.find(init.name());

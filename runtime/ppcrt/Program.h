@@ -128,6 +128,9 @@ struct Program {
   /// The hyper-parameters of the step ("lr", "beta1", ...).
   const Hyper *hypers = nullptr;
   int numHypers = 0;
+  /// Compiled with --untie: every Identity of a float initializer in the
+  /// model is an initializer of its own (trained, or frozen at its value).
+  bool untie = false;
 };
 
 /// The CPU executable: ppcrt::run on the host (Device.h). Returns the

@@ -351,6 +351,37 @@ def bad_record(out):
                metadata='{"format": 1, "parameters": ["l0.w", "nope"], "frozen": []}')
 
 
+def shared_lookups(out):
+    """T5/BART's shared embedding: one table read by the encoder's and the
+    decoder's lookups; and an Identity of a parameter the exporter named itself."""
+    emb = np.arange(24, dtype=np.float32).reshape(6, 4) / 10
+    nodes = [helper.make_node("Gather", ["shared.weight", "ids"], ["e"],
+                              name="/encoder/embed_tokens/Gather"),
+             helper.make_node("Gather", ["shared.weight", "ids"], ["d"],
+                              name="/decoder/embed_tokens/Gather"),
+             helper.make_node("Identity", ["shared.weight"], ["onnx::Mul_5"], name="Identity_0"),
+             helper.make_node("Add", ["e", "d"], ["s"], name="/add"),
+             helper.make_node("Gather", ["onnx::Mul_5", "ids"], ["f"], name="/lm/Gather"),
+             helper.make_node("Add", ["s", "f"], ["y"], name="/add2")]
+    save(model(nodes, [vi("ids", I64, [2, 3])], [vi("y", F32, [2, 3, 4])],
+               [numpy_helper.from_array(emb, "shared.weight")]), out, "shared_lookups")
+
+
+def tile_overflow(out):
+    """Tile whose repeats overflow the result's size."""
+    save(model([helper.make_node("Tile", ["x", "r"], ["y"], name="tile")],
+               [vi("x", F32, [4])], [vi("y", F32, [None])], [i64("r", [2 ** 62])]),
+         out, "tile_overflow")
+
+
+def onehot_depth(out):
+    """OneHot with a depth of 2^40."""
+    save(model([helper.make_node("OneHot", ["i", "depth", "v"], ["y"], name="onehot")],
+               [vi("i", I64, [3])], [vi("y", F32, [3, None])],
+               [i64("depth", [2 ** 40]), f32("v", [0, 1])]),
+         out, "onehot_depth")
+
+
 def twice_record(out):
     """A record listing l0.w as a parameter and as frozen."""
     two_scales(out, "twice_record", "l0.w",
@@ -381,7 +412,7 @@ def masked_lm(out):
 
 MODELS = {f.__name__: f for f in [
     merged_identity, merged_direct, shared_module, tied_split, training_record, bad_record,
-    twice_record, bad_json_record,
+    twice_record, bad_json_record, shared_lookups, tile_overflow, onehot_depth,
     masked_lm,
     reduce_mean_axes_input, reduce_mean_axes_attr, split_num_outputs,
     split_sizes_input, shape_arithmetic, slice_negative_steps, matmul_gemm_einsum,

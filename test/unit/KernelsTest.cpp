@@ -749,6 +749,18 @@ TEST_F(KernelsTest, TopKIndicesOrdersTiesByIndexAndNaNAsLargest) {
   expectInts(results[2], {1, 5}, {1, 1, 0, 1, 1});
 }
 
+// int64 beyond 2^53, where doubles no longer tell neighbours apart.
+TEST_F(KernelsTest, TopKIndicesComparesLargeIntegersExactly) {
+  const char *source = R"mlir(
+    func.func @main(%x: tensor<3xi64>) -> tensor<3xi64> {
+      %0 = ppc.top_k_indices %x axis = 0 k = 3 largest = true : tensor<3xi64> -> tensor<3xi64>
+      return %0 : tensor<3xi64>
+    })mlir";
+  int64_t big = int64_t(1) << 53;
+  expectInts(runOne(source, {makeInts(DType::I64, {3}, {big + 1, big, big + 2})}), {3},
+             {2, 0, 1});
+}
+
 TEST_F(KernelsTest, TriluKeepsUpperOrLowerTriangleWithOffset) {
   const char *source = R"mlir(
     func.func @main(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {

@@ -172,6 +172,7 @@ int runCompileCommand(int argc, char **argv) {
   llvm::SmallString<256> modelPath(input);
   llvm::sys::fs::make_absolute(modelPath);
   info.model = std::string(modelPath);
+  info.untie = training.parameters.untie;
   std::string printed;
   llvm::raw_string_ostream printedStream(printed);
   module->print(printedStream);

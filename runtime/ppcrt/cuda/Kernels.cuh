@@ -271,9 +271,13 @@ void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer,
   launched("a scatter_add");
 }
 
+/// What top-k compares: the value itself, exactly (bf16 through float).
+template <typename T> __device__ inline T topKKey(T x) { return x; }
+__device__ inline float topKKey(bf16 x) { return float(x); }
+
 template <typename T>
 __device__ inline bool topKBefore(T x, T y, bool largest) {
-  float a = float(x), b = float(y);
+  auto a = topKKey(x), b = topKKey(y);
   bool xn = a != a, yn = b != b;
   if (xn || yn)
     return xn && !yn ? largest : (!xn && yn && !largest);

@@ -441,6 +441,20 @@ TEST(CudaKernels, TopKIndicesMatchesAStableSort) {
   }
 }
 
+// Integers and doubles compare exactly: neighbours that float would merge
+// (2^24 + 1, 1 + 1e-12) keep their order.
+TEST(CudaKernels, TopKIndicesComparesInTheElementType) {
+  std::vector<int64_t> ints = {int64_t(1) << 24, (int64_t(1) << 24) + 1,
+                               (int64_t(1) << 53) + 1, int64_t(1) << 53};
+  int64_t *di = deviceCopy(ints), *dout = deviceCopy(std::vector<int64_t>(4));
+  ppcrt::cuda::topKIndices(di, dout, 1, 4, 1, 4, true);
+  EXPECT_EQ(hostCopy(dout, 4), (std::vector<int64_t>{2, 3, 1, 0}));
+  std::vector<double> doubles = {1.0, 1.0 + 1e-12, 1e-50};
+  double *dd = deviceCopy(doubles);
+  ppcrt::cuda::topKIndices(dd, dout, 1, 3, 1, 3, true);
+  EXPECT_EQ(hostCopy(dout, 3), (std::vector<int64_t>{1, 0, 2}));
+}
+
 TEST(CudaKernels, TriluKeepsTheDiagonalBand) {
   const int64_t batch = 2, rows = 5, cols = 7;
   std::vector<double> in(batch * rows * cols);
