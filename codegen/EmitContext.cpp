@@ -1,6 +1,7 @@
 //===- EmitContext.cpp - naming, types and places of emitted values -------===//
 
 #include "codegen/EmitContext.h"
+#include "ir/ShapeRules.h"
 
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/StringExtras.h"
@@ -86,6 +87,12 @@ std::string braces(llvm::ArrayRef<int64_t> values) {
 
 ArrayRef<int64_t> shapeOf(Value value) {
   return llvm::cast<RankedTensorType>(value.getType()).getShape();
+}
+
+std::string linesAlong(ArrayRef<int64_t> shape, int64_t axis) {
+  return llvm::formatv("{0}, {1}, {2}", numElements(shape.take_front(axis)), shape[axis],
+                       numElements(shape.drop_front(axis + 1)))
+      .str();
 }
 
 std::string cppLiteral(Attribute value, Type type) {

@@ -37,6 +37,9 @@ std::string quote(llvm::StringRef text);
 std::string braces(llvm::ArrayRef<int64_t> values);
 /// The static shape of a tensor value.
 llvm::ArrayRef<int64_t> shapeOf(mlir::Value value);
+/// "outer, n, inner": `shape` viewed as the lines along `axis` that the
+/// runtime's line kernels take (runtime/ppcrt/Lines.h).
+std::string linesAlong(llvm::ArrayRef<int64_t> shape, int64_t axis);
 /// A float or integer attribute as an exact C++ literal of an element of
 /// type `type` (floats in hexadecimal, "NAN"/"INFINITY" spelled out).
 std::string cppLiteral(mlir::Attribute value, mlir::Type type);

@@ -235,28 +235,21 @@ static LogicalResult emitTrilu(Operation *op, EmitContext &ctx) {
 
 static LogicalResult emitTopKIndices(Operation *op, EmitContext &ctx) {
   auto topK = llvm::cast<TopKIndicesOp>(op);
-  auto shape = shapeOf(topK.getInput());
-  int64_t axis = topK.getAxis(), n = shape[axis];
-  int64_t inner = numElements(shape.drop_front(axis + 1));
-  int64_t outer = numElements(shape.take_front(axis));
-  std::string in = ctx.ptr(topK.getInput()), out = ctx.ptr(topK.getResult());
   ctx.comment(op);
-  ctx.body() << llvm::formatv("  ppcrt::cuda::topKIndices({0}, {1}, {2}, {3}, {4}, {5}, {6});\n",
-                              in, out, outer, n, inner, topK.getK(),
-                              topK.getLargest() ? "true" : "false");
+  ctx.body() << llvm::formatv("  ppcrt::cuda::topKIndices({0}, {1}, {2}, {3}, {4});\n",
+                              ctx.ptr(topK.getInput()), ctx.ptr(topK.getResult()),
+                              linesAlong(shapeOf(topK.getInput()), topK.getAxis()),
+                              topK.getK(), topK.getLargest() ? "true" : "false");
   return success();
 }
 
 static LogicalResult emitCumSum(Operation *op, EmitContext &ctx) {
   auto cumsum = llvm::cast<CumSumOp>(op);
-  auto shape = shapeOf(cumsum.getResult());
-  int64_t axis = cumsum.getAxis(), n = shape[axis];
-  int64_t inner = numElements(shape.drop_front(axis + 1));
-  int64_t outer = numElements(shape.take_front(axis));
-  std::string in = ctx.ptr(cumsum.getInput()), out = ctx.ptr(cumsum.getResult());
   ctx.comment(op);
-  ctx.body() << llvm::formatv("  ppcrt::cuda::cumsum({0}, {1}, {2}, {3}, {4}, {5}, {6});\n",
-                              in, out, outer, n, inner, cumsum.getExclusive() ? "true" : "false",
+  ctx.body() << llvm::formatv("  ppcrt::cuda::cumsum({0}, {1}, {2}, {3}, {4});\n",
+                              ctx.ptr(cumsum.getInput()), ctx.ptr(cumsum.getResult()),
+                              linesAlong(shapeOf(cumsum.getResult()), cumsum.getAxis()),
+                              cumsum.getExclusive() ? "true" : "false",
                               cumsum.getReverse() ? "true" : "false");
   return success();
 }

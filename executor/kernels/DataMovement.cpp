@@ -298,10 +298,8 @@ static LogicalResult cumSumKernel(Operation *op, llvm::ArrayRef<Tensor> operands
   const Tensor &input = operands[0];
   llvm::ArrayRef<int64_t> shape = input.shape();
   int64_t axis = cumsum.getAxis(), n = shape[axis];
-  int64_t inner = 1;
-  for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d)
-    inner *= shape[d];
-  int64_t outer = n * inner == 0 ? 0 : input.numElements() / (n * inner);
+  int64_t outer = numElements(shape.take_front(axis)),
+          inner = numElements(shape.drop_front(axis + 1));
   bool exclusive = cumsum.getExclusive(), reverse = cumsum.getReverse();
   Tensor result(resultDType(op, 0, options), shape);
   Tensor sum(result.dtype(), {});
@@ -334,10 +332,8 @@ static LogicalResult topKIndicesKernel(Operation *op, llvm::ArrayRef<Tensor> ope
   const Tensor &input = operands[0];
   llvm::ArrayRef<int64_t> shape = input.shape();
   int64_t axis = topK.getAxis(), n = shape[axis], k = topK.getK();
-  int64_t inner = 1;
-  for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d)
-    inner *= shape[d];
-  int64_t outer = n * inner == 0 ? 0 : input.numElements() / (n * inner);
+  int64_t outer = numElements(shape.take_front(axis)),
+          inner = numElements(shape.drop_front(axis + 1));
   bool largest = topK.getLargest();
   Shape resultShape(shape);
   resultShape[axis] = k;

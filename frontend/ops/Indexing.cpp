@@ -21,6 +21,19 @@ using namespace mlir;
 
 namespace ppc {
 
+/// `indices` as i64 with negative ones counted from the end of a dimension
+/// of `size` (ONNX's convention); the others unchanged.
+static FailureOr<Value> wrapNegative(NodeImporter &n, Value indices, int64_t size) {
+  auto index = n.castElements(indices, n.builder().getI64Type());
+  if (failed(index))
+    return failure();
+  auto negative = n.create<LessOp>(*index, n.scalarLike(*index, 0));
+  auto shifted = n.create<AddOp>(*index, n.scalarLike(*index, double(size)));
+  if (failed(negative) || failed(shifted))
+    return failure();
+  return n.create<WhereOp>(*negative, *shifted, *index);
+}
+
 /// The flat positions in `data` of ONNX's GatherElements/ScatterElements
 /// indices along `axis`: each index (negative ones counted from the end)
 /// times the axis stride, plus its element's offset along the other
@@ -60,17 +73,10 @@ static FailureOr<Value> flatElementIndices(NodeImporter &n, Value data, Value in
     }
     offsets.setInt(p, offset);
   }
-  auto index = n.castElements(indices, n.builder().getI64Type());
-  if (failed(index))
-    return failure();
-  Value zero = n.scalarLike(*index, 0), dim = n.scalarLike(*index, double(size));
-  auto negative = n.create<LessOp>(*index, zero);
-  auto shifted = n.create<AddOp>(*index, dim);
-  if (failed(negative) || failed(shifted))
-    return failure();
-  auto wrapped = n.create<WhereOp>(*negative, *shifted, *index);
+  auto wrapped = wrapNegative(n, indices, size);
   if (failed(wrapped))
     return failure();
+  Value zero = n.scalarLike(*wrapped, 0), dim = n.scalarLike(*wrapped, double(size));
   auto low = n.create<LessOp>(*wrapped, zero);
   auto high = n.create<LessOp>(*wrapped, dim);
   if (failed(low) || failed(high))
@@ -224,15 +230,7 @@ static LogicalResult importOneHot(NodeImporter &n) {
   auto axis = n.normalizeAxis(n.intAttr("axis", -1), rank);
   if (failed(axis))
     return failure();
-  auto index = n.castElements(*indices, n.builder().getI64Type());
-  if (failed(index))
-    return failure();
-  Value zero = n.scalarLike(*index, 0), dim = n.scalarLike(*index, double(depth));
-  auto negative = n.create<LessOp>(*index, zero);
-  auto shifted = n.create<AddOp>(*index, dim);
-  if (failed(negative) || failed(shifted))
-    return failure();
-  auto wrapped = n.create<WhereOp>(*negative, *shifted, *index);
+  auto wrapped = wrapNegative(n, *indices, depth);
   if (failed(wrapped))
     return failure();
   Shape expanded(indexType.getShape());

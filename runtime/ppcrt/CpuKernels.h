@@ -12,6 +12,7 @@
 #ifndef PPC_RUNTIME_PPCRT_CPUKERNELS_H
 #define PPC_RUNTIME_PPCRT_CPUKERNELS_H
 
+#include "runtime/ppcrt/Lines.h"
 #include "runtime/ppcrt/Rank.h"
 
 #include <algorithm>
@@ -387,62 +388,25 @@ void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool 
   }
 }
 
-/// Whether `x` comes before `y` in top-k order: larger (smaller) first,
-/// NaN as the largest; equal elements keep their order.
-template <typename T>
-inline bool topKBefore(T x, T y, bool largest) {
-  bool xn = x != x, yn = y != y;
-  if (xn || yn)
-    return xn && !yn ? largest : (!xn && yn && !largest);
-  return largest ? y < x : x < y;
-}
-
-/// The indices of the k first elements in top-k order of each line along
-/// the middle dimension of [outer, n, inner] (k passes of a selection, so
-/// for small k such as a router's).
+/// top_k_indices over the lines along the middle dimension of
+/// [outer, n, inner] (Lines.h).
 template <typename T>
 void topKIndices(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
                  int64_t k, bool largest) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < inner; ++j)
-      for (int64_t r = 0; r < k; ++r) {
-        // The best element not taken yet: one that none of the taken ones
-        // follows, i.e. after the previous pick in order.
-        int64_t best = -1;
-        int64_t previous = r ? out[(o * k + r - 1) * inner + j] : -1;
-        for (int64_t i = 0; i < n; ++i) {
-          T x = in[(o * n + i) * inner + j];
-          if (previous >= 0) {
-            T p = in[(o * n + previous) * inner + j];
-            if (!(topKBefore(p, x, largest) || (!topKBefore(x, p, largest) && previous < i)))
-              continue;
-          }
-          if (best < 0 || topKBefore(x, in[(o * n + best) * inner + j], largest))
-            best = i;
-        }
-        out[(o * k + r) * inner + j] = best;
-      }
+      lines::topKIndices<T>(in + o * n * inner + j, out + o * k * inner + j, n, inner, k,
+                            largest);
 }
 
-/// Running sums along the middle dimension of [outer, n, inner], added in
-/// scan order (from the end with `reverse`; without the element itself with
-/// `exclusive`).
+/// cumsum over the lines along the middle dimension of [outer, n, inner].
 template <typename T>
 void cumsum(const T *in, T *out, int64_t outer, int64_t n, int64_t inner, bool exclusive,
             bool reverse) {
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < inner; ++j) {
-      T sum = T(0);
-      for (int64_t s = 0; s < n; ++s) {
-        int64_t i = (o * n + (reverse ? n - 1 - s : s)) * inner + j;
-        T x = in[i];
-        if (exclusive)
-          out[i] = sum;
-        sum += x;
-        if (!exclusive)
-          out[i] = sum;
-      }
-    }
+    for (int64_t j = 0; j < inner; ++j)
+      lines::cumsum(in + o * n * inner + j, out + o * n * inner + j, n, inner, exclusive,
+                    reverse);
 }
 
 /// Generic einsum: every combination of label values, output labels

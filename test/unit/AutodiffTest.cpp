@@ -9,6 +9,7 @@
 #include "executor/Interpreter.h"
 #include "ir/PpcDialect.h"
 #include "passes/PassValidation.h"
+#include "test/unit/FiniteDifferences.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -70,22 +71,6 @@ TEST(Autodiff, GradientsMatchCentralDifferences) {
   ASSERT_TRUE(succeeded(grads));
   EXPECT_NEAR((*grads)[0].floats()[0], loss(args), 1e-15);
 
-  double worst = 0;
-  const double h = 1e-6;
-  for (unsigned p = 0; p < 4; ++p) {
-    Tensor &param = args[2 + p];
-    const Tensor &analytic = (*grads)[1 + p];
-    for (int64_t i = 0; i < param.numElements(); ++i) {
-      double saved = param.floats()[i];
-      param.floats()[i] = saved + h;
-      double up = loss(args);
-      param.floats()[i] = saved - h;
-      double down = loss(args);
-      param.floats()[i] = saved;
-      double numeric = (up - down) / (2 * h);
-      worst = std::max(worst, std::abs(analytic.floats()[i] - numeric) /
-                                  std::max(1.0, std::abs(numeric)));
-    }
-  }
+  double worst = worstCentralDifference(forward, grad, args, {2, 3, 4, 5}, exec);
   EXPECT_LT(worst, 1e-8) << "worst relative error " << worst;
 }

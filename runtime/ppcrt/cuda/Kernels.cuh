@@ -16,6 +16,7 @@
 #ifndef PPC_RUNTIME_PPCRT_CUDA_KERNELS_CUH
 #define PPC_RUNTIME_PPCRT_CUDA_KERNELS_CUH
 
+#include "runtime/ppcrt/Lines.h"
 #include "runtime/ppcrt/Scalar.h"
 #include "runtime/ppcrt/cuda/Cuda.h"
 
@@ -271,40 +272,15 @@ void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer,
   launched("a scatter_add");
 }
 
-/// What top-k compares: the value itself, exactly (bf16 through float).
-template <typename T> __device__ inline T topKKey(T x) { return x; }
-__device__ inline float topKKey(bf16 x) { return float(x); }
-
-template <typename T>
-__device__ inline bool topKBefore(T x, T y, bool largest) {
-  auto a = topKKey(x), b = topKKey(y);
-  bool xn = a != a, yn = b != b;
-  if (xn || yn)
-    return xn && !yn ? largest : (!xn && yn && !largest);
-  return largest ? b < a : a < b;
-}
-
-/// One thread per line: k selection passes, each taking the best element
-/// after the previous pick in top-k order (as the CPU kernel).
+/// One thread per line (Lines.h), compared in the register type (bf16 as
+/// float).
 template <typename T>
 __global__ void topKIndicesKernel(const T *in, int64_t *out, int64_t outer, int64_t n,
                                   int64_t inner, int64_t k, bool largest) {
   PPCRT_GRID_STRIDE(line, outer * inner) {
     int64_t o = line / inner, j = line % inner;
-    for (int64_t r = 0; r < k; ++r) {
-      int64_t best = -1, previous = r ? out[(o * k + r - 1) * inner + j] : -1;
-      for (int64_t i = 0; i < n; ++i) {
-        T x = in[(o * n + i) * inner + j];
-        if (previous >= 0) {
-          T p = in[(o * n + previous) * inner + j];
-          if (!(topKBefore(p, x, largest) || (!topKBefore(x, p, largest) && previous < i)))
-            continue;
-        }
-        if (best < 0 || topKBefore(x, in[(o * n + best) * inner + j], largest))
-          best = i;
-      }
-      out[(o * k + r) * inner + j] = best;
-    }
+    lines::topKIndices<Reg<T>>(in + o * n * inner + j, out + o * k * inner + j, n, inner, k,
+                               largest);
   }
 }
 
@@ -316,23 +292,14 @@ void topKIndices(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t in
   launched("a top_k_indices");
 }
 
-/// One thread per line of [outer, n, inner]: the sums are added in scan
-/// order, as the CPU kernel adds them.
+/// One thread per line (Lines.h).
 template <typename T>
 __global__ void cumsumKernel(const T *in, T *out, int64_t outer, int64_t n, int64_t inner,
                              bool exclusive, bool reverse) {
   PPCRT_GRID_STRIDE(line, outer * inner) {
     int64_t o = line / inner, j = line % inner;
-    T sum = T(0);
-    for (int64_t s = 0; s < n; ++s) {
-      int64_t i = (o * n + (reverse ? n - 1 - s : s)) * inner + j;
-      T x = in[i];
-      if (exclusive)
-        out[i] = sum;
-      sum += x;
-      if (!exclusive)
-        out[i] = sum;
-    }
+    lines::cumsum(in + o * n * inner + j, out + o * n * inner + j, n, inner, exclusive,
+                  reverse);
   }
 }
 

@@ -1,0 +1,70 @@
+//===- Lines.h - scans and selections along one line of a tensor ---------===//
+//
+// Kernels over the lines of a tensor viewed as [outer, n, inner]: one call
+// handles line (o, j), the n elements o*n*inner + j, stride inner. The CPU
+// kernels loop over the lines and the CUDA kernels give each line a thread,
+// both calling these, so the two targets compute alike.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_RUNTIME_PPCRT_LINES_H
+#define PPC_RUNTIME_PPCRT_LINES_H
+
+#include "runtime/ppcrt/Scalar.h"
+
+#include <cstdint>
+
+namespace ppcrt::lines {
+
+/// Running sums of the line, added in scan order (from the end with
+/// `reverse`; without the element itself with `exclusive`).
+template <typename T>
+PPCRT_HD inline void cumsum(const T *in, T *out, int64_t n, int64_t inner, bool exclusive,
+                            bool reverse) {
+  T sum = T(0);
+  for (int64_t s = 0; s < n; ++s) {
+    int64_t i = (reverse ? n - 1 - s : s) * inner;
+    T x = in[i];
+    if (exclusive)
+      out[i] = sum;
+    sum += x;
+    if (!exclusive)
+      out[i] = sum;
+  }
+}
+
+/// Whether `x` comes before `y` in top-k order: larger (smaller) first,
+/// NaN as the largest; equal elements keep their order.
+template <typename K> PPCRT_HD inline bool topKBefore(K x, K y, bool largest) {
+  bool xn = x != x, yn = y != y;
+  if (xn || yn)
+    return xn && !yn ? largest : (!xn && yn && !largest);
+  return largest ? y < x : x < y;
+}
+
+/// The positions of the k first elements of the line in top-k order,
+/// compared as `K` (the element type; float for bf16): k selection passes,
+/// each taking the best element after the previous pick, so for small k such
+/// as a router's.
+template <typename K, typename T>
+PPCRT_HD inline void topKIndices(const T *in, int64_t *out, int64_t n, int64_t inner,
+                                 int64_t k, bool largest) {
+  for (int64_t r = 0; r < k; ++r) {
+    int64_t best = -1, previous = r ? out[(r - 1) * inner] : -1;
+    for (int64_t i = 0; i < n; ++i) {
+      K x = K(in[i * inner]);
+      if (previous >= 0) {
+        K p = K(in[previous * inner]);
+        if (!(topKBefore(p, x, largest) || (!topKBefore(x, p, largest) && previous < i)))
+          continue;
+      }
+      if (best < 0 || topKBefore(x, K(in[best * inner]), largest))
+        best = i;
+    }
+    out[r * inner] = best;
+  }
+}
+
+} // namespace ppcrt::lines
+
+#endif // PPC_RUNTIME_PPCRT_LINES_H
