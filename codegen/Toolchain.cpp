@@ -58,7 +58,7 @@ static std::vector<std::string> cudaBuildCommand(llvm::StringRef source, llvm::S
     else
       args.push_back("-Xlinker=" + name.str());
   }
-  args.push_back("-Xlinker=-rpath," PPC_LLVM_LIBRARY_DIR ":" PPC_CUDA_LIBRARY_DIR);
+  args.push_back("-Xlinker=-rpath," PPC_CUDA_LIBRARY_DIR);
   args.push_back("-lgomp");
   args.push_back("-lpthread");
   return args;
@@ -83,7 +83,6 @@ static std::vector<std::string> hostBuildCommand(std::vector<std::string> compil
   for (const char *lib : {PPC_LINK_LIBRARIES})
     if (*lib)
       args.push_back(lib);
-  args.push_back("-Wl,-rpath," PPC_LLVM_LIBRARY_DIR);
   args.push_back("-lpthread");
   return args;
 }

@@ -8,7 +8,12 @@ run alive: checkpoints, resume and the watchdog.
 
 With --target cuda (a GPU per rank needed), only the parity runs, on the
 meshes the visible GPUs hold, within a relative 1e-4: GPU GEMMs and
-reductions sum in another order than the executor (DESIGN.md §5).
+reductions sum in another order than the executor (DESIGN.md §5). A GPU
+machine without ppc (the lent ones: bench/gpu/README.md) runs the same check
+in two halves: `--target cuda --prepare DIR [--meshes 1,2]` compiles the
+executables and runs `ppc simulate` here, and `--prepared DIR [--launcher
+""]` (no --ppc) runs the executables there against the saved losses and
+arenas (the exported-logits check needs `ppc eval`, so it stays out).
 
 With --target cuda-emulator, the CUDA executables built against ppc's CUDA
 emulator run on CPUs: parity on meshes 1, 2x2 and 2x2x2 (and the Megatron
@@ -150,6 +155,64 @@ def parity(ppc, tmp, models, meshes, steps, layouts=()):
         print(f"{kind:6} {mesh:6} {err:15.3e}  {got[0]:.6f} .. {got[-1]:.6f}  {label}")
         assert err <= LIMIT, f"{kind} on {mesh} {label}: relative error {err:.3e} > {LIMIT}"
     print(f"parity: worst relative error {worst:.3e} (limit {LIMIT})")
+
+
+def prepare_cuda(ppc, out, meshes, steps=20, models=("gpt", "llama", "bert")):
+    """The --target cuda parity runs' executables and simulate's losses, into
+    out (for --prepared on a GPU machine without ppc)."""
+    os.makedirs(out, exist_ok=True)
+    runs = []
+    for kind in models:
+        model = os.path.join(out, f"{kind}.onnx")
+        ppc_models.export(kind, CFG, model, constant_folding=False)
+        for mesh in meshes:
+            name = f"{kind}-{mesh}"
+            compiled = run([ppc, "compile", model, "--mesh", mesh, "--target", "cuda",
+                            "-o", os.path.join(out, name)] + TRAINING)
+            run([ppc, "simulate", model, "--mesh", mesh, "--data", CORPUS, "--steps",
+                 str(steps), "--log", os.path.join(out, f"{name}.sim.jsonl")] + TRAINING)
+            printed = [int(b) for b in re.findall(r"^  arena +[0-9.]+ \S+ \(([0-9]+) B\)",
+                                                  compiled.stderr, re.M)]
+            runs.append(dict(kind=kind, mesh=mesh, name=name, steps=steps,
+                             arenas=[printed[-1], max(printed)]))
+        os.remove(model)
+    with open(CORPUS, "rb") as src, open(os.path.join(out, "corpus"), "wb") as dst:
+        dst.write(src.read())
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump(runs, f, indent=1)
+    print(f"prepared {len(runs)} runs in {out}")
+
+
+def run_prepared(out, launcher, limit=1e-4):
+    """prepare_cuda's runs on this machine's GPUs against the saved losses."""
+    gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    gpus = gpus.count("GPU ")
+    worst = 0.0
+    print(f"{'model':6} {'mesh':6} {'worst rel. err':>15}  losses (first, last)")
+    for r in json.load(open(os.path.join(out, "manifest.json"))):
+        if ranks(r["mesh"]) > gpus:
+            print(f"{r['kind']:6} {r['mesh']:6} skipped: {gpus} GPU(s) visible")
+            continue
+        log = os.path.join(out, f"{r['name']}.exe.jsonl")
+        if os.path.exists(log):
+            os.remove(log)
+        prefix = launcher.split()
+        if prefix and os.path.basename(prefix[0]) in ("mpirun", "mpiexec"):
+            prefix += ["-np", str(ranks(r["mesh"]))]
+        elif ranks(r["mesh"]) > 1:
+            raise AssertionError(f"{r['name']}: {ranks(r['mesh'])} ranks need mpirun")
+        run(prefix + [os.path.join(out, r["name"]), "--data", os.path.join(out, "corpus"),
+                      "--steps", str(r["steps"]), "--log", log], timeout=600)
+        got, want = losses(log), losses(os.path.join(out, f"{r['name']}.sim.jsonl"))
+        assert len(got) == len(want) == r["steps"], (len(got), len(want))
+        first = json.loads(open(log).readline())
+        logged = [first["arena_bytes"], first["max_arena_bytes"]]
+        assert logged == r["arenas"], (logged, r["arenas"])
+        err = max(abs(g - w) / abs(w) for g, w in zip(got, want))
+        worst = max(worst, err)
+        print(f"{r['kind']:6} {r['mesh']:6} {err:15.3e}  {got[0]:.6f} .. {got[-1]:.6f}")
+        assert err <= limit, f"{r['name']}: relative error {err:.3e} > {limit}"
+    print(f"parity: worst relative error {worst:.3e} (limit {limit})")
 
 
 def bf16_parity(ppc, tmp, models=("gpt", "llama"), mesh="2x2", steps=20, limit=2e-4):
@@ -336,10 +399,27 @@ def hyper_overrides(ppc, tmp):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ppc", required=True)
+    parser.add_argument("--ppc", help="the ppc to test (needed unless --prepared)")
+    parser.add_argument("--prepare", metavar="DIR",
+                        help="with --target cuda: build the parity runs into DIR, run nothing")
+    parser.add_argument("--meshes", default="1", help="with --prepare: the meshes, comma-separated")
+    parser.add_argument("--prepared", metavar="DIR", help="run --prepare's runs on this machine")
+    parser.add_argument("--launcher", default="mpirun --allow-run-as-root --oversubscribe",
+                        help="with --prepared: what starts the ranks ('' runs one rank alone)")
     parser.add_argument("--quick", action="store_true", help="GPT on 2x2x2 only, 5 steps")
     parser.add_argument("--target", choices=["cpu", "cuda", "cuda-emulator"], default="cpu")
     args = parser.parse_args()
+    if args.prepared:
+        run_prepared(args.prepared, args.launcher)
+        print("OK")
+        return
+    if not args.ppc:
+        parser.error("--ppc is needed unless --prepared")
+    if args.prepare:
+        if args.target != "cuda":
+            parser.error("--prepare is for --target cuda")
+        prepare_cuda(args.ppc, args.prepare, args.meshes.split(","))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         if args.target == "cuda-emulator":
             global TARGET, LIMIT

@@ -375,15 +375,39 @@ template <ReduceKind Kind, typename A> __device__ inline A reduceCombine(A x, A 
     return (x != x) || x < y ? x : y;
 }
 
-/// One output per block: the reduced dimensions include the innermost, so
-/// the block's threads read consecutive elements.
+/// Partial results of split reductions (reduceWith), 8-byte accumulators:
+/// one reduction's worth, as every reduction runs on the compute stream, in
+/// order. Static, so not part of the memory plan's arena (8 MiB a process).
+constexpr int64_t kReducePartials = int64_t(1) << 20;
+__device__ uint64_t reducePartials[kReducePartials];
+
+template <typename A> __device__ inline A *partialsOf() {
+  static_assert(sizeof(A) == sizeof(uint64_t), "accumulators are 8 bytes");
+  return reinterpret_cast<A *>(reducePartials);
+}
+
+/// What a reduction writes for its accumulated value.
+template <ReduceKind Kind, typename T, typename A> __device__ inline T reduceResult(A value,
+                                                                                  int64_t count) {
+  if constexpr (Kind == ReduceKind::Mean)
+    value = meanOf(value, count);
+  return T(Reg<T>(value));
+}
+
+/// The reduced dimensions include the innermost, so a block's threads read
+/// consecutive elements: block b reduces chunk b % splits of output
+/// b / splits (elements [s * chunk, (s + 1) * chunk)) and writes the result,
+/// or with several chunks its partial to reducePartials[b].
 template <ReduceKind Kind, typename T, typename Source>
-__global__ void reduceRowsKernel(Source in, T *out, Dims kept, Dims reduced, int64_t count) {
+__global__ void reduceRowsKernel(Source in, T *out, Dims kept, Dims reduced, int64_t count,
+                                 int64_t chunk, int64_t splits) {
   using A = ReduceAccumulator<Kind, T>;
   __shared__ A partial[kThreads];
-  int64_t base = stridedIndex(kept, blockIdx.x);
+  int64_t o = blockIdx.x / splits, s = blockIdx.x % splits;
+  int64_t base = stridedIndex(kept, o);
+  int64_t end = (s + 1) * chunk < count ? (s + 1) * chunk : count;
   A acc = reduceIdentity<Kind, A>();
-  for (int64_t r = threadIdx.x; r < count; r += blockDim.x)
+  for (int64_t r = s * chunk + threadIdx.x; r < end; r += blockDim.x)
     acc = reduceCombine<Kind, A>(acc, A(in(base + stridedIndex(reduced, r))));
   partial[threadIdx.x] = acc;
   __syncthreads();
@@ -394,28 +418,61 @@ __global__ void reduceRowsKernel(Source in, T *out, Dims kept, Dims reduced, int
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    A value = partial[0];
-    if constexpr (Kind == ReduceKind::Mean)
-      value = meanOf(value, count);
-    out[blockIdx.x] = T(Reg<T>(value));
+    if (splits == 1)
+      out[o] = reduceResult<Kind, T>(partial[0], count);
+    else
+      partialsOf<A>()[blockIdx.x] = partial[0];
   }
 }
 
-/// One output per thread: the innermost dimension is kept, so neighbouring
-/// threads read neighbouring elements at every step.
+/// The innermost dimension is kept: thread i reduces chunk i / outputs of
+/// output i % outputs, so neighbouring threads read neighbouring elements at
+/// every step; with several chunks it writes its partial to
+/// reducePartials[i].
 template <ReduceKind Kind, typename T, typename Source>
 __global__ void reduceColumnsKernel(Source in, T *out, Dims kept, Dims reduced,
-                                    int64_t outputs, int64_t count) {
+                                    int64_t outputs, int64_t count, int64_t chunk,
+                                    int64_t splits) {
   using A = ReduceAccumulator<Kind, T>;
-  PPCRT_GRID_STRIDE(o, outputs) {
+  PPCRT_GRID_STRIDE(i, outputs * splits) {
+    int64_t o = i % outputs, s = i / outputs;
     int64_t base = stridedIndex(kept, o);
+    int64_t end = (s + 1) * chunk < count ? (s + 1) * chunk : count;
     A acc = reduceIdentity<Kind, A>();
-    for (int64_t r = 0; r < count; ++r)
+    for (int64_t r = s * chunk; r < end; ++r)
       acc = reduceCombine<Kind, A>(acc, A(in(base + stridedIndex(reduced, r))));
-    if constexpr (Kind == ReduceKind::Mean)
-      acc = meanOf(acc, count);
-    out[o] = T(Reg<T>(acc));
+    if (splits == 1)
+      out[o] = reduceResult<Kind, T>(acc, count);
+    else
+      partialsOf<A>()[i] = acc;
   }
+}
+
+/// Combines each output's `splits` partials, chunk 0 first (so the result
+/// does not depend on the schedule): output o's chunk s is at
+/// reducePartials[o * outputStride + s * splitStride].
+template <ReduceKind Kind, typename T>
+__global__ void reduceSplitsKernel(T *out, int64_t outputs, int64_t splits, int64_t outputStride,
+                                   int64_t splitStride, int64_t count) {
+  using A = ReduceAccumulator<Kind, T>;
+  const A *partials = partialsOf<A>();
+  PPCRT_GRID_STRIDE(o, outputs) {
+    A acc = reduceIdentity<Kind, A>();
+    for (int64_t s = 0; s < splits; ++s)
+      acc = reduceCombine<Kind, A>(acc, partials[o * outputStride + s * splitStride]);
+    out[o] = reduceResult<Kind, T>(acc, count);
+  }
+}
+
+/// How many chunks a reduction of `count` elements into each of `outputs`
+/// results is cut into: enough for `workers` (blocks or threads) in all,
+/// none shorter than `minChunk`, and their partials within reducePartials.
+inline int64_t reduceSplits(int64_t outputs, int64_t count, int64_t workers, int64_t minChunk) {
+  int64_t splits = (workers + outputs - 1) / outputs;
+  int64_t most = (count + minChunk - 1) / minChunk;
+  splits = splits < most ? splits : most;
+  splits = splits < kReducePartials / outputs ? splits : kReducePartials / outputs;
+  return splits < 1 ? 1 : splits;
 }
 
 /// Reads element i of a dense tensor (in its register type).
@@ -449,13 +506,35 @@ void reduceWith(Source in, T *out, int rank, const int64_t (&shape)[kMaxRank], u
       dims->size[j] = s;
       dims->stride[j] = t;
     }
+  // A few long reductions (a bias's gradient, a norm) are cut into chunks
+  // whose partials a second kernel combines, so they fill the GPU: 1024
+  // blocks of rows, or 2^18 threads of columns.
   bool innerReduced = rank > 0 && (mask >> (rank - 1) & 1);
-  if (innerReduced && outputs < int64_t(1) << 31)
-    PPCRT_LAUNCH(reduceRowsKernel<Kind>, unsigned(outputs), kThreads, 0, stream())(in, out, kept,
-                                                                          reduced, count);
-  else
-    PPCRT_LAUNCH(reduceColumnsKernel<Kind>, blocksFor(outputs), kThreads, 0, stream())(
-        in, out, kept, reduced, outputs, count);
+  int64_t splits = 1, chunk = count;
+  bool split = outputs > 0 && count > 0;
+  if (innerReduced && outputs < int64_t(1) << 31) {
+    splits = split ? reduceSplits(outputs, count, 1024, 4 * kThreads) : 1;
+    chunk = split ? (count + splits - 1) / splits : count;
+    splits = split ? (count + chunk - 1) / chunk : 1;
+    if (outputs * splits >= int64_t(1) << 31)
+      splits = 1, chunk = count;
+    PPCRT_LAUNCH(reduceRowsKernel<Kind>, unsigned(outputs * splits), kThreads, 0, stream())(
+        in, out, kept, reduced, count, chunk, splits);
+    launched("a reduction");
+    if (splits > 1)
+      PPCRT_LAUNCH(reduceSplitsKernel<Kind>, blocksFor(outputs), kThreads, 0, stream())(
+          out, outputs, splits, splits, int64_t(1), count);
+  } else {
+    splits = split ? reduceSplits(outputs, count, int64_t(1) << 18, 16) : 1;
+    chunk = split ? (count + splits - 1) / splits : count;
+    splits = split ? (count + chunk - 1) / chunk : 1;
+    PPCRT_LAUNCH(reduceColumnsKernel<Kind>, blocksFor(outputs * splits), kThreads, 0,
+                 stream())(in, out, kept, reduced, outputs, count, chunk, splits);
+    launched("a reduction");
+    if (splits > 1)
+      PPCRT_LAUNCH(reduceSplitsKernel<Kind>, blocksFor(outputs), kThreads, 0, stream())(
+          out, outputs, splits, int64_t(1), outputs, count);
+  }
   launched("a reduction");
 }
 

@@ -75,8 +75,9 @@ NcclRank::NcclRank(const Program &program, double timeoutSeconds, cudaStream_t c
   if (rank == 0)
     checkNccl(ncclGetUniqueId(&id), nullptr, "creating the NCCL unique id");
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  checkNccl(ncclCommInitRankConfig(&world, worldSize, id, rank, &config), world,
-            "creating the world NCCL communicator");
+  // The call writes `world`, which checkNccl must see: one statement each.
+  ncclResult_t created = ncclCommInitRankConfig(&world, worldSize, id, rank, &config);
+  checkNccl(created, world, "creating the world NCCL communicator");
   settle(world, "creating the world NCCL communicator");
 
   // One communicator per group, as MpiRank's: ranks sharing the coordinates

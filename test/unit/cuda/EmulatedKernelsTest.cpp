@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <random>
@@ -66,23 +67,27 @@ int takeKernelError() {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-/// Reduces [3, 5, 70] over the dimensions set in `mask` (bit 0: the
+using Shape3 = std::array<int64_t, 3>;
+constexpr Shape3 kSmall = {3, 5, 70};
+
+/// Reduces `shape` over the dimensions set in `mask` (bit 0: the
 /// outermost) in double.
 template <typename T>
-std::vector<double> referenceReduce(ReduceKind kind, const std::vector<T> &in, uint32_t mask) {
-  const int64_t shape[3] = {3, 5, 70};
+std::vector<double> referenceReduce(ReduceKind kind, const std::vector<T> &in, uint32_t mask,
+                                    const Shape3 &shape = kSmall) {
   int64_t kept[3];
   for (int d = 0; d < 3; ++d)
     kept[d] = (mask >> d & 1) ? 1 : shape[d];
-  int64_t outputs = kept[0] * kept[1] * kept[2], count = 3 * 5 * 70 / outputs;
+  int64_t outputs = kept[0] * kept[1] * kept[2];
+  int64_t count = shape[0] * shape[1] * shape[2] / outputs;
   bool isMax = kind == ReduceKind::Max, isMin = kind == ReduceKind::Min;
   std::vector<double> out(outputs, isMax ? -INFINITY : isMin ? INFINITY : 0.0);
-  for (int64_t a = 0; a < 3; ++a)
-    for (int64_t b = 0; b < 5; ++b)
-      for (int64_t c = 0; c < 70; ++c) {
+  for (int64_t a = 0; a < shape[0]; ++a)
+    for (int64_t b = 0; b < shape[1]; ++b)
+      for (int64_t c = 0; c < shape[2]; ++c) {
         int64_t o = ((kept[0] > 1 ? a : 0) * kept[1] + (kept[1] > 1 ? b : 0)) * kept[2] +
                     (kept[2] > 1 ? c : 0);
-        double x = double(in[(a * 5 + b) * 70 + c]);
+        double x = double(in[(a * shape[1] + b) * shape[2] + c]);
         if (isMax)
           out[o] = std::isnan(out[o]) || out[o] > x ? out[o] : x;
         else if (isMin)
@@ -97,31 +102,48 @@ std::vector<double> referenceReduce(ReduceKind kind, const std::vector<T> &in, u
 }
 
 template <ReduceKind Kind, typename T>
-std::vector<T> runReduce(const std::vector<T> &in, uint32_t mask, size_t outputs) {
-  const int64_t shape[ppcrt::kMaxRank] = {3, 5, 70};
+std::vector<T> runReduce(const std::vector<T> &in, uint32_t mask, size_t outputs,
+                         const Shape3 &dims = kSmall) {
+  const int64_t shape[ppcrt::kMaxRank] = {dims[0], dims[1], dims[2]};
   T *din = deviceCopy(in), *dout = deviceCopy(std::vector<T>(outputs));
   ppcrt::cuda::reduce<Kind>(din, dout, 3, shape, mask);
   return hostCopy(dout, outputs);
 }
 
-template <ReduceKind Kind> void checkFloatReduce(const std::vector<float> &in) {
+template <ReduceKind Kind>
+void checkFloatReduce(const std::vector<float> &in, const Shape3 &shape = kSmall) {
   for (uint32_t mask = 1; mask < 8; ++mask) {
-    std::vector<double> want = referenceReduce(Kind, in, mask);
-    std::vector<float> got = runReduce<Kind>(in, mask, want.size());
+    std::vector<double> want = referenceReduce(Kind, in, mask, shape);
+    std::vector<float> got = runReduce<Kind>(in, mask, want.size(), shape);
     for (size_t i = 0; i < want.size(); ++i)
       ASSERT_TRUE(near(got[i], want[i], 1e-6)) << "kind " << int(Kind) << " mask " << mask
                                                 << " output " << i;
   }
 }
 
-// Masks with the innermost dimension reduced take the rows kernel (one block
-// per output), the others the columns kernel (one thread per output).
+// Masks with the innermost dimension reduced take the rows kernel (blocks
+// per output), the others the columns kernel (threads per output).
 TEST(CudaKernels, FloatReductionsOverEveryMask) {
   std::vector<float> in = randomFloats(3 * 5 * 70, 1);
   checkFloatReduce<ReduceKind::Sum>(in);
   checkFloatReduce<ReduceKind::Mean>(in);
   checkFloatReduce<ReduceKind::Max>(in);
   checkFloatReduce<ReduceKind::Min>(in);
+}
+
+// Few outputs of many elements each (a bias's gradient, a norm: the GPU's
+// first profile found these at 90% of a step) are cut into chunks whose
+// partials a second kernel combines: rows into up to 47 chunks here
+// (mask 7), columns into up to 750 (mask 3: 6 outputs of 12000).
+TEST(CudaKernels, LongReductionsAreCutIntoChunks) {
+  const Shape3 shape = {6, 2000, 6};
+  std::vector<float> in = randomFloats(6 * 2000 * 6, 3);
+  checkFloatReduce<ReduceKind::Sum>(in, shape);
+  checkFloatReduce<ReduceKind::Mean>(in, shape);
+  checkFloatReduce<ReduceKind::Max>(in, shape);
+  in[(4 * 2000 + 1999) * 6 + 5] = NAN;
+  checkFloatReduce<ReduceKind::Min>(in, shape);
+  checkFloatReduce<ReduceKind::Max>(in, shape);
 }
 
 TEST(CudaKernels, MaxAndMinPropagateNaN) {

@@ -18,6 +18,8 @@ struct ncclComm {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
   std::atomic<bool> aborted{false};
+  /// Created non-blocking and not yet polled by ncclCommGetAsyncError.
+  bool inProgress = false;
   /// Sends in flight, from copies of their data.
   struct Send {
     std::vector<char> data;
@@ -204,7 +206,7 @@ ncclResult_t pointToPoint(bool isSend, void *data, size_t count, ncclDataType_t 
   return ncclSuccess;
 }
 
-ncclResult_t newComm(MPI_Comm mpi, ncclComm_t *comm) {
+ncclResult_t newComm(MPI_Comm mpi, ncclComm_t *comm, const ncclConfig_t *config = nullptr) {
   if (mpi == MPI_COMM_NULL) {
     *comm = nullptr;
     return ncclSuccess;
@@ -213,6 +215,11 @@ ncclResult_t newComm(MPI_Comm mpi, ncclComm_t *comm) {
   (*comm)->comm = mpi;
   MPI_Comm_rank(mpi, &(*comm)->rank);
   MPI_Comm_size(mpi, &(*comm)->size);
+  // NCCL's non-blocking creation returns before the communicator is ready.
+  if (config && !config->blocking) {
+    (*comm)->inProgress = true;
+    return ncclInProgress;
+  }
   return ncclSuccess;
 }
 
@@ -270,17 +277,22 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int ranks, ncclUniqueId id, int 
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int ranks, ncclUniqueId id, int rank,
-                                    ncclConfig_t *) {
-  return ncclCommInitRank(comm, ranks, id, rank);
+                                    ncclConfig_t *config) {
+  ncclResult_t result = ncclCommInitRank(comm, ranks, id, rank);
+  if (result == ncclSuccess && config && !config->blocking) {
+    (*comm)->inProgress = true;
+    return ncclInProgress;
+  }
+  return result;
 }
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newComm_,
-                           ncclConfig_t *) {
+                           ncclConfig_t *config) {
   if (!comm || comm->aborted)
     return error(ncclInvalidArgument, "invalid communicator");
   MPI_Comm mpi;
   MPI_Comm_split(comm->comm, color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : color, key, &mpi);
-  return newComm(mpi, newComm_);
+  return newComm(mpi, newComm_, config);
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
@@ -319,7 +331,8 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
   if (!comm)
     return error(ncclInvalidArgument, "invalid communicator");
-  *state = ncclSuccess;
+  *state = comm->inProgress ? ncclInProgress : ncclSuccess;
+  comm->inProgress = false;
   return ncclSuccess;
 }
 

@@ -6,8 +6,11 @@
 // every process of the job must call it, as ppc's runtime does), and each
 // call is work queued on its stream (Emulator.h) that makes the MPI call
 // when it runs. Sends are buffered (MPI_Isend from a copy) as an NCCL send
-// on a stream of its own never holds up the host. Communicators are never
-// in progress: non-blocking ones behave as blocking ones.
+// on a stream of its own never holds up the host. A communicator created
+// non-blocking (config.blocking = 0) is returned in progress, as NCCL's are:
+// ncclCommInitRankConfig and ncclCommSplit answer ncclInProgress and
+// ncclCommGetAsyncError reports it once, so a caller that does not poll (or
+// that reads the handle before the call wrote it) fails here as on a GPU.
 //
 //===----------------------------------------------------------------------===//
 
