@@ -448,12 +448,39 @@ __global__ void reduceColumnsKernel(Source in, T *out, Dims kept, Dims reduced,
   }
 }
 
-/// Combines each output's `splits` partials, chunk 0 first (so the result
-/// does not depend on the schedule): output o's chunk s is at
+/// Combines each output's `splits` partials, one block per output: thread t
+/// takes chunks t, t + blockDim.x, ... and a fixed tree joins the threads,
+/// so the result does not depend on the schedule. Output o's chunk s is at
 /// reducePartials[o * outputStride + s * splitStride].
 template <ReduceKind Kind, typename T>
 __global__ void reduceSplitsKernel(T *out, int64_t outputs, int64_t splits, int64_t outputStride,
                                    int64_t splitStride, int64_t count) {
+  using A = ReduceAccumulator<Kind, T>;
+  __shared__ A partial[kThreads];
+  const A *partials = partialsOf<A>();
+  for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+    A acc = reduceIdentity<Kind, A>();
+    for (int64_t s = threadIdx.x; s < splits; s += blockDim.x)
+      acc = reduceCombine<Kind, A>(acc, partials[o * outputStride + s * splitStride]);
+    partial[threadIdx.x] = acc;
+    __syncthreads();
+    for (int width = blockDim.x / 2; width > 0; width /= 2) {
+      if (int(threadIdx.x) < width)
+        partial[threadIdx.x] =
+            reduceCombine<Kind, A>(partial[threadIdx.x], partial[threadIdx.x + width]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0)
+      out[o] = reduceResult<Kind, T>(partial[0], count);
+    __syncthreads();
+  }
+}
+
+/// The same with one thread per output, chunk 0 first: for many outputs of
+/// few chunks each.
+template <ReduceKind Kind, typename T>
+__global__ void reduceFewSplitsKernel(T *out, int64_t outputs, int64_t splits,
+                                      int64_t outputStride, int64_t splitStride, int64_t count) {
   using A = ReduceAccumulator<Kind, T>;
   const A *partials = partialsOf<A>();
   PPCRT_GRID_STRIDE(o, outputs) {
@@ -462,6 +489,18 @@ __global__ void reduceSplitsKernel(T *out, int64_t outputs, int64_t splits, int6
       acc = reduceCombine<Kind, A>(acc, partials[o * outputStride + s * splitStride]);
     out[o] = reduceResult<Kind, T>(acc, count);
   }
+}
+
+/// Launches the kernel that combines reducePartials into `out`.
+template <ReduceKind Kind, typename T>
+void combineSplits(T *out, int64_t outputs, int64_t splits, int64_t outputStride,
+                   int64_t splitStride, int64_t count) {
+  if (splits <= 32)
+    PPCRT_LAUNCH(reduceFewSplitsKernel<Kind>, blocksFor(outputs), kThreads, 0, stream())(
+        out, outputs, splits, outputStride, splitStride, count);
+  else
+    PPCRT_LAUNCH(reduceSplitsKernel<Kind>, unsigned(outputs < 65536 * 8 ? outputs : 65536 * 8),
+                 kThreads, 0, stream())(out, outputs, splits, outputStride, splitStride, count);
 }
 
 /// How many chunks a reduction of `count` elements into each of `outputs`
@@ -522,8 +561,7 @@ void reduceWith(Source in, T *out, int rank, const int64_t (&shape)[kMaxRank], u
         in, out, kept, reduced, count, chunk, splits);
     launched("a reduction");
     if (splits > 1)
-      PPCRT_LAUNCH(reduceSplitsKernel<Kind>, blocksFor(outputs), kThreads, 0, stream())(
-          out, outputs, splits, splits, int64_t(1), count);
+      combineSplits<Kind>(out, outputs, splits, splits, int64_t(1), count);
   } else {
     splits = split ? reduceSplits(outputs, count, int64_t(1) << 18, 16) : 1;
     chunk = split ? (count + splits - 1) / splits : count;
@@ -532,8 +570,7 @@ void reduceWith(Source in, T *out, int rank, const int64_t (&shape)[kMaxRank], u
                  stream())(in, out, kept, reduced, outputs, count, chunk, splits);
     launched("a reduction");
     if (splits > 1)
-      PPCRT_LAUNCH(reduceSplitsKernel<Kind>, blocksFor(outputs), kThreads, 0, stream())(
-          out, outputs, splits, int64_t(1), outputs, count);
+      combineSplits<Kind>(out, outputs, splits, int64_t(1), outputs, count);
   }
   launched("a reduction");
 }
