@@ -1,6 +1,7 @@
 //===- Npy.cpp - .npy files in and out of tools ---------------------------===//
 
 #include "executor/Npy.h"
+#include "runtime/RegularFile.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -119,10 +120,9 @@ Expected<Tensor> parseNpy(StringRef bytes, StringRef name) {
 }
 
 Expected<Tensor> readNpy(StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
+  auto buffer = ppc::readRegularFile(path);
   if (!buffer)
-    return npyError(path, buffer.getError().message());
+    return npyError(path, llvm::toString(buffer.takeError()));
   return parseNpy((*buffer)->getBuffer(), path);
 }
 

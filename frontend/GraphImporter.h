@@ -39,6 +39,7 @@ private:
   mlir::LogicalResult checkOpset();
   mlir::LogicalResult checkSupportedOps();
   mlir::LogicalResult checkInitializers();
+  mlir::LogicalResult checkGraph();
   mlir::FailureOr<mlir::RankedTensorType> inputType(const onnx::ValueInfoProto &info);
   mlir::LogicalResult createFunction(mlir::ModuleOp module);
   mlir::LogicalResult importNodes();

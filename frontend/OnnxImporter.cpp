@@ -4,10 +4,13 @@
 #include "frontend/GraphImporter.h"
 #include "frontend/NodeImporter.h"
 #include "frontend/OnnxTensor.h"
+#include "runtime/RegularFile.h"
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 
 #include "mlir/IR/Verifier.h"
+#include "onnx/defs/schema.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -31,10 +34,9 @@ llvm::Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(llvm::StringRef path)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "file '" + path + "': " + message);
   };
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
+  auto buffer = readRegularFile(path);
   if (!buffer)
-    return fail(buffer.getError().message());
+    return fail(llvm::toString(buffer.takeError()));
   if ((*buffer)->getBufferSize() > static_cast<size_t>(INT_MAX))
     return fail("larger than 2 GiB; store the weights as ONNX external data");
   auto model = std::unique_ptr<OnnxModel>(new OnnxModel());
@@ -179,6 +181,112 @@ LogicalResult GraphImporter::checkSupportedOps() {
     ok = false;
   }
   return success(ok);
+}
+
+static const char *attributeTypeName(int type) {
+  switch (type) {
+  case onnx::AttributeProto::FLOAT: return "FLOAT";
+  case onnx::AttributeProto::INT: return "INT";
+  case onnx::AttributeProto::STRING: return "STRING";
+  case onnx::AttributeProto::TENSOR: return "TENSOR";
+  case onnx::AttributeProto::GRAPH: return "GRAPH";
+  case onnx::AttributeProto::FLOATS: return "FLOATS";
+  case onnx::AttributeProto::INTS: return "INTS";
+  case onnx::AttributeProto::STRINGS: return "STRINGS";
+  case onnx::AttributeProto::TENSORS: return "TENSORS";
+  case onnx::AttributeProto::GRAPHS: return "GRAPHS";
+  case onnx::AttributeProto::SPARSE_TENSOR: return "SPARSE_TENSOR";
+  case onnx::AttributeProto::SPARSE_TENSORS: return "SPARSE_TENSORS";
+  case onnx::AttributeProto::TYPE_PROTO: return "TYPE_PROTO";
+  case onnx::AttributeProto::TYPE_PROTOS: return "TYPE_PROTOS";
+  default: return "UNDEFINED";
+  }
+}
+
+// What the file says is checked against ONNX before any of it is read as
+// meaning something: every name defined once (initializers, inputs that are
+// not initializers, node outputs), every node input defined before its node
+// (SSA, in order), each op defined at the declared opset, and each attribute
+// one of its op's with the type ONNX gives it (a FLOAT `axis` read as an INT
+// would silently be 0).
+LogicalResult GraphImporter::checkGraph() {
+  const onnx::GraphProto &graph = model.proto().graph();
+  llvm::StringSet<> defined, initializers;
+  for (const auto &init : graph.initializer())
+    if (!initializers.insert(init.name()).second) {
+      report("initializer '" + init.name() + "': defined twice");
+      return failure();
+    }
+  defined = initializers;
+  for (const auto &input : graph.input())
+    if (!defined.insert(input.name()).second && !initializers.contains(input.name())) {
+      report("input '" + input.name() + "': defined twice");
+      return failure();
+    }
+  // Attributes ops gained after the newest opset this ONNX library knows
+  // cannot be checked against it.
+  const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto known = ranges.find("");
+  int64_t newestKnown = known == ranges.end() ? 0 : known->second.second;
+  llvm::StringMap<std::string> producer;
+  for (auto [i, node] : llvm::enumerate(graph.node()))
+    for (const std::string &out : node.output())
+      producer.try_emplace(out, nodeName(node, i));
+  for (auto [i, node] : llvm::enumerate(graph.node())) {
+    std::string where = "node '" + nodeName(node, i) + "' (" + node.op_type() + ")";
+    for (const std::string &in : node.input())
+      if (!in.empty() && !defined.contains(in)) {
+        auto later = producer.find(in);
+        report(where + ": input '" + in + "' is " +
+               (later == producer.end()
+                    ? std::string("not defined by any node, initializer or graph input")
+                    : "defined after it, by node '" + later->second +
+                          "' (nodes must be in topological order)"));
+        return failure();
+      }
+    for (const std::string &out : node.output())
+      if (!out.empty() && !defined.insert(out).second) {
+        report(where + ": output '" + out + "' is already defined" +
+               (initializers.contains(out) ? " (an initializer)" : ""));
+        return failure();
+      }
+    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const onnx::OpSchema *schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), int(opset), domain);
+    const onnx::OpSchema *latest =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), INT_MAX, domain);
+    // An op newer than the ONNX library ppc was built with is checked by
+    // its importer alone.
+    if (!latest)
+      continue;
+    if (!schema) {
+      report(where + ": not an op of opset " + llvm::Twine(opset) + " (it is defined from opset " +
+             llvm::Twine(latest->since_version()) + " on)");
+      return failure();
+    }
+    llvm::StringSet<> seen;
+    for (const auto &a : node.attribute()) {
+      if (!seen.insert(a.name()).second) {
+        report(where + ": attribute '" + a.name() + "' given twice");
+        return failure();
+      }
+      auto expected = schema->attributes().find(a.name());
+      if (expected == schema->attributes().end() && opset > newestKnown)
+        continue;
+      if (expected == schema->attributes().end()) {
+        report(where + ": '" + a.name() + "' is not an attribute of " + node.op_type() +
+               " at opset " + llvm::Twine(schema->since_version()));
+        return failure();
+      }
+      if (int(a.type()) != int(expected->second.type)) {
+        report(where + ": attribute '" + a.name() + "' is " + attributeTypeName(a.type()) +
+               "; " + node.op_type() + "'s '" + a.name() + "' is " +
+               attributeTypeName(expected->second.type));
+        return failure();
+      }
+    }
+  }
+  return success();
 }
 
 LogicalResult GraphImporter::checkInitializers() {
@@ -379,7 +487,7 @@ LogicalResult GraphImporter::createReturn() {
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run() {
-  if (failed(checkSupportedOps()) || failed(checkOpset()) ||
+  if (failed(checkSupportedOps()) || failed(checkOpset()) || failed(checkGraph()) ||
       failed(checkInitializers()))
     return nullptr;
   OwningOpRef<ModuleOp> module =

@@ -1,6 +1,7 @@
 //===- OnnxTensor.cpp - ONNX TensorProto decoding -------------------------===//
 
 #include "frontend/OnnxTensor.h"
+#include "runtime/RegularFile.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -114,6 +115,17 @@ Expected<ExternalLocation> resolveExternalData(const onnx::TensorProto &proto,
   }
   if (location.empty())
     return tensorError(proto, "external data has no location");
+  // A NUL would end the name the kernel sees early; control characters
+  // have no place in a file name and could rewrite the terminal.
+  auto control = [](char c) { return (unsigned char)c < 0x20 || c == 0x7f; };
+  if (llvm::any_of(location, control)) {
+    std::string shown;
+    for (char c : location)
+      shown += control(c) ? llvm::formatv("\\x{0:x-2}", unsigned((unsigned char)c)).str()
+                          : std::string(1, c);
+    return tensorError(proto, "external data location '" + shown +
+                                  "' contains a NUL or control character");
+  }
   if (llvm::sys::path::is_absolute(location) || location[0] == '/' || location[0] == '\\')
     return tensorError(proto, "external data location '" + location +
                                   "' is an absolute path; it must be relative to "
@@ -123,23 +135,15 @@ Expected<ExternalLocation> resolveExternalData(const onnx::TensorProto &proto,
                                   "' escapes the model's directory");
   llvm::SmallString<256> path(modelDir);
   llvm::sys::path::append(path, location);
+  result.relative = location;
 
-  llvm::sys::fs::file_status status;
-  if (std::error_code ec = llvm::sys::fs::status(path, status, /*follow=*/false))
-    return tensorError(proto, "external data file '" + path + "': " + ec.message());
-  if (status.type() == llvm::sys::fs::file_type::symlink_file)
-    return tensorError(proto, "external data file '" + path + "' is a symbolic link");
-  if (status.type() != llvm::sys::fs::file_type::regular_file)
-    return tensorError(proto, "external data file '" + path + "' is not a regular file");
-  // A symlinked directory on the way would still lead outside.
-  llvm::SmallString<256> realDir, realFile;
-  if (llvm::sys::fs::real_path(modelDir.empty() ? "." : modelDir, realDir) ||
-      llvm::sys::fs::real_path(path, realFile) ||
-      !llvm::StringRef(realFile).starts_with((realDir + "/").str()))
-    return tensorError(proto, "external data file '" + path +
-                                  "' resolves outside the model's directory");
-
-  uint64_t fileSize = status.getSize();
+  // Opened as decodeTensorProto will read it: beneath the model's directory
+  // with no symbolic link on the way, a regular file with one link.
+  auto size = sizeOfFileBeneath(modelDir, location);
+  if (!size)
+    return tensorError(proto, "external data file '" + path + "': " +
+                                  llvm::toString(size.takeError()));
+  uint64_t fileSize = *size;
   if (result.offset > fileSize)
     return tensorError(proto, llvm::formatv("external data offset {0} is past the "
                                             "end of '{1}' ({2} bytes)",
@@ -219,11 +223,14 @@ Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto,
     auto location = resolveExternalData(proto, modelDir);
     if (!location)
       return location.takeError();
-    auto buffer = llvm::MemoryBuffer::getFileSlice(location->path, location->length,
-                                                   location->offset);
+    // Opened beneath the model's directory by the kernel: a symbolic link
+    // swapped in since resolveExternalData's checks is refused here.
+    auto buffer = readFileBeneath(modelDir, location->relative,
+                                  std::pair<uint64_t, uint64_t>(location->offset,
+                                                                location->length));
     if (!buffer)
       return tensorError(proto, "cannot read external data '" + location->path +
-                                    "': " + buffer.getError().message());
+                                    "': " + llvm::toString(buffer.takeError()));
     return Tensor::fromBytes(dtype, tensor.shape(), (*buffer)->getBufferStart());
   }
   if (proto.has_raw_data()) {

@@ -29,6 +29,8 @@ int32_t onnxDataType(DType dtype);
 /// Where an external tensor's bytes live, after validation.
 struct ExternalLocation {
   std::string path;
+  /// The location as written in the model, relative to its directory.
+  std::string relative;
   uint64_t offset = 0;
   uint64_t length = 0;
 };

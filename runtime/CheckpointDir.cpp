@@ -1,9 +1,12 @@
 //===- CheckpointDir.cpp - atomic checkpoint directories ------------------===//
 
 #include "runtime/CheckpointDir.h"
+#include "runtime/RegularFile.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -128,9 +131,9 @@ llvm::Error commitCheckpoint(llvm::StringRef dir, int64_t step,
 llvm::Expected<llvm::json::Object>
 readCheckpointIndex(llvm::StringRef checkpoint) {
   std::string path = join(checkpoint, "index.json");
-  auto buffer = llvm::MemoryBuffer::getFile(path);
+  auto buffer = ppc::readRegularFile(path);
   if (!buffer)
-    return pathError("checkpoint index", path, buffer.getError().message());
+    return pathError("checkpoint index", path, llvm::toString(buffer.takeError()));
   llvm::Expected<llvm::json::Value> value =
       llvm::json::parse((*buffer)->getBuffer());
   if (!value)
@@ -141,19 +144,20 @@ readCheckpointIndex(llvm::StringRef checkpoint) {
   return pathError("checkpoint index", path, "not a JSON object");
 }
 
+/// A committed checkpoint has an index.json (the commit renames a staging
+/// directory that has one). Whether it is intact is for the reader to check:
+/// one that does not parse is an error there, not a reason to skip it.
 static bool isComplete(llvm::StringRef checkpoint) {
-  llvm::Expected<llvm::json::Object> index = readCheckpointIndex(checkpoint);
-  if (index)
-    return true;
-  llvm::consumeError(index.takeError());
-  return false;
+  return llvm::sys::fs::exists(join(checkpoint, "index.json"));
 }
 
-/// The complete checkpoints in `dir` as (step, path), oldest first. Only
-/// names checkpointPath makes count, so staging directories and copies such
-/// as "step-00000005.old" are never mistaken for checkpoints.
+/// The complete checkpoints in `dir` as (step, path), oldest first, and
+/// optionally the step directories without an index. Only names
+/// checkpointPath makes count, so staging directories and copies such as
+/// "step-00000005.old" are never mistaken for checkpoints.
 static llvm::Expected<std::vector<std::pair<int64_t, std::string>>>
-listCheckpoints(llvm::StringRef dir) {
+listCheckpoints(llvm::StringRef dir,
+                std::vector<std::pair<int64_t, std::string>> *incomplete = nullptr) {
   std::vector<std::pair<int64_t, std::string>> checkpoints;
   if (!llvm::sys::fs::exists(dir))
     return checkpoints;
@@ -168,6 +172,8 @@ listCheckpoints(llvm::StringRef dir) {
       continue;
     if (isComplete(it->path()))
       checkpoints.emplace_back(step, it->path());
+    else if (incomplete)
+      incomplete->emplace_back(step, it->path());
   }
   if (ec)
     return pathError("checkpoint directory", dir, ec.message());
@@ -176,13 +182,112 @@ listCheckpoints(llvm::StringRef dir) {
 }
 
 llvm::Expected<std::optional<std::pair<int64_t, std::string>>>
-findLatestCheckpoint(llvm::StringRef dir) {
-  auto checkpoints = listCheckpoints(dir);
+findLatestCheckpoint(llvm::StringRef dir, std::vector<std::string> *skipped) {
+  std::vector<std::pair<int64_t, std::string>> incomplete;
+  auto checkpoints = listCheckpoints(dir, &incomplete);
   if (!checkpoints)
     return checkpoints.takeError();
+  int64_t latest = checkpoints->empty() ? -1 : checkpoints->back().first;
+  if (skipped) {
+    llvm::sort(incomplete);
+    for (const auto &[step, path] : incomplete)
+      if (step > latest)
+        skipped->push_back(path);
+  }
   if (checkpoints->empty())
     return std::nullopt;
   return std::optional(checkpoints->back());
+}
+
+llvm::Expected<FileDigest> digestFile(llvm::StringRef path) {
+  int fd = ::open(path.str().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return pathError("checkpoint shard", path, "cannot open: " + errnoCode().message());
+  llvm::BLAKE3 hasher;
+  FileDigest digest;
+  std::vector<uint8_t> block(1 << 20);
+  for (;;) {
+    ssize_t n = ::read(fd, block.data(), block.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      std::error_code ec = errnoCode();
+      ::close(fd);
+      return pathError("checkpoint shard", path, "cannot read: " + ec.message());
+    }
+    if (n == 0)
+      break;
+    hasher.update(llvm::ArrayRef<uint8_t>(block.data(), size_t(n)));
+    digest.bytes += n;
+  }
+  ::close(fd);
+  digest.blake3 = llvm::toHex(hasher.final(), /*LowerCase=*/true);
+  return digest;
+}
+
+llvm::Expected<CheckpointShard> checkpointShard(llvm::StringRef checkpoint, int64_t step,
+                                                const llvm::json::Object &index, int64_t rank) {
+  std::string path = join(checkpoint, "index.json");
+  auto bad = [&](const llvm::Twine &message) {
+    return pathError("checkpoint index", path, message);
+  };
+  if (index.getString("format") != "ppc-checkpoint")
+    return bad("\"format\" is not \"ppc-checkpoint\"");
+  std::optional<int64_t> version = index.getInteger("version");
+  if (version != 1 && version != 2)
+    return bad("\"version\" is not 1 or 2 (this executable reads versions 1 and 2)");
+  CheckpointShard shard;
+  std::optional<int64_t> written = index.getInteger("step");
+  if (!written || *written != step)
+    return bad("\"step\" is not " + llvm::Twine(step) + ", the step its directory is named for");
+  shard.step = step;
+  std::optional<int64_t> world = index.getInteger("world_size");
+  if (!world || *world < 1)
+    return bad("\"world_size\" is not a positive integer");
+  shard.worldSize = *world;
+  const llvm::json::Array *files = index.getArray("files");
+  if (!files || int64_t(files->size()) != *world)
+    return bad("\"files\" does not list one shard per rank (" + llvm::Twine(*world) + ")");
+  if (rank < 0 || rank >= *world)
+    return shard;
+  const llvm::json::Value &entry = (*files)[size_t(rank)];
+  shard.file = shardFileName(rank);
+  if (*version == 1) {
+    if (entry.getAsString() != shard.file)
+      return bad("\"files\"[" + llvm::Twine(rank) + "] is not \"" + shard.file + "\"");
+    return shard;
+  }
+  const llvm::json::Object *object = entry.getAsObject();
+  std::optional<llvm::StringRef> name = object ? object->getString("name") : std::nullopt;
+  std::optional<int64_t> bytes = object ? object->getInteger("bytes") : std::nullopt;
+  std::optional<llvm::StringRef> blake3 = object ? object->getString("blake3") : std::nullopt;
+  if (name != llvm::StringRef(shard.file) || !bytes || *bytes < 0 || !blake3 ||
+      blake3->size() != 64 || !llvm::all_of(*blake3, llvm::isHexDigit))
+    return bad("\"files\"[" + llvm::Twine(rank) + "] is not {\"name\": \"" + shard.file +
+               "\", \"bytes\": N, \"blake3\": 64 hex digits}");
+  shard.digest = FileDigest{*bytes, blake3->lower()};
+  return shard;
+}
+
+llvm::Error verifyShard(llvm::StringRef path, const FileDigest &digest) {
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return pathError("checkpoint shard", path, ec.message());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return pathError("checkpoint shard", path, "not a regular file");
+  if (int64_t(status.getSize()) != digest.bytes)
+    return pathError("checkpoint shard", path,
+                     llvm::formatv("{0} bytes where the index says {1}: truncated, extended "
+                                   "or replaced",
+                                   status.getSize(), digest.bytes));
+  auto actual = digestFile(path);
+  if (!actual)
+    return actual.takeError();
+  if (actual->bytes != digest.bytes || actual->blake3 != digest.blake3)
+    return pathError("checkpoint shard", path,
+                     "its BLAKE3 digest is not the index's: the file is corrupt or from "
+                     "another checkpoint");
+  return llvm::Error::success();
 }
 
 llvm::Error pruneCheckpoints(llvm::StringRef dir, int keep) {

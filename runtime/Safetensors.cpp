@@ -1,6 +1,7 @@
 //===- Safetensors.cpp - the safetensors file format ----------------------===//
 
 #include "runtime/Safetensors.h"
+#include "runtime/RegularFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -177,10 +178,9 @@ static llvm::Error parseMetadata(llvm::StringRef path,
 }
 
 llvm::Expected<SafetensorsFile> SafetensorsFile::open(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
+  auto buffer = ppc::readRegularFile(path);
   if (!buffer)
-    return fileError(path, buffer.getError().message());
+    return fileError(path, llvm::toString(buffer.takeError()));
   SafetensorsFile file;
   file.buffer = std::move(*buffer);
   file.path = path.str();

@@ -1,6 +1,7 @@
 //===- TokenData.cpp - the training data contract of DESIGN.md §4 ---------===//
 
 #include "runtime/TokenData.h"
+#include "runtime/RegularFile.h"
 
 #include <cstring>
 
@@ -23,10 +24,9 @@ llvm::Expected<TokenData> TokenData::open(llvm::StringRef path, llvm::StringRef 
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "--data-dtype '" + dtype +
                                        "': expected u8, u16 or i32");
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
+  auto buffer = readRegularFile(path);
   if (!buffer)
-    return dataError(path, buffer.getError().message());
+    return dataError(path, llvm::toString(buffer.takeError()));
   size_t bytes = (*buffer)->getBufferSize();
   if (bytes % data.width != 0)
     return dataError(path, llvm::Twine(bytes) + " bytes is not a whole number of " +

@@ -28,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -74,12 +75,24 @@ std::string formatError(llvm::Error error) { return llvm::toString(std::move(err
 /// Ends every rank on an error each found alike (flags, data, checkpoint
 /// index): rank 0 reports it, and every rank leaves MPI cleanly.
 [[noreturn]] void dieAll(const std::string &message, bool lead) {
+  stopQuietly();
   if (lead) {
     llvm::errs() << "error: " << message << "\n";
     llvm::errs().flush();
   }
   MPI_Finalize();
   std::exit(1);
+}
+
+/// Ends every rank when any found an error of its own (a shard that fails
+/// its check, say): the lowest such rank reports it and every rank leaves
+/// MPI cleanly, so the error is one line, not interleaved with others or
+/// followed by MPI_Abort's banner. Collective: every rank must call it.
+void stopIfAny(const std::string &error, int worldRank) {
+  int first = error.empty() ? INT_MAX : worldRank;
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first != INT_MAX)
+    dieAll(error, first == worldRank);
 }
 
 struct Trainer {
@@ -249,7 +262,7 @@ struct Trainer {
     return writeSafetensors(path, tensors, metadata);
   }
 
-  llvm::Error load(const std::string &checkpoint, const std::string &file) {
+  llvm::Error load(const std::string &checkpoint, const std::string &file, int64_t step) {
     llvm::SmallString<256> path(checkpoint);
     llvm::sys::path::append(path, file);
     auto shard = SafetensorsFile::open(path);
@@ -261,6 +274,16 @@ struct Trainer {
           "checkpoint '" + checkpoint +
           "' is from another model, mesh or training configuration; resharding "
           "checkpoints between meshes is not supported yet");
+    // What the shard says of itself must be what the index says of it.
+    for (auto [key, want] : {std::pair<const char *, int64_t>{"step", step},
+                             {"rank", int64_t(rank.worldRank())}}) {
+      auto found = shard->metadata().find(key);
+      if (found == shard->metadata().end() || found->second != std::to_string(want))
+        return llvm::createStringError("checkpoint shard '" + std::string(path) +
+                                       "': its metadata " + key + " is not " +
+                                       std::to_string(want) + " (a shard of another " + key +
+                                       " put in this checkpoint)");
+    }
     for (int i = 0; i < rp.numArgs; ++i) {
       const TensorInfo &t = rp.args[i];
       if (!isState(t))
@@ -371,6 +394,23 @@ int run(int argc, char **argv, const Program &program, Device &device) {
         lead);
   if (steps < 1)
     dieAll("--steps must be at least 1", lead);
+  if (!std::isfinite(timeout) || timeout < 0) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", timeout.getValue());
+    dieAll(std::string("--timeout ") + text +
+               ": expected a finite number of seconds, 0 or more (0: wait forever)",
+           lead);
+  }
+  if (saveEvery < 0)
+    dieAll(llvm::formatv("--save-every {0}: expected 0 or more steps", saveEvery.getValue()),
+           lead);
+  if (keep < 0)
+    dieAll(llvm::formatv("--keep {0}: expected 0 (keep all) or more", keep.getValue()), lead);
+  constexpr int kMaxThreads = 1024;
+  if (threads < 0 || threads > kMaxThreads)
+    dieAll(llvm::formatv("--threads-per-rank {0}: expected 0 (the node's cores shared) to {1}",
+                         threads.getValue(), kMaxThreads),
+           lead);
   if (resume && checkpointDir.empty())
     dieAll("--resume needs --checkpoint-dir", lead);
   if (saveEvery > 0 && checkpointDir.empty())
@@ -392,10 +432,15 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       else
         values.push_back(v);
     }
-    if (values.size() != f.names.size() || values[0] < 0)
+    // Betas and momentum are fractions of the previous average.
+    bool fraction = llvm::StringRef(f.flag) == "betas" || llvm::StringRef(f.flag) == "momentum";
+    bool bad = values.size() != f.names.size() || values[0] < 0;
+    for (double v : values)
+      bad |= fraction && v >= 1;
+    if (bad)
       dieAll(std::string("--") + f.flag + " '" + option.getValue() + "': expected " +
-                 (f.names.size() == 2 ? "two non-negative numbers a,b"
-                                      : "a non-negative number"),
+                 (f.names.size() == 2 ? "two non-negative numbers a,b" : "a non-negative number") +
+                 (fraction ? " below 1" : ""),
              lead);
     for (size_t n = 0; n < f.names.size(); ++n) {
       if (!compiled.count(f.names[n]))
@@ -469,18 +514,26 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   if (llvm::Error e = trainer.initialize(weights))
     dieAll(formatError(std::move(e)), lead);
   if (resume) {
-    auto latest = findLatestCheckpoint(checkpointDir);
+    std::vector<std::string> skipped;
+    auto latest = findLatestCheckpoint(checkpointDir, &skipped);
     if (!latest)
       dieAll(formatError(latest.takeError()), lead);
+    if (lead)
+      for (const std::string &path : skipped)
+        llvm::errs() << "skipping " << path
+                     << ": no index.json (never committed, or removed by a prune that "
+                        "stopped midway)\n";
     if (*latest) {
       auto [done, path] = **latest;
       auto index = readCheckpointIndex(path);
       if (!index)
         dieAll(formatError(index.takeError()), lead);
-      auto world = index->getInteger("world_size");
-      if (!world || *world != worldSize)
+      auto shardInfo = checkpointShard(path, done, *index, worldRank);
+      if (!shardInfo)
+        dieAll(formatError(shardInfo.takeError()), lead);
+      if (shardInfo->worldSize != worldSize)
         dieAll("checkpoint '" + path + "' was written by " +
-                   std::to_string(world.value_or(0)) + " ranks; this executable runs on " +
+                   std::to_string(shardInfo->worldSize) + " ranks; this executable runs on " +
                    std::to_string(worldSize) +
                    " (resharding checkpoints between meshes is not supported yet)",
                lead);
@@ -489,8 +542,21 @@ int run(int argc, char **argv, const Program &program, Device &device) {
         dieAll("checkpoint '" + path + "' is from another model or training configuration (" +
                    index->getString("model").value_or("?").str() + ")",
                lead);
-      if (llvm::Error e = trainer.load(path, shardFileName(worldRank)))
-        die(formatError(std::move(e)));
+      std::string failed;
+      if (shardInfo->digest) {
+        llvm::SmallString<256> file(path);
+        llvm::sys::path::append(file, shardInfo->file);
+        if (llvm::Error e = verifyShard(file, *shardInfo->digest))
+          failed = formatError(std::move(e));
+      } else if (lead) {
+        llvm::errs() << "warning: checkpoint '" << path
+                     << "' has a version 1 index, with no digests: its shards are not "
+                        "verified\n";
+      }
+      stopIfAny(failed, worldRank);
+      if (llvm::Error e = trainer.load(path, shardFileName(worldRank), done))
+        failed = formatError(std::move(e));
+      stopIfAny(failed, worldRank);
       start = done;
       if (logs)
         llvm::errs() << "resuming from " << path << " (" << done << " steps done)\n";
@@ -506,10 +572,14 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       std::string kept;
       llvm::SmallVector<llvm::StringRef> lines;
       (*old)->getBuffer().split(lines, '\n', -1, false);
+      int64_t unparsed = 0;
       for (llvm::StringRef line : lines) {
         auto parsed = llvm::json::parse(line);
         if (!parsed) {
+          // Not ours to judge: a line that does not parse is kept as it is.
           llvm::consumeError(parsed.takeError());
+          kept += line.str() + "\n";
+          ++unparsed;
           continue;
         }
         auto *object = parsed->getAsObject();
@@ -517,6 +587,9 @@ int run(int argc, char **argv, const Program &program, Device &device) {
         if (step && *step < start)
           kept += line.str() + "\n";
       }
+      if (unparsed)
+        llvm::errs() << "warning: --log '" << logPath << "': kept " << unparsed
+                     << " line(s) that are not JSON as they were\n";
       std::error_code ec;
       llvm::raw_fd_ostream rewrite(logPath, ec);
       if (ec)
@@ -546,19 +619,23 @@ int run(int argc, char **argv, const Program &program, Device &device) {
     trainer.step(s, arena, *tokens);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    std::string diverged;
     if (logs) {
       double loss = trainer.outputs["loss"];
       // MFU counts this rank's GEMMs against the device's dense peak.
       double peak = device.peakFlops();
       double mfu = peak > 0 ? rp.gemmFlops / seconds / peak : 0;
       int64_t memory = device.memoryInUse();
+      double gradNorm = trainer.outputs["grad_norm"];
+      // JSON has no inf or NaN: a non-finite value is logged as null.
+      auto number = [](double v) { return std::isfinite(v) ? llvm::json::Value(v) : nullptr; };
       if (log) {
         llvm::json::OStream json(*log);
         json.object([&] {
           json.attribute("step", s);
-          json.attribute("loss", loss);
-          json.attribute("lr", trainer.outputs["lr"]);
-          json.attribute("grad_norm", trainer.outputs["grad_norm"]);
+          json.attribute("loss", number(loss));
+          json.attribute("lr", number(trainer.outputs["lr"]));
+          json.attribute("grad_norm", number(gradNorm));
           json.attribute("step_time", seconds);
           json.attribute("tokens_per_s", tokensPerStep / seconds);
           json.attribute("arena_bytes", rp.arenaBytes);
@@ -579,11 +656,22 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       llvm::errs() << llvm::formatv(
           "step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  {5:f3} s  {6:f0} tok/s  "
           "arena {7:f1} MiB (largest rank){8}\n",
-          s + 1, steps, loss, trainer.outputs["lr"], trainer.outputs["grad_norm"], seconds,
+          s + 1, steps, loss, trainer.outputs["lr"], gradNorm, seconds,
           tokensPerStep / seconds, largestArena / 1048576.0, extra);
-      if (!std::isfinite(loss))
-        die("step " + std::to_string(s) + ": the loss is not finite");
+      // Steps are counted from 1 here, as on the progress line.
+      for (auto [what, value] : {std::pair<const char *, double>{"loss", loss},
+                                 {"gradient norm", gradNorm}})
+        if (!std::isfinite(value) && diverged.empty())
+          diverged = llvm::formatv("step {0} (rank {1}): the {2} is {3}; stopping every rank",
+                                   s + 1, worldRank, what,
+                                   std::isnan(value) ? "NaN" : "infinite");
     }
+    // Every rank learns whether the step diverged (one integer from the
+    // logging rank) and leaves MPI cleanly, so the error is the only line.
+    int stop = !diverged.empty();
+    MPI_Bcast(&stop, 1, MPI_INT, logRank, MPI_COMM_WORLD);
+    if (stop)
+      dieAll(diverged, logs);
     if (saveEvery > 0 && (s + 1) % saveEvery == 0) {
       std::string staging = stagingPath(checkpointDir, s + 1);
       if (lead)
@@ -592,17 +680,33 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       MPI_Barrier(MPI_COMM_WORLD);
       if (llvm::Error e = trainer.save(staging, s + 1, shardFileName(worldRank)))
         die(formatError(std::move(e)));
-      MPI_Barrier(MPI_COMM_WORLD);
+      // Each rank digests its shard; rank 0 writes the digests into the index.
+      llvm::SmallString<256> shardPath(staging);
+      llvm::sys::path::append(shardPath, shardFileName(worldRank));
+      auto digest = digestFile(shardPath);
+      if (!digest)
+        die(formatError(digest.takeError()));
+      struct Packed {
+        int64_t bytes;
+        char blake3[64];
+      } mine{digest->bytes, {}};
+      std::memcpy(mine.blake3, digest->blake3.data(), sizeof(mine.blake3));
+      std::vector<Packed> digests(lead ? worldSize : 0);
+      MPI_Gather(&mine, sizeof(Packed), MPI_BYTE, digests.data(), sizeof(Packed), MPI_BYTE, 0,
+                 MPI_COMM_WORLD);
       if (lead) {
         llvm::json::Object index{{"format", "ppc-checkpoint"},
-                                 {"version", 1},
+                                 {"version", 2},
                                  {"step", s + 1},
                                  {"fingerprint", program.fingerprint},
                                  {"model", program.model},
                                  {"world_size", worldSize}};
         llvm::json::Array files;
         for (int r = 0; r < worldSize; ++r)
-          files.push_back(shardFileName(r));
+          files.push_back(llvm::json::Object{
+              {"name", shardFileName(r)},
+              {"bytes", digests[r].bytes},
+              {"blake3", std::string(digests[r].blake3, sizeof(digests[r].blake3))}});
         index["files"] = std::move(files);
         if (llvm::Error e = commitCheckpoint(checkpointDir, s + 1, index))
           die(formatError(std::move(e)));

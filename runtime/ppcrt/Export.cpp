@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/ppcrt/Export.h"
+#include "runtime/RegularFile.h"
 #include "runtime/ppcrt/Blocks.h"
 #include "runtime/CheckpointDir.h"
 #include "runtime/Safetensors.h"
@@ -77,10 +78,10 @@ llvm::Error exportOnnx(const Program &program, const std::string &shardDir, int 
     }
   }
 
-  auto buffer = llvm::MemoryBuffer::getFile(program.model);
+  auto buffer = ppc::readRegularFile(program.model);
   if (!buffer)
     return error("--export: cannot read the model '" + llvm::Twine(program.model) +
-                 "' this executable was compiled from: " + buffer.getError().message());
+                 "' this executable was compiled from: " + llvm::toString(buffer.takeError()));
   onnx::ModelProto model;
   if (!model.ParseFromArray((*buffer)->getBufferStart(), int((*buffer)->getBufferSize())))
     return error("--export: '" + llvm::Twine(program.model) + "' is not an ONNX model");

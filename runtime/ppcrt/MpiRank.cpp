@@ -48,9 +48,15 @@ static MPI_Op mpiOp(Reduction reduction) {
 /// What the signal handler reports: the rank and what it waits in.
 static std::atomic<MpiRank *> activeRank{nullptr};
 
+static std::atomic<bool> quiet{false};
+
+void stopQuietly() { quiet = true; }
+
 /// SIGTERM (mpirun stopping the job after another rank died) and SIGINT:
 /// say which collective this rank was in, with async-signal-safe calls only.
 static void onTerminate(int signal) {
+  if (quiet.load())
+    _exit(1);
   MpiRank *self = activeRank.load();
   char line[512];
   const char *what = self ? self->waitingFor() : nullptr;

@@ -23,6 +23,11 @@
 
 namespace ppcrt {
 
+/// Marks this process as ending on an error already reported (every rank
+/// leaving together): a SIGTERM from mpirun stopping the job then ends it
+/// without a second error line.
+void stopQuietly();
+
 class MpiRank : public Rank {
 public:
   /// Creates the communicators of `program.groups` (collective over the

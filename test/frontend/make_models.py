@@ -222,6 +222,39 @@ def external_short(out):
     external_model(out, "external_short", "short.bin")
 
 
+def external_hardlink(out):
+    """External data that is a hard link (to a file that could be anywhere)."""
+    secret = os.path.join(out, "elsewhere", "secret.bin")
+    os.makedirs(os.path.dirname(secret), exist_ok=True)
+    with open(secret, "wb") as f:
+        f.write(b"\0" * 16)
+    link = os.path.join(out, "hard.bin")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.link(secret, link)
+    external_model(out, "external_hardlink", "hard.bin")
+
+
+def external_linked_dir(out):
+    """External data reached through a symbolic link to a directory."""
+    inner = os.path.join(out, "inner")
+    os.makedirs(inner, exist_ok=True)
+    with open(os.path.join(inner, "data.bin"), "wb") as f:
+        f.write(b"\0" * 16)
+    link = os.path.join(out, "via")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink("inner", link)
+    external_model(out, "external_linked_dir", "via/data.bin")
+
+
+def external_nul(out):
+    """A location with an embedded NUL (the kernel would see 'real.bin')."""
+    with open(os.path.join(out, "real.bin"), "wb") as f:
+        f.write(b"\0" * 16)
+    external_model(out, "external_nul", "real.bin\0../../etc/passwd")
+
+
 def two_unsupported(out):
     """Two unsupported ops: both must be named in one run."""
     nodes = [
@@ -410,14 +443,70 @@ def masked_lm(out):
     np.save(os.path.join(out, "mask_zeros.npy"), np.zeros((2, 4), dtype=np.int64))
 
 
+# --- what a hostile file can carry: checked before it is trusted -----------
+
+def float_axis(out):
+    """Softmax with a FLOAT axis (read as an INT it would silently be 0)."""
+    node = helper.make_node("Softmax", ["x"], ["y"], name="soft")
+    node.attribute.append(helper.make_attribute("axis", 1.0))
+    save(model([node], [vi("x", F32, [2, 3])], [vi("y", F32, [2, 3])]), out, "float_axis")
+
+
+def int_epsilon(out):
+    """LayerNormalization with an INT epsilon (read as a FLOAT it would be 0.0)."""
+    node = helper.make_node("LayerNormalization", ["x", "g"], ["y"], name="ln")
+    node.attribute.append(helper.make_attribute("epsilon", 1))
+    save(model([node], [vi("x", F32, [2, 3])], [vi("y", F32, [2, 3])],
+               [numpy_helper.from_array(np.ones(3, np.float32), "g")]), out, "int_epsilon")
+
+
+def unknown_attribute(out):
+    """Relu with an attribute Relu does not have."""
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=0.5)],
+               [vi("x", F32, [2])], [vi("y", F32, [2])]), out, "unknown_attribute")
+
+
+def duplicate_initializer(out):
+    """Two initializers named 'w' with different values (the later used to win)."""
+    inits = [numpy_helper.from_array(np.ones(2, np.float32), "w"),
+             numpy_helper.from_array(np.zeros(2, np.float32), "w")]
+    save(model([helper.make_node("Mul", ["x", "w"], ["y"], name="mul")],
+               [vi("x", F32, [2])], [vi("y", F32, [2])], inits), out, "duplicate_initializer")
+
+
+def duplicate_output(out):
+    """Two nodes that both define 'h'."""
+    nodes = [helper.make_node("Relu", ["x"], ["h"], name="first"),
+             helper.make_node("Neg", ["x"], ["h"], name="second"),
+             helper.make_node("Abs", ["h"], ["y"], name="abs")]
+    save(model(nodes, [vi("x", F32, [2])], [vi("y", F32, [2])]), out, "duplicate_output")
+
+
+def out_of_order(out):
+    """A node reading a value a later node defines."""
+    nodes = [helper.make_node("Abs", ["h"], ["y"], name="abs"),
+             helper.make_node("Relu", ["x"], ["h"], name="relu")]
+    save(model(nodes, [vi("x", F32, [2])], [vi("y", F32, [2])]), out, "out_of_order")
+
+
+def op_newer_than_opset(out):
+    """Opset 1 declared, LayerNormalization (opset 17) used."""
+    save(model([helper.make_node("LayerNormalization", ["x", "g"], ["y"], name="ln")],
+               [vi("x", F32, [2, 3])], [vi("y", F32, [2, 3])],
+               [numpy_helper.from_array(np.ones(3, np.float32), "g")], opset=1),
+         out, "op_newer_than_opset")
+
+
 MODELS = {f.__name__: f for f in [
+    float_axis, int_epsilon, unknown_attribute, duplicate_initializer, duplicate_output,
+    out_of_order, op_newer_than_opset,
     merged_identity, merged_direct, shared_module, tied_split, training_record, bad_record,
     twice_record, bad_json_record, shared_lookups, tile_overflow, onehot_depth,
     masked_lm,
     reduce_mean_axes_input, reduce_mean_axes_attr, split_num_outputs,
     split_sizes_input, shape_arithmetic, slice_negative_steps, matmul_gemm_einsum,
     loss_ops, external_data_ok, external_constant, external_escape, external_absolute, external_symlink,
-    external_short, two_unsupported, malformed, raw_data_mismatch, dangling_input,
+    external_short, external_hardlink, external_linked_dir, external_nul, two_unsupported, malformed, raw_data_mismatch, dangling_input,
     wrong_input_count, symbolic_dim, new_opset, legacy_broadcast, softmax_opset11,
     bad_shapes]}
 

@@ -115,25 +115,118 @@ TEST_F(CheckpointDir, StagingWithoutCommitIsIgnored) {
   EXPECT_EQ(latest(), 1);
 }
 
-TEST_F(CheckpointDir, StepWithoutIndexIsIgnored) {
+TEST_F(CheckpointDir, StepWithoutIndexIsSkippedAndReported) {
   EXPECT_EQ(latest(), -1);
   ASSERT_NO_FATAL_FAILURE(commit(3));
   ASSERT_FALSE(llvm::sys::fs::create_directories(checkpointPath(dir, 9)));
   ASSERT_NO_FATAL_FAILURE(writeShard(checkpointPath(dir, 9), 9));
-  ASSERT_FALSE(llvm::sys::fs::create_directories(checkpointPath(dir, 8)));
-  ASSERT_NO_FATAL_FAILURE(
-      writeFile(checkpointPath(dir, 8) + "/index.json", "{\"step\": 8,"));
   // Only the names checkpointPath makes are checkpoints.
   for (const char *name : {"step-00000010.old", "step-11"}) {
     ASSERT_FALSE(llvm::sys::fs::create_directories(dir + "/" + name));
     ASSERT_NO_FATAL_FAILURE(writeFile(dir + "/" + name + "/index.json", "{}"));
   }
-  EXPECT_EQ(latest(), 3);
+  std::vector<std::string> skipped;
+  auto found = findLatestCheckpoint(dir, &skipped);
+  ASSERT_TRUE(static_cast<bool>(found)) << llvm::toString(found.takeError());
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->first, 3);
+  EXPECT_EQ(skipped, std::vector<std::string>{checkpointPath(dir, 9)});
+}
+
+// A step whose index does not parse is the latest checkpoint still: the
+// reader fails on it, naming it, instead of resuming from an older step.
+TEST_F(CheckpointDir, CorruptIndexIsNotSkipped) {
+  ASSERT_NO_FATAL_FAILURE(commit(3));
+  ASSERT_FALSE(llvm::sys::fs::create_directories(checkpointPath(dir, 8)));
+  ASSERT_NO_FATAL_FAILURE(
+      writeFile(checkpointPath(dir, 8) + "/index.json", "{\"step\": 8,"));
+  EXPECT_EQ(latest(), 8);
   auto index = readCheckpointIndex(checkpointPath(dir, 8));
   ASSERT_FALSE(static_cast<bool>(index));
   EXPECT_TRUE(llvm::StringRef(llvm::toString(index.takeError()))
                   .starts_with("checkpoint index '" + checkpointPath(dir, 8) +
                                "/index.json': not valid JSON: "));
+}
+
+TEST_F(CheckpointDir, DigestIsBlake3OfTheWholeFile) {
+  std::string file = path("abc");
+  ASSERT_NO_FATAL_FAILURE(writeFile(file, "abc"));
+  auto digest = digestFile(file);
+  ASSERT_TRUE(static_cast<bool>(digest)) << llvm::toString(digest.takeError());
+  EXPECT_EQ(digest->bytes, 3);
+  // BLAKE3's published test value for "abc".
+  EXPECT_EQ(digest->blake3, "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85");
+}
+
+TEST_F(CheckpointDir, VerifyShardFindsFlipsTruncationAndGrowth) {
+  std::string file = path("shard");
+  ASSERT_NO_FATAL_FAILURE(writeFile(file, "0123456789abcdef"));
+  auto digest = digestFile(file);
+  ASSERT_TRUE(static_cast<bool>(digest)) << llvm::toString(digest.takeError());
+  EXPECT_EQ(llvm::toString(verifyShard(file, *digest)), "");
+  ASSERT_NO_FATAL_FAILURE(writeFile(file, "0123456789abcdeF"));
+  EXPECT_EQ(llvm::toString(verifyShard(file, *digest)),
+            "checkpoint shard '" + file +
+                "': its BLAKE3 digest is not the index's: the file is corrupt or from another "
+                "checkpoint");
+  ASSERT_NO_FATAL_FAILURE(writeFile(file, "0123456789abcde"));
+  EXPECT_EQ(llvm::toString(verifyShard(file, *digest)),
+            "checkpoint shard '" + file +
+                "': 15 bytes where the index says 16: truncated, extended or replaced");
+  ASSERT_NO_FATAL_FAILURE(writeFile(file, "0123456789abcdef!"));
+  EXPECT_NE(llvm::toString(verifyShard(file, *digest)), "");
+  EXPECT_EQ(llvm::toString(verifyShard(root, *digest)),
+            "checkpoint shard '" + std::string(root) + "': not a regular file");
+}
+
+TEST_F(CheckpointDir, IndexIsValidatedFieldByField) {
+  std::string hex(64, 'a');
+  auto entry = [&](int64_t rank) {
+    return llvm::json::Object{{"name", shardFileName(rank)}, {"bytes", 10}, {"blake3", hex}};
+  };
+  llvm::json::Object good{{"format", "ppc-checkpoint"},
+                          {"version", 2},
+                          {"step", 4},
+                          {"world_size", 2},
+                          {"files", llvm::json::Array{entry(0), entry(1)}}};
+  auto shard = checkpointShard("/c", 4, good, 1);
+  ASSERT_TRUE(static_cast<bool>(shard)) << llvm::toString(shard.takeError());
+  EXPECT_EQ(shard->file, shardFileName(1));
+  ASSERT_TRUE(shard->digest.has_value());
+  EXPECT_EQ(shard->digest->bytes, 10);
+  auto error = [&](llvm::json::Object index, int64_t step = 4) {
+    return llvm::toString(checkpointShard("/c", step, index, 1).takeError());
+  };
+  const std::string at = "checkpoint index '/c/index.json': ";
+  EXPECT_EQ(error(good, 5), at + "\"step\" is not 5, the step its directory is named for");
+  llvm::json::Object bad = good;
+  bad["version"] = 3;
+  EXPECT_EQ(error(bad), at + "\"version\" is not 1 or 2 (this executable reads versions 1 "
+                             "and 2)");
+  bad = good;
+  bad["format"] = "other";
+  EXPECT_EQ(error(bad), at + "\"format\" is not \"ppc-checkpoint\"");
+  bad = good;
+  bad["files"] = llvm::json::Array{entry(0)};
+  EXPECT_EQ(error(bad), at + "\"files\" does not list one shard per rank (2)");
+  bad = good;
+  bad["files"] = llvm::json::Array{entry(0), entry(0)};
+  EXPECT_EQ(error(bad), at + "\"files\"[1] is not {\"name\": \"rank-00001.safetensors\", "
+                             "\"bytes\": N, \"blake3\": 64 hex digits}");
+  bad = good;
+  llvm::json::Object shortDigest = entry(1);
+  shortDigest["blake3"] = "abc";
+  bad["files"] = llvm::json::Array{entry(0), std::move(shortDigest)};
+  EXPECT_NE(error(bad), "");
+  // Version 1 indexes listed names only: accepted, with nothing to verify.
+  llvm::json::Object v1{{"format", "ppc-checkpoint"},
+                        {"version", 1},
+                        {"step", 4},
+                        {"world_size", 2},
+                        {"files", llvm::json::Array{shardFileName(0), shardFileName(1)}}};
+  shard = checkpointShard("/c", 4, v1, 1);
+  ASSERT_TRUE(static_cast<bool>(shard)) << llvm::toString(shard.takeError());
+  EXPECT_FALSE(shard->digest.has_value());
 }
 
 TEST_F(CheckpointDir, LatestPicksTheLargestStep) {

@@ -116,6 +116,16 @@ int runCompileCommand(int argc, char **argv) {
     output = "-";
   if (training.lrSchedule == "cosine" && scheduleSteps < 1)
     return reportError("--lr-total-steps must be at least 1");
+  // What this compile will write, checked before anything is: a failed or
+  // refused compile leaves every file as it was.
+  std::vector<std::pair<std::string, std::string>> outputs = {{"-o", output}};
+  if (emit.empty())
+    outputs.push_back({"-o's weights", output + ".weights.safetensors"});
+  outputs.push_back({"--report", report.path});
+  outputs.push_back({"--trace", tracePath});
+  outputs.push_back({"--timeline", timelinePath});
+  if (failed(checkOutputs(outputs, {input})))
+    return 1;
 
   auto start = std::chrono::steady_clock::now();
   auto model = OnnxModel::load(input);
@@ -276,10 +286,17 @@ int runCompileCommand(int argc, char **argv) {
     llvm::sys::fs::remove(exePath);
     return reportError(llvm::toString(std::move(e)));
   }
-  if (auto ec = llvm::sys::fs::rename(weightsTemp, weightsPath))
+  // checkOutputs made both renames (within one directory) likely to work;
+  // should one fail all the same, nothing built is left behind.
+  if (auto ec = llvm::sys::fs::rename(weightsTemp, weightsPath)) {
+    llvm::sys::fs::remove(weightsTemp);
+    llvm::sys::fs::remove(exePath);
     return reportError("cannot write '" + weightsPath.str() + "': " + ec.message());
-  if (auto ec = llvm::sys::fs::rename(exePath, output))
+  }
+  if (auto ec = llvm::sys::fs::rename(exePath, output)) {
+    llvm::sys::fs::remove(exePath);
     return reportError("cannot write '" + output + "': " + ec.message());
+  }
   double buildSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - buildStart).count();
   llvm::errs() << llvm::formatv("compiled in {0:f2} s, built {1} in {2:f2} s (and {3})\n",

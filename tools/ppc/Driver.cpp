@@ -403,6 +403,45 @@ LogicalResult writeTimeline(ModuleOp module, llvm::StringRef tracePath,
   return success();
 }
 
+LogicalResult checkOutputs(llvm::ArrayRef<std::pair<std::string, std::string>> outputs,
+                           llvm::ArrayRef<std::string> inputs) {
+  // Paths are compared as files (sys::fs::equivalent: same device and inode)
+  // where both exist, else by their absolute spelling.
+  auto same = [](llvm::StringRef a, llvm::StringRef b) {
+    bool equivalent = false;
+    if (!llvm::sys::fs::equivalent(a, b, equivalent))
+      return equivalent;
+    llvm::SmallString<256> x(a), y(b);
+    llvm::sys::fs::make_absolute(x);
+    llvm::sys::fs::make_absolute(y);
+    llvm::sys::path::remove_dots(x, true);
+    llvm::sys::path::remove_dots(y, true);
+    return x == y;
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto &[flag, path] = outputs[i];
+    if (path.empty() || path == "-")
+      continue;
+    if (llvm::sys::fs::is_directory(path)) {
+      reportError(flag + " '" + path + "': is a directory; name a file");
+      return failure();
+    }
+    for (const std::string &input : inputs)
+      if (!input.empty() && same(path, input)) {
+        reportError(flag + " '" + path + "': is the input '" + input +
+                    "'; writing it would destroy it");
+        return failure();
+      }
+    for (size_t j = 0; j < i; ++j)
+      if (!outputs[j].second.empty() && outputs[j].second != "-" &&
+          same(path, outputs[j].second)) {
+        reportError(flag + " '" + path + "': is also " + outputs[j].first + "'s output");
+        return failure();
+      }
+  }
+  return success();
+}
+
 LogicalResult writeOutput(llvm::StringRef path,
                           llvm::function_ref<void(llvm::raw_ostream &)> write) {
   // llvm::writeToOutput writes a temporary file and renames it ("-" is stdout).

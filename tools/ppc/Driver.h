@@ -89,6 +89,14 @@ runPipeline(mlir::ModuleOp module,
 mlir::LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags,
                                   ImportOptions &options);
 
+/// Checks, before any work, that the files a command will write can be
+/// written without destroying what it reads: each (flag, path) of `outputs`
+/// (empty and "-" skipped) is not a directory, not the same file as any of
+/// `inputs`, and not another output's path. Reports the first conflict.
+mlir::LogicalResult
+checkOutputs(llvm::ArrayRef<std::pair<std::string, std::string>> outputs,
+             llvm::ArrayRef<std::string> inputs);
+
 /// Writes `text` to `path` ("-" is stdout) only once it is complete, so an
 /// error never leaves a truncated file behind.
 mlir::LogicalResult writeOutput(llvm::StringRef path,

@@ -257,13 +257,15 @@ int runSimulateCommand(int argc, char **argv) {
     double rate = outputs.lookup("lr");
     double tokensPerSecond = globalBatch * seqLen / seconds;
     int64_t peak = peakBytes.empty() ? 0 : *llvm::max_element(peakBytes);
+    // JSON has no inf or NaN: a non-finite value is logged as null.
+    auto number = [](double v) { return std::isfinite(v) ? llvm::json::Value(v) : nullptr; };
     if (log) {
       llvm::json::OStream json(*log);
       json.object([&] {
         json.attribute("step", s);
-        json.attribute("loss", loss);
-        json.attribute("lr", rate);
-        json.attribute("grad_norm", gradNorm);
+        json.attribute("loss", number(loss));
+        json.attribute("lr", number(rate));
+        json.attribute("grad_norm", number(gradNorm));
         json.attribute("step_time", seconds);
         json.attribute("tokens_per_s", tokensPerSecond);
         json.attribute("peak_bytes", peak);
@@ -279,8 +281,12 @@ int runSimulateCommand(int argc, char **argv) {
                                   "{5:f2} s  {6:f0} tok/s\n",
                                   s + 1, steps, loss, rate, gradNorm, seconds,
                                   tokensPerSecond);
-    if (!std::isfinite(loss))
-      return reportError("step " + llvm::Twine(s) + ": the loss is not finite");
+    // Steps are counted from 1 here, as on the progress line.
+    for (auto [what, value] : {std::pair<const char *, double>{"loss", loss},
+                               {"gradient norm", gradNorm}})
+      if (!std::isfinite(value))
+        return reportError("step " + llvm::Twine(s + 1) + ": the " + what + " is " +
+                           (std::isnan(value) ? "NaN" : "infinite"));
   }
 
   if (!exportPath.empty()) {

@@ -8,6 +8,9 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+#include <cstdio>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -167,6 +170,44 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
   setup.mesh = *parsed;
   if (microBatches < 1)
     return failure(reportError("--micro-batches must be at least 1"));
+  // Sizes a flag may ask for: given, at least 1 and at most 2^24, so that
+  // no product of them with the model's own sizes overflows 64 bits.
+  constexpr int64_t kMaxSize = int64_t(1) << 24;
+  for (cl::opt<int64_t> *size : {&batch, &seq})
+    if (size->getNumOccurrences() && (*size < 1 || *size > kMaxSize))
+      return failure(reportError(llvm::formatv("--{0} {1}: expected 1 to {2}",
+                                               size->ArgStr, size->getValue(), kMaxSize)));
+  if (microBatches > kMaxSize)
+    return failure(reportError(llvm::formatv("--micro-batches {0}: expected 1 to {1}",
+                                             microBatches.getValue(), kMaxSize)));
+  if (virtualStages.getNumOccurrences() && (virtualStages < 1 || virtualStages > kMaxSize))
+    return failure(reportError(llvm::formatv("--virtual-stages {0}: expected 1 to {1}",
+                                             virtualStages.getValue(), kMaxSize)));
+  if (warmupSteps < 0)
+    return failure(reportError(llvm::formatv("--warmup-steps {0}: expected 0 or more",
+                                             warmupSteps.getValue())));
+  if (dataDtype != "u8" && dataDtype != "u16" && dataDtype != "i32")
+    return failure(reportError("--data-dtype '" + dataDtype + "': expected u8, u16 or i32"));
+  // Hyper-parameters: finite, and within what the optimizer means by them.
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", v);
+    return std::string(text);
+  };
+  struct Range {
+    cl::opt<double> *flag;
+    double high;  // exclusive
+  };
+  std::vector<Range> ranges = {{&lr, INFINITY},       {&momentum, 1}, {&eps, INFINITY},
+                               {&gradClip, INFINITY}, {&minLr, INFINITY}};
+  if (weightDecay.getNumOccurrences())
+    ranges.push_back({&weightDecay, INFINITY});
+  for (const Range &r : ranges) {
+    double v = r.flag->getValue();
+    if (!std::isfinite(v) || v < 0 || v >= r.high)
+      return failure(reportError("--" + r.flag->ArgStr + " " + number(v) +
+                                 ": expected a finite number in [0, " + number(r.high) + ")"));
+  }
   if (precision != "fp32" && precision != "bf16")
     return failure(reportError("--precision '" + precision + "': expected fp32 or bf16"));
   if (!zero.empty() && zero != "0" && zero != "1" && zero != "2" && zero != "3")
@@ -176,8 +217,9 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
                                "': expected gpipe, 1f1b or interleaved"));
   auto [beta1Text, beta2Text] = llvm::StringRef(betas).split(',');
   double beta1, beta2;
-  if (beta1Text.trim().getAsDouble(beta1) || beta2Text.trim().getAsDouble(beta2))
-    return failure(reportError("--betas '" + betas + "': expected two numbers b1,b2"));
+  if (beta1Text.trim().getAsDouble(beta1) || beta2Text.trim().getAsDouble(beta2) ||
+      !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
+    return failure(reportError("--betas '" + betas + "': expected two numbers b1,b2 in [0, 1)"));
   if (failed(parseDimFlags(dims, options)))
     return failure();
 
