@@ -260,8 +260,11 @@ LogicalResult GraphImporter::checkGraph() {
     if (!latest)
       continue;
     if (!schema) {
+      int first = int(opset) + 1;
+      while (!onnx::OpSchemaRegistry::Schema(node.op_type(), first, domain))
+        ++first;
       report(where + ": not an op of opset " + llvm::Twine(opset) + " (it is defined from opset " +
-             llvm::Twine(latest->since_version()) + " on)");
+             llvm::Twine(first) + " on)");
       return failure();
     }
     llvm::StringSet<> seen;

@@ -1,6 +1,7 @@
 //===- CheckpointDir.cpp - atomic checkpoint directories ------------------===//
 
 #include "runtime/CheckpointDir.h"
+#include "runtime/Failpoint.h"
 #include "runtime/RegularFile.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -119,9 +120,11 @@ llvm::Error commitCheckpoint(llvm::StringRef dir, int64_t step,
   if (std::error_code ec = syncDirectory(staging))
     return pathError("checkpoint staging directory", staging,
                      "cannot fsync: " + ec.message());
+  failpoint("staging-complete");
   if (std::error_code ec = llvm::sys::fs::rename(staging, target))
     return pathError("checkpoint", target,
                      "cannot rename '" + staging + "' to it: " + ec.message());
+  failpoint("committed");
   if (std::error_code ec = syncDirectory(dir))
     return pathError("checkpoint directory", dir,
                      "cannot fsync: " + ec.message());
@@ -248,24 +251,32 @@ llvm::Expected<CheckpointShard> checkpointShard(llvm::StringRef checkpoint, int6
   const llvm::json::Array *files = index.getArray("files");
   if (!files || int64_t(files->size()) != *world)
     return bad("\"files\" does not list one shard per rank (" + llvm::Twine(*world) + ")");
-  if (rank < 0 || rank >= *world)
-    return shard;
-  const llvm::json::Value &entry = (*files)[size_t(rank)];
-  shard.file = shardFileName(rank);
-  if (*version == 1) {
-    if (entry.getAsString() != shard.file)
-      return bad("\"files\"[" + llvm::Twine(rank) + "] is not \"" + shard.file + "\"");
-    return shard;
+  // Every entry is checked, not only this rank's: each rank must reach the
+  // same verdict, or the ranks that found none would wait for the others.
+  for (int64_t r = 0; r < *world; ++r) {
+    const llvm::json::Value &entry = (*files)[size_t(r)];
+    std::string name = shardFileName(r);
+    std::optional<FileDigest> digest;
+    if (*version == 1) {
+      if (entry.getAsString() != llvm::StringRef(name))
+        return bad("\"files\"[" + llvm::Twine(r) + "] is not \"" + name + "\"");
+    } else {
+      const llvm::json::Object *object = entry.getAsObject();
+      std::optional<llvm::StringRef> named = object ? object->getString("name") : std::nullopt;
+      std::optional<int64_t> bytes = object ? object->getInteger("bytes") : std::nullopt;
+      std::optional<llvm::StringRef> blake3 =
+          object ? object->getString("blake3") : std::nullopt;
+      if (named != llvm::StringRef(name) || !bytes || *bytes < 0 || !blake3 ||
+          blake3->size() != 64 || !llvm::all_of(*blake3, llvm::isHexDigit))
+        return bad("\"files\"[" + llvm::Twine(r) + "] is not {\"name\": \"" + name +
+                   "\", \"bytes\": N, \"blake3\": 64 hex digits}");
+      digest = FileDigest{*bytes, blake3->lower()};
+    }
+    if (r == rank) {
+      shard.file = name;
+      shard.digest = digest;
+    }
   }
-  const llvm::json::Object *object = entry.getAsObject();
-  std::optional<llvm::StringRef> name = object ? object->getString("name") : std::nullopt;
-  std::optional<int64_t> bytes = object ? object->getInteger("bytes") : std::nullopt;
-  std::optional<llvm::StringRef> blake3 = object ? object->getString("blake3") : std::nullopt;
-  if (name != llvm::StringRef(shard.file) || !bytes || *bytes < 0 || !blake3 ||
-      blake3->size() != 64 || !llvm::all_of(*blake3, llvm::isHexDigit))
-    return bad("\"files\"[" + llvm::Twine(rank) + "] is not {\"name\": \"" + shard.file +
-               "\", \"bytes\": N, \"blake3\": 64 hex digits}");
-  shard.digest = FileDigest{*bytes, blake3->lower()};
   return shard;
 }
 
@@ -302,9 +313,12 @@ llvm::Error pruneCheckpoints(llvm::StringRef dir, int keep) {
        llvm::ArrayRef(*checkpoints).take_front(stale)) {
     // Unlinking index.json durably first means that a crash midway leaves an
     // incomplete checkpoint, which readers skip, not one missing shards.
+    // (A step whose index.json is corrupt counts as complete here as for
+    // readers, so it holds one of the `keep` places until it is removed.)
     std::error_code ec = llvm::sys::fs::remove(join(path, "index.json"));
     if (!ec)
       ec = syncDirectory(path);
+    failpoint("pruning");
     if (!ec)
       ec = llvm::sys::fs::remove_directories(path, /*IgnoreErrors=*/false);
     if (ec)

@@ -37,6 +37,8 @@ constexpr int kReadFlags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
 /// it and without following a symbolic link anywhere on the way: openat2's
 /// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS where the kernel has it (5.6 on),
 /// else one component at a time with O_NOFOLLOW. Returns -1 with errno set.
+inline int openBeneathByComponents(int dir, const std::string &relative);
+
 inline int openBeneath(int dir, const std::string &relative) {
   struct open_how how = {};
   how.flags = kReadFlags;
@@ -44,28 +46,46 @@ inline int openBeneath(int dir, const std::string &relative) {
   int fd = int(::syscall(SYS_openat2, dir, relative.c_str(), &how, sizeof(how)));
   if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
     return fd;
+  return openBeneathByComponents(dir, relative);
+}
+
+/// openBeneath's fallback for kernels without openat2 (or where seccomp
+/// refuses it).
+inline int openBeneathByComponents(int dir, const std::string &relative) {
+  // One component at a time, none a symbolic link and none "..". An empty
+  // or "." last component opens the directory reached, which the caller's
+  // fstat then refuses as one.
   int at = ::dup(dir);
   size_t begin = 0;
   while (at >= 0) {
     size_t slash = relative.find('/', begin);
-    std::string part = relative.substr(begin, slash - begin);
-    begin = slash + 1;
-    if (part.empty() || part == ".")
-      continue;
+    bool last = slash == std::string::npos;
+    std::string part = relative.substr(begin, last ? std::string::npos : slash - begin);
+    if (!last)
+      begin = slash + 1;
     if (part == "..") {
       ::close(at);
       errno = EXDEV;
       return -1;
     }
-    bool last = slash == std::string::npos;
+    if ((part.empty() || part == ".") && !last)
+      continue;
+    if (part.empty())
+      part = ".";
     int next = ::openat(at, part.c_str(),
-                        last ? kReadFlags | O_NOFOLLOW
-                             : O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        last ? kReadFlags | O_NOFOLLOW : O_PATH | O_NOFOLLOW | O_CLOEXEC);
     int error = errno;
     ::close(at);
     errno = error;
-    if (last)
+    if (last || next < 0)
       return next;
+    // O_PATH | O_NOFOLLOW opens a symbolic link itself: refuse it here.
+    struct stat st = {};
+    if (::fstat(next, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      ::close(next);
+      errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+      return -1;
+    }
     at = next;
   }
   return -1;

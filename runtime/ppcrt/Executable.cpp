@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/CheckpointDir.h"
+#include "runtime/Failpoint.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
 #include "runtime/ppcrt/Blocks.h"
@@ -680,6 +681,7 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       MPI_Barrier(MPI_COMM_WORLD);
       if (llvm::Error e = trainer.save(staging, s + 1, shardFileName(worldRank)))
         die(formatError(std::move(e)));
+      failpoint("shard-written", worldRank);
       // Each rank digests its shard; rank 0 writes the digests into the index.
       llvm::SmallString<256> shardPath(staging);
       llvm::sys::path::append(shardPath, shardFileName(worldRank));

@@ -13,7 +13,8 @@ directory and runs `--resume`:
 - a shard truncated, extended with trailing bytes, the two ranks' shards
   swapped, step 2's shard put in step 4;
 - step 4's index truncated, naming another step, listing one shard too few,
-  or with one digit of a digest changed.
+  with one digit of a digest changed, or with rank 1's entry malformed
+  (which every rank must refuse alike, or the others would wait forever).
 
 Every one must exit non-zero with an `error:` line naming the shard or index.
 A step directory without index.json (a prune stopped midway) is the one
@@ -208,6 +209,11 @@ def main():
             ("index listing one shard", lambda d: edit_index(d, lambda t: json.dumps(
                 dict(json.loads(t), files=json.loads(t)["files"][:1]))), "index.json"),
             ("one digit of a digest changed", lambda d: edit_index(d, digit), s1),
+            # Every rank must reach the same verdict on the index, or the
+            # ranks that found nothing wrong wait for the others forever.
+            ("rank 1's index entry without its digest", lambda d: edit_index(d, lambda t: json.dumps(
+                dict(json.loads(t), files=[json.loads(t)["files"][0],
+                                           {"name": s1, "bytes": 1}]))), "index.json"),
         ]
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             results = list(pool.map(lambda c: attempt(c[0], *c[1]), enumerate(cases)))

@@ -116,21 +116,29 @@ int runCompileCommand(int argc, char **argv) {
     output = "-";
   if (training.lrSchedule == "cosine" && scheduleSteps < 1)
     return reportError("--lr-total-steps must be at least 1");
+  auto start = std::chrono::steady_clock::now();
+  auto model = OnnxModel::load(input);
+  if (!model)
+    return reportError(llvm::toString(model.takeError()));
   // What this compile will write, checked before anything is: a failed or
-  // refused compile leaves every file as it was.
+  // refused compile leaves every file as it was, the model's own (its
+  // external data too) above all.
   std::vector<std::pair<std::string, std::string>> outputs = {{"-o", output}};
   if (emit.empty())
     outputs.push_back({"-o's weights", output + ".weights.safetensors"});
   outputs.push_back({"--report", report.path});
   outputs.push_back({"--trace", tracePath});
   outputs.push_back({"--timeline", timelinePath});
-  if (failed(checkOutputs(outputs, {input})))
+  std::vector<std::string> inputs = {input};
+  for (const auto &init : (*model)->proto().graph().initializer())
+    for (const auto &entry : init.external_data())
+      if (entry.key() == "location") {
+        llvm::SmallString<256> path((*model)->directory());
+        llvm::sys::path::append(path, entry.value());
+        inputs.push_back(std::string(path));
+      }
+  if (failed(checkOutputs(outputs, inputs)))
     return 1;
-
-  auto start = std::chrono::steady_clock::now();
-  auto model = OnnxModel::load(input);
-  if (!model)
-    return reportError(llvm::toString(model.takeError()));
   ImportOptions options;
   TrainingFlags::Setup setup;
   if (failed(training.setUp(**model, options, scheduleSteps, setup)))
@@ -287,16 +295,24 @@ int runCompileCommand(int argc, char **argv) {
     return reportError(llvm::toString(std::move(e)));
   }
   // checkOutputs made both renames (within one directory) likely to work;
-  // should one fail all the same, nothing built is left behind.
-  if (auto ec = llvm::sys::fs::rename(weightsTemp, weightsPath)) {
+  // should one fail all the same, the files there before are put back and
+  // nothing built is left behind.
+  std::string previous = (weightsPath + ".previous").str();
+  bool hadWeights = llvm::sys::fs::exists(weightsPath) &&
+                    !llvm::sys::fs::rename(weightsPath, previous);
+  auto giveUp = [&](llvm::StringRef what, std::error_code ec) {
     llvm::sys::fs::remove(weightsTemp);
     llvm::sys::fs::remove(exePath);
-    return reportError("cannot write '" + weightsPath.str() + "': " + ec.message());
-  }
-  if (auto ec = llvm::sys::fs::rename(exePath, output)) {
-    llvm::sys::fs::remove(exePath);
-    return reportError("cannot write '" + output + "': " + ec.message());
-  }
+    if (hadWeights)
+      llvm::sys::fs::rename(previous, weightsPath);
+    return reportError("cannot write '" + what + "': " + ec.message());
+  };
+  if (auto ec = llvm::sys::fs::rename(weightsTemp, weightsPath))
+    return giveUp(weightsPath, ec);
+  if (auto ec = llvm::sys::fs::rename(exePath, output))
+    return giveUp(output, ec);
+  if (hadWeights)
+    llvm::sys::fs::remove(previous);
   double buildSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - buildStart).count();
   llvm::errs() << llvm::formatv("compiled in {0:f2} s, built {1} in {2:f2} s (and {3})\n",
