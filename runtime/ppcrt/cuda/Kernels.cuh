@@ -386,6 +386,20 @@ template <typename A> __device__ inline A *partialsOf() {
   return reinterpret_cast<A *>(reducePartials);
 }
 
+/// Joins the block's threads' values `acc` in a fixed tree (so the result
+/// does not depend on the schedule) into partial[0], which every thread may
+/// read on return. `partial` is the block's shared array of blockDim.x.
+template <ReduceKind Kind, typename A> __device__ inline void blockCombine(A *partial, A acc) {
+  partial[threadIdx.x] = acc;
+  __syncthreads();
+  for (int width = blockDim.x / 2; width > 0; width /= 2) {
+    if (int(threadIdx.x) < width)
+      partial[threadIdx.x] =
+          reduceCombine<Kind, A>(partial[threadIdx.x], partial[threadIdx.x + width]);
+    __syncthreads();
+  }
+}
+
 /// What a reduction writes for its accumulated value.
 template <ReduceKind Kind, typename T, typename A> __device__ inline T reduceResult(A value,
                                                                                   int64_t count) {
@@ -409,14 +423,7 @@ __global__ void reduceRowsKernel(Source in, T *out, Dims kept, Dims reduced, int
   A acc = reduceIdentity<Kind, A>();
   for (int64_t r = s * chunk + threadIdx.x; r < end; r += blockDim.x)
     acc = reduceCombine<Kind, A>(acc, A(in(base + stridedIndex(reduced, r))));
-  partial[threadIdx.x] = acc;
-  __syncthreads();
-  for (int width = blockDim.x / 2; width > 0; width /= 2) {
-    if (int(threadIdx.x) < width)
-      partial[threadIdx.x] =
-          reduceCombine<Kind, A>(partial[threadIdx.x], partial[threadIdx.x + width]);
-    __syncthreads();
-  }
+  blockCombine<Kind>(partial, acc);
   if (threadIdx.x == 0) {
     if (splits == 1)
       out[o] = reduceResult<Kind, T>(partial[0], count);
@@ -462,14 +469,7 @@ __global__ void reduceSplitsKernel(T *out, int64_t outputs, int64_t splits, int6
     A acc = reduceIdentity<Kind, A>();
     for (int64_t s = threadIdx.x; s < splits; s += blockDim.x)
       acc = reduceCombine<Kind, A>(acc, partials[o * outputStride + s * splitStride]);
-    partial[threadIdx.x] = acc;
-    __syncthreads();
-    for (int width = blockDim.x / 2; width > 0; width /= 2) {
-      if (int(threadIdx.x) < width)
-        partial[threadIdx.x] =
-            reduceCombine<Kind, A>(partial[threadIdx.x], partial[threadIdx.x + width]);
-      __syncthreads();
-    }
+    blockCombine<Kind>(partial, acc);
     if (threadIdx.x == 0)
       out[o] = reduceResult<Kind, T>(partial[0], count);
     __syncthreads();
