@@ -70,14 +70,15 @@ static std::error_code syncDirectory(llvm::StringRef path) {
   return ec;
 }
 
-/// Writes `index` to `path` and fsyncs it.
+/// Writes `index` to `path` on one line (`ppc checkpoint inspect` is the
+/// readable view) and fsyncs it.
 static llvm::Error writeIndex(llvm::StringRef path,
                               const llvm::json::Object &index) {
   int fd;
   if (std::error_code ec = llvm::sys::fs::openFileForWrite(path, fd))
     return pathError("checkpoint index", path, ec.message());
   llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-  os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object(index)))
+  os << llvm::formatv("{0}", llvm::json::Value(llvm::json::Object(index)))
      << "\n";
   os.flush();
   std::error_code ec = os.error();
@@ -228,8 +229,8 @@ llvm::Expected<FileDigest> digestFile(llvm::StringRef path) {
   return digest;
 }
 
-llvm::Expected<CheckpointShard> checkpointShard(llvm::StringRef checkpoint, int64_t step,
-                                                const llvm::json::Object &index, int64_t rank) {
+llvm::Expected<std::vector<CheckpointShard>>
+checkpointShards(llvm::StringRef checkpoint, int64_t step, const llvm::json::Object &index) {
   std::string path = join(checkpoint, "index.json");
   auto bad = [&](const llvm::Twine &message) {
     return pathError("checkpoint index", path, message);
@@ -237,47 +238,55 @@ llvm::Expected<CheckpointShard> checkpointShard(llvm::StringRef checkpoint, int6
   if (index.getString("format") != "ppc-checkpoint")
     return bad("\"format\" is not \"ppc-checkpoint\"");
   std::optional<int64_t> version = index.getInteger("version");
-  if (version != 1 && version != 2)
-    return bad("\"version\" is not 1 or 2 (this executable reads versions 1 and 2)");
-  CheckpointShard shard;
+  if (!version || *version < 1 || *version > kCheckpointVersion)
+    return bad("\"version\" is not 1, 2 or 3 (this ppc reads versions 1 to 3)");
   std::optional<int64_t> written = index.getInteger("step");
   if (!written || *written != step)
     return bad("\"step\" is not " + llvm::Twine(step) + ", the step its directory is named for");
-  shard.step = step;
   std::optional<int64_t> world = index.getInteger("world_size");
   if (!world || *world < 1)
     return bad("\"world_size\" is not a positive integer");
-  shard.worldSize = *world;
   const llvm::json::Array *files = index.getArray("files");
   if (!files || int64_t(files->size()) != *world)
     return bad("\"files\" does not list one shard per rank (" + llvm::Twine(*world) + ")");
-  // Every entry is checked, not only this rank's: each rank must reach the
+  // Every entry is checked, not only one rank's: each rank must reach the
   // same verdict, or the ranks that found none would wait for the others.
+  std::vector<CheckpointShard> shards;
   for (int64_t r = 0; r < *world; ++r) {
     const llvm::json::Value &entry = (*files)[size_t(r)];
-    std::string name = shardFileName(r);
-    std::optional<FileDigest> digest;
+    CheckpointShard shard;
+    shard.step = step;
+    shard.worldSize = *world;
+    shard.file = shardFileName(r);
     if (*version == 1) {
-      if (entry.getAsString() != llvm::StringRef(name))
-        return bad("\"files\"[" + llvm::Twine(r) + "] is not \"" + name + "\"");
+      if (entry.getAsString() != llvm::StringRef(shard.file))
+        return bad("\"files\"[" + llvm::Twine(r) + "] is not \"" + shard.file + "\"");
     } else {
       const llvm::json::Object *object = entry.getAsObject();
       std::optional<llvm::StringRef> named = object ? object->getString("name") : std::nullopt;
       std::optional<int64_t> bytes = object ? object->getInteger("bytes") : std::nullopt;
       std::optional<llvm::StringRef> blake3 =
           object ? object->getString("blake3") : std::nullopt;
-      if (named != llvm::StringRef(name) || !bytes || *bytes < 0 || !blake3 ||
+      if (named != llvm::StringRef(shard.file) || !bytes || *bytes < 0 || !blake3 ||
           blake3->size() != 64 || !llvm::all_of(*blake3, llvm::isHexDigit))
-        return bad("\"files\"[" + llvm::Twine(r) + "] is not {\"name\": \"" + name +
+        return bad("\"files\"[" + llvm::Twine(r) + "] is not {\"name\": \"" + shard.file +
                    "\", \"bytes\": N, \"blake3\": 64 hex digits}");
-      digest = FileDigest{*bytes, blake3->lower()};
+      shard.digest = FileDigest{*bytes, blake3->lower()};
     }
-    if (r == rank) {
-      shard.file = name;
-      shard.digest = digest;
-    }
+    shards.push_back(std::move(shard));
   }
-  return shard;
+  return shards;
+}
+
+llvm::Expected<CheckpointShard> checkpointShard(llvm::StringRef checkpoint, int64_t step,
+                                                const llvm::json::Object &index, int64_t rank) {
+  auto shards = checkpointShards(checkpoint, step, index);
+  if (!shards)
+    return shards.takeError();
+  if (rank < 0 || rank >= int64_t(shards->size()))
+    return pathError("checkpoint index", join(checkpoint, "index.json"),
+                     "lists no shard of rank " + llvm::Twine(rank));
+  return (*shards)[size_t(rank)];
 }
 
 llvm::Error verifyShard(llvm::StringRef path, const FileDigest &digest) {

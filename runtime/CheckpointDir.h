@@ -12,7 +12,7 @@
 // directory, after it a complete one, so readers only ever trust step
 // directories with an index.json.
 //
-// The index (version 2) names every shard with its size and BLAKE3 digest
+// The index (version 2 and later) names every shard with its size and BLAKE3 digest
 // (the whole file: header and data), so a reader detects a flipped bit, a
 // truncated or extended file and a shard from another step or rank before it
 // trusts a byte. BLAKE3 because it is a cryptographic hash (no crafted
@@ -92,9 +92,16 @@ struct CheckpointShard {
   std::optional<FileDigest> digest;
 };
 
+/// The index version this ppc writes (3: with the mesh and every tensor's
+/// layout, runtime/CheckpointLayout.h); it reads 1 to 3.
+constexpr int64_t kCheckpointVersion = 3;
+
 /// Validates `checkpoint`/index.json (format, version, its step against the
 /// directory's name `step`, one file entry per rank with size and digest)
-/// and returns rank `rank`'s shard, or an error naming the index and field.
+/// and returns every rank's shard, or an error naming the index and field.
+llvm::Expected<std::vector<CheckpointShard>>
+checkpointShards(llvm::StringRef checkpoint, int64_t step, const llvm::json::Object &index);
+/// The same, returning rank `rank`'s shard.
 llvm::Expected<CheckpointShard> checkpointShard(llvm::StringRef checkpoint, int64_t step,
                                                 const llvm::json::Object &index, int64_t rank);
 

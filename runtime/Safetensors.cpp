@@ -33,7 +33,7 @@ static std::optional<int64_t> tensorBytes(DType dtype,
   return bytes;
 }
 
-static std::optional<DType> parseDType(llvm::StringRef name) {
+std::optional<DType> parseDType(llvm::StringRef name) {
   for (DType dtype : {DType::F32, DType::F64, DType::BF16, DType::F16,
                       DType::I64, DType::I32, DType::I8, DType::U8, DType::I1})
     if (name == dtypeName(dtype))

@@ -25,10 +25,15 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ppcrt {
+
+/// The element type spelled `name` ("F32", "BF16", ...: dtypeName's
+/// spelling), if it is one.
+std::optional<DType> parseDType(llvm::StringRef name);
 
 /// A named tensor whose bytes live elsewhere (row-major, little-endian).
 struct TensorView {

@@ -4,57 +4,46 @@
 
 namespace ppcrt {
 
+MeshLayout meshLayout(const Program &program) {
+  MeshLayout mesh;
+  mesh.axes.assign(program.meshAxes, program.meshAxes + program.meshRank);
+  mesh.shape.assign(program.meshShape, program.meshShape + program.meshRank);
+  return mesh;
+}
+
+BlockLayout blockLayout(const TensorInfo &t) {
+  BlockLayout layout;
+  layout.shape.assign(t.shape, t.shape + t.rank);
+  layout.globalShape.assign(t.globalShape, t.globalShape + t.rank);
+  layout.sharding.assign(t.sharding, t.sharding + t.rank);
+  layout.blocks.assign(t.blocks, t.blocks + t.rank);
+  return layout;
+}
+
 std::vector<int64_t> meshCoordinates(const Program &program, int64_t rank) {
-  std::vector<int64_t> coordinates(program.meshRank, 0);
-  for (int a = program.meshRank - 1; a >= 0; --a) {
-    coordinates[a] = rank % program.meshShape[a];
-    rank /= program.meshShape[a];
-  }
-  return coordinates;
+  return meshLayout(program).coordinates(rank);
 }
 
 int64_t meshRankAt(const Program &program, const std::vector<int64_t> &coordinates) {
-  int64_t rank = 0;
-  for (int a = 0; a < program.meshRank; ++a)
-    rank = rank * program.meshShape[a] + coordinates[a];
-  return rank;
+  return meshLayout(program).rankAt(coordinates);
 }
 
 std::vector<int> meshAxisIndices(const Program &program, const std::string &axes) {
-  std::vector<int> indices;
-  size_t start = 0;
-  while (start < axes.size()) {
-    size_t end = axes.find(',', start);
-    if (end == std::string::npos)
-      end = axes.size();
-    std::string axis = axes.substr(start, end - start);
-    for (int a = 0; a < program.meshRank; ++a)
-      if (axis == program.meshAxes[a])
-        indices.push_back(a);
-    start = end + 1;
-  }
-  return indices;
+  return meshLayout(program).axisIndices(axes);
 }
 
 int64_t coordinateOn(const Program &program, const std::vector<int64_t> &coordinates,
                      const std::string &axis) {
-  std::vector<int> index = meshAxisIndices(program, axis);
-  return index.empty() ? 0 : coordinates[index[0]];
+  return meshLayout(program).coordinateOn(coordinates, axis);
 }
 
 int64_t blockIndex(const Program &program, const std::vector<int64_t> &coordinates,
                    const std::string &axes) {
-  int64_t index = 0;
-  for (int a : meshAxisIndices(program, axes))
-    index = index * program.meshShape[a] + coordinates[a];
-  return index;
+  return meshLayout(program).blockIndex(coordinates, axes);
 }
 
 int64_t blockCount(const Program &program, const std::string &axes) {
-  int64_t count = 1;
-  for (int a : meshAxisIndices(program, axes))
-    count *= program.meshShape[a];
-  return count;
+  return meshLayout(program).blockCount(axes);
 }
 
 } // namespace ppcrt

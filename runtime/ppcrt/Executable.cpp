@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/CheckpointDir.h"
+#include "runtime/CheckpointLayout.h"
 #include "runtime/Failpoint.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
@@ -36,6 +37,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -271,10 +273,9 @@ struct Trainer {
       return shard.takeError();
     auto fingerprint = shard->metadata().find("fingerprint");
     if (fingerprint == shard->metadata().end() || fingerprint->second != program.fingerprint)
-      return llvm::createStringError(
-          "checkpoint '" + checkpoint +
-          "' is from another model, mesh or training configuration; resharding "
-          "checkpoints between meshes is not supported yet");
+      return llvm::createStringError("checkpoint shard '" + std::string(path) +
+                                     "': its metadata fingerprint is not the index's (a shard "
+                                     "of another program put in this checkpoint)");
     // What the shard says of itself must be what the index says of it.
     for (auto [key, want] : {std::pair<const char *, int64_t>{"step", step},
                              {"rank", int64_t(rank.worldRank())}}) {
@@ -300,7 +301,79 @@ struct Trainer {
     }
     return llvm::Error::success();
   }
+
+  /// Takes this rank's block of every state tensor from the global values
+  /// `reader` puts together (a checkpoint saved on another mesh, layout,
+  /// ZeRO stage or pipeline cut).
+  llvm::Error loadResharded(CheckpointReader &reader, const std::string &checkpoint) {
+    MeshLayout mesh = meshLayout(program);
+    for (int i = 0; i < rp.numArgs; ++i) {
+      const TensorInfo &t = rp.args[i];
+      if (!isState(t))
+        continue;
+      auto global = reader.read(t.key);
+      if (!global)
+        return global.takeError();
+      BlockLayout layout = blockLayout(t);
+      if (global->dtype != t.dtype || global->shape != layout.globalShape)
+        return llvm::createStringError(
+            llvm::formatv("checkpoint '{0}': tensor '{1}' is {2} {3:$[x]}, where this program "
+                          "has {4} {5:$[x]}",
+                          checkpoint, t.key, dtypeName(global->dtype),
+                          llvm::make_range(global->shape.begin(), global->shape.end()),
+                          dtypeName(t.dtype),
+                          llvm::make_range(layout.globalShape.begin(), layout.globalShape.end()))
+                .str());
+      std::vector<char> local = takeBlock(*global, mesh, layout, coordinates);
+      device.upload(held[t.key], local.data(), local.size());
+    }
+    return llvm::Error::success();
+  }
 };
+
+/// The state tensors (parameters, optimizer state) of every rank program.
+std::set<std::string> stateKeys(const Program &program) {
+  std::set<std::string> keys;
+  for (int p = 0; p < program.numPrograms; ++p)
+    for (int i = 0; i < program.programs[p].numArgs; ++i) {
+      llvm::StringRef key = program.programs[p].args[i].key;
+      if (key.starts_with("param:") || key.starts_with("state:"))
+        keys.insert(key.str());
+    }
+  return keys;
+}
+
+/// What index.json says of rank `rank`'s shard besides its digest: the
+/// layout of every tensor it holds (runtime/CheckpointLayout.h).
+llvm::json::Object shardTensors(const Program &program, int64_t rank) {
+  int64_t pp = coordinateOn(program, meshCoordinates(program, rank), "pp");
+  const RankProgram &rp = program.programs[program.numPrograms == 1 ? 0 : pp];
+  llvm::json::Object tensors;
+  for (int i = 0; i < rp.numArgs; ++i) {
+    const TensorInfo &t = rp.args[i];
+    llvm::StringRef key = t.key;
+    if (key.starts_with("param:") || key.starts_with("state:"))
+      tensors[key] = blockToJson(t.dtype, blockLayout(t));
+  }
+  return tensors;
+}
+
+/// Why a checkpoint cannot resume this program: a state tensor one has and
+/// the other lacks (another model, optimizer or set of trained
+/// parameters), or "" when both have the same.
+std::string compareStateKeys(const Program &program, const CheckpointLayout &saved) {
+  std::set<std::string> mine = stateKeys(program);
+  for (const std::string &key : mine)
+    if (!saved.tensors.count(key))
+      return "checkpoint '" + saved.path + "' has no tensor '" + key +
+             "', which this program trains (another model, optimizer or --train/--freeze?)";
+  for (const auto &[key, blocks] : saved.tensors)
+    if (!mine.count(key))
+      return "checkpoint '" + saved.path + "' has tensor '" + key +
+             "', which this program does not train (another model, optimizer or "
+             "--train/--freeze?)";
+  return "";
+}
 
 } // namespace
 
@@ -532,32 +605,44 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       auto shardInfo = checkpointShard(path, done, *index, worldRank);
       if (!shardInfo)
         dieAll(formatError(shardInfo.takeError()), lead);
-      if (shardInfo->worldSize != worldSize)
-        dieAll("checkpoint '" + path + "' was written by " +
-                   std::to_string(shardInfo->worldSize) + " ranks; this executable runs on " +
-                   std::to_string(worldSize) +
-                   " (resharding checkpoints between meshes is not supported yet)",
-               lead);
-      auto fingerprint = index->getString("fingerprint");
-      if (!fingerprint || *fingerprint != program.fingerprint)
-        dieAll("checkpoint '" + path + "' is from another model or training configuration (" +
-                   index->getString("model").value_or("?").str() + ")",
-               lead);
       std::string failed;
-      if (shardInfo->digest) {
-        llvm::SmallString<256> file(path);
-        llvm::sys::path::append(file, shardInfo->file);
-        if (llvm::Error e = verifyShard(file, *shardInfo->digest))
+      if (index->getString("fingerprint") == llvm::StringRef(program.fingerprint) &&
+          shardInfo->worldSize == worldSize) {
+        // Saved by this program: each rank reads its own shard.
+        if (shardInfo->digest) {
+          llvm::SmallString<256> file(path);
+          llvm::sys::path::append(file, shardInfo->file);
+          if (llvm::Error e = verifyShard(file, *shardInfo->digest))
+            failed = formatError(std::move(e));
+        } else if (lead) {
+          llvm::errs() << "warning: checkpoint '" << path
+                       << "' has a version 1 index, with no digests: its shards are not "
+                          "verified\n";
+        }
+        stopIfAny(failed, worldRank);
+        if (llvm::Error e = trainer.load(path, shardFileName(worldRank), done))
           failed = formatError(std::move(e));
-      } else if (lead) {
-        llvm::errs() << "warning: checkpoint '" << path
-                     << "' has a version 1 index, with no digests: its shards are not "
-                        "verified\n";
+        stopIfAny(failed, worldRank);
+      } else {
+        // Saved on another mesh or by another compilation: every tensor's
+        // global value is put together from the shards that hold it, and
+        // each rank takes its blocks.
+        auto saved = readCheckpointLayout(path, done, *index);
+        if (!saved)
+          dieAll(formatError(saved.takeError()), lead);
+        if (std::string why = compareStateKeys(program, *saved); !why.empty())
+          dieAll(why, lead);
+        if (lead)
+          llvm::errs() << "resharding " << path << ": saved on " << saved->mesh.describe()
+                       << " (" << saved->worldSize() << " rank"
+                       << (saved->worldSize() == 1 ? "" : "s") << "), resuming on "
+                       << meshLayout(program).describe() << " (" << worldSize << " rank"
+                       << (worldSize == 1 ? "" : "s") << ")\n";
+        CheckpointReader reader(*saved);
+        if (llvm::Error e = trainer.loadResharded(reader, path))
+          failed = formatError(std::move(e));
+        stopIfAny(failed, worldRank);
       }
-      stopIfAny(failed, worldRank);
-      if (llvm::Error e = trainer.load(path, shardFileName(worldRank), done))
-        failed = formatError(std::move(e));
-      stopIfAny(failed, worldRank);
       start = done;
       if (logs)
         llvm::errs() << "resuming from " << path << " (" << done << " steps done)\n";
@@ -698,17 +783,20 @@ int run(int argc, char **argv, const Program &program, Device &device) {
                  MPI_COMM_WORLD);
       if (lead) {
         llvm::json::Object index{{"format", "ppc-checkpoint"},
-                                 {"version", 2},
+                                 {"version", kCheckpointVersion},
                                  {"step", s + 1},
                                  {"fingerprint", program.fingerprint},
                                  {"model", program.model},
-                                 {"world_size", worldSize}};
+                                 {"untie", program.untie},
+                                 {"world_size", worldSize},
+                                 {"mesh", meshToJson(meshLayout(program))}};
         llvm::json::Array files;
         for (int r = 0; r < worldSize; ++r)
           files.push_back(llvm::json::Object{
               {"name", shardFileName(r)},
               {"bytes", digests[r].bytes},
-              {"blake3", std::string(digests[r].blake3, sizeof(digests[r].blake3))}});
+              {"blake3", std::string(digests[r].blake3, sizeof(digests[r].blake3))},
+              {"tensors", shardTensors(program, r)}});
         index["files"] = std::move(files);
         if (llvm::Error e = commitCheckpoint(checkpointDir, s + 1, index))
           die(formatError(std::move(e)));

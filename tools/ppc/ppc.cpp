@@ -24,6 +24,8 @@ const Command commands[] = {
      "train a model on the reference executor (MODEL.onnx --data F --steps N ...)"},
     {"compile", ppc::runCompileCommand,
      "build the partitioned training step (MODEL.onnx --mesh M --emit mlir ...)"},
+    {"checkpoint", ppc::runCheckpointCommand,
+     "inspect a checkpoint or consolidate it into one file (inspect|consolidate DIR ...)"},
 };
 
 void printUsage(llvm::raw_ostream &os) {
