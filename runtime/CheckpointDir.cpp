@@ -278,17 +278,6 @@ checkpointShards(llvm::StringRef checkpoint, int64_t step, const llvm::json::Obj
   return shards;
 }
 
-llvm::Expected<CheckpointShard> checkpointShard(llvm::StringRef checkpoint, int64_t step,
-                                                const llvm::json::Object &index, int64_t rank) {
-  auto shards = checkpointShards(checkpoint, step, index);
-  if (!shards)
-    return shards.takeError();
-  if (rank < 0 || rank >= int64_t(shards->size()))
-    return pathError("checkpoint index", join(checkpoint, "index.json"),
-                     "lists no shard of rank " + llvm::Twine(rank));
-  return (*shards)[size_t(rank)];
-}
-
 llvm::Error verifyShard(llvm::StringRef path, const FileDigest &digest) {
   llvm::sys::fs::file_status status;
   if (std::error_code ec = llvm::sys::fs::status(path, status))

@@ -101,9 +101,6 @@ constexpr int64_t kCheckpointVersion = 3;
 /// and returns every rank's shard, or an error naming the index and field.
 llvm::Expected<std::vector<CheckpointShard>>
 checkpointShards(llvm::StringRef checkpoint, int64_t step, const llvm::json::Object &index);
-/// The same, returning rank `rank`'s shard.
-llvm::Expected<CheckpointShard> checkpointShard(llvm::StringRef checkpoint, int64_t step,
-                                                const llvm::json::Object &index, int64_t rank);
 
 /// Checks the shard file `path` against `digest`: its size, then its
 /// BLAKE3 digest; the error names the file.

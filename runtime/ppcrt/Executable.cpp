@@ -602,13 +602,15 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       auto index = readCheckpointIndex(path);
       if (!index)
         dieAll(formatError(index.takeError()), lead);
-      auto shardInfo = checkpointShard(path, done, *index, worldRank);
-      if (!shardInfo)
-        dieAll(formatError(shardInfo.takeError()), lead);
+      // Every rank validates every entry, so all reach one verdict.
+      auto shards = checkpointShards(path, done, *index);
+      if (!shards)
+        dieAll(formatError(shards.takeError()), lead);
       std::string failed;
       if (index->getString("fingerprint") == llvm::StringRef(program.fingerprint) &&
-          shardInfo->worldSize == worldSize) {
+          int64_t(shards->size()) == worldSize) {
         // Saved by this program: each rank reads its own shard.
+        const CheckpointShard *shardInfo = &(*shards)[size_t(worldRank)];
         if (shardInfo->digest) {
           llvm::SmallString<256> file(path);
           llvm::sys::path::append(file, shardInfo->file);

@@ -189,20 +189,20 @@ TEST_F(CheckpointDir, IndexIsValidatedFieldByField) {
                           {"step", 4},
                           {"world_size", 2},
                           {"files", llvm::json::Array{entry(0), entry(1)}}};
-  auto shard = checkpointShard("/c", 4, good, 1);
-  ASSERT_TRUE(static_cast<bool>(shard)) << llvm::toString(shard.takeError());
-  EXPECT_EQ(shard->file, shardFileName(1));
-  ASSERT_TRUE(shard->digest.has_value());
-  EXPECT_EQ(shard->digest->bytes, 10);
+  auto shards = checkpointShards("/c", 4, good);
+  ASSERT_TRUE(static_cast<bool>(shards)) << llvm::toString(shards.takeError());
+  ASSERT_EQ(shards->size(), 2u);
+  EXPECT_EQ((*shards)[1].file, shardFileName(1));
+  ASSERT_TRUE((*shards)[1].digest.has_value());
+  EXPECT_EQ((*shards)[1].digest->bytes, 10);
   auto error = [&](llvm::json::Object index, int64_t step = 4) {
-    return llvm::toString(checkpointShard("/c", step, index, 1).takeError());
+    return llvm::toString(checkpointShards("/c", step, index).takeError());
   };
   const std::string at = "checkpoint index '/c/index.json': ";
   EXPECT_EQ(error(good, 5), at + "\"step\" is not 5, the step its directory is named for");
   llvm::json::Object bad = good;
-  bad["version"] = 3;
-  EXPECT_EQ(error(bad), at + "\"version\" is not 1 or 2 (this executable reads versions 1 "
-                             "and 2)");
+  bad["version"] = 4;
+  EXPECT_EQ(error(bad), at + "\"version\" is not 1, 2 or 3 (this ppc reads versions 1 to 3)");
   bad = good;
   bad["format"] = "other";
   EXPECT_EQ(error(bad), at + "\"format\" is not \"ppc-checkpoint\"");
@@ -224,9 +224,9 @@ TEST_F(CheckpointDir, IndexIsValidatedFieldByField) {
                         {"step", 4},
                         {"world_size", 2},
                         {"files", llvm::json::Array{shardFileName(0), shardFileName(1)}}};
-  shard = checkpointShard("/c", 4, v1, 1);
-  ASSERT_TRUE(static_cast<bool>(shard)) << llvm::toString(shard.takeError());
-  EXPECT_FALSE(shard->digest.has_value());
+  shards = checkpointShards("/c", 4, v1);
+  ASSERT_TRUE(static_cast<bool>(shards)) << llvm::toString(shards.takeError());
+  EXPECT_FALSE((*shards)[1].digest.has_value());
 }
 
 TEST_F(CheckpointDir, LatestPicksTheLargestStep) {

@@ -31,7 +31,7 @@ const Command commands[] = {
 void printUsage(llvm::raw_ostream &os) {
   os << "usage: ppc <command> [options]\n\ncommands:\n";
   for (const Command &c : commands)
-    os << "  " << llvm::left_justify(c.name, 10) << c.summary << "\n";
+    os << "  " << llvm::left_justify(c.name, 12) << c.summary << "\n";
   os << "\n`ppc <command> --help` lists a command's options.\n";
 }
 } // namespace
