@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -331,6 +332,41 @@ struct Trainer {
   }
 };
 
+/// Whether every element of `count` of type `dtype` at `data` is finite
+/// (integer types always are).
+bool allFinite(DType dtype, const char *data, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    switch (dtype) {
+    case DType::F32: {
+      float v;
+      std::memcpy(&v, data + i * 4, 4);
+      if (!std::isfinite(v))
+        return false;
+      break;
+    }
+    case DType::F64: {
+      double v;
+      std::memcpy(&v, data + i * 8, 8);
+      if (!std::isfinite(v))
+        return false;
+      break;
+    }
+    case DType::BF16:
+    case DType::F16: {
+      uint16_t bits;
+      std::memcpy(&bits, data + i * 2, 2);
+      uint16_t exponent = dtype == DType::BF16 ? 0x7f80 : 0x7c00;
+      if ((bits & exponent) == exponent)
+        return false;
+      break;
+    }
+    default:
+      return true;
+    }
+  }
+  return true;
+}
+
 /// The state tensors (parameters, optimizer state) of every rank program.
 std::set<std::string> stateKeys(const Program &program) {
   std::set<std::string> keys;
@@ -341,6 +377,30 @@ std::set<std::string> stateKeys(const Program &program) {
         keys.insert(key.str());
     }
   return keys;
+}
+
+/// After a step whose loss or gradient norm was not finite: the first state
+/// tensor (in key order, over every rank) holding a non-finite element, ""
+/// when none does. Without gradient clipping, a parameter's state turns
+/// non-finite only when its own gradient (or its update) was, so this names
+/// where the divergence entered; clipping by a non-finite norm spreads it to
+/// every parameter. Collective: every rank must call it.
+std::string firstNonFinite(const Program &program, Trainer &trainer) {
+  std::set<std::string> keys = stateKeys(program);
+  std::vector<std::string> ordered(keys.begin(), keys.end());
+  int first = INT_MAX;
+  for (int i = 0; i < trainer.rp.numArgs; ++i) {
+    const TensorInfo &t = trainer.rp.args[i];
+    if (!trainer.isState(t))
+      continue;
+    std::vector<char> host = trainer.fetch(t);
+    if (!allFinite(t.dtype, host.data(), elementsOf(t)))
+      first = std::min(first, int(std::lower_bound(ordered.begin(), ordered.end(),
+                                                   std::string(t.key)) -
+                                  ordered.begin()));
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return first == INT_MAX ? "" : ordered[size_t(first)];
 }
 
 /// What index.json says of rank `rank`'s shard besides its digest: the
@@ -654,7 +714,9 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   }
 
   // A resumed run's log continues from the checkpoint: the lines of steps
-  // done after it (by the run that was stopped) are dropped.
+  // done after it (by the run that was stopped) are dropped. A log or arena
+  // that cannot be had is an error every rank stops on together.
+  std::string opened;
   if (logs && !logPath.empty() && start > 0)
     if (auto old = llvm::MemoryBuffer::getFile(logPath)) {
       std::string kept;
@@ -681,22 +743,24 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       std::error_code ec;
       llvm::raw_fd_ostream rewrite(logPath, ec);
       if (ec)
-        die("--log '" + logPath + "': " + ec.message());
-      rewrite << kept;
+        opened = "--log '" + logPath + "': " + ec.message();
+      else
+        rewrite << kept;
     }
   std::unique_ptr<llvm::raw_fd_ostream> log;
-  if (logs && !logPath.empty()) {
+  if (logs && !logPath.empty() && opened.empty()) {
     std::error_code ec;
     log = std::make_unique<llvm::raw_fd_ostream>(
         logPath, ec, start > 0 ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
     if (ec)
-      die("--log '" + logPath + "': " + ec.message());
+      opened = "--log '" + logPath + "': " + ec.message();
   }
 
   void *arenaMemory = device.allocate(std::max<int64_t>(64, rp.arenaBytes));
-  if (!arenaMemory)
-    die(llvm::formatv("rank {0}: cannot allocate the arena of {1:f1} MiB on {2}", worldRank,
-                      rp.arenaBytes / 1048576.0, device.describe()));
+  if (!arenaMemory && opened.empty())
+    opened = llvm::formatv("rank {0}: cannot allocate the arena of {1:f1} MiB on {2}",
+                           worldRank, rp.arenaBytes / 1048576.0, device.describe());
+  stopIfAny(opened, worldRank);
   char *arena = static_cast<char *>(arenaMemory);
   // The ranks' arenas differ with pipelining; the log reports the largest.
   int64_t largestArena = rp.arenaBytes;
@@ -750,7 +814,7 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       for (auto [what, value] : {std::pair<const char *, double>{"loss", loss},
                                  {"gradient norm", gradNorm}})
         if (!std::isfinite(value) && diverged.empty())
-          diverged = llvm::formatv("step {0} (rank {1}): the {2} is {3}; stopping every rank",
+          diverged = llvm::formatv("step {0} (rank {1}): the {2} is {3}",
                                    s + 1, worldRank, what,
                                    std::isnan(value) ? "NaN" : "infinite");
     }
@@ -758,28 +822,42 @@ int run(int argc, char **argv, const Program &program, Device &device) {
     // logging rank) and leaves MPI cleanly, so the error is the only line.
     int stop = !diverged.empty();
     MPI_Bcast(&stop, 1, MPI_INT, logRank, MPI_COMM_WORLD);
-    if (stop)
-      dieAll(diverged, logs);
+    if (stop) {
+      std::string first = firstNonFinite(program, trainer);
+      if (!first.empty())
+        diverged += "; the first tensor it left non-finite is '" + first + "'";
+      dieAll(diverged + "; stopping every rank", logs);
+    }
     if (saveEvery > 0 && (s + 1) % saveEvery == 0) {
+      // A failure on any rank (a full disk, say) ends every rank through
+      // one collective at the next point all reach: one error line, no
+      // MPI_Abort.
       std::string staging = stagingPath(checkpointDir, s + 1);
+      std::string failed;
       if (lead)
         if (auto prepared = prepareStaging(checkpointDir, s + 1); !prepared)
-          die(formatError(prepared.takeError()));
-      MPI_Barrier(MPI_COMM_WORLD);
+          failed = formatError(prepared.takeError());
+      stopIfAny(failed, worldRank);
       if (llvm::Error e = trainer.save(staging, s + 1, shardFileName(worldRank)))
-        die(formatError(std::move(e)));
-      failpoint("shard-written", worldRank);
+        failed = formatError(std::move(e));
+      if (failed.empty())
+        failpoint("shard-written", worldRank);
       // Each rank digests its shard; rank 0 writes the digests into the index.
       llvm::SmallString<256> shardPath(staging);
       llvm::sys::path::append(shardPath, shardFileName(worldRank));
-      auto digest = digestFile(shardPath);
-      if (!digest)
-        die(formatError(digest.takeError()));
+      FileDigest digest;
+      if (failed.empty()) {
+        if (auto digested = digestFile(shardPath))
+          digest = *digested;
+        else
+          failed = formatError(digested.takeError());
+      }
+      stopIfAny(failed, worldRank);
       struct Packed {
         int64_t bytes;
         char blake3[64];
-      } mine{digest->bytes, {}};
-      std::memcpy(mine.blake3, digest->blake3.data(), sizeof(mine.blake3));
+      } mine{digest.bytes, {}};
+      std::memcpy(mine.blake3, digest.blake3.data(), sizeof(mine.blake3));
       std::vector<Packed> digests(lead ? worldSize : 0);
       MPI_Gather(&mine, sizeof(Packed), MPI_BYTE, digests.data(), sizeof(Packed), MPI_BYTE, 0,
                  MPI_COMM_WORLD);
@@ -801,12 +879,12 @@ int run(int argc, char **argv, const Program &program, Device &device) {
               {"tensors", shardTensors(program, r)}});
         index["files"] = std::move(files);
         if (llvm::Error e = commitCheckpoint(checkpointDir, s + 1, index))
-          die(formatError(std::move(e)));
-        if (keep > 0)
+          failed = formatError(std::move(e));
+        else if (keep > 0)
           if (llvm::Error e = pruneCheckpoints(checkpointDir, keep))
-            die(formatError(std::move(e)));
+            failed = formatError(std::move(e));
       }
-      MPI_Barrier(MPI_COMM_WORLD);
+      stopIfAny(failed, worldRank);
     }
   }
   device.release(arenaMemory);
@@ -814,20 +892,23 @@ int run(int argc, char **argv, const Program &program, Device &device) {
     // Every rank's blocks go through files beside the output (as a
     // checkpoint's do); rank 0 puts the parameters together.
     std::string parts = exportPath + ".parts";
+    std::string failed;
     if (lead)
       if (std::error_code ec = llvm::sys::fs::create_directories(parts))
-        die("--export: cannot create '" + parts + "': " + ec.message());
-    MPI_Barrier(MPI_COMM_WORLD);
+        failed = "--export: cannot create '" + parts + "': " + ec.message();
+    stopIfAny(failed, worldRank);
     if (llvm::Error e = trainer.save(parts, steps, shardFileName(worldRank)))
-      die(formatError(std::move(e)));
-    MPI_Barrier(MPI_COMM_WORLD);
+      failed = formatError(std::move(e));
+    stopIfAny(failed, worldRank);
     if (lead) {
       llvm::Error e = exportOnnx(program, parts, worldSize, exportPath);
       llvm::sys::fs::remove_directories(parts);
       if (e)
-        die(formatError(std::move(e)));
-      llvm::errs() << "wrote " << exportPath << "\n";
+        failed = formatError(std::move(e));
+      else
+        llvm::errs() << "wrote " << exportPath << "\n";
     }
+    stopIfAny(failed, worldRank);
   }
   trainerOwner.reset();
   rankOwner.reset();

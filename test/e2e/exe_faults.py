@@ -24,9 +24,11 @@ is kept as it was.
 
 A run that diverges (--lr 1e30) stops at the first step whose loss or
 gradient norm is not finite, on every rank, with one error line naming the
-step (counted from 1, as the progress line does) and the rank, and its log
+step (counted from 1, as the progress line does), the rank and the first
+state tensor (in key order, over all ranks) the step left non-finite, and its log
 stays JSON (null for the non-finite values). `ppc simulate` (--lr 1e300: it
-computes in f64) stops alike.
+computes in f64) stops alike. A checkpoint or --export that cannot be
+written is one error line, without Open MPI's abort banner.
 """
 import argparse
 import concurrent.futures
@@ -93,7 +95,8 @@ def diverge(ppc, exe, model, tmp):
     print(f"--lr 1e30: exit {result.returncode}, {errors}")
     assert result.returncode != 0 and len(errors) == 1, result.stderr
     m = re.fullmatch(r"error: step (\d+) \(rank \d+\): the (loss|gradient norm) is "
-                     r"(NaN|infinite); stopping every rank", errors[0])
+                     r"(NaN|infinite); the first tensor it left non-finite is "
+                     r"'(param|state:\w+):[\w.]+'; stopping every rank", errors[0])
     assert m, errors
     lines = [strict_json(line) for line in open(log)]
     assert len(lines) == int(m.group(1)), (len(lines), m.group(1))
@@ -113,6 +116,23 @@ def diverge(ppc, exe, model, tmp):
                      errors[0])
     assert m, errors
     assert len([strict_json(line) for line in open(sim_log)]) == int(m.group(1))
+
+
+def unwritable(exe, tmp):
+    """A checkpoint or export that cannot be written on one rank ends every
+    rank through one collective: one error line, and no MPI_Abort banner."""
+    blocker = os.path.join(tmp, "a-file")
+    open(blocker, "w").close()
+    for what, extra in (("checkpoint", ["--checkpoint-dir", os.path.join(blocker, "ckpt"),
+                                        "--save-every", "1"]),
+                        ("export", ["--export", os.path.join(blocker, "out.onnx")])):
+        result = subprocess.run(MPIRUN + [exe, "--data", CORPUS, "--steps", "1",
+                                          "--threads-per-rank", "1", *extra],
+                                capture_output=True, text=True, timeout=120)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        print(f"unwritable {what}: exit {result.returncode}, {errors}")
+        assert result.returncode != 0 and len(errors) == 1, result.stderr
+        assert "Not a directory" in errors[0] and "MPI_ABORT" not in result.stderr, result.stderr
 
 
 def main():
@@ -137,7 +157,7 @@ def main():
         assert run(exe, os.path.join(tmp, "ref"), reference, steps=6,
                    resume=False).returncode == 0
         index = json.load(open(os.path.join(pristine, "step-00000004", "index.json")))
-        assert index["version"] == 2 and [f["name"] for f in index["files"]] == SHARDS, index
+        assert index["version"] == 3 and [f["name"] for f in index["files"]] == SHARDS, index["version"]
         # Each case damages its own copy (relative paths below are under
         # its step 4), so four run at once: a run is mostly mpirun's start.
         def attempt(number, label, damage, culprit):
@@ -253,6 +273,7 @@ def main():
               "JSON was kept")
 
         diverge(args.ppc, exe, model, tmp)
+        unwritable(exe, tmp)
     print("OK")
 
 
