@@ -94,6 +94,13 @@ static llvm::Error writeIndex(llvm::StringRef path,
   return llvm::Error::success();
 }
 
+/// A committed checkpoint has an index.json (the commit renames a staging
+/// directory that has one). Whether it is intact is for the reader to check:
+/// one that does not parse is an error there, not a reason to skip it.
+static bool isComplete(llvm::StringRef checkpoint) {
+  return llvm::sys::fs::exists(join(checkpoint, "index.json"));
+}
+
 llvm::Expected<std::string> prepareStaging(llvm::StringRef dir, int64_t step) {
   std::string staging = stagingPath(dir, step);
   if (llvm::sys::fs::exists(staging))
@@ -113,9 +120,17 @@ llvm::Error commitCheckpoint(llvm::StringRef dir, int64_t step,
   std::string target = checkpointPath(dir, step);
   if (!llvm::sys::fs::is_directory(staging))
     return pathError("checkpoint staging directory", staging, "does not exist");
-  // rename(2) would silently replace an empty directory.
-  if (llvm::sys::fs::exists(target))
-    return pathError("checkpoint", target, "already exists");
+  // rename(2) would silently replace an empty directory. A step directory
+  // without an index is what a prune that stopped midway leaves (commits
+  // only ever rename complete ones): a run resumed from an older step
+  // reaches that step again and replaces it.
+  if (llvm::sys::fs::exists(target)) {
+    if (isComplete(target))
+      return pathError("checkpoint", target, "already exists");
+    if (std::error_code ec = llvm::sys::fs::remove_directories(target, /*IgnoreErrors=*/false))
+      return pathError("checkpoint", target,
+                       "cannot remove the incomplete one (no index.json): " + ec.message());
+  }
   if (llvm::Error error = writeIndex(join(staging, "index.json"), index))
     return error;
   if (std::error_code ec = syncDirectory(staging))
@@ -148,12 +163,6 @@ readCheckpointIndex(llvm::StringRef checkpoint) {
   return pathError("checkpoint index", path, "not a JSON object");
 }
 
-/// A committed checkpoint has an index.json (the commit renames a staging
-/// directory that has one). Whether it is intact is for the reader to check:
-/// one that does not parse is an error there, not a reason to skip it.
-static bool isComplete(llvm::StringRef checkpoint) {
-  return llvm::sys::fs::exists(join(checkpoint, "index.json"));
-}
 
 /// The complete checkpoints in `dir` as (step, path), oldest first, and
 /// optionally the step directories without an index. Only names
@@ -302,9 +311,17 @@ llvm::Error verifyShard(llvm::StringRef path, const FileDigest &digest) {
 llvm::Error pruneCheckpoints(llvm::StringRef dir, int keep) {
   if (keep <= 0)
     return llvm::Error::success();
-  auto checkpoints = listCheckpoints(dir);
+  std::vector<std::pair<int64_t, std::string>> incomplete;
+  auto checkpoints = listCheckpoints(dir, &incomplete);
   if (!checkpoints)
     return checkpoints.takeError();
+  // What earlier prunes that stopped midway left: step directories without
+  // an index, older than the newest complete checkpoint.
+  for (const auto &[step, path] : incomplete)
+    if (!checkpoints->empty() && step < checkpoints->back().first)
+      if (std::error_code ec = llvm::sys::fs::remove_directories(path, /*IgnoreErrors=*/false))
+        return pathError("checkpoint", path,
+                         "cannot remove the incomplete one (no index.json): " + ec.message());
   size_t stale =
       checkpoints->size() - std::min<size_t>(keep, checkpoints->size());
   for (const auto &[step, path] :

@@ -59,7 +59,8 @@ std::string shardFileName(int64_t rank);
 /// Commits step `step` once every rank has written and fsynced its shard
 /// into the staging directory: writes `index` there as index.json, fsyncs it
 /// and the staging directory, renames that to checkpointPath(dir, step)
-/// (failing if that exists) and fsyncs `dir`. Rank 0 only.
+/// (failing if a complete one exists; an incomplete one is replaced) and
+/// fsyncs `dir`. Rank 0 only.
 llvm::Error commitCheckpoint(llvm::StringRef dir, int64_t step,
                              const llvm::json::Object &index);
 
@@ -107,8 +108,9 @@ checkpointShards(llvm::StringRef checkpoint, int64_t step, const llvm::json::Obj
 llvm::Error verifyShard(llvm::StringRef path, const FileDigest &digest);
 
 /// Keeps the newest `keep` complete checkpoints in `dir` and removes older
-/// complete ones; `keep` <= 0 keeps all. Incomplete step directories and
-/// staging directories are left alone.
+/// complete ones, and the incomplete step directories (no index.json: left by
+/// a prune that stopped midway) older than the newest complete one; `keep`
+/// <= 0 keeps all. Staging directories are left alone.
 llvm::Error pruneCheckpoints(llvm::StringRef dir, int keep);
 
 } // namespace ppcrt

@@ -18,9 +18,9 @@ directory and runs `--resume`:
 
 Every one must exit non-zero with an `error:` line naming the shard or index.
 A step directory without index.json (a prune stopped midway) is the one
-case that falls back: the run says it skips it and resumes from step 2, and
-its losses equal an uninterrupted run's; a line of its log that is not JSON
-is kept as it was.
+case that falls back: the run says it skips it, resumes from step 2 and,
+saving as it goes, replaces it at step 4; its losses equal an uninterrupted
+run's, and a line of its log that is not JSON is kept as it was.
 
 A run that diverges (--lr 1e30) stops at the first step whose loss or
 gradient norm is not finite, on every rank, with one error line naming the
@@ -52,12 +52,12 @@ MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
 SHARDS = ["rank-00000.safetensors", "rank-00001.safetensors"]
 
 
-def run(exe, ckpt, log, steps=6, resume=True):
+def run(exe, ckpt, log, steps=6, resume=True, save=False):
     args = MPIRUN + [exe, "--data", CORPUS, "--steps", str(steps), "--checkpoint-dir", ckpt,
                      "--log", log, "--threads-per-rank", "1"]
     if resume:
         args.append("--resume")
-    else:
+    if save or not resume:
         args += ["--save-every", "2"]
     return subprocess.run(args, capture_output=True, text=True, timeout=120)
 
@@ -259,8 +259,11 @@ def main():
         log = os.path.join(tmp, "fallback.jsonl")
         with open(whole) as src, open(log, "w") as dst:
             dst.writelines(src.readlines()[:2] + ["a line that is not JSON\n"])
-        result = run(exe, work, log)
+        # Saving as it goes: the run reaches step 4 again and replaces the
+        # directory the prune left.
+        result = run(exe, work, log, save=True)
         assert result.returncode == 0, result.stderr
+        assert os.path.exists(os.path.join(step4, "index.json")), "step 4 not saved again"
         skip = re.search(r"^skipping .*step-00000004: .*$", result.stderr, re.M)
         assert skip and "resuming from" in result.stderr, result.stderr
         print(f"no index in step 4: '{skip.group(0)}', then resumed from step 2")

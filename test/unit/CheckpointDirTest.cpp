@@ -278,13 +278,30 @@ TEST_F(CheckpointDir, PruneKeepsTheNewest) {
   ASSERT_EQ(llvm::toString(pruneCheckpoints(dir, 0)), "");
   EXPECT_EQ(entries().size(), 7u);
   ASSERT_EQ(llvm::toString(pruneCheckpoints(dir, 2)), "");
-  // The incomplete step 0 and the staging directory are not prune's to take.
-  EXPECT_EQ(entries(),
-            (std::vector<std::string>{".staging-step-00000006", "step-00000000",
-                                      "step-00000004", "step-00000005"}));
+  // The incomplete step 0 (what a prune stopped midway leaves) goes too; the
+  // staging directory is not prune's to take.
+  EXPECT_EQ(entries(), (std::vector<std::string>{".staging-step-00000006", "step-00000004",
+                                                 "step-00000005"}));
   EXPECT_EQ(latest(), 5);
   ASSERT_EQ(llvm::toString(pruneCheckpoints(dir, 10)), "");
-  EXPECT_EQ(entries().size(), 4u);
+  EXPECT_EQ(entries().size(), 3u);
+  // One newer than every complete checkpoint is not known to be a remnant.
+  ASSERT_FALSE(llvm::sys::fs::create_directories(checkpointPath(dir, 9)));
+  ASSERT_EQ(llvm::toString(pruneCheckpoints(dir, 1)), "");
+  EXPECT_EQ(entries(), (std::vector<std::string>{".staging-step-00000006", "step-00000005",
+                                                 "step-00000009"}));
+}
+
+TEST_F(CheckpointDir, CommitReplacesAnIncompleteStep) {
+  // A prune stopped midway left step 4 without its index; the run resumed
+  // from an older step reaches step 4 again.
+  ASSERT_FALSE(llvm::sys::fs::create_directories(checkpointPath(dir, 4)));
+  ASSERT_NO_FATAL_FAILURE(writeFile(checkpointPath(dir, 4) + "/" + shardFileName(0), "old"));
+  ASSERT_NO_FATAL_FAILURE(commit(4));
+  EXPECT_EQ(latest(), 4);
+  auto index = readCheckpointIndex(checkpointPath(dir, 4));
+  ASSERT_TRUE(static_cast<bool>(index)) << llvm::toString(index.takeError());
+  EXPECT_EQ(index->getInteger("step"), 4);
 }
 
 TEST_F(CheckpointDir, MissingDirectoryHasNoCheckpoint) {
