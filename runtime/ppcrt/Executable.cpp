@@ -435,6 +435,301 @@ std::string compareStateKeys(const Program &program, const CheckpointLayout &sav
   return "";
 }
 
+/// Who this rank is: what the phases of `run` share.
+struct RunContext {
+  const Program &program;
+  int worldRank = 0, worldSize = 1;
+  /// Rank 0, which reports the errors every rank finds alike.
+  bool lead = false;
+  /// The rank that computes the loss, and logs.
+  int logRank = 0;
+  bool logs = false;
+};
+
+/// The rank that logs: the first to compute the loss.
+int logRankOf(const Program &program) {
+  for (int p = 0; p < program.numPrograms; ++p) {
+    bool hasLoss = false;
+    for (int i = 0; i < program.programs[p].numResults; ++i)
+      hasLoss |= llvm::StringRef(program.programs[p].results[i].key) == "output:loss";
+    if (hasLoss) {
+      std::vector<int64_t> coords(program.meshRank, 0);
+      for (int a : meshAxisIndices(program, "pp"))
+        coords[a] = p;
+      return int(meshRankAt(program, coords));
+    }
+  }
+  return 0;
+}
+
+/// Where a step stands, for its report.
+struct StepReport {
+  int64_t step, steps;
+  double seconds;
+  int64_t tokensPerStep, largestArena;
+};
+
+/// The logging rank's report of a step: its line in --log (`log`, when
+/// given) and on the progress line. Returns why the run must stop (a loss or
+/// gradient norm that is not finite), or "".
+std::string reportStep(const RunContext &ctx, Trainer &trainer, Device &device,
+                       llvm::raw_ostream *log, const StepReport &at) {
+  std::string diverged;
+  double loss = trainer.outputs["loss"];
+  // MFU counts this rank's GEMMs against the device's dense peak.
+  double peak = device.peakFlops();
+  double mfu = peak > 0 ? trainer.rp.gemmFlops / at.seconds / peak : 0;
+  int64_t memory = device.memoryInUse();
+  double gradNorm = trainer.outputs["grad_norm"];
+  // JSON has no inf or NaN: a non-finite value is logged as null.
+  auto number = [](double v) { return std::isfinite(v) ? llvm::json::Value(v) : nullptr; };
+  if (log) {
+    llvm::json::OStream json(*log);
+    json.object([&] {
+      json.attribute("step", at.step);
+      json.attribute("loss", number(loss));
+      json.attribute("lr", number(trainer.outputs["lr"]));
+      json.attribute("grad_norm", number(gradNorm));
+      json.attribute("step_time", at.seconds);
+      json.attribute("tokens_per_s", at.tokensPerStep / at.seconds);
+      json.attribute("arena_bytes", trainer.rp.arenaBytes);
+      json.attribute("max_arena_bytes", at.largestArena);
+      if (peak > 0)
+        json.attribute("mfu", mfu);
+      if (memory > 0)
+        json.attribute("memory_bytes", memory);
+    });
+    *log << "\n";
+    log->flush();
+  }
+  std::string extra;
+  if (peak > 0)
+    extra += llvm::formatv("  MFU {0:f1}%", 100 * mfu).str();
+  if (memory > 0)
+    extra += llvm::formatv("  memory {0:f2} GiB", memory / 1073741824.0).str();
+  llvm::errs() << llvm::formatv(
+      "step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  {5:f3} s  {6:f0} tok/s  "
+      "arena {7:f1} MiB (largest rank){8}\n",
+      at.step + 1, at.steps, loss, trainer.outputs["lr"], gradNorm, at.seconds,
+      at.tokensPerStep / at.seconds, at.largestArena / 1048576.0, extra);
+  // Steps are counted from 1 here, as on the progress line.
+  for (auto [what, value] : {std::pair<const char *, double>{"loss", loss},
+                             {"gradient norm", gradNorm}})
+    if (!std::isfinite(value) && diverged.empty())
+      diverged = llvm::formatv("step {0} (rank {1}): the {2} is {3}",
+                               at.step + 1, ctx.worldRank, what,
+                               std::isnan(value) ? "NaN" : "infinite");
+  return diverged;
+}
+
+/// Loads the newest complete checkpoint in `dir` into `trainer` and returns
+/// the steps it holds (0 when there is none). One this program saved is
+/// each rank's own shard; any other is resharded.
+int64_t resumeFrom(const RunContext &ctx, Trainer &trainer, const std::string &dir) {
+  const Program &program = ctx.program;
+  int worldRank = ctx.worldRank;
+  bool lead = ctx.lead;
+  std::vector<std::string> skipped;
+  auto latest = findLatestCheckpoint(dir, &skipped);
+  if (!latest)
+    dieAll(formatError(latest.takeError()), lead);
+  if (lead)
+    for (const std::string &path : skipped)
+      llvm::errs() << "skipping " << path
+                   << ": no index.json (never committed, or removed by a prune that "
+                      "stopped midway)\n";
+  if (!*latest) {
+    if (ctx.logs)
+      llvm::errs() << "no checkpoint in " << dir << "; starting from step 0\n";
+    return 0;
+  }
+  auto [done, path] = **latest;
+  auto index = readCheckpointIndex(path);
+  if (!index)
+    dieAll(formatError(index.takeError()), lead);
+  // Every rank validates every entry, so all reach one verdict.
+  auto shards = checkpointShards(path, done, *index);
+  if (!shards)
+    dieAll(formatError(shards.takeError()), lead);
+  std::string failed;
+  if (index->getString("fingerprint") == llvm::StringRef(program.fingerprint) &&
+      int64_t(shards->size()) == ctx.worldSize) {
+    // Saved by this program: each rank reads its own shard.
+    const CheckpointShard &mine = (*shards)[size_t(worldRank)];
+    if (mine.digest) {
+      llvm::SmallString<256> file(path);
+      llvm::sys::path::append(file, mine.file);
+      if (llvm::Error e = verifyShard(file, *mine.digest))
+        failed = formatError(std::move(e));
+    } else if (lead) {
+      llvm::errs() << "warning: checkpoint '" << path
+                   << "' has a version 1 index, with no digests: its shards are not "
+                      "verified\n";
+    }
+    stopIfAny(failed, worldRank);
+    if (llvm::Error e = trainer.load(path, shardFileName(worldRank), done))
+      failed = formatError(std::move(e));
+    stopIfAny(failed, worldRank);
+  } else {
+    // Saved on another mesh or by another compilation: every tensor's
+    // global value is put together from the shards that hold it, and each
+    // rank takes its blocks.
+    auto saved = readCheckpointLayout(path, done, *index);
+    if (!saved)
+      dieAll(formatError(saved.takeError()), lead);
+    if (std::string why = compareStateKeys(program, *saved); !why.empty())
+      dieAll(why, lead);
+    if (lead)
+      llvm::errs() << "resharding " << path << ": saved on " << saved->mesh.describe() << " ("
+                   << saved->worldSize() << " rank" << (saved->worldSize() == 1 ? "" : "s")
+                   << "), resuming on " << meshLayout(program).describe() << " ("
+                   << ctx.worldSize << " rank" << (ctx.worldSize == 1 ? "" : "s") << ")\n";
+    CheckpointReader reader(*saved);
+    if (llvm::Error e = trainer.loadResharded(reader, path))
+      failed = formatError(std::move(e));
+    stopIfAny(failed, worldRank);
+  }
+  if (ctx.logs)
+    llvm::errs() << "resuming from " << path << " (" << done << " steps done)\n";
+  return done;
+}
+
+/// The logging rank's --log, continued from step `start`: the lines of
+/// steps done after it (by the run that was stopped) are dropped, and any
+/// line that is not JSON is kept as it is. Sets `failed` when the file
+/// cannot be written (an error every rank then stops on together).
+std::unique_ptr<llvm::raw_fd_ostream> openLog(const RunContext &ctx, const std::string &path,
+                                              int64_t start, std::string &failed) {
+  if (!ctx.logs || path.empty())
+    return nullptr;
+  if (start > 0)
+    if (auto old = llvm::MemoryBuffer::getFile(path)) {
+      std::string kept;
+      llvm::SmallVector<llvm::StringRef> lines;
+      (*old)->getBuffer().split(lines, '\n', -1, false);
+      int64_t unparsed = 0;
+      for (llvm::StringRef line : lines) {
+        auto parsed = llvm::json::parse(line);
+        if (!parsed) {
+          // Not ours to judge: a line that does not parse is kept as it is.
+          llvm::consumeError(parsed.takeError());
+          kept += line.str() + "\n";
+          ++unparsed;
+          continue;
+        }
+        auto *object = parsed->getAsObject();
+        auto step = object ? object->getInteger("step") : std::nullopt;
+        if (step && *step < start)
+          kept += line.str() + "\n";
+      }
+      if (unparsed)
+        llvm::errs() << "warning: --log '" << path << "': kept " << unparsed
+                     << " line(s) that are not JSON as they were\n";
+      std::error_code ec;
+      llvm::raw_fd_ostream rewrite(path, ec);
+      if (ec) {
+        failed = "--log '" + path + "': " + ec.message();
+        return nullptr;
+      }
+      rewrite << kept;
+    }
+  std::error_code ec;
+  auto log = std::make_unique<llvm::raw_fd_ostream>(
+      path, ec, start > 0 ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
+  if (ec) {
+    failed = "--log '" + path + "': " + ec.message();
+    return nullptr;
+  }
+  return log;
+}
+
+/// Saves step `step` in `dir` (CheckpointDir.h's protocol: staging, every
+/// rank's shard and digest, rank 0's index and commit, the prune to `keep`).
+/// A failure on any rank (a full disk, say) ends every rank through one
+/// collective at the next point all reach: one error line, no MPI_Abort.
+void saveCheckpoint(const RunContext &ctx, Trainer &trainer, const std::string &dir,
+                    int64_t step, int keep) {
+  const Program &program = ctx.program;
+  int worldRank = ctx.worldRank;
+  std::string staging = stagingPath(dir, step);
+  std::string failed;
+  if (ctx.lead)
+    if (auto prepared = prepareStaging(dir, step); !prepared)
+      failed = formatError(prepared.takeError());
+  stopIfAny(failed, worldRank);
+  if (llvm::Error e = trainer.save(staging, step, shardFileName(worldRank)))
+    failed = formatError(std::move(e));
+  if (failed.empty())
+    failpoint("shard-written", worldRank);
+  // Each rank digests its shard; rank 0 writes the digests into the index.
+  llvm::SmallString<256> shardPath(staging);
+  llvm::sys::path::append(shardPath, shardFileName(worldRank));
+  FileDigest digest;
+  if (failed.empty()) {
+    if (auto digested = digestFile(shardPath))
+      digest = *digested;
+    else
+      failed = formatError(digested.takeError());
+  }
+  stopIfAny(failed, worldRank);
+  struct Packed {
+    int64_t bytes;
+    char blake3[64];
+  } mine{digest.bytes, {}};
+  std::memcpy(mine.blake3, digest.blake3.data(), sizeof(mine.blake3));
+  std::vector<Packed> digests(ctx.lead ? ctx.worldSize : 0);
+  MPI_Gather(&mine, sizeof(Packed), MPI_BYTE, digests.data(), sizeof(Packed), MPI_BYTE, 0,
+             MPI_COMM_WORLD);
+  if (ctx.lead) {
+    llvm::json::Object index{{"format", "ppc-checkpoint"},
+                             {"version", kCheckpointVersion},
+                             {"step", step},
+                             {"fingerprint", program.fingerprint},
+                             {"model", program.model},
+                             {"untie", program.untie},
+                             {"world_size", ctx.worldSize},
+                             {"mesh", meshToJson(meshLayout(program))}};
+    llvm::json::Array files;
+    for (int r = 0; r < ctx.worldSize; ++r)
+      files.push_back(llvm::json::Object{
+          {"name", shardFileName(r)},
+          {"bytes", digests[r].bytes},
+          {"blake3", std::string(digests[r].blake3, sizeof(digests[r].blake3))},
+          {"tensors", shardTensors(program, r)}});
+    index["files"] = std::move(files);
+    if (llvm::Error e = commitCheckpoint(dir, step, index))
+      failed = formatError(std::move(e));
+    else if (keep > 0)
+      if (llvm::Error e = pruneCheckpoints(dir, keep))
+        failed = formatError(std::move(e));
+  }
+  stopIfAny(failed, worldRank);
+}
+
+/// --export: every rank's blocks go through files beside the output (as a
+/// checkpoint's do); rank 0 puts the parameters together.
+void exportTrained(const RunContext &ctx, Trainer &trainer, const std::string &path,
+                   int64_t steps) {
+  std::string parts = path + ".parts";
+  std::string failed;
+  if (ctx.lead)
+    if (std::error_code ec = llvm::sys::fs::create_directories(parts))
+      failed = "--export: cannot create '" + parts + "': " + ec.message();
+  stopIfAny(failed, ctx.worldRank);
+  if (llvm::Error e = trainer.save(parts, steps, shardFileName(ctx.worldRank)))
+    failed = formatError(std::move(e));
+  stopIfAny(failed, ctx.worldRank);
+  if (ctx.lead) {
+    llvm::Error e = exportOnnx(ctx.program, parts, ctx.worldSize, path);
+    llvm::sys::fs::remove_directories(parts);
+    if (e)
+      failed = formatError(std::move(e));
+    else
+      llvm::errs() << "wrote " << path << "\n";
+  }
+  stopIfAny(failed, ctx.worldRank);
+}
+
 } // namespace
 
 int run(int argc, char **argv, const Program &program, Device &device) {
@@ -615,21 +910,9 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   Trainer &trainer = *trainerOwner;
   trainer.hypers = hypers;
 
-  // The rank that logs: the first to compute the loss.
-  int logRank = 0;
-  for (int p = 0; p < program.numPrograms; ++p) {
-    bool hasLoss = false;
-    for (int i = 0; i < program.programs[p].numResults; ++i)
-      hasLoss |= llvm::StringRef(program.programs[p].results[i].key) == "output:loss";
-    if (hasLoss) {
-      std::vector<int64_t> coords(program.meshRank, 0);
-      for (int a : meshAxisIndices(program, "pp"))
-        coords[a] = p;
-      logRank = int(meshRankAt(program, coords));
-      break;
-    }
-  }
+  int logRank = logRankOf(program);
   bool logs = worldRank == logRank;
+  RunContext ctx{program, worldRank, worldSize, lead, logRank, logs};
   if (logs && !overridden.empty())
     llvm::errs() << "hyper-parameters: " << overridden << " (overriding the compiled values)\n";
 
@@ -647,114 +930,11 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   }
   if (llvm::Error e = trainer.initialize(weights))
     dieAll(formatError(std::move(e)), lead);
-  if (resume) {
-    std::vector<std::string> skipped;
-    auto latest = findLatestCheckpoint(checkpointDir, &skipped);
-    if (!latest)
-      dieAll(formatError(latest.takeError()), lead);
-    if (lead)
-      for (const std::string &path : skipped)
-        llvm::errs() << "skipping " << path
-                     << ": no index.json (never committed, or removed by a prune that "
-                        "stopped midway)\n";
-    if (*latest) {
-      auto [done, path] = **latest;
-      auto index = readCheckpointIndex(path);
-      if (!index)
-        dieAll(formatError(index.takeError()), lead);
-      // Every rank validates every entry, so all reach one verdict.
-      auto shards = checkpointShards(path, done, *index);
-      if (!shards)
-        dieAll(formatError(shards.takeError()), lead);
-      std::string failed;
-      if (index->getString("fingerprint") == llvm::StringRef(program.fingerprint) &&
-          int64_t(shards->size()) == worldSize) {
-        // Saved by this program: each rank reads its own shard.
-        const CheckpointShard *shardInfo = &(*shards)[size_t(worldRank)];
-        if (shardInfo->digest) {
-          llvm::SmallString<256> file(path);
-          llvm::sys::path::append(file, shardInfo->file);
-          if (llvm::Error e = verifyShard(file, *shardInfo->digest))
-            failed = formatError(std::move(e));
-        } else if (lead) {
-          llvm::errs() << "warning: checkpoint '" << path
-                       << "' has a version 1 index, with no digests: its shards are not "
-                          "verified\n";
-        }
-        stopIfAny(failed, worldRank);
-        if (llvm::Error e = trainer.load(path, shardFileName(worldRank), done))
-          failed = formatError(std::move(e));
-        stopIfAny(failed, worldRank);
-      } else {
-        // Saved on another mesh or by another compilation: every tensor's
-        // global value is put together from the shards that hold it, and
-        // each rank takes its blocks.
-        auto saved = readCheckpointLayout(path, done, *index);
-        if (!saved)
-          dieAll(formatError(saved.takeError()), lead);
-        if (std::string why = compareStateKeys(program, *saved); !why.empty())
-          dieAll(why, lead);
-        if (lead)
-          llvm::errs() << "resharding " << path << ": saved on " << saved->mesh.describe()
-                       << " (" << saved->worldSize() << " rank"
-                       << (saved->worldSize() == 1 ? "" : "s") << "), resuming on "
-                       << meshLayout(program).describe() << " (" << worldSize << " rank"
-                       << (worldSize == 1 ? "" : "s") << ")\n";
-        CheckpointReader reader(*saved);
-        if (llvm::Error e = trainer.loadResharded(reader, path))
-          failed = formatError(std::move(e));
-        stopIfAny(failed, worldRank);
-      }
-      start = done;
-      if (logs)
-        llvm::errs() << "resuming from " << path << " (" << done << " steps done)\n";
-    } else if (logs) {
-      llvm::errs() << "no checkpoint in " << checkpointDir << "; starting from step 0\n";
-    }
-  }
+  if (resume)
+    start = resumeFrom(ctx, trainer, checkpointDir);
 
-  // A resumed run's log continues from the checkpoint: the lines of steps
-  // done after it (by the run that was stopped) are dropped. A log or arena
-  // that cannot be had is an error every rank stops on together.
   std::string opened;
-  if (logs && !logPath.empty() && start > 0)
-    if (auto old = llvm::MemoryBuffer::getFile(logPath)) {
-      std::string kept;
-      llvm::SmallVector<llvm::StringRef> lines;
-      (*old)->getBuffer().split(lines, '\n', -1, false);
-      int64_t unparsed = 0;
-      for (llvm::StringRef line : lines) {
-        auto parsed = llvm::json::parse(line);
-        if (!parsed) {
-          // Not ours to judge: a line that does not parse is kept as it is.
-          llvm::consumeError(parsed.takeError());
-          kept += line.str() + "\n";
-          ++unparsed;
-          continue;
-        }
-        auto *object = parsed->getAsObject();
-        auto step = object ? object->getInteger("step") : std::nullopt;
-        if (step && *step < start)
-          kept += line.str() + "\n";
-      }
-      if (unparsed)
-        llvm::errs() << "warning: --log '" << logPath << "': kept " << unparsed
-                     << " line(s) that are not JSON as they were\n";
-      std::error_code ec;
-      llvm::raw_fd_ostream rewrite(logPath, ec);
-      if (ec)
-        opened = "--log '" + logPath + "': " + ec.message();
-      else
-        rewrite << kept;
-    }
-  std::unique_ptr<llvm::raw_fd_ostream> log;
-  if (logs && !logPath.empty() && opened.empty()) {
-    std::error_code ec;
-    log = std::make_unique<llvm::raw_fd_ostream>(
-        logPath, ec, start > 0 ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
-    if (ec)
-      opened = "--log '" + logPath + "': " + ec.message();
-  }
+  std::unique_ptr<llvm::raw_fd_ostream> log = openLog(ctx, logPath, start, opened);
 
   void *arenaMemory = device.allocate(std::max<int64_t>(64, rp.arenaBytes));
   if (!arenaMemory && opened.empty())
@@ -772,52 +952,9 @@ int run(int argc, char **argv, const Program &program, Device &device) {
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     std::string diverged;
-    if (logs) {
-      double loss = trainer.outputs["loss"];
-      // MFU counts this rank's GEMMs against the device's dense peak.
-      double peak = device.peakFlops();
-      double mfu = peak > 0 ? rp.gemmFlops / seconds / peak : 0;
-      int64_t memory = device.memoryInUse();
-      double gradNorm = trainer.outputs["grad_norm"];
-      // JSON has no inf or NaN: a non-finite value is logged as null.
-      auto number = [](double v) { return std::isfinite(v) ? llvm::json::Value(v) : nullptr; };
-      if (log) {
-        llvm::json::OStream json(*log);
-        json.object([&] {
-          json.attribute("step", s);
-          json.attribute("loss", number(loss));
-          json.attribute("lr", number(trainer.outputs["lr"]));
-          json.attribute("grad_norm", number(gradNorm));
-          json.attribute("step_time", seconds);
-          json.attribute("tokens_per_s", tokensPerStep / seconds);
-          json.attribute("arena_bytes", rp.arenaBytes);
-          json.attribute("max_arena_bytes", largestArena);
-          if (peak > 0)
-            json.attribute("mfu", mfu);
-          if (memory > 0)
-            json.attribute("memory_bytes", memory);
-        });
-        *log << "\n";
-        log->flush();
-      }
-      std::string extra;
-      if (peak > 0)
-        extra += llvm::formatv("  MFU {0:f1}%", 100 * mfu).str();
-      if (memory > 0)
-        extra += llvm::formatv("  memory {0:f2} GiB", memory / 1073741824.0).str();
-      llvm::errs() << llvm::formatv(
-          "step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  {5:f3} s  {6:f0} tok/s  "
-          "arena {7:f1} MiB (largest rank){8}\n",
-          s + 1, steps, loss, trainer.outputs["lr"], gradNorm, seconds,
-          tokensPerStep / seconds, largestArena / 1048576.0, extra);
-      // Steps are counted from 1 here, as on the progress line.
-      for (auto [what, value] : {std::pair<const char *, double>{"loss", loss},
-                                 {"gradient norm", gradNorm}})
-        if (!std::isfinite(value) && diverged.empty())
-          diverged = llvm::formatv("step {0} (rank {1}): the {2} is {3}",
-                                   s + 1, worldRank, what,
-                                   std::isnan(value) ? "NaN" : "infinite");
-    }
+    if (logs)
+      diverged = reportStep(ctx, trainer, device, log.get(),
+                            {s, steps, seconds, tokensPerStep, largestArena});
     // Every rank learns whether the step diverged (one integer from the
     // logging rank) and leaves MPI cleanly, so the error is the only line.
     int stop = !diverged.empty();
@@ -828,88 +965,12 @@ int run(int argc, char **argv, const Program &program, Device &device) {
         diverged += "; the first tensor it left non-finite is '" + first + "'";
       dieAll(diverged + "; stopping every rank", logs);
     }
-    if (saveEvery > 0 && (s + 1) % saveEvery == 0) {
-      // A failure on any rank (a full disk, say) ends every rank through
-      // one collective at the next point all reach: one error line, no
-      // MPI_Abort.
-      std::string staging = stagingPath(checkpointDir, s + 1);
-      std::string failed;
-      if (lead)
-        if (auto prepared = prepareStaging(checkpointDir, s + 1); !prepared)
-          failed = formatError(prepared.takeError());
-      stopIfAny(failed, worldRank);
-      if (llvm::Error e = trainer.save(staging, s + 1, shardFileName(worldRank)))
-        failed = formatError(std::move(e));
-      if (failed.empty())
-        failpoint("shard-written", worldRank);
-      // Each rank digests its shard; rank 0 writes the digests into the index.
-      llvm::SmallString<256> shardPath(staging);
-      llvm::sys::path::append(shardPath, shardFileName(worldRank));
-      FileDigest digest;
-      if (failed.empty()) {
-        if (auto digested = digestFile(shardPath))
-          digest = *digested;
-        else
-          failed = formatError(digested.takeError());
-      }
-      stopIfAny(failed, worldRank);
-      struct Packed {
-        int64_t bytes;
-        char blake3[64];
-      } mine{digest.bytes, {}};
-      std::memcpy(mine.blake3, digest.blake3.data(), sizeof(mine.blake3));
-      std::vector<Packed> digests(lead ? worldSize : 0);
-      MPI_Gather(&mine, sizeof(Packed), MPI_BYTE, digests.data(), sizeof(Packed), MPI_BYTE, 0,
-                 MPI_COMM_WORLD);
-      if (lead) {
-        llvm::json::Object index{{"format", "ppc-checkpoint"},
-                                 {"version", kCheckpointVersion},
-                                 {"step", s + 1},
-                                 {"fingerprint", program.fingerprint},
-                                 {"model", program.model},
-                                 {"untie", program.untie},
-                                 {"world_size", worldSize},
-                                 {"mesh", meshToJson(meshLayout(program))}};
-        llvm::json::Array files;
-        for (int r = 0; r < worldSize; ++r)
-          files.push_back(llvm::json::Object{
-              {"name", shardFileName(r)},
-              {"bytes", digests[r].bytes},
-              {"blake3", std::string(digests[r].blake3, sizeof(digests[r].blake3))},
-              {"tensors", shardTensors(program, r)}});
-        index["files"] = std::move(files);
-        if (llvm::Error e = commitCheckpoint(checkpointDir, s + 1, index))
-          failed = formatError(std::move(e));
-        else if (keep > 0)
-          if (llvm::Error e = pruneCheckpoints(checkpointDir, keep))
-            failed = formatError(std::move(e));
-      }
-      stopIfAny(failed, worldRank);
-    }
+    if (saveEvery > 0 && (s + 1) % saveEvery == 0)
+      saveCheckpoint(ctx, trainer, checkpointDir, s + 1, keep);
   }
   device.release(arenaMemory);
-  if (!exportPath.empty()) {
-    // Every rank's blocks go through files beside the output (as a
-    // checkpoint's do); rank 0 puts the parameters together.
-    std::string parts = exportPath + ".parts";
-    std::string failed;
-    if (lead)
-      if (std::error_code ec = llvm::sys::fs::create_directories(parts))
-        failed = "--export: cannot create '" + parts + "': " + ec.message();
-    stopIfAny(failed, worldRank);
-    if (llvm::Error e = trainer.save(parts, steps, shardFileName(worldRank)))
-      failed = formatError(std::move(e));
-    stopIfAny(failed, worldRank);
-    if (lead) {
-      llvm::Error e = exportOnnx(program, parts, worldSize, exportPath);
-      llvm::sys::fs::remove_directories(parts);
-      if (e)
-        failed = formatError(std::move(e));
-      else
-        llvm::errs() << "wrote " << exportPath << "\n";
-    }
-    stopIfAny(failed, worldRank);
-  }
+  if (!exportPath.empty())
+    exportTrained(ctx, trainer, exportPath, steps);
   trainerOwner.reset();
   rankOwner.reset();
   MPI_Barrier(MPI_COMM_WORLD);
