@@ -224,11 +224,14 @@ def Pipeline : Pass<"ppc-pipeline", "mlir::ModuleOp"> {
 
     Stages are contiguous ranges of @forward's ops (`ppc.fwd`) of balanced
     cost, forward plus backward (`ppc.bwd` goes with its forward op), priced
-    per op on local shapes. With `memory-per-rank`, each stage must also fit
-    it by estimate (the model states of the parameters it uses first, and
-    its activations times the micro-batches the schedule keeps in flight on
-    it); when the balanced cut does not, the most balanced cut that fits is
-    taken, and an error names the stage when none does. Every op records its slot as `ppc.slot`:
+    per op on local shapes, each holding at least one op that runs on it
+    (not one recomputed where used); more stages than that is an error
+    naming the largest pipeline size. With `memory-per-rank`, each stage
+    must also fit it by estimate (the model states of the parameters it
+    uses first, and its activations times the micro-batches the schedule
+    keeps in flight on it); when the balanced cut does not, the most
+    balanced cut that fits is taken, and an error names the stage when
+    none does. Every op records its slot as `ppc.slot`:
     `F<mb>@s<stage>`, `B<mb>@s<stage>` or `step` (gradient accumulation,
     clipping and the optimizer, run where their largest operand is). Values
     computed from parameters and constants alone are recomputed on each rank

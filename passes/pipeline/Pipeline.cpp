@@ -4,8 +4,9 @@
 // tp) into one function per pipeline rank. It
 //  1. assigns every forward op of @forward (ppc.fwd) to one of p * v
 //     virtual stages: contiguous ranges of forward ops of balanced cost
-//     (forward plus backward, priced by localOpSeconds); backward ops
-//     (ppc.bwd) go to the stage of their forward op;
+//     (forward plus backward, priced by localOpSeconds), each with at least
+//     one op that runs on it; backward ops (ppc.bwd) go to the stage of
+//     their forward op;
 //  2. places every op in a slot: F(mb, stage) or B(mb, stage) for the
 //     computations of a micro-batch (ops without provenance, such as the
 //     partitioner's collectives, go with their first user), the epilogue for
@@ -38,6 +39,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <functional>
 #include <map>
@@ -84,11 +86,22 @@ public:
 
 private:
   void findStationary();
+  /// Whether `op` computes stationary values, which every rank that uses
+  /// them recomputes: such an op is placed on no stage.
+  bool isRecomputed(Operation *op) const {
+    return op->getNumResults() && stationary.contains(op->getResult(0));
+  }
   void findAnchors();
+  /// Groups the forward ops into units (unitOfForward), the smallest pieces
+  /// a stage can hold, and returns how many there are.
+  int64_t findUnits();
   LogicalResult assignStages();
-  /// Estimated bytes of stage s holding forward ops [from, to].
+  /// The virtual stage of each unit: `stages` contiguous ranges of balanced
+  /// cost (`cost` per unit) that fit the memory budget.
+  FailureOr<std::vector<int64_t>> cutStages(const std::vector<double> &cost);
+  /// Estimated bytes of stage s holding units [from, to].
   using StageBytes = std::function<double(int64_t, int64_t, int64_t)>;
-  /// Greedy contiguous packing of the forward ops into stages, each under
+  /// Greedy contiguous packing of the units into stages, each under
   /// `limit` seconds (and under `memory`'s bytes, if given); false when it
   /// needs more stages than there are.
   bool pack(const std::vector<double> &cost, double limit,
@@ -98,12 +111,12 @@ private:
   /// cross (between layers rather than inside attention), then as balanced
   /// as possible.
   std::vector<int64_t> narrowestCuts(const std::vector<double> &cost, double limit);
-  /// Estimated bytes each forward op adds to its stage: the model states of
-  /// the parameters it uses first, and the activations it keeps for the
+  /// Estimated bytes each unit adds to its stage: the model states of the
+  /// parameters it uses first, and the activations it keeps for the
   /// backward, which count once per micro-batch the schedule keeps in flight
   /// on the stage.
-  void memoryPerForwardOp(int64_t numForward, std::vector<double> &states,
-                          std::vector<double> &activations);
+  void memoryPerUnit(int64_t numUnits, std::vector<double> &states,
+                     std::vector<double> &activations);
   /// The most micro-batches whose forward has run and backward has not, per
   /// virtual stage.
   std::vector<int64_t> inFlight() const;
@@ -114,6 +127,12 @@ private:
   /// What each rank needs (with the position of its first use there), the
   /// arguments it takes, who returns each result, and the messages.
   void collectNeeds();
+  /// Records what the stationary values each rank needs are computed from,
+  /// needed there right before them.
+  void needStationaryOperands();
+  /// Where `rank` first needs a result of `op`, if it needs one.
+  std::optional<Position> firstNeed(int64_t rank, Operation *op) const;
+  void need(int64_t rank, Value v, Position at);
   std::string slotName(int64_t rank, int64_t slot) const;
 
   ModuleOp module;
@@ -129,6 +148,10 @@ private:
   /// Values computed from parameters, the step and constants alone.
   llvm::DenseSet<Value> stationary;
   llvm::DenseMap<Operation *, Anchor> anchors;
+  /// The unit of each forward op index: a forward op that runs on a stage,
+  /// with the forward ops before it that run nowhere (constants, shapes,
+  /// values computed from parameters alone, all recomputed where used).
+  std::vector<int64_t> unitOfForward;
   /// The virtual stage of each forward op index.
   std::vector<int64_t> stageOfForward;
   /// Per rank, the slot index of (backward, micro-batch, stage).
@@ -190,19 +213,63 @@ void Splitter::findAnchors() {
   }
 }
 
-LogicalResult Splitter::assignStages() {
+int64_t Splitter::findUnits() {
   int64_t numForward = 0;
   for (auto &[op, anchor] : anchors)
     numForward = std::max(numForward, anchor.forwardOp + 1);
-  std::vector<double> cost(numForward, 0);
+  // Cutting only before forward ops of which some op is placed (not
+  // recomputed) gives every stage something to run.
+  std::vector<bool> runs(numForward, false);
+  for (auto &[op, anchor] : anchors)
+    if (!isRecomputed(op))
+      runs[anchor.forwardOp] = true;
+  int64_t numUnits = llvm::count(runs, true);
+  unitOfForward.assign(numForward, 0);
+  for (int64_t i = 0, unit = 0; i < numForward; ++i) {
+    unitOfForward[i] = std::min(unit, std::max<int64_t>(numUnits - 1, 0));
+    unit += runs[i];
+  }
+  return numUnits;
+}
+
+LogicalResult Splitter::assignStages() {
+  int64_t numUnits = findUnits();
+  int64_t stages = schedule.stages();
+  if (numUnits < stages) {
+    // A flag asks for more stages than there is work to cut into: an error
+    // naming the flag, not a rank with nothing to run. Reported at the
+    // module, which names no model node.
+    int64_t dp = sizes.lookup("dp"), tp = sizes.lookup("tp"), v = schedule.virtualStages;
+    std::string mesh = llvm::formatv("{0}x{1}x{2}", dp, tp, schedule.ranks).str();
+    std::string most =
+        numUnits / v >= 1
+            ? llvm::formatv("at most {0} pipeline ranks (--mesh {1}x{2}x{0})", numUnits / v,
+                            dp, tp)
+                  .str()
+            : llvm::formatv("at most {0} stages in all", numUnits).str();
+    InFlightDiagnostic diag = module.emitError()
+                              << "--mesh " << mesh << ": " << stages << " pipeline stages";
+    if (v > 1)
+      diag << " (" << v << " virtual stages per rank)";
+    return diag << ", but the model has only " << numUnits
+                << " forward ops that run on a stage; " << most;
+  }
+  std::vector<double> cost(numUnits, 0);
   for (auto &[op, anchor] : anchors)
     if (anchor.microBatch == 0)
-      cost[anchor.forwardOp] += localOpSeconds(op, device, sizes);
-  int64_t stages = schedule.stages();
-  if (numForward < stages)
-    return step.emitError() << "the model has " << numForward << " forward ops, too few for "
-                            << stages << " pipeline stages";
-  // The smallest largest-stage cost at which the forward ops, in order,
+      cost[unitOfForward[anchor.forwardOp]] += localOpSeconds(op, device, sizes);
+  FailureOr<std::vector<int64_t>> stageOfUnit = cutStages(cost);
+  if (failed(stageOfUnit))
+    return failure();
+  stageOfForward.clear();
+  for (int64_t unit : unitOfForward)
+    stageOfForward.push_back((*stageOfUnit)[unit]);
+  return success();
+}
+
+FailureOr<std::vector<int64_t>> Splitter::cutStages(const std::vector<double> &cost) {
+  int64_t numUnits = cost.size(), stages = schedule.stages();
+  // The smallest largest-stage cost at which the units, in order,
   // fit in `stages` contiguous ranges (by bisection).
   double lo = 0, hi = 0;
   for (double c : cost) {
@@ -211,17 +278,17 @@ LogicalResult Splitter::assignStages() {
   }
   for (int iteration = 0; iteration < 100 && hi - lo > 1e-9 * hi; ++iteration) {
     double mid = (lo + hi) / 2;
-    std::vector<int64_t> unused(numForward);
+    std::vector<int64_t> unused(numUnits);
     (pack(cost, mid, std::nullopt, unused) ? hi : lo) = mid;
   }
-  stageOfForward = narrowestCuts(cost, hi * 1.1);
+  std::vector<int64_t> stageOf = narrowestCuts(cost, hi * 1.1);
   if (budget <= 0)
-    return success();
+    return stageOf;
 
   // Memory: every stage's estimated bytes must fit (a rank holding v
   // stages gives each 1/v of the budget).
   std::vector<double> states, activations;
-  memoryPerForwardOp(numForward, states, activations);
+  memoryPerUnit(numUnits, states, activations);
   std::vector<int64_t> flight = inFlight();
   StageBytes bytesOf = [&](int64_t stage, int64_t from, int64_t to) {
     double bytes = 0;
@@ -233,21 +300,21 @@ LogicalResult Splitter::assignStages() {
   auto fitsMemory = [&](const std::vector<int64_t> &stageOf) {
     for (int64_t s = 0, i = 0; s < stages; ++s) {
       int64_t from = i;
-      while (i < numForward && stageOf[i] == s)
+      while (i < numUnits && stageOf[i] == s)
         ++i;
       if (bytesOf(s, from, i - 1) > share)
         return false;
     }
     return true;
   };
-  std::vector<int64_t> packed(numForward);
+  std::vector<int64_t> packed(numUnits);
   double packLo = hi, packHi = 0;
   for (double c : cost)
     packHi += c;
   if (!pack(cost, packHi, std::make_pair(bytesOf, share), packed) || !fitsMemory(packed)) {
     double total = 0;
     for (int64_t s = 0; s < stages; ++s)
-      total = std::max(total, bytesOf(s, 0, numForward - 1));
+      total = std::max(total, bytesOf(s, 0, numUnits - 1));
     return step.emitError() << "the pipeline stages do not fit " << static_cast<int64_t>(budget)
                             << " bytes per rank (memory-per-rank): the model's states and "
                                "activations are about "
@@ -257,14 +324,14 @@ LogicalResult Splitter::assignStages() {
   // The narrowest cuts where the balanced packing fits, else the most
   // balanced packing that does.
   if (pack(cost, hi * 1.1, std::make_pair(bytesOf, share), packed) && fitsMemory(packed))
-    return success();
+    return stageOf;
   for (int iteration = 0; iteration < 100 && packHi - packLo > 1e-9 * packHi; ++iteration) {
     double mid = (packLo + packHi) / 2;
     bool ok = pack(cost, mid, std::make_pair(bytesOf, share), packed) && fitsMemory(packed);
     (ok ? packHi : packLo) = mid;
   }
-  pack(cost, packHi, std::make_pair(bytesOf, share), stageOfForward);
-  return success();
+  pack(cost, packHi, std::make_pair(bytesOf, share), stageOf);
+  return stageOf;
 }
 
 bool Splitter::pack(const std::vector<double> &cost, double limit,
@@ -288,34 +355,34 @@ bool Splitter::pack(const std::vector<double> &cost, double limit,
 }
 
 std::vector<int64_t> Splitter::narrowestCuts(const std::vector<double> &cost, double limit) {
-  // The width of the cut after forward op i: bytes computed at or before i
-  // and used by a forward op after it.
-  int64_t numForward = cost.size(), stages = schedule.stages();
-  std::vector<double> width(numForward + 1, 0);
+  // The width of the cut after unit i: bytes computed at or before i and
+  // used by a forward op after it.
+  int64_t numUnits = cost.size(), stages = schedule.stages();
+  std::vector<double> width(numUnits + 1, 0);
   for (auto &[op, anchor] : anchors) {
     if (anchor.backward || anchor.microBatch != 0)
       continue;
     for (Value r : op->getResults()) {
       if (stationary.contains(r))
         continue;
-      int64_t last = anchor.forwardOp;
+      int64_t unit = unitOfForward[anchor.forwardOp], last = unit;
       for (Operation *user : r.getUsers())
         if (auto it = anchors.find(user); it != anchors.end() && !it->second.backward)
-          last = std::max(last, it->second.forwardOp);
-      width[anchor.forwardOp] += tensorBytes(r);
+          last = std::max(last, unitOfForward[it->second.forwardOp]);
+      width[unit] += tensorBytes(r);
       width[last] -= tensorBytes(r);
     }
   }
-  for (int64_t i = 1; i < numForward; ++i)
+  for (int64_t i = 1; i < numUnits; ++i)
     width[i] += width[i - 1];
-  std::vector<double> suffix(numForward + 1, 0);
-  for (int64_t i = numForward - 1; i >= 0; --i)
+  std::vector<double> suffix(numUnits + 1, 0);
+  for (int64_t i = numUnits - 1; i >= 0; --i)
     suffix[i] = suffix[i + 1] + cost[i];
   double balanced = suffix[0] / stages;
-  std::vector<int64_t> stageOf(numForward, 0);
+  std::vector<int64_t> stageOf(numUnits, 0);
   int64_t begin = 0;
   for (int64_t stage = 0; stage < stages; ++stage) {
-    int64_t end = numForward - 1; // the stage's last op
+    int64_t end = numUnits - 1; // the stage's last op
     if (stage + 1 < stages) {
       // Candidates: the stage stays under the limit and leaves the rest
       // enough room; the narrowest cut wins, then the most balanced.
@@ -324,7 +391,7 @@ std::vector<int64_t> Splitter::narrowestCuts(const std::vector<double> &cost, do
       auto key = [&](int64_t j, double l) {
         return std::make_pair(width[j], std::abs(l - balanced));
       };
-      for (int64_t i = begin; i < numForward - (stages - stage - 1); ++i) {
+      for (int64_t i = begin; i < numUnits - (stages - stage - 1); ++i) {
         load += cost[i];
         if (load > limit && i > begin)
           break;
@@ -344,10 +411,10 @@ std::vector<int64_t> Splitter::narrowestCuts(const std::vector<double> &cost, do
   return stageOf;
 }
 
-void Splitter::memoryPerForwardOp(int64_t numForward, std::vector<double> &states,
-                                  std::vector<double> &activations) {
-  states.assign(numForward, 0);
-  activations.assign(numForward, 0);
+void Splitter::memoryPerUnit(int64_t numUnits, std::vector<double> &states,
+                             std::vector<double> &activations) {
+  states.assign(numUnits, 0);
+  activations.assign(numUnits, 0);
   Block &body = step.getBody().front();
   // A parameter's states: itself, its gradient, its optimizer state.
   llvm::StringMap<double> stateBytes;
@@ -366,7 +433,7 @@ void Splitter::memoryPerForwardOp(int64_t numForward, std::vector<double> &state
         if (first < 0 || it->second.forwardOp < first)
           first = it->second.forwardOp;
     if (first >= 0)
-      states[first] += 2 * tensorBytes(arg) + stateBytes.lookup(name.getValue());
+      states[unitOfForward[first]] += 2 * tensorBytes(arg) + stateBytes.lookup(name.getValue());
   }
   // Activations kept for the backward (what a micro-batch in flight holds).
   for (auto &[op, anchor] : anchors)
@@ -376,7 +443,7 @@ void Splitter::memoryPerForwardOp(int64_t numForward, std::vector<double> &state
               auto it = anchors.find(user);
               return it != anchors.end() && it->second.backward;
             }))
-          activations[anchor.forwardOp] += tensorBytes(r);
+          activations[unitOfForward[anchor.forwardOp]] += tensorBytes(r);
 }
 
 std::vector<int64_t> Splitter::inFlight() const {
@@ -399,7 +466,7 @@ void Splitter::findParameterHomes() {
     if (step.getArgAttr(arg.getArgNumber(), PpcDialect::kParamAttrName))
       roots[arg] = {arg.getArgNumber()};
   for (Operation *op : ops) {
-    if (op->getNumResults() == 0 || !stationary.contains(op->getResult(0)))
+    if (!isRecomputed(op))
       continue;
     llvm::SmallVector<unsigned, 2> from;
     for (Value v : op->getOperands())
@@ -453,7 +520,7 @@ void Splitter::placeOps() {
         slotsOfRank[r].push_back(a);
       }
   for (Operation *op : ops) {
-    if (op->getNumResults() && stationary.contains(op->getResult(0)))
+    if (isRecomputed(op))
       continue;
     int64_t index = indexOf[op];
     if (auto it = anchors.find(op); it != anchors.end()) {
@@ -486,19 +553,39 @@ void Splitter::placeOps() {
   }
 }
 
+void Splitter::need(int64_t rank, Value v, Position at) {
+  auto [it, inserted] = needs[rank].try_emplace(v, at);
+  if (!inserted && at < it->second)
+    it->second = at;
+}
+
+std::optional<Position> Splitter::firstNeed(int64_t rank, Operation *op) const {
+  std::optional<Position> first;
+  for (Value res : op->getResults())
+    if (auto it = needs[rank].find(res); it != needs[rank].end())
+      if (!first || it->second < *first)
+        first = it->second;
+  return first;
+}
+
+void Splitter::needStationaryOperands() {
+  // In reverse program order, users first.
+  for (Operation *op : llvm::reverse(ops)) {
+    if (placed.count(op))
+      continue;
+    for (int64_t r = 0; r < schedule.ranks; ++r)
+      if (std::optional<Position> first = firstNeed(r, op))
+        for (Value v : op->getOperands())
+          need(r, v, Position{first->slot, indexOf[op], 0});
+  }
+}
+
 void Splitter::collectNeeds() {
   int64_t p = schedule.ranks;
   needs.clear();
   needs.resize(p);
   Block &body = step.getBody().front();
   auto ret = body.getTerminator();
-  auto need = [&](int64_t rank, Value v, Position at) {
-    auto [it, inserted] = needs[rank].try_emplace(v, at);
-    if (!inserted && at < it->second)
-      it->second = at;
-  };
-  // Who returns each result: a parameter and its state by every rank
-  // taking the parameter; the outputs by the last rank.
   for (Operation *op : ops) {
     auto it = placed.find(op);
     if (it == placed.end())
@@ -506,36 +593,31 @@ void Splitter::collectNeeds() {
     for (Value v : op->getOperands())
       need(it->second.first, v, Position{it->second.second.slot, it->second.second.index, 0});
   }
-  // Stationary values go where they are used, with what they use (in
-  // reverse program order, users first).
-  for (Operation *op : llvm::reverse(ops)) {
-    if (placed.count(op))
-      continue;
-    for (int64_t r = 0; r < p; ++r) {
-      std::optional<Position> first;
-      for (Value res : op->getResults())
-        if (auto it = needs[r].find(res); it != needs[r].end())
-          if (!first || it->second < *first)
-            first = it->second;
-      if (!first)
-        continue;
-      for (Value v : op->getOperands())
-        need(r, v, Position{first->slot, indexOf[op], 0});
-    }
-  }
+  // Who returns each result: a parameter and its state by every rank
+  // taking the parameter; the outputs by the last rank. A returned value
+  // may be stationary (the learning rate the step reports, a parameter
+  // whose gradient is a constant), computed only where it is returned: a
+  // rank that returns it needs its operands too, even where nothing else
+  // of the step runs (a last stage without parameters). Taking a parameter
+  // for it makes that rank return the parameter too, hence the fixed point.
   holders.assign(ret->getNumOperands(), {});
   auto updated = updatedArguments(step);
-  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-    llvm::SmallVector<int64_t> &who = holders[i];
-    if (updated[i]) {
-      for (int64_t r = 0; r < p; ++r)
-        if (needs[r].count(body.getArgument(*updated[i])) || home.lookup(*updated[i]) == r)
-          who.push_back(r);
-    } else {
-      who.push_back(p - 1);
+  for (bool changed = true; changed;) {
+    needStationaryOperands();
+    changed = false;
+    for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+      llvm::SmallVector<int64_t> &who = holders[i];
+      for (int64_t r = 0; r < p; ++r) {
+        bool holds = updated[i] ? needs[r].count(body.getArgument(*updated[i])) ||
+                                      home.lookup(*updated[i]) == r
+                                : r == p - 1;
+        if (!holds || llvm::is_contained(who, r))
+          continue;
+        who.push_back(r);
+        need(r, v, Position{epilogueSlot(slotsOfRank[r]), static_cast<int64_t>(ops.size()), 0});
+        changed = true;
+      }
     }
-    for (int64_t r : who)
-      need(r, v, Position{epilogueSlot(slotsOfRank[r]), static_cast<int64_t>(ops.size()), 0});
   }
   argsOfRank.assign(p, {});
   for (int64_t r = 0; r < p; ++r)
@@ -616,10 +698,9 @@ LogicalResult Splitter::buildRank(int64_t rank) {
     if (where.first == rank)
       items.push_back({where.second, op});
   for (Operation *op : ops)
-    if (!placed.count(op) && op->getNumResults() && needs[rank].count(op->getResult(0))) {
-      Position first = needs[rank][op->getResult(0)];
-      items.push_back({Position{first.slot, indexOf[op], 1}, op});
-    }
+    if (!placed.count(op))
+      if (std::optional<Position> first = firstNeed(rank, op))
+        items.push_back({Position{first->slot, indexOf[op], 1}, op});
   // Messages: for each other rank, what it computes that this one needs
   // (receive), and what this one computes that it needs (send).
   for (int64_t peer = 0; peer < schedule.ranks; ++peer) {

@@ -12,6 +12,27 @@
 // RUN:   -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 weight-decay=0 micro-batches=1" "-ppc-partition=pp=4" "-ppc-pipeline=schedule=1f1b" | FileCheck %s --check-prefix=HOME
 // RUN: not ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 weight-decay=0 micro-batches=4" "-ppc-partition=pp=2" "-ppc-pipeline=schedule=1f1b memory-per-rank=1000" -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=MEMORY
+// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 weight-decay=0 micro-batches=1" "-ppc-partition=pp=8" "-ppc-pipeline=schedule=1f1b" | FileCheck %s --check-prefix=LAST
+// RUN: not ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 weight-decay=0 micro-batches=1" "-ppc-partition=pp=9" "-ppc-pipeline=schedule=1f1b" -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=TOOMANY
+// RUN: not ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 weight-decay=0 micro-batches=4" "-ppc-partition=pp=4" "-ppc-pipeline=schedule=interleaved virtual-stages=3" -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=TOOMANYV
+
+// Tests that with one stage per forward op the last stage, which holds no
+// parameter and so runs no optimizer, still returns the step's outputs:
+// the learning rate it reports is computed there from the lr argument,
+// which that rank now takes.
+// LAST-LABEL: func.func @train_step_pp7
+// LAST-SAME:    (%[[LR:arg[0-9]+]]: tensor<f64> {ppc.hyper = "lr"
+// LAST-SAME:    -> (tensor<f32> {ppc.output = "loss"{{.*}}}, tensor<f32> {ppc.output = "grad_norm"{{.*}}}, tensor<f32> {ppc.output = "lr"
+// LAST:         %[[OUT:.*]] = ppc.cast %[[LR]] {{{.*}}ppc.slot = "step"} : tensor<f64> -> tensor<f32>
+// LAST:         return %{{.*}}, %{{.*}}, %[[OUT]] :
+
+// Tests that more stages than forward ops to run on them is one error line
+// naming the mesh flag and the most pipeline ranks the model allows, with
+// interleaved virtual stages counted.
+// TOOMANY:      error: --mesh 1x1x9: 9 pipeline stages, but the model has only 8 forward ops that run on a stage; at most 8 pipeline ranks (--mesh 1x1x8)
+// TOOMANY-NOT:  error
+// TOOMANYV:     error: --mesh 1x1x4: 12 pipeline stages (3 virtual stages per rank), but the model has only 8 forward ops that run on a stage; at most 2 pipeline ranks (--mesh 1x1x2)
+// TOOMANYV-NOT: error
 
 // Tests that stages that cannot fit the memory budget (by the estimate of
 // model states plus the activations of the micro-batches in flight) are an
