@@ -127,6 +127,7 @@ llvm::Expected<CheckpointLayout> readCheckpointLayout(llvm::StringRef checkpoint
     const llvm::json::Object *tensors = files[size_t(r)].getAsObject()->getObject("tensors");
     if (!tensors)
       return bad("\"files\"[" + llvm::Twine(r) + "] has no \"tensors\" object");
+    int64_t shardBytes = 0;
     for (const auto &[key, value] : *tensors) {
       auto field = [&](const llvm::Twine &what) {
         return bad("\"files\"[" + llvm::Twine(r) + "].tensors[\"" + key.str() + "\"]: " + what);
@@ -153,21 +154,36 @@ llvm::Expected<CheckpointLayout> readCheckpointLayout(llvm::StringRef checkpoint
       block.layout.globalShape = *global;
       block.layout.sharding = *sharding;
       block.layout.blocks = *blocks;
+      // Every axis named must be the mesh's, each once in the whole tensor,
+      // so a tensor has at most as many blocks as the mesh has ranks.
+      std::set<int> used;
       for (size_t d = 0; d < global->size(); ++d) {
         const std::string &split = (*sharding)[d];
-        // Every axis named must be the mesh's, each once.
         std::vector<int> indices = layout.mesh.axisIndices(split);
-        std::set<int> unique(indices.begin(), indices.end());
         size_t named = split.empty() ? 0 : size_t(llvm::count(split, ',')) + 1;
-        if (indices.size() != named || unique.size() != named)
+        size_t before = used.size();
+        used.insert(indices.begin(), indices.end());
+        if (indices.size() != named || used.size() != before + named)
           return field("dimension " + llvm::Twine(d) + " is split over '" + split +
-                       "', which are not distinct axes of the mesh");
-        int64_t parts = layout.mesh.blockCount(split) * (*blocks)[d];
-        if ((*global)[d] % parts != 0)
+                       "', which are not axes of the mesh that no other dimension uses");
+        // blocks <= the dimension keeps parts from overflowing and every
+        // block part non-empty.
+        int64_t parts = 0;
+        if ((*blocks)[d] > std::max<int64_t>((*global)[d], 1) ||
+            llvm::MulOverflow(layout.mesh.blockCount(split), (*blocks)[d], parts) ||
+            (*global)[d] % parts != 0)
           return field("dimension " + llvm::Twine(d) + " (" + llvm::Twine((*global)[d]) +
-                       ") does not split into " + llvm::Twine(parts) + " parts");
+                       ") does not split into " + llvm::Twine((*blocks)[d]) +
+                       " blocks over '" + split + "'");
         block.layout.shape.push_back((*global)[d] / layout.mesh.blockCount(split));
       }
+      // A shard holds its blocks in its own bytes: the index cannot claim
+      // more (so no global value read later can be absurdly large).
+      int64_t localBytes = *checkedProduct(block.layout.shape, int64_t(dtypeBytes(*dtype)));
+      if (llvm::AddOverflow(shardBytes, localBytes, shardBytes) ||
+          shardBytes > shard.digest->bytes)
+        return field("its blocks hold more bytes than the shard (" +
+                     llvm::Twine(shard.digest->bytes) + ")");
       std::vector<SavedBlock> &blocksOfKey = layout.tensors[key.str()];
       if (!blocksOfKey.empty() && (blocksOfKey.front().dtype != block.dtype ||
                                    blocksOfKey.front().layout.globalShape != *global))

@@ -27,7 +27,7 @@ llvm::Error writeTrainedModel(llvm::StringRef modelPath, bool untie,
   auto buffer = ppc::readRegularFile(modelPath);
   if (!buffer)
     return error(context + ": cannot read the model '" + llvm::Twine(modelPath) +
-                 "' this executable was compiled from: " + llvm::toString(buffer.takeError()));
+                 "' the training program was compiled from: " + llvm::toString(buffer.takeError()));
   onnx::ModelProto model;
   if (!model.ParseFromArray((*buffer)->getBufferStart(), int((*buffer)->getBufferSize())))
     return error(context + ": '" + llvm::Twine(modelPath) + "' is not an ONNX model");
@@ -76,6 +76,10 @@ llvm::Error writeTrainedModel(llvm::StringRef modelPath, bool untie,
     if (it == params.end())
       continue;
     written.insert(init.name());
+    std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
+    if (dims != it->second.shape)
+      return error(context + ": initializer '" + init.name() +
+                   "' has another shape than the trained value (another model?)");
     DType dtype = it->second.dtype;
     bool matches = (dtype == DType::F32 && init.data_type() == onnx::TensorProto::FLOAT) ||
                    (dtype == DType::F64 && init.data_type() == onnx::TensorProto::DOUBLE);

@@ -40,6 +40,7 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -379,12 +380,13 @@ std::set<std::string> stateKeys(const Program &program) {
   return keys;
 }
 
-/// After a step whose loss or gradient norm was not finite: the first state
-/// tensor (in key order, over every rank) holding a non-finite element, ""
-/// when none does. Without gradient clipping, a parameter's state turns
-/// non-finite only when its own gradient (or its update) was, so this names
-/// where the divergence entered; clipping by a non-finite norm spreads it to
-/// every parameter. Collective: every rank must call it.
+/// After a step whose loss was finite and gradient norm was not: the first
+/// state tensor (in key order, over every rank) holding a non-finite
+/// element, "" when none does. Without gradient clipping, a parameter's
+/// state turns non-finite only when its own gradient (or its square, in
+/// Adam's second moment) overflowed, so this names where the divergence
+/// entered; clipping by a non-finite norm spreads it to every parameter.
+/// Collective: every rank must call it.
 std::string firstNonFinite(const Program &program, Trainer &trainer) {
   std::set<std::string> keys = stateKeys(program);
   std::vector<std::string> ordered(keys.begin(), keys.end());
@@ -462,6 +464,14 @@ int logRankOf(const Program &program) {
   return 0;
 }
 
+/// Why a run stops after a step, as the logging rank finds it.
+enum class StopReason : int { None = 0, Loss, GradientNorm, Log };
+
+struct Stop {
+  StopReason reason = StopReason::None;
+  std::string message;
+};
+
 /// Where a step stands, for its report.
 struct StepReport {
   int64_t step, steps;
@@ -470,11 +480,12 @@ struct StepReport {
 };
 
 /// The logging rank's report of a step: its line in --log (`log`, when
-/// given) and on the progress line. Returns why the run must stop (a loss or
-/// gradient norm that is not finite), or "".
-std::string reportStep(const RunContext &ctx, Trainer &trainer, Device &device,
-                       llvm::raw_ostream *log, const StepReport &at) {
-  std::string diverged;
+/// given) and on the progress line. Returns why the run must stop: a loss or
+/// gradient norm that is not finite, or a log that cannot be written.
+Stop reportStep(const RunContext &ctx, Trainer &trainer, Device &device,
+                llvm::raw_fd_ostream *log, const std::string &logPath,
+                const StepReport &at) {
+  Stop stop;
   double loss = trainer.outputs["loss"];
   // MFU counts this rank's GEMMs against the device's dense peak.
   double peak = device.peakFlops();
@@ -501,6 +512,11 @@ std::string reportStep(const RunContext &ctx, Trainer &trainer, Device &device,
     });
     *log << "\n";
     log->flush();
+    if (std::error_code ec = log->error()) {
+      // Cleared, or the stream's destructor would abort the process.
+      log->clear_error();
+      return {StopReason::Log, "--log '" + logPath + "': " + ec.message()};
+    }
   }
   std::string extra;
   if (peak > 0)
@@ -513,13 +529,13 @@ std::string reportStep(const RunContext &ctx, Trainer &trainer, Device &device,
       at.step + 1, at.steps, loss, trainer.outputs["lr"], gradNorm, at.seconds,
       at.tokensPerStep / at.seconds, at.largestArena / 1048576.0, extra);
   // Steps are counted from 1 here, as on the progress line.
-  for (auto [what, value] : {std::pair<const char *, double>{"loss", loss},
-                             {"gradient norm", gradNorm}})
-    if (!std::isfinite(value) && diverged.empty())
-      diverged = llvm::formatv("step {0} (rank {1}): the {2} is {3}",
-                               at.step + 1, ctx.worldRank, what,
-                               std::isnan(value) ? "NaN" : "infinite");
-  return diverged;
+  for (auto [reason, what, value] :
+       {std::tuple<StopReason, const char *, double>{StopReason::Loss, "loss", loss},
+        {StopReason::GradientNorm, "gradient norm", gradNorm}})
+    if (!std::isfinite(value) && stop.reason == StopReason::None)
+      stop = {reason, llvm::formatv("step {0} (rank {1}): the {2} is {3}", at.step + 1,
+                                    ctx.worldRank, what, std::isnan(value) ? "NaN" : "infinite")};
+  return stop;
 }
 
 /// Loads the newest complete checkpoint in `dir` into `trainer` and returns
@@ -625,13 +641,15 @@ std::unique_ptr<llvm::raw_fd_ostream> openLog(const RunContext &ctx, const std::
       if (unparsed)
         llvm::errs() << "warning: --log '" << path << "': kept " << unparsed
                      << " line(s) that are not JSON as they were\n";
-      std::error_code ec;
-      llvm::raw_fd_ostream rewrite(path, ec);
-      if (ec) {
-        failed = "--log '" + path + "': " + ec.message();
+      // Written whole, then renamed over the log: a full disk leaves the
+      // log as it was.
+      if (llvm::Error e = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+            os << kept;
+            return llvm::Error::success();
+          })) {
+        failed = "--log '" + path + "': " + formatError(std::move(e));
         return nullptr;
       }
-      rewrite << kept;
     }
   std::error_code ec;
   auto log = std::make_unique<llvm::raw_fd_ostream>(
@@ -928,8 +946,12 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       weights = std::string(exe);
     }
   }
+  // One pipeline stage may lack a tensor the others have, or one device
+  // memory: the ranks stop together.
+  std::string initialized;
   if (llvm::Error e = trainer.initialize(weights))
-    dieAll(formatError(std::move(e)), lead);
+    initialized = formatError(std::move(e));
+  stopIfAny(initialized, worldRank);
   if (resume)
     start = resumeFrom(ctx, trainer, checkpointDir);
 
@@ -951,19 +973,24 @@ int run(int argc, char **argv, const Program &program, Device &device) {
     trainer.step(s, arena, *tokens);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    std::string diverged;
+    Stop stop;
     if (logs)
-      diverged = reportStep(ctx, trainer, device, log.get(),
-                            {s, steps, seconds, tokensPerStep, largestArena});
+      stop = reportStep(ctx, trainer, device, log.get(), logPath,
+                        {s, steps, seconds, tokensPerStep, largestArena});
     // Every rank learns whether the step diverged (one integer from the
     // logging rank) and leaves MPI cleanly, so the error is the only line.
-    int stop = !diverged.empty();
-    MPI_Bcast(&stop, 1, MPI_INT, logRank, MPI_COMM_WORLD);
-    if (stop) {
-      std::string first = firstNonFinite(program, trainer);
-      if (!first.empty())
-        diverged += "; the first tensor it left non-finite is '" + first + "'";
-      dieAll(diverged + "; stopping every rank", logs);
+    int reason = int(stop.reason);
+    MPI_Bcast(&reason, 1, MPI_INT, logRank, MPI_COMM_WORLD);
+    if (StopReason(reason) == StopReason::Log)
+      dieAll(stop.message, logs);
+    if (StopReason(reason) != StopReason::None) {
+      // A finite loss with a gradient norm that is not: some gradients
+      // overflowed, and the optimizer state shows where. (After a loss that
+      // is not finite every gradient is, so naming one would say nothing.)
+      if (StopReason(reason) == StopReason::GradientNorm)
+        if (std::string first = firstNonFinite(program, trainer); !first.empty())
+          stop.message += "; the first tensor it left non-finite is '" + first + "'";
+      dieAll(stop.message + "; stopping every rank", logs);
     }
     if (saveEvery > 0 && (s + 1) % saveEvery == 0)
       saveCheckpoint(ctx, trainer, checkpointDir, s + 1, keep);

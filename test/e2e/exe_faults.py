@@ -24,10 +24,11 @@ run's, and a line of its log that is not JSON is kept as it was.
 
 A run that diverges (--lr 1e30) stops at the first step whose loss or
 gradient norm is not finite, on every rank, with one error line naming the
-step (counted from 1, as the progress line does), the rank and the first
-state tensor (in key order, over all ranks) the step left non-finite, and its log
+step (counted from 1, as the progress line does) and the rank, and its log
 stays JSON (null for the non-finite values). `ppc simulate` (--lr 1e300: it
-computes in f64) stops alike. A checkpoint or --export that cannot be
+computes in f64) stops alike. A finite loss whose gradients overflow (initial
+weights with ln_f scaled by 1e25) also names the first state tensor (in key
+order, over all ranks) the step left non-finite. A checkpoint or --export that cannot be
 written is one error line, without Open MPI's abort banner.
 """
 import argparse
@@ -95,14 +96,41 @@ def diverge(ppc, exe, model, tmp):
     print(f"--lr 1e30: exit {result.returncode}, {errors}")
     assert result.returncode != 0 and len(errors) == 1, result.stderr
     m = re.fullmatch(r"error: step (\d+) \(rank \d+\): the (loss|gradient norm) is "
-                     r"(NaN|infinite); the first tensor it left non-finite is "
-                     r"'(param|state:\w+):[\w.]+'; stopping every rank", errors[0])
-    assert m, errors
+                     r"(NaN|infinite)(; the first tensor it left non-finite is "
+                     r"'(param|state:\w+):[\w.]+')?; stopping every rank", errors[0])
+    # A tensor is named only after a finite loss (after a NaN loss every
+    # gradient is NaN).
+    assert m and bool(m.group(4)) == (m.group(2) == "gradient norm"), errors
     lines = [strict_json(line) for line in open(log)]
     assert len(lines) == int(m.group(1)), (len(lines), m.group(1))
     last = lines[-1]["loss" if m.group(2) == "loss" else "grad_norm"]
     assert last is None, lines[-1]
     print(f"  its log: {len(lines)} JSON lines, the last with {m.group(2)} null")
+
+    # A finite loss whose gradients overflow (ln_f's weight scaled by 1e25:
+    # gradients near 1e24, their squares past f32): the error names the
+    # first state tensor the step left non-finite, Adam's second moment.
+    hot = os.path.join(tmp, "hot.safetensors")
+    with open(exe + ".weights.safetensors", "rb") as f:
+        raw = f.read()
+    size = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + size])
+    begin, end = header["ln_f.weight"]["data_offsets"]
+    data = bytearray(raw[8 + size:])
+    count = (end - begin) // 4
+    values = [v * 1e25 for v in struct.unpack(f"<{count}f", data[begin:end])]
+    data[begin:end] = struct.pack(f"<{count}f", *values)
+    with open(hot, "wb") as f:
+        f.write(raw[:8 + size] + bytes(data))
+    result = subprocess.run(MPIRUN + [exe, "--data", CORPUS, "--steps", "3", "--weights", hot,
+                                      "--threads-per-rank", "1"],
+                            capture_output=True, text=True, timeout=120)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    print(f"ln_f.weight x 1e25: exit {result.returncode}, {errors}")
+    assert result.returncode != 0 and len(errors) == 1, result.stderr
+    assert re.fullmatch(r"error: step 1 \(rank \d+\): the gradient norm is infinite; the first "
+                        r"tensor it left non-finite is 'state:exp_avg_sq:[\w.]+'; stopping every "
+                        r"rank", errors[0]), errors
     sim_log = os.path.join(tmp, "diverge.sim.jsonl")
     result = subprocess.run([ppc, "simulate", model, "--mesh", "2", "--zero", "1", "--data",
                              CORPUS, "--data-dtype", "u8", "--batch", "8", "--micro-batches", "2", "--optimizer",

@@ -46,6 +46,13 @@ std::vector<int64_t> blockByFormula(const MeshLayout &mesh, const BlockLayout &t
   return globals;
 }
 
+/// The size of rank `rank`'s shard in step directory `dir`.
+int64_t layoutBytes(const std::string &dir, int64_t rank) {
+  uint64_t size = 0;
+  llvm::sys::fs::file_size(dir + "/" + shardFileName(rank), size);
+  return int64_t(size);
+}
+
 BlockLayout layoutOn(const MeshLayout &mesh, std::vector<int64_t> global,
                      std::vector<std::string> sharding, std::vector<int64_t> blocks) {
   BlockLayout t;
@@ -207,11 +214,32 @@ TEST_F(Reshard, IndexLayoutsAreValidated) {
   bad = good;
   (*tensor(bad, 1))["sharding"] = llvm::json::Array{"tp", ""};
   EXPECT_EQ(error(bad), at + "\"files\"[1].tensors[\"param:w\"]: dimension 0 is split over "
-                             "'tp', which are not distinct axes of the mesh");
+                             "'tp', which are not axes of the mesh that no other dimension "
+                             "uses");
+  bad = good;
+  (*tensor(bad, 1))["sharding"] = llvm::json::Array{"dp", "dp"};
+  EXPECT_EQ(error(bad), at + "\"files\"[1].tensors[\"param:w\"]: dimension 1 is split over "
+                             "'dp', which are not axes of the mesh that no other dimension "
+                             "uses");
+  bad = good;
+  (*tensor(bad, 1))["sharding"] = llvm::json::Array{"dp,", ""};
+  EXPECT_NE(error(bad), "");
+  // 2 * 2^62 wraps to 0: a division by zero unless refused.
+  bad = good;
+  (*tensor(bad, 1))["blocks"] = llvm::json::Array{int64_t(1) << 62, 1};
+  EXPECT_EQ(error(bad), at + "\"files\"[1].tensors[\"param:w\"]: dimension 0 (4) does not "
+                             "split into 4611686018427387904 blocks over 'dp'");
+  // A global value larger than the shard could hold is refused before any
+  // reader allocates it.
+  bad = good;
+  (*tensor(bad, 1))["shape"] = llvm::json::Array{int64_t(1) << 40, 2};
+  EXPECT_EQ(error(bad), at + "\"files\"[1].tensors[\"param:w\"]: its blocks hold more bytes "
+                             "than the shard (" +
+                             std::to_string(layoutBytes(dir, 1)) + ")");
   bad = good;
   (*tensor(bad, 1))["shape"] = llvm::json::Array{5, 2};
   EXPECT_EQ(error(bad), at + "\"files\"[1].tensors[\"param:w\"]: dimension 0 (5) does not "
-                             "split into 2 parts");
+                             "split into 1 blocks over 'dp'");
   bad = good;
   (*tensor(bad, 1))["shape"] = llvm::json::Array{int64_t(1) << 40, int64_t(1) << 40};
   EXPECT_EQ(error(bad), at + "\"files\"[1].tensors[\"param:w\"]: its size overflows");

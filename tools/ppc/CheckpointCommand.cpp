@@ -24,6 +24,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -251,8 +252,14 @@ int consolidate(int argc, char **argv) {
         {"step", std::to_string(opened->step)},
         {"model", layout->model},
         {"fingerprint", layout->fingerprint}};
-    // Written whole, then renamed: an error leaves `output` as it was.
-    std::string partial = output + ".partial";
+    // Written whole to a new file beside it, then renamed: an error leaves
+    // `output` as it was, and no other file is touched.
+    llvm::SmallString<256> partial;
+    int fd = -1;
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueFile(output + ".%%%%%%.partial", fd, partial))
+      return reportError("-o '" + output + "': " + ec.message());
+    ::close(fd);
     if (llvm::Error e = ppcrt::writeSafetensors(partial, views, metadata)) {
       llvm::sys::fs::remove(partial);
       return reportError(llvm::toString(std::move(e)));
