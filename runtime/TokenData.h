@@ -32,6 +32,9 @@ public:
               int64_t *inputs, int64_t *labels) const;
   /// Checks that windows of `seq` tokens fit (n >= seq + 2).
   llvm::Error checkSequence(int64_t seq) const;
+  /// The file's bytes as mapped (or read), and its path.
+  llvm::StringRef bytes() const { return buffer->getBuffer(); }
+  const std::string &file() const { return path; }
 
 private:
   std::unique_ptr<llvm::MemoryBuffer> buffer;

@@ -30,6 +30,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <csignal>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -87,6 +88,43 @@ std::string formatError(llvm::Error error) { return llvm::toString(std::move(err
   }
   MPI_Finalize();
   std::exit(1);
+}
+
+/// The data file, mapped for the whole run: a file that shrinks while it is
+/// mapped makes a read past its new end raise SIGBUS, which becomes one
+/// error line naming the file (async-signal-safe: the line is made before).
+struct GuardedMapping {
+  const char *begin = nullptr, *end = nullptr;
+  char message[1024] = {};
+  size_t length = 0;
+};
+GuardedMapping guardedData;
+
+void onBusError(int signal, siginfo_t *info, void *) {
+  const char *address = static_cast<const char *>(info->si_addr);
+  if (address >= guardedData.begin && address < guardedData.end) {
+    (void)!write(2, guardedData.message, guardedData.length);
+    _exit(1);
+  }
+  // Not the data file: the default action (a core dump), as without us.
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+void guardDataFile(const ppc::TokenData &tokens, int worldRank) {
+  llvm::StringRef bytes = tokens.bytes();
+  guardedData.begin = bytes.begin();
+  guardedData.end = bytes.end();
+  int n = std::snprintf(guardedData.message, sizeof(guardedData.message),
+                        "error: rank %d: data file '%s' became shorter while training "
+                        "(SIGBUS reading it): it must not change during a run\n",
+                        worldRank, tokens.file().c_str());
+  guardedData.length = std::min<size_t>(n > 0 ? size_t(n) : 0, sizeof(guardedData.message) - 1);
+  struct sigaction action = {};
+  action.sa_sigaction = onBusError;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGBUS, &action, nullptr);
 }
 
 /// Ends every rank when any found an error of its own (a shard that fails
@@ -919,6 +957,7 @@ int run(int argc, char **argv, const Program &program, Device &device) {
     dieAll(formatError(tokens.takeError()), lead);
   if (llvm::Error e = tokens->checkSequence(program.seqLen))
     dieAll(formatError(std::move(e)), lead);
+  guardDataFile(*tokens, worldRank);
 
   std::unique_ptr<Rank> rankOwner = device.connect(program, timeout);
   Rank &rank = *rankOwner;

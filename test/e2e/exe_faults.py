@@ -26,7 +26,8 @@ A run that diverges (--lr 1e30) stops at the first step whose loss or
 gradient norm is not finite, on every rank, with one error line naming the
 step (counted from 1, as the progress line does) and the rank, and its log
 stays JSON (null for the non-finite values). `ppc simulate` (--lr 1e300: it
-computes in f64) stops alike. A finite loss whose gradients overflow (initial
+computes in f64) stops alike. A data file truncated while a run maps it stops
+the run with an error naming it, not a bus error. A finite loss whose gradients overflow (initial
 weights with ln_f scaled by 1e25) also names the first state tensor (in key
 order, over all ranks) the step left non-finite. A checkpoint or --export that cannot be
 written is one error line, without Open MPI's abort banner.
@@ -42,6 +43,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
@@ -144,6 +146,28 @@ def diverge(ppc, exe, model, tmp):
                      errors[0])
     assert m, errors
     assert len([strict_json(line) for line in open(sim_log)]) == int(m.group(1))
+
+
+def shrinking_data(exe, tmp):
+    """The data file truncated while a run reads it (it is memory-mapped, so
+    the next read past the new end raises SIGBUS): the run stops with an
+    error naming the file, not a bus error."""
+    data = os.path.join(tmp, "data.u8")
+    shutil.copy(CORPUS, data)
+    log = os.path.join(tmp, "shrink.jsonl")
+    proc = subprocess.Popen(MPIRUN + [exe, "--data", data, "--steps", "1000000", "--log", log,
+                                      "--threads-per-rank", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not os.path.exists(log) or
+                                      sum(1 for _ in open(log)) < 3):
+        time.sleep(0.05)
+    os.truncate(data, 0)
+    _, err = proc.communicate(timeout=60)
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    named = [line for line in errors if "data file '" + data + "' became shorter" in line]
+    print(f"data file truncated mid-run: exit {proc.returncode}, {named[:1]}")
+    assert proc.returncode != 0 and named and "Bus error" not in err, err[-2000:]
 
 
 def unwritable(exe, tmp):
@@ -305,6 +329,7 @@ def main():
 
         diverge(args.ppc, exe, model, tmp)
         unwritable(exe, tmp)
+        shrinking_data(exe, tmp)
     print("OK")
 
 
