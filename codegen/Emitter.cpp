@@ -45,7 +45,8 @@ static bool foldsIntoGemms(TransposeOp transpose) {
   });
 }
 
-ProgramLayout layOutProgram(func::FuncOp program, bool asyncCommunication) {
+FailureOr<ProgramLayout> layOutProgram(func::FuncOp program,
+                                       bool asyncCommunication) {
   ProgramLayout layout;
   layout.fusion = planFusion(program);
   auto holder = [&](Value v) {
@@ -97,7 +98,10 @@ ProgramLayout layOutProgram(func::FuncOp program, bool asyncCommunication) {
   hooks.unstored = unstored;
   if (asyncCommunication)
     hooks.readsUntil = readsUntil;
-  layout.memory = planMemory(program, 64, hooks);
+  FailureOr<MemoryPlan> memory = planMemory(program, 64, hooks);
+  if (failed(memory))
+    return failure();
+  layout.memory = std::move(*memory);
   return layout;
 }
 
@@ -183,10 +187,16 @@ double gemmFlops(MatMulOp matmul) {
 
 } // namespace
 
-std::vector<ProgramLayout> layOutPrograms(ModuleOp module, Target target) {
+FailureOr<std::vector<ProgramLayout>> layOutPrograms(ModuleOp module,
+                                                     Target target) {
   std::vector<ProgramLayout> layouts;
-  for (func::FuncOp program : trainingPrograms(module))
-    layouts.push_back(layOutProgram(program, target == Target::Cuda));
+  for (func::FuncOp program : trainingPrograms(module)) {
+    FailureOr<ProgramLayout> layout =
+        layOutProgram(program, target == Target::Cuda);
+    if (failed(layout))
+      return failure();
+    layouts.push_back(std::move(*layout));
+  }
   return layouts;
 }
 
