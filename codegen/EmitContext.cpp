@@ -2,6 +2,7 @@
 
 #include "codegen/EmitContext.h"
 #include "ir/ShapeRules.h"
+#include "runtime/Printable.h"
 
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/StringExtras.h"
@@ -56,7 +57,7 @@ std::string nodeName(Operation *op) {
   std::string name;
   op->getLoc()->walk([&](Location loc) {
     if (auto named = llvm::dyn_cast<NameLoc>(loc)) {
-      name = named.getName().str();
+      name = printable(named.getName().getValue());
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -67,13 +68,18 @@ std::string nodeName(Operation *op) {
 std::string quote(llvm::StringRef text) {
   std::string out = "\"";
   for (char c : text) {
-    if (c == '"' || c == '\\')
+    if (c == '"' || c == '\\') {
       out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
+      out += c;
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += c;
+    } else {
+      // Three octal digits end the escape whatever follows (a hex escape
+      // would swallow the next character if it is a hex digit).
+      unsigned byte = (unsigned char)c;
+      out += {'\\', char('0' + (byte >> 6)), char('0' + ((byte >> 3) & 7)),
+              char('0' + (byte & 7))};
     }
-    out += c;
   }
   return out + "\"";
 }

@@ -29,9 +29,13 @@ namespace ppc::codegen {
 mlir::FailureOr<std::string> cType(mlir::Type elementType);
 /// ppcrt::DType spelling ("ppcrt::DType::F32").
 mlir::FailureOr<std::string> runtimeDType(mlir::Type elementType);
-/// The ONNX node an op was imported from ("" when none).
+/// The ONNX node an op was imported from ("" when none), printable
+/// (runtime/Printable.h): it goes into comments of the generated source, where
+/// a line break in it (GCC ends a line at '\r' too) would start code of the
+/// model's choosing, and into the executables' error messages.
 std::string nodeName(mlir::Operation *op);
-/// `text` as a C++ string literal.
+/// `text` as a C++ string literal holding exactly its bytes: quotes and
+/// backslashes escaped, every byte that is not printable ASCII in octal.
 std::string quote(llvm::StringRef text);
 /// "{1, 2, 3}"
 std::string braces(llvm::ArrayRef<int64_t> values);

@@ -69,12 +69,15 @@ bool undoesItsOperand(TransposeOp transpose);
 /// `asyncCommunication` (CUDA) a collective's operands live until the first
 /// use of its result, where the program waits for it, so that nothing
 /// overwrites them while it runs beside the kernels in between.
-ProgramLayout layOutProgram(mlir::func::FuncOp program, bool asyncCommunication = false);
+/// Fails (with an error at `program`) when its memory plan does.
+mlir::FailureOr<ProgramLayout> layOutProgram(mlir::func::FuncOp program,
+                                             bool asyncCommunication = false);
 
 /// The layout of each training program of `module` (@train_step or
 /// @train_step_pp<r>, in trainingPrograms' order) for `target`: what the
 /// executable allocates, and what `ppc compile` prints.
-std::vector<ProgramLayout> layOutPrograms(mlir::ModuleOp module, Target target);
+mlir::FailureOr<std::vector<ProgramLayout>>
+layOutPrograms(mlir::ModuleOp module, Target target);
 
 /// Writes the source of the executable for the training programs of
 /// `module`, laid out as `layouts` (layOutPrograms(module, info.target)),

@@ -2,6 +2,7 @@
 
 #include "executor/Interpreter.h"
 #include "ir/PpcOps.h"
+#include "runtime/CheckedSize.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -25,9 +26,28 @@ LogicalResult checkResults(Operation *op, llvm::ArrayRef<Tensor> results,
   return success();
 }
 
+LogicalResult checkHostSizes(Operation *op) {
+  for (auto [i, type] : llvm::enumerate(op->getResultTypes())) {
+    auto shaped = llvm::dyn_cast<ShapedType>(type);
+    if (!shaped || !shaped.hasStaticShape())
+      continue;
+    std::string held = "elements held in 8 bytes each";
+    if (auto dtype = dtypeOf(shaped.getElementType()); succeeded(dtype))
+      held = (dtypeName(*dtype) + " held in 8 bytes each").str();
+    if (llvm::Expected<int64_t> bytes =
+            checkedTensorBytes(shaped.getShape(), 8, held);
+        !bytes)
+      return op->emitError()
+             << "result " << i << ": " << llvm::toString(bytes.takeError());
+  }
+  return success();
+}
+
 LogicalResult runKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                         llvm::SmallVectorImpl<Tensor> &results,
                         const ExecOptions &options) {
+  if (failed(checkHostSizes(op)))
+    return failure();
   const Kernel *kernel = KernelRegistry::get().lookup(op);
   if (!kernel && op->hasTrait<CollectiveTrait>())
     return op->emitError() << "'" << op->getName()

@@ -63,6 +63,12 @@ private:
   int64_t peak = 0;
 };
 
+/// Checks that the executor can hold every result of `op`: at 8 bytes per
+/// element (Tensor holds doubles and int64_t), within kMaxTensorBytes
+/// (runtime/CheckedSize.h). The error names the result and is emitted at
+/// `op`, before its kernel allocates anything.
+mlir::LogicalResult checkHostSizes(mlir::Operation *op);
+
 /// Runs `op`'s kernel on `operands` and checks the results (`checkResults`).
 mlir::LogicalResult runKernel(mlir::Operation *op,
                               llvm::ArrayRef<Tensor> operands,

@@ -111,7 +111,10 @@ Expected<Tensor> parseNpy(StringRef bytes, StringRef name) {
   }
 
   StringRef data = bytes.drop_front(offset + headerLen);
-  uint64_t need = uint64_t(numElements(shape)) * byteWidth(*dtype);
+  // Checked before the length: a shape whose size wraps could match any.
+  if (Error e = Tensor::checkShape(*dtype, shape))
+    return npyError(name, llvm::toString(std::move(e)));
+  uint64_t need = numElements(shape) * byteWidth(*dtype);
   if (data.size() != need)
     return npyError(name, "holds " + llvm::Twine(data.size()) + " data bytes, but " +
                               llvm::Twine(shape.size() ? "shape " : "a scalar ") +

@@ -3,6 +3,7 @@
 #include "executor/Spmd.h"
 #include "executor/Collectives.h"
 #include "executor/Interpreter.h"
+#include "runtime/Printable.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
@@ -28,7 +29,7 @@ std::string str(llvm::ArrayRef<int64_t> shape) {
 
 /// `'name' ` for a named message, "" otherwise.
 std::string quotedName(StringRef name) {
-  return name.empty() ? std::string() : "'" + name.str() + "' ";
+  return name.empty() ? std::string() : "'" + printable(name) + "' ";
 }
 
 /// Whether group members at `a` and `b` are at the same collective: the
@@ -197,7 +198,8 @@ LogicalResult MeshRun::checkMesh(Operation *op, StringRef meshName) {
 FailureOr<bool> MeshRun::collective(int64_t rank, Operation &op,
                                     const CollectiveKernel &kernel) {
   RankState &state = ranks[rank];
-  if (failed(checkMesh(&op, collectiveMesh(&op).getValue())))
+  if (failed(checkMesh(&op, collectiveMesh(&op).getValue())) ||
+      failed(checkHostSizes(&op)))
     return failure();
   ArrayAttr axes = collectiveAxes(&op);
   llvm::SmallVector<StringRef> names = axisNames(axes);
@@ -343,7 +345,7 @@ FailureOr<bool> MeshRun::receive(int64_t rank, RecvOp op) {
          << str(tensor.shape()) << ", expected " << dtypeName(dtype) << " "
          << str(type.getShape());
     if (!op.getValueName().empty())
-      diag << " for '" << op.getValueName() << "'";
+      diag << " for '" << printable(op.getValueName()) << "'";
     diag.attachNote(message.send.getLoc()) << "sent here by rank " << *peer;
     return diag;
   }
@@ -391,7 +393,7 @@ LogicalResult MeshRun::checkMailboxesEmpty() {
          << " that " << (messages.size() > 1 ? "were" : "was")
          << " never received";
     if (StringRef name = messages.front().send.getValueName(); !name.empty())
-      diag << " (first: '" << name << "')";
+      diag << " (first: '" << printable(name) << "')";
   }
   return success(empty);
 }

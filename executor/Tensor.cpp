@@ -1,6 +1,7 @@
 //===- Tensor.cpp - host tensors of the reference executor ----------------===//
 
 #include "executor/Tensor.h"
+#include "runtime/CheckedSize.h"
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/STLExtras.h"
@@ -162,6 +163,29 @@ Shape stridesOf(llvm::ArrayRef<int64_t> shape) {
   for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * shape[d + 1];
   return strides;
+}
+
+llvm::Expected<int64_t> tensorBytes(DType dtype,
+                                    llvm::ArrayRef<int64_t> shape) {
+  return checkedTensorBytes(shape, byteWidth(dtype), dtypeName(dtype));
+}
+
+llvm::Error Tensor::checkShape(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  if (llvm::Expected<int64_t> bytes = tensorBytes(dtype, shape); !bytes)
+    return bytes.takeError();
+  // Every element is a double or an int64_t here, whatever the dtype.
+  std::string held = (dtypeName(dtype) + " held in 8 bytes each").str();
+  if (llvm::Expected<int64_t> bytes = checkedTensorBytes(shape, 8, held);
+      !bytes)
+    return bytes.takeError();
+  return llvm::Error::success();
+}
+
+llvm::Expected<Tensor> Tensor::allocate(DType dtype,
+                                        llvm::ArrayRef<int64_t> shape) {
+  if (llvm::Error e = checkShape(dtype, shape))
+    return std::move(e);
+  return Tensor(dtype, shape);
 }
 
 Tensor::Tensor(DType dtype, llvm::ArrayRef<int64_t> shape)

@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
 
 #include <vector>
 
@@ -34,14 +35,29 @@ mlir::Type mlirType(DType dtype, mlir::MLIRContext *context);
 double roundFloat(DType dtype, double value);
 int64_t wrapInteger(DType dtype, int64_t value);
 
+/// The bytes of a tensor of `dtype` and `shape` in that dtype:
+/// checkedTensorBytes (runtime/CheckedSize.h), an error beginning with the
+/// shape when a dimension is negative or the size is not within
+/// kMaxTensorBytes.
+llvm::Expected<int64_t> tensorBytes(DType dtype, llvm::ArrayRef<int64_t> shape);
+
 /// Row-major strides of `shape`, in elements.
 Shape stridesOf(llvm::ArrayRef<int64_t> shape);
 
 class Tensor {
 public:
   Tensor() = default;
-  /// A zero-filled tensor.
+  /// A zero-filled tensor. `shape` must be bounded (numElements); one
+  /// computed from untrusted dimensions goes through `allocate`.
   Tensor(DType dtype, llvm::ArrayRef<int64_t> shape);
+  /// Checks a shape not yet checked before a tensor of it is built: an error
+  /// beginning with the shape when the tensor's bytes in `dtype`, or in the 8
+  /// bytes per element the executor holds it in, are not within
+  /// kMaxTensorBytes (runtime/CheckedSize.h).
+  static llvm::Error checkShape(DType dtype, llvm::ArrayRef<int64_t> shape);
+  /// A zero-filled tensor of a shape not yet checked (checkShape).
+  static llvm::Expected<Tensor> allocate(DType dtype,
+                                         llvm::ArrayRef<int64_t> shape);
 
   DType dtype() const { return dtype_; }
   llvm::ArrayRef<int64_t> shape() const { return shape_; }

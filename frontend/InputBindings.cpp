@@ -3,9 +3,9 @@
 #include "frontend/InputBindings.h"
 #include "executor/Npy.h"
 #include "frontend/OnnxTensor.h"
+#include "runtime/Printable.h"
 
 #include "llvm/ADT/StringSwitch.h"
-#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -42,7 +42,8 @@ inputsToBind(const OnnxModel &model, llvm::ArrayRef<std::string> flags,
       return failure();
     }
     if (!graphInput(model, name)) {
-      emitError("--bind '" + flag + "': the model has no graph input '" + name + "'");
+      emitError("--bind '" + flag + "': the model has no graph input '" +
+                printable(name) + "'");
       return failure();
     }
     bindings[name] = value.str();
@@ -56,7 +57,8 @@ LogicalResult bindInputs(const OnnxModel &model, const llvm::StringMap<std::stri
   for (const auto &entry : bindings) {
     llvm::StringRef name = entry.getKey(), value = entry.getValue();
     auto fail = [&](const llvm::Twine &message) {
-      emitError("input '" + name + "' (bound to " + value + "): " + message);
+      emitError("input '" + printable(name) + "' (bound to " +
+                printable(value) + "): " + message);
       return failure();
     };
     const onnx::ValueInfoProto *info = graphInput(model, name);
@@ -67,23 +69,23 @@ LogicalResult bindInputs(const OnnxModel &model, const llvm::StringMap<std::stri
     if (!dtype)
       return fail("has an element type ppc does not support");
     Shape shape;
-    int64_t elements = 1;
     for (const auto &dim : type.shape().dim()) {
       if (dim.has_dim_value()) {
-        // The constant is built here: its size must be one a host can hold.
-        if (dim.dim_value() < 0 || llvm::MulOverflow(elements, dim.dim_value(), elements) ||
-            elements > (int64_t(1) << 32))
-          return fail("its declared shape is negative or too large to bind");
         shape.push_back(dim.dim_value());
         continue;
       }
       auto it = options.dimSizes.find(dim.dim_param());
       if (it == options.dimSizes.end())
-        return fail("dimension '" + dim.dim_param() + "' has no size; set it with --dim " +
-                    dim.dim_param() + "=N");
+        return fail("dimension '" + printable(dim.dim_param()) +
+                    "' has no size; set it with --dim " +
+                    printable(dim.dim_param()) + "=N");
       shape.push_back(it->second);
     }
-    Tensor tensor(*dtype, shape);
+    // The constant is built here, in host memory: its size is checked first.
+    auto allocated = Tensor::allocate(*dtype, shape);
+    if (!allocated)
+      return fail("its declared " + llvm::toString(allocated.takeError()));
+    Tensor tensor = std::move(*allocated);
     if (value == "ones" || value == "zeros") {
       double v = value == "ones" ? 1 : 0;
       for (int64_t i = 0; i < tensor.numElements(); ++i)

@@ -5,6 +5,7 @@
 #include "frontend/GraphImporter.h"
 #include "frontend/OnnxTensor.h"
 #include "ir/PpcOps.h"
+#include "runtime/Printable.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -32,7 +33,7 @@ FailureOr<Value> NodeImporter::input(int i) {
   }
   Value v = graph_.lookup(node_.input(i));
   if (!v) {
-    (void)error("input '" + node_.input(i) +
+    (void)error("input '" + printable(node_.input(i)) +
                 "' is not defined by any node, initializer or graph input");
     return failure();
   }
@@ -57,11 +58,12 @@ FailureOr<Tensor> NodeImporter::constantInput(int i) {
   if (!tensor) {
     // A float initializer is a parameter unless frozen, and parameters are
     // not constants.
-    std::string hint = graph_.isParameter(node_.input(i))
-                           ? " (it is a float initializer, which trains; --freeze '" +
-                                 node_.input(i) + "' makes it one)"
-                           : "";
-    (void)error("input " + llvm::Twine(i) + " ('" + node_.input(i) +
+    std::string hint =
+        graph_.isParameter(node_.input(i))
+            ? " (it is a float initializer, which trains; --freeze '" +
+                  printable(node_.input(i)) + "' makes it one)"
+            : "";
+    (void)error("input " + llvm::Twine(i) + " ('" + printable(node_.input(i)) +
                 "') must be a compile-time constant" + hint);
     return failure();
   }
@@ -73,7 +75,7 @@ FailureOr<llvm::SmallVector<int64_t>> NodeImporter::intsInput(int i) {
   if (failed(tensor))
     return failure();
   if (tensor->isFloat() || tensor->rank() > 1) {
-    (void)error("input " + llvm::Twine(i) + " ('" + node_.input(i) +
+    (void)error("input " + llvm::Twine(i) + " ('" + printable(node_.input(i)) +
                 "') must be a 0-D or 1-D integer tensor");
     return failure();
   }
@@ -158,7 +160,8 @@ Value NodeImporter::scalarLike(Value like, double value) {
 }
 
 LogicalResult NodeImporter::error(const llvm::Twine &message) {
-  graph_.report("node '" + displayName_ + "' (" + node_.op_type() + "): " + message);
+  graph_.report("node '" + printable(displayName_) + "' (" +
+                printable(node_.op_type()) + "): " + message);
   return failure();
 }
 

@@ -4,9 +4,10 @@
 #include "frontend/GraphImporter.h"
 #include "frontend/NodeImporter.h"
 #include "frontend/OnnxTensor.h"
-#include "runtime/RegularFile.h"
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
+#include "runtime/Printable.h"
+#include "runtime/RegularFile.h"
 
 #include "mlir/IR/Verifier.h"
 #include "onnx/defs/schema.h"
@@ -32,7 +33,8 @@ static constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
 llvm::Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(llvm::StringRef path) {
   auto fail = [&](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "file '" + path + "': " + message);
+                                   "file '" + printable(path) +
+                                       "': " + message);
   };
   auto buffer = readRegularFile(path);
   if (!buffer)
@@ -68,7 +70,8 @@ llvm::Expected<Tensor> OnnxModel::loadInitializer(llvm::StringRef name) const {
   const onnx::TensorProto *proto = initializer(name);
   if (!proto)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "no initializer named '" + name + "'");
+                                   "no initializer named '" + printable(name) +
+                                       "'");
   return decodeTensorProto(*proto, directory_);
 }
 
@@ -154,16 +157,24 @@ static std::string nodeName(const onnx::NodeProto &node, int index) {
                              : node.name();
 }
 
+/// "node '<name>' (<OpType>)", both printable: how errors name a node.
+static std::string nodeWhere(const onnx::NodeProto &node, int index,
+                             llvm::StringRef opType) {
+  return "node '" + printable(nodeName(node, index)) + "' (" +
+         printable(opType) + ")";
+}
+
 LogicalResult GraphImporter::checkOpset() {
   opset = model.opset();
   if (opset == 0) {
-    report("file '" + model.path() + "': the model imports no ai.onnx opset");
+    report("file '" + printable(model.path()) +
+           "': the model imports no ai.onnx opset");
     return failure();
   }
   if (opset < kMinOpset || opset > kMaxOpset) {
-    report("file '" + model.path() + "': opset " + llvm::Twine(opset) +
-           " is not supported (ppc imports opsets " + llvm::Twine(kMinOpset) +
-           " to " + llvm::Twine(kMaxOpset) + ")");
+    report("file '" + printable(model.path()) + "': opset " +
+           llvm::Twine(opset) + " is not supported (ppc imports opsets " +
+           llvm::Twine(kMinOpset) + " to " + llvm::Twine(kMaxOpset) + ")");
     return failure();
   }
   return success();
@@ -177,7 +188,7 @@ LogicalResult GraphImporter::checkSupportedOps() {
     if (standard && table.lookup(node.op_type()))
       continue;
     std::string type = standard ? node.op_type() : node.domain() + "." + node.op_type();
-    report("node '" + nodeName(node, i) + "' (" + type + "): unsupported op");
+    report(nodeWhere(node, i, type) + ": unsupported op");
     ok = false;
   }
   return success(ok);
@@ -214,13 +225,13 @@ LogicalResult GraphImporter::checkGraph() {
   llvm::StringSet<> defined, initializers;
   for (const auto &init : graph.initializer())
     if (!initializers.insert(init.name()).second) {
-      report("initializer '" + init.name() + "': defined twice");
+      report("initializer '" + printable(init.name()) + "': defined twice");
       return failure();
     }
   defined = initializers;
   for (const auto &input : graph.input())
     if (!defined.insert(input.name()).second && !initializers.contains(input.name())) {
-      report("input '" + input.name() + "': defined twice");
+      report("input '" + printable(input.name()) + "': defined twice");
       return failure();
     }
   // Attributes ops gained after the newest opset this ONNX library knows
@@ -233,20 +244,21 @@ LogicalResult GraphImporter::checkGraph() {
     for (const std::string &out : node.output())
       producer.try_emplace(out, nodeName(node, i));
   for (auto [i, node] : llvm::enumerate(graph.node())) {
-    std::string where = "node '" + nodeName(node, i) + "' (" + node.op_type() + ")";
+    std::string where = nodeWhere(node, i, node.op_type());
     for (const std::string &in : node.input())
       if (!in.empty() && !defined.contains(in)) {
         auto later = producer.find(in);
-        report(where + ": input '" + in + "' is " +
+        report(where + ": input '" + printable(in) + "' is " +
                (later == producer.end()
-                    ? std::string("not defined by any node, initializer or graph input")
-                    : "defined after it, by node '" + later->second +
+                    ? std::string(
+                          "not defined by any node, initializer or graph input")
+                    : "defined after it, by node '" + printable(later->second) +
                           "' (nodes must be in topological order)"));
         return failure();
       }
     for (const std::string &out : node.output())
       if (!out.empty() && !defined.insert(out).second) {
-        report(where + ": output '" + out + "' is already defined" +
+        report(where + ": output '" + printable(out) + "' is already defined" +
                (initializers.contains(out) ? " (an initializer)" : ""));
         return failure();
       }
@@ -270,20 +282,22 @@ LogicalResult GraphImporter::checkGraph() {
     llvm::StringSet<> seen;
     for (const auto &a : node.attribute()) {
       if (!seen.insert(a.name()).second) {
-        report(where + ": attribute '" + a.name() + "' given twice");
+        report(where + ": attribute '" + printable(a.name()) + "' given twice");
         return failure();
       }
       auto expected = schema->attributes().find(a.name());
       if (expected == schema->attributes().end() && opset > newestKnown)
         continue;
       if (expected == schema->attributes().end()) {
-        report(where + ": '" + a.name() + "' is not an attribute of " + node.op_type() +
+        report(where + ": '" + printable(a.name()) +
+               "' is not an attribute of " + printable(node.op_type()) +
                " at opset " + llvm::Twine(schema->since_version()));
         return failure();
       }
       if (int(a.type()) != int(expected->second.type)) {
-        report(where + ": attribute '" + a.name() + "' is " + attributeTypeName(a.type()) +
-               "; " + node.op_type() + "'s '" + a.name() + "' is " +
+        report(where + ": attribute '" + printable(a.name()) + "' is " +
+               attributeTypeName(a.type()) + "; " + printable(node.op_type()) +
+               "'s '" + printable(a.name()) + "' is " +
                attributeTypeName(expected->second.type));
         return failure();
       }
@@ -306,7 +320,7 @@ LogicalResult GraphImporter::checkInitializers() {
 FailureOr<RankedTensorType>
 GraphImporter::inputType(const onnx::ValueInfoProto &info) {
   auto fail = [&](const llvm::Twine &message) {
-    report("input '" + info.name() + "': " + message);
+    report("input '" + printable(info.name()) + "': " + message);
     return failure();
   };
   if (!info.type().has_tensor_type())
@@ -325,14 +339,20 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
       auto it = options.dimSizes.find(dim.dim_param());
       if (it == options.dimSizes.end())
         return fail("dimension " + llvm::Twine(i) + " is symbolic ('" +
-                    dim.dim_param() + "'); set its size with --dim " +
-                    dim.dim_param() + "=N");
+                    printable(dim.dim_param()) +
+                    "'); set its size with --dim " +
+                    printable(dim.dim_param()) + "=N");
       shape.push_back(it->second);
     } else {
       return fail("dimension " + llvm::Twine(i) + " has no size");
     }
   }
-  return RankedTensorType::get(shape, elementType(*dtype));
+  // Declared sizes (and --dim values) are checked like any other, in the
+  // element type the input is imported as.
+  auto type = RankedTensorType::get(shape, elementType(*dtype));
+  if (auto bytes = tensorTypeBytes(type); !bytes)
+    return fail(llvm::toString(bytes.takeError()));
+  return type;
 }
 
 LogicalResult GraphImporter::createFunction(ModuleOp module) {
@@ -354,7 +374,8 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
       auto dtype = *dtypeOf(type->getElementType());
       if (imported(it->second).dtype() != dtype ||
           it->second.shape() != type->getShape()) {
-        report("input '" + info.name() + "': the constant given for it does not "
+        report("input '" + printable(info.name()) +
+               "': the constant given for it does not "
                "match its declared type");
         ok = false;
       }
@@ -374,8 +395,16 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
     if (!isParameter(init.name()))
       continue;
     DType dtype = *dtypeFromOnnx(init.data_type());
-    argTypes.push_back(RankedTensorType::get(*tensorProtoShape(init),
-                                             elementType(dtype)));
+    auto type =
+        RankedTensorType::get(*tensorProtoShape(init), elementType(dtype));
+    // Checked in its file's dtype already; promoted to f64 it doubles.
+    if (auto bytes = tensorTypeBytes(type); !bytes) {
+      report("initializer '" + printable(init.name()) +
+             "': " + llvm::toString(bytes.takeError()));
+      ok = false;
+      continue;
+    }
+    argTypes.push_back(type);
     argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
         PpcDialect::kParamAttrName, builder.getStringAttr(init.name()))));
     argNames.push_back(init.name());
@@ -462,8 +491,8 @@ LogicalResult GraphImporter::importNodes() {
     for (int o = 0; o < node.output_size(); ++o) {
       const std::string &out = node.output(o);
       if (!out.empty() && !values.count(out) && isRead(out))
-        return importer.error("output " + llvm::Twine(o) + " ('" + out +
-                              "') is not supported by ppc");
+        return importer.error("output " + llvm::Twine(o) + " ('" +
+                              printable(out) + "') is not supported by ppc");
     }
   }
   return success();
@@ -475,7 +504,8 @@ LogicalResult GraphImporter::createReturn() {
   for (const auto &out : model.proto().graph().output()) {
     Value v = lookup(out.name());
     if (!v) {
-      report("graph output '" + out.name() + "' is not produced by any node");
+      report("graph output '" + printable(out.name()) +
+             "' is not produced by any node");
       return failure();
     }
     results.push_back(v);
@@ -508,7 +538,8 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     return success();
   });
   if (failed(verify(*module))) {
-    report("file '" + model.path() + "': imported IR is invalid: " + diagnostic);
+    report("file '" + printable(model.path()) +
+           "': imported IR is invalid: " + diagnostic);
     return nullptr;
   }
   return module;

@@ -1,6 +1,8 @@
 //===- OnnxTensor.cpp - ONNX TensorProto decoding -------------------------===//
 
 #include "frontend/OnnxTensor.h"
+#include "runtime/CheckedSize.h"
+#include "runtime/Printable.h"
 #include "runtime/RegularFile.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -18,7 +20,8 @@ namespace ppc {
 
 static Error tensorError(const onnx::TensorProto &proto, const llvm::Twine &message) {
   return createStringError(inconvertibleErrorCode(),
-                           "tensor '" + proto.name() + "': " + message);
+                           "tensor '" + printable(proto.name()) +
+                               "': " + message);
 }
 
 Expected<DType> dtypeFromOnnx(int32_t dataType) {
@@ -105,9 +108,11 @@ Expected<ExternalLocation> resolveExternalData(const onnx::TensorProto &proto,
     if (entry.key() == "location") {
       location = entry.value();
     } else if (entry.key() == "offset" || entry.key() == "length") {
+      // At most INT64_MAX, so that offset + length cannot wrap.
       uint64_t n;
-      if (value.getAsInteger(10, n))
-        return tensorError(proto, "external data " + entry.key() + " '" + value +
+      if (value.getAsInteger(10, n) || n > uint64_t(INT64_MAX))
+        return tensorError(proto, "external data " + entry.key() + " '" +
+                                      printable(value) +
                                       "' is not a non-negative integer");
       (entry.key() == "offset" ? result.offset : result.length) = n;
       hasLength |= entry.key() == "length";
@@ -116,22 +121,18 @@ Expected<ExternalLocation> resolveExternalData(const onnx::TensorProto &proto,
   if (location.empty())
     return tensorError(proto, "external data has no location");
   // A NUL would end the name the kernel sees early; control characters
-  // have no place in a file name and could rewrite the terminal.
+  // have no place in a file name.
   auto control = [](char c) { return (unsigned char)c < 0x20 || c == 0x7f; };
-  if (llvm::any_of(location, control)) {
-    std::string shown;
-    for (char c : location)
-      shown += control(c) ? llvm::formatv("\\x{0:x-2}", unsigned((unsigned char)c)).str()
-                          : std::string(1, c);
-    return tensorError(proto, "external data location '" + shown +
+  if (llvm::any_of(location, control))
+    return tensorError(proto, "external data location '" + printable(location) +
                                   "' contains a NUL or control character");
-  }
   if (llvm::sys::path::is_absolute(location) || location[0] == '/' || location[0] == '\\')
-    return tensorError(proto, "external data location '" + location +
-                                  "' is an absolute path; it must be relative to "
-                                  "the model's directory");
+    return tensorError(proto,
+                       "external data location '" + printable(location) +
+                           "' is an absolute path; it must be relative to "
+                           "the model's directory");
   if (!staysInside(location))
-    return tensorError(proto, "external data location '" + location +
+    return tensorError(proto, "external data location '" + printable(location) +
                                   "' escapes the model's directory");
   llvm::SmallString<256> path(modelDir);
   llvm::sys::path::append(path, location);
@@ -141,20 +142,22 @@ Expected<ExternalLocation> resolveExternalData(const onnx::TensorProto &proto,
   // with no symbolic link on the way, a regular file with one link.
   auto size = sizeOfFileBeneath(modelDir, location);
   if (!size)
-    return tensorError(proto, "external data file '" + path + "': " +
-                                  llvm::toString(size.takeError()));
+    return tensorError(proto, "external data file '" + printable(path) +
+                                  "': " + llvm::toString(size.takeError()));
   uint64_t fileSize = *size;
   if (result.offset > fileSize)
-    return tensorError(proto, llvm::formatv("external data offset {0} is past the "
-                                            "end of '{1}' ({2} bytes)",
-                                            result.offset, path, fileSize));
+    return tensorError(proto,
+                       llvm::formatv("external data offset {0} is past the "
+                                     "end of '{1}' ({2} bytes)",
+                                     result.offset, printable(path), fileSize));
   if (!hasLength)
     result.length = fileSize - result.offset;
   if (result.length > fileSize - result.offset)
-    return tensorError(proto, llvm::formatv("external data range [{0}, {1}) is past "
-                                            "the end of '{2}' ({3} bytes)",
-                                            result.offset, result.offset + result.length,
-                                            path, fileSize));
+    return tensorError(
+        proto, llvm::formatv("external data range [{0}, {1}) is past "
+                             "the end of '{2}' ({3} bytes)",
+                             result.offset, result.offset + result.length,
+                             printable(path), fileSize));
   result.path = std::string(path);
   return result;
 }
@@ -183,8 +186,12 @@ Error validateTensorProto(const onnx::TensorProto &proto, llvm::StringRef modelD
   auto shape = tensorProtoShape(proto);
   if (!shape)
     return shape.takeError();
+  // Before any length is compared: a size that wrapped could match one.
+  auto size = tensorBytes(*dtype, *shape);
+  if (!size)
+    return tensorError(proto, llvm::toString(size.takeError()));
   int64_t n = numElements(*shape);
-  uint64_t bytes = static_cast<uint64_t>(n) * byteWidth(*dtype);
+  uint64_t bytes = *size;
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     auto location = resolveExternalData(proto, modelDir);
     if (!location)
@@ -216,7 +223,11 @@ Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto,
   if (Error e = validateTensorProto(proto, modelDir))
     return std::move(e);
   DType dtype = *dtypeFromOnnx(proto.data_type());
-  Tensor tensor(dtype, *tensorProtoShape(proto));
+  Shape shape = *tensorProtoShape(proto);
+  // The data is there, but the executor holds 8 bytes per element of it.
+  if (Error e = Tensor::checkShape(dtype, shape))
+    return tensorError(proto, llvm::toString(std::move(e)));
+  Tensor tensor(dtype, shape);
   int64_t n = tensor.numElements();
 
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -229,7 +240,8 @@ Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto,
                                   std::pair<uint64_t, uint64_t>(location->offset,
                                                                 location->length));
     if (!buffer)
-      return tensorError(proto, "cannot read external data '" + location->path +
+      return tensorError(proto, "cannot read external data '" +
+                                    printable(location->path) +
                                     "': " + llvm::toString(buffer.takeError()));
     return Tensor::fromBytes(dtype, tensor.shape(), (*buffer)->getBufferStart());
   }

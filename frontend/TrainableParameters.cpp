@@ -2,6 +2,7 @@
 
 #include "frontend/TrainableParameters.h"
 #include "frontend/OnnxTensor.h"
+#include "runtime/Printable.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -33,8 +34,8 @@ readMetadata(const OnnxModel &model, llvm::function_ref<void(const llvm::Twine &
     if (prop.key() != kTrainingMetadataKey)
       continue;
     auto fail = [&](const llvm::Twine &message) {
-      emitError("file '" + model.path() + "': metadata '" + kTrainingMetadataKey +
-                "': " + message);
+      emitError("file '" + printable(model.path()) + "': metadata '" +
+                kTrainingMetadataKey + "': " + message);
       return failure();
     };
     auto json = llvm::json::parse(prop.value());
@@ -58,10 +59,11 @@ readMetadata(const OnnxModel &model, llvm::function_ref<void(const llvm::Twine &
           return fail(llvm::Twine("\"") + key + "\" must hold initializer names");
         const onnx::TensorProto *init = model.initializer(*text);
         if (!init || !isFloatInitializer(*init))
-          return fail(llvm::Twine("\"") + key + "\" names '" + *text +
+          return fail(llvm::Twine("\"") + key + "\" names '" +
+                      printable(*text) +
                       "', which is not a float initializer of the graph");
         if (!seen.insert(*text).second)
-          return fail("'" + *text + "' is listed twice");
+          return fail("'" + printable(*text) + "' is listed twice");
         list->push_back(text->str());
       }
     }
@@ -71,7 +73,7 @@ readMetadata(const OnnxModel &model, llvm::function_ref<void(const llvm::Twine &
         return fail("\"tied\" must map initializer names to lists of parameter names");
       for (const auto &group : *groups)
         if (!model.initializer(group.first.str()))
-          return fail("\"tied\" names '" + group.first.str() +
+          return fail("\"tied\" names '" + printable(group.first.str()) +
                       "', which is not an initializer of the graph");
     }
     return std::optional<Metadata>(std::move(metadata));
@@ -136,7 +138,7 @@ std::string quotedList(llvm::ArrayRef<std::string> names, size_t limit = 3) {
       text += llvm::formatv(" and {0} more", names.size() - limit).str();
       break;
     }
-    text += (i ? ", '" : "'") + name + "'";
+    text += (i ? ", '" : "'") + printable(name) + "'";
   }
   return text;
 }
@@ -164,13 +166,14 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
     auto it = aliases.find(init.name());
     if (it == aliases.end())
       continue;
-    signs.push_back(llvm::formatv("initializer '{0}' is one parameter standing for {1} "
-                                  "({2} in all): torch.onnx.export in eval mode merged "
-                                  "parameters of equal value, and ppc would train them "
-                                  "as one; {3}, or pass --untie",
-                                  init.name(), quotedList(it->second),
-                                  it->second.size() + 1, kReexport)
-                        .str());
+    signs.push_back(
+        llvm::formatv("initializer '{0}' is one parameter standing for {1} "
+                      "({2} in all): torch.onnx.export in eval mode merged "
+                      "parameters of equal value, and ppc would train them "
+                      "as one; {3}, or pass --untie",
+                      printable(init.name()), quotedList(it->second),
+                      it->second.size() + 1, kReexport)
+            .str());
   }
 
   // The same without the Identity nodes (an optimizer removed them): one
@@ -207,13 +210,14 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
       std::vector<std::string> nodes;
       for (const Use &use : uses)
         nodes.push_back(use.node);
-      signs.push_back(llvm::formatv("initializer '{0}' is operand {1} of {2} {3} nodes in "
-                                    "different modules ({4}): torch.onnx.export in eval "
-                                    "mode may have merged parameters of equal value, and "
-                                    "ppc would train them as one; {5}",
-                                    init.name(), role.second, uses.size(), role.first,
-                                    quotedList(nodes), kReexport)
-                          .str());
+      signs.push_back(
+          llvm::formatv("initializer '{0}' is operand {1} of {2} {3} nodes in "
+                        "different modules ({4}): torch.onnx.export in eval "
+                        "mode may have merged parameters of equal value, and "
+                        "ppc would train them as one; {5}",
+                        printable(init.name()), role.second, uses.size(),
+                        printable(role.first), quotedList(nodes), kReexport)
+              .str());
       break;
     }
   }
@@ -254,12 +258,14 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
         for (int64_t c = 0; c < cols && transposed; ++c)
           transposed = tableValue->getDouble(r * cols + c) == copy->getDouble(c * rows + r);
       if (transposed)
-        signs.push_back(llvm::formatv("initializer '{0}' is the transpose of the embedding "
-                                      "table '{1}': constant folding split a tied "
-                                      "embedding from its LM head, and ppc would train "
-                                      "them apart; {2}",
-                                      init.name(), tableName, kReexport)
-                            .str());
+        signs.push_back(
+            llvm::formatv("initializer '{0}' is the transpose of the embedding "
+                          "table '{1}': constant folding split a tied "
+                          "embedding from its LM head, and ppc would train "
+                          "them apart; {2}",
+                          printable(init.name()), printable(tableName),
+                          kReexport)
+                .str());
     }
   }
   return signs;
@@ -289,9 +295,10 @@ chooseParameters(const OnnxModel &model, const ParameterChoice &choice,
       listed.insert(name);
     for (const std::string &name : floats)
       if (!listed.contains(name))
-        emitWarning("initializer '" + name + "' is not in the '" + kTrainingMetadataKey +
-                    "' metadata of '" + model.path() + "'; it is frozen (--train '" +
-                    name + "' trains it)");
+        emitWarning("initializer '" + printable(name) + "' is not in the '" +
+                    kTrainingMetadataKey + "' metadata of '" +
+                    printable(model.path()) + "'; it is frozen (--train '" +
+                    printable(name) + "' trains it)");
   } else {
     for (const std::string &name : floats)
       parameters.insert(name);
@@ -311,8 +318,9 @@ chooseParameters(const OnnxModel &model, const ParameterChoice &choice,
           onMatch(name);
         }
       if (!matched) {
-        emitError("--" + flag + " '" + text + "': matches no float initializer of '" +
-                  model.path() + "'");
+        emitError("--" + flag + " '" + text +
+                  "': matches no float initializer of '" +
+                  printable(model.path()) + "'");
         ok = false;
       }
     }

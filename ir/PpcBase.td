@@ -54,8 +54,15 @@ def Ppc_Dialect : Dialect {
   }];
 }
 
+/// Every result of every ppc op is a tensor of at most 2^40 bytes whose
+/// element count fits in an int64 (`ppc::BoundedTensorsTrait`,
+/// runtime/CheckedSize.h): code after the verifier multiplies sizes freely.
+def Ppc_BoundedTensors : NativeOpTrait<"BoundedTensorsTrait"> {
+  let cppNamespace = "::ppc";
+}
+
 class Ppc_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Ppc_Dialect, mnemonic, traits>;
+    : Op<Ppc_Dialect, mnemonic, !listconcat([Ppc_BoundedTensors], traits)>;
 
 def Ppc_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
 def Ppc_IntElement : AnyTypeOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;

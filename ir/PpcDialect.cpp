@@ -110,12 +110,33 @@ verifyNameAttr(Operation *op, NamedAttribute attr, unsigned index,
   return success();
 }
 
+/// An argument a ppc attribute names is a tensor within the size limit,
+/// as every ppc op's result is (BoundedTensorsTrait).
+static LogicalResult verifyArgumentSize(Operation *op, unsigned index) {
+  auto function = llvm::dyn_cast<FunctionOpInterface>(op);
+  if (!function || index >= function.getNumArguments())
+    return success();
+  auto shaped = llvm::dyn_cast<ShapedType>(function.getArgumentTypes()[index]);
+  if (!shaped || !shaped.hasRank())
+    return success();
+  if (llvm::Expected<int64_t> bytes = tensorTypeBytes(shaped); !bytes)
+    return op->emitError() << "argument " << index << ": "
+                           << llvm::toString(bytes.takeError());
+  return success();
+}
+
 LogicalResult PpcDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                    unsigned argIndex,
                                                    NamedAttribute attr) {
-  return verifyNameAttr(op, attr, argIndex, /*isResult=*/false,
-                        {kInputAttrName, kParamAttrName, kStateAttrName,
-                         kStepAttrName, kHyperAttrName, kShardingAttrName});
+  if (failed(
+          verifyNameAttr(op, attr, argIndex, /*isResult=*/false,
+                         {kInputAttrName, kParamAttrName, kStateAttrName,
+                          kStepAttrName, kHyperAttrName, kShardingAttrName})))
+    return failure();
+  // Once per argument: a sharding accompanies one of the others.
+  if (attr.getName().getValue() == kShardingAttrName)
+    return success();
+  return verifyArgumentSize(op, argIndex);
 }
 
 LogicalResult PpcDialect::verifyRegionResultAttribute(Operation *op, unsigned,

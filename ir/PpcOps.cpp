@@ -2,6 +2,7 @@
 
 #include "ir/PpcOps.h"
 #include "ir/ShapeRules.h"
+#include "runtime/CheckedSize.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -85,6 +86,39 @@ static FailureOr<Shape> sliceShape(llvm::ArrayRef<int64_t> shape,
     result.push_back(*size);
   }
   return result;
+}
+
+llvm::Expected<int64_t> tensorTypeBytes(ShapedType type) {
+  Type element = type.getElementType();
+  int64_t bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
+  std::string name;
+  llvm::raw_string_ostream(name) << element;
+  return checkedTensorBytes(type.getShape(),
+                            std::max<int64_t>(1, (bits + 7) / 8), name);
+}
+
+int64_t boundedTensorBytes(Type type) {
+  auto shaped = llvm::dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  llvm::Expected<int64_t> bytes = tensorTypeBytes(shaped);
+  if (!bytes) {
+    llvm::consumeError(bytes.takeError());
+    return kMaxTensorBytes + 1;
+  }
+  return *bytes;
+}
+
+LogicalResult verifyBoundedResults(Operation *op) {
+  for (auto [i, type] : llvm::enumerate(op->getResultTypes())) {
+    auto shaped = llvm::dyn_cast<ShapedType>(type);
+    if (!shaped || !shaped.hasRank())
+      continue;
+    if (llvm::Expected<int64_t> bytes = tensorTypeBytes(shaped); !bytes)
+      return op->emitError()
+             << "result " << i << ": " << llvm::toString(bytes.takeError());
+  }
+  return success();
 }
 
 /// Checks `axis` against `rank` for ops whose axis is a non-negative index.
@@ -288,7 +322,12 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
         return emitOptionalError(location, "concat operands differ in dimension ",
                                  d, " (", shape[d], " vs ", type->getDimSize(d),
                                  ")");
-    shape[axis] += type->getDimSize(axis);
+    std::optional<int64_t> sum =
+        llvm::checkedAdd(shape[axis], type->getDimSize(axis));
+    if (!sum)
+      return emitOptionalError(location, "concat result dimension ", axis,
+                               " has more elements than an int64 holds");
+    shape[axis] = *sum;
   }
   types.push_back(RankedTensorType::get(shape, first->getElementType()));
   return success();

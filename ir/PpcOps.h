@@ -12,6 +12,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/Error.h"
 
 #include "ir/PpcEnums.h.inc"
 
@@ -32,6 +33,33 @@ verifyCollectiveMesh(mlir::Operation *op,
 template <typename ConcreteType>
 class CollectiveTrait
     : public mlir::OpTrait::TraitBase<ConcreteType, CollectiveTrait> {};
+
+/// The bytes of a value of `type`, a statically shaped tensor whose elements
+/// take their bit width rounded up to bytes (i1: one): checkedTensorBytes
+/// (runtime/CheckedSize.h) of its shape, an error beginning with the shape
+/// when it is not within kMaxTensorBytes.
+llvm::Expected<int64_t> tensorTypeBytes(mlir::ShapedType type);
+/// The bytes of a value of `type` in IR the verifier has accepted, where
+/// every tensor is within kMaxTensorBytes (BoundedTensorsTrait): how passes,
+/// the planner and the memory plan size values. For a type the verifier
+/// would refuse (IR never verified) it is kMaxTensorBytes + 1, more than any
+/// budget and small enough that sums of sizes stay in an int64; 0 for a type
+/// that is not a statically shaped tensor.
+int64_t boundedTensorBytes(mlir::Type type);
+/// Checks every result of `op` with tensorTypeBytes; the error names the
+/// result and is emitted at `op`.
+mlir::LogicalResult verifyBoundedResults(mlir::Operation *op);
+
+/// On every ppc op: its results are tensors within the size limit, so no
+/// later size computation overflows (verifyBoundedResults).
+template <typename ConcreteType>
+class BoundedTensorsTrait
+    : public mlir::OpTrait::TraitBase<ConcreteType, BoundedTensorsTrait> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyBoundedResults(op);
+  }
+};
 } // namespace ppc
 
 #define GET_OP_CLASSES

@@ -1,6 +1,7 @@
 //===- ShapeRules.cpp - shape arithmetic ----------------------------------===//
 
 #include "ir/ShapeRules.h"
+#include "runtime/Printable.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -130,7 +131,8 @@ FailureOr<int64_t> sliceSize(int64_t dim, int64_t start, int64_t limit,
 FailureOr<EinsumSpec> parseEinsum(llvm::StringRef equation, ErrorFn error) {
   auto [lhs, rhs] = equation.split("->");
   if (lhs.size() == equation.size()) {
-    error("einsum equation '" + equation + "' must be explicit (contain '->')");
+    error("einsum equation '" + printable(equation) +
+          "' must be explicit (contain '->')");
     return failure();
   }
   EinsumSpec spec;
@@ -140,14 +142,15 @@ FailureOr<EinsumSpec> parseEinsum(llvm::StringRef equation, ErrorFn error) {
   for (llvm::StringRef t : terms) {
     t = t.trim();
     if (!llvm::all_of(t, isLabel)) {
-      error("einsum term '" + t + "' must consist of letters only");
+      error("einsum term '" + printable(t) + "' must consist of letters only");
       return failure();
     }
     spec.inputs.push_back(t.str());
   }
   rhs = rhs.trim();
   if (!llvm::all_of(rhs, isLabel)) {
-    error("einsum output '" + rhs + "' must consist of letters only");
+    error("einsum output '" + printable(rhs) +
+          "' must consist of letters only");
     return failure();
   }
   std::set<char> seen;

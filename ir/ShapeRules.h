@@ -55,6 +55,10 @@ mlir::FailureOr<Shape> einsumShape(const EinsumSpec &spec,
                                    llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
                                    ErrorFn error);
 
+/// The product of a shape that is already bounded: an IR type (every ppc op
+/// verifies its results, BoundedTensorsTrait) or a shape that passed
+/// checkedTensorBytes (runtime/CheckedSize.h). Dimensions from anywhere else
+/// go through those checks first.
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 
 } // namespace ppc

@@ -2,6 +2,7 @@
 
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "runtime/Printable.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -85,7 +86,8 @@ struct AppendLossPass : impl::AppendLossBase<AppendLossPass> {
     if (!isLogits || integerInputs != 1 ||
         llvm::cast<RankedTensorType>(func.getArgument(*tokens).getType()).getShape() !=
             type.getShape().drop_back()) {
-      func.emitError() << "graph output '" << outputName << "' (" << type
+      func.emitError() << "graph output '" << printable(outputName) << "' ("
+                       << type
                        << ") is neither a scalar loss nor logits [B, T, V] "
                           "computed from one integer input [B, T]";
       return signalPassFailure();

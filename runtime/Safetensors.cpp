@@ -1,6 +1,8 @@
 //===- Safetensors.cpp - the safetensors file format ----------------------===//
 
 #include "runtime/Safetensors.h"
+#include "runtime/CheckedSize.h"
+#include "runtime/Printable.h"
 #include "runtime/RegularFile.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -8,7 +10,6 @@
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <optional>
@@ -18,19 +19,17 @@
 namespace ppcrt {
 
 static llvm::Error fileError(llvm::StringRef path, const llvm::Twine &message) {
-  return llvm::createStringError("safetensors file '" + path + "': " + message);
+  return llvm::createStringError("safetensors file '" + ppc::printable(path) +
+                                 "': " + message);
 }
 
-/// The bytes of a tensor, or nullopt when a dimension is negative or the
-/// product overflows (a corrupt header could otherwise wrap it around to a
-/// size that passes the bounds checks).
-static std::optional<int64_t> tensorBytes(DType dtype,
-                                          llvm::ArrayRef<int64_t> shape) {
-  int64_t bytes = dtypeBytes(dtype);
-  for (int64_t dim : shape)
-    if (dim < 0 || llvm::MulOverflow(bytes, dim, bytes))
-      return std::nullopt;
-  return bytes;
+/// The bytes of a tensor (ppc::checkedTensorBytes): an error when a
+/// dimension is negative, the size overflows (a corrupt header could
+/// otherwise wrap it around to a size that passes the bounds checks) or it
+/// passes ppc's limit on one tensor.
+static llvm::Expected<int64_t> tensorBytes(DType dtype,
+                                           llvm::ArrayRef<int64_t> shape) {
+  return ppc::checkedTensorBytes(shape, dtypeBytes(dtype), dtypeName(dtype));
 }
 
 std::optional<DType> parseDType(llvm::StringRef name) {
@@ -63,13 +62,17 @@ writeSafetensors(llvm::StringRef path, llvm::ArrayRef<TensorView> tensors,
   llvm::StringSet<> names;
   for (const TensorView &tensor : tensors) {
     if (tensor.name == "__metadata__" || !names.insert(tensor.name).second)
-      return fileError(path, "tensor name '" + tensor.name +
+      return fileError(path, "tensor name '" + ppc::printable(tensor.name) +
                                  "' is reserved or repeated");
-    std::optional<int64_t> bytes = tensorBytes(tensor.dtype, tensor.shape);
+    llvm::Expected<int64_t> bytes = tensorBytes(tensor.dtype, tensor.shape);
     if (!bytes)
-      return fileError(path, "tensor '" + tensor.name +
-                                 "' has a negative or too large shape");
-    offsets.push_back(offsets.back() + *bytes);
+      return fileError(path, "tensor '" + ppc::printable(tensor.name) +
+                                 "': " + llvm::toString(bytes.takeError()));
+    std::optional<int64_t> end = llvm::checkedAdd(offsets.back(), *bytes);
+    if (!end)
+      return fileError(path,
+                       "the tensors add up to more bytes than an int64 holds");
+    offsets.push_back(*end);
   }
 
   std::string header;
@@ -118,7 +121,7 @@ static llvm::Expected<TensorView> parseTensor(llvm::StringRef path,
                                               const llvm::json::Value &entry,
                                               llvm::StringRef data) {
   auto tensorError = [&](const llvm::Twine &message) {
-    return fileError(path, "tensor '" + name + "' " + message);
+    return fileError(path, "tensor '" + ppc::printable(name) + "' " + message);
   };
   const llvm::json::Object *fields = entry.getAsObject();
   if (!fields)
@@ -128,7 +131,8 @@ static llvm::Expected<TensorView> parseTensor(llvm::StringRef path,
     return tensorError("has no dtype");
   std::optional<DType> dtype = parseDType(*dtypeField);
   if (!dtype)
-    return tensorError("has unknown dtype '" + *dtypeField + "'");
+    return tensorError("has unknown dtype '" + ppc::printable(*dtypeField) +
+                       "'");
 
   std::vector<int64_t> shape;
   const llvm::json::Array *shapeField = fields->getArray("shape");
@@ -140,9 +144,10 @@ static llvm::Expected<TensorView> parseTensor(llvm::StringRef path,
       return tensorError("has a shape that is not non-negative integers");
     shape.push_back(*size);
   }
-  std::optional<int64_t> expected = tensorBytes(*dtype, shape);
+  llvm::Expected<int64_t> expected = tensorBytes(*dtype, shape);
   if (!expected)
-    return tensorError("is too large");
+    return fileError(path, "tensor '" + ppc::printable(name) +
+                               "': " + llvm::toString(expected.takeError()));
 
   const llvm::json::Array *offsets = fields->getArray("data_offsets");
   std::optional<int64_t> begin, end;
@@ -170,8 +175,8 @@ static llvm::Error parseMetadata(llvm::StringRef path,
   for (const auto &[key, entry] : *entries) {
     std::optional<llvm::StringRef> text = entry.getAsString();
     if (!text)
-      return fileError(path,
-                       "__metadata__ '" + key.str() + "' is not a string");
+      return fileError(path, "__metadata__ '" + ppc::printable(key.str()) +
+                                 "' is not a string");
     metadata[key.str()] = text->str();
   }
   return llvm::Error::success();
@@ -218,9 +223,10 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(llvm::StringRef path) {
   // JSON objects are unordered; the data is not. Ties are empty tensors.
   llvm::sort(file.views, [](const TensorView &a, const TensorView &b) {
     auto order = [](const TensorView &view) {
-      return std::make_tuple(static_cast<const char *>(view.data),
-                             tensorBytes(view.dtype, view.shape),
-                             llvm::StringRef(view.name));
+      return std::make_tuple(
+          static_cast<const char *>(view.data),
+          llvm::cantFail(tensorBytes(view.dtype, view.shape)),
+          llvm::StringRef(view.name));
     };
     return order(a) < order(b);
   });
@@ -232,7 +238,7 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(llvm::StringRef path) {
 llvm::Expected<TensorView> SafetensorsFile::lookup(llvm::StringRef name) const {
   auto it = byName.find(name);
   if (it == byName.end())
-    return fileError(path, "no tensor '" + name + "'");
+    return fileError(path, "no tensor '" + ppc::printable(name) + "'");
   return views[it->second];
 }
 

@@ -11,9 +11,9 @@
 #include "frontend/NodeImporter.h"
 #include "frontend/OnnxTensor.h"
 #include "ir/PpcOps.h"
+#include "runtime/Printable.h"
 
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -63,7 +63,13 @@ static FailureOr<Value> flatElementIndices(NodeImporter &n, Value data, Value in
       return failure();
     }
   int64_t size = dataShape[axis], total = dataType.getNumElements();
-  Tensor offsets(DType::I64, indexShape);
+  auto allocated = Tensor::allocate(DType::I64, indexShape);
+  if (!allocated) {
+    (void)n.error("the indices' offsets: " +
+                  llvm::toString(allocated.takeError()));
+    return failure();
+  }
+  Tensor offsets = std::move(*allocated);
   for (int64_t p = 0; p < offsets.numElements(); ++p) {
     int64_t rest = p, offset = 0;
     for (int64_t d = rank - 1; d >= 0; --d) {
@@ -134,7 +140,8 @@ static LogicalResult importScatterElements(NodeImporter &n) {
     return failure();
   std::string reduction = n.stringAttr("reduction", "none");
   if (reduction != "none" && reduction != "add")
-    return n.error("reduction '" + reduction + "' is not supported (none and add are)");
+    return n.error("reduction '" + printable(reduction) +
+                   "' is not supported (none and add are)");
   auto flat = flatElementIndices(n, *data, *indices, *axis);
   if (failed(flat))
     return failure();
@@ -150,11 +157,15 @@ static LogicalResult importScatterElements(NodeImporter &n) {
     return n.result(n.create<AddOp>(*data, *scattered));
   // Where an index points: a scatter of ones is non-zero there.
   // Counted in i64, which a narrow data type's count could wrap to 0.
-  Tensor ones(DType::I64, NodeImporter::typeOf(*updates).getShape());
-  for (int64_t i = 0; i < ones.numElements(); ++i)
-    ones.setInt(i, 1);
+  auto ones =
+      Tensor::allocate(DType::I64, NodeImporter::typeOf(*updates).getShape());
+  if (!ones)
+    return n.error("the updates' count: " + llvm::toString(ones.takeError()));
+  for (int64_t i = 0; i < ones->numElements(); ++i)
+    ones->setInt(i, 1);
   auto countType = RankedTensorType::get({total}, n.builder().getI64Type());
-  auto hits = n.createTyped<ScatterAddOp>(countType, n.constant(ones), *flat, int64_t(0));
+  auto hits = n.createTyped<ScatterAddOp>(countType, n.constant(*ones), *flat,
+                                          int64_t(0));
   if (failed(hits))
     return failure();
   auto hitShape = n.reshape(*hits, dataType.getShape());
@@ -219,9 +230,7 @@ static LogicalResult importOneHot(NodeImporter &n) {
                         ? llvm::formatv("{0}", int64_t(given)).str()
                         : llvm::formatv("{0:e}", given).str()) +
                    " must be in [1, 2^31)");
-  int64_t depth = int64_t(given), elements;
-  if (llvm::MulOverflow(NodeImporter::typeOf(*indices).getNumElements(), depth, elements))
-    return n.error("the result has more elements than an int64 counts");
+  int64_t depth = int64_t(given);
   auto valueType = NodeImporter::typeOf(*values);
   if (valueType.getNumElements() != 2)
     return n.error("values must hold two elements (off, on)");
@@ -230,6 +239,10 @@ static LogicalResult importOneHot(NodeImporter &n) {
   auto axis = n.normalizeAxis(n.intAttr("axis", -1), rank);
   if (failed(axis))
     return failure();
+  Shape resultShape(indexType.getShape());
+  resultShape.insert(resultShape.begin() + *axis, depth);
+  if (auto bytes = tensorTypeBytes(valueType.clone(resultShape)); !bytes)
+    return n.error("the result's " + llvm::toString(bytes.takeError()));
   auto wrapped = wrapNegative(n, *indices, depth);
   if (failed(wrapped))
     return failure();
@@ -268,10 +281,11 @@ static LogicalResult importNonZero(NodeImporter &n) {
     return failure();
   std::optional<Tensor> value = n.constantValue(*x);
   if (!value)
-    return n.error("the result's shape depends on the data and ppc compiles static shapes "
-                   "(a mixture-of-experts router needs its dense form: export with "
-                   "python/ppc_export.py), so input 0 ('" +
-                   n.node().input(0) + "') must be a compile-time constant");
+    return n.error(
+        "the result's shape depends on the data and ppc compiles static shapes "
+        "(a mixture-of-experts router needs its dense form: export with "
+        "python/ppc_export.py), so input 0 ('" +
+        printable(n.node().input(0)) + "') must be a compile-time constant");
   // A scalar counts as one element of one dimension (numpy's nonzero).
   Shape shape(value->shape());
   if (shape.empty())

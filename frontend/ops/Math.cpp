@@ -2,6 +2,7 @@
 
 #include "frontend/NodeImporter.h"
 #include "ir/PpcOps.h"
+#include "runtime/Printable.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -77,18 +78,25 @@ static FailureOr<std::string> explicitEinsum(NodeImporter &n, std::string equati
   llvm::SmallVector<llvm::StringRef> terms;
   lhs.split(terms, ',');
   if (terms.size() != ranks.size())
-    return n.error("equation '" + equation + "' has " + llvm::Twine(terms.size()) +
-                   " terms for " + llvm::Twine(ranks.size()) + " inputs");
+    return n.error("equation '" + printable(equation) + "' has " +
+                   llvm::Twine(terms.size()) + " terms for " +
+                   llvm::Twine(ranks.size()) + " inputs");
   std::string used;
   for (char c : equation)
     if (llvm::isAlpha(c))
       used += c;
   // Ellipsis dimensions get fresh letters, right-aligned across operands.
   int64_t ellipsisRank = 0;
-  for (auto [term, rank] : llvm::zip(terms, ranks)) {
+  for (auto [i, term, rank] : llvm::enumerate(terms, ranks)) {
     int64_t letters = llvm::count_if(term, llvm::isAlpha);
-    if (term.contains("..."))
-      ellipsisRank = std::max(ellipsisRank, rank - letters);
+    if (!term.contains("..."))
+      continue;
+    if (letters > rank)
+      return n.error("equation term '" + printable(term) + "' has " +
+                     llvm::Twine(letters) +
+                     " letters besides its ellipsis, but input " +
+                     llvm::Twine(i) + " has rank " + llvm::Twine(rank));
+    ellipsisRank = std::max(ellipsisRank, rank - letters);
   }
   std::string fresh;
   for (char c = 'A'; c <= 'z' && static_cast<int64_t>(fresh.size()) < ellipsisRank; ++c)

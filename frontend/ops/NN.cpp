@@ -3,6 +3,7 @@
 #include "frontend/NodeImporter.h"
 #include "frontend/OnnxTensor.h"
 #include "ir/PpcOps.h"
+#include "runtime/Printable.h"
 
 #include <cmath>
 
@@ -88,7 +89,8 @@ static FailureOr<LossReduction> lossReduction(NodeImporter &n) {
   std::string name = n.stringAttr("reduction", "mean");
   if (auto r = symbolizeLossReduction(name))
     return *r;
-  return n.error("reduction '" + name + "' is not one of none, sum, mean");
+  return n.error("reduction '" + printable(name) +
+                 "' is not one of none, sum, mean");
 }
 
 static IntegerAttr ignoreIndex(NodeImporter &n) {
@@ -158,7 +160,8 @@ static LogicalResult importGelu(NodeImporter &n) {
       return failure();
     inner = n.create<TanhOp>(*cube);
   } else {
-    return n.error("approximate '" + approximate + "' is not one of none, tanh");
+    return n.error("approximate '" + printable(approximate) +
+                   "' is not one of none, tanh");
   }
   if (failed(inner) || failed(half))
     return failure();

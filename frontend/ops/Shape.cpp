@@ -10,10 +10,13 @@
 #include "frontend/OnnxTensor.h"
 #include "ir/PpcOps.h"
 #include "ir/ShapeRules.h"
+#include "runtime/CheckedSize.h"
+#include "runtime/Printable.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -48,7 +51,7 @@ static LogicalResult importConstant(NodeImporter &n) {
   } else if (a.name() == "value_ints") {
     value = int64Vector(llvm::SmallVector<int64_t>(a.ints().begin(), a.ints().end()));
   } else {
-    return n.error("attribute '" + a.name() + "' is not supported");
+    return n.error("attribute '" + printable(a.name()) + "' is not supported");
   }
   n.setOutput(0, n.constant(value));
   return success();
@@ -86,9 +89,6 @@ static LogicalResult importConstantOfShape(NodeImporter &n) {
   auto shape = n.intsInput(0);
   if (failed(shape))
     return failure();
-  for (int64_t d : *shape)
-    if (d < 0)
-      return n.error("shape has a negative dimension " + llvm::Twine(d));
   Tensor fill(DType::F32, {1});
   if (const auto *a = n.attr("value")) {
     auto decoded = decodeTensorProto(a->t(), n.modelDirectory());
@@ -98,7 +98,11 @@ static LogicalResult importConstantOfShape(NodeImporter &n) {
       return n.error("attribute 'value' must hold one element");
     fill = std::move(*decoded);
   }
-  Tensor result(fill.dtype(), *shape);
+  // Built here, in host memory: its size is checked before.
+  auto allocated = Tensor::allocate(fill.dtype(), *shape);
+  if (!allocated)
+    return n.error("the result's " + llvm::toString(allocated.takeError()));
+  Tensor result = std::move(*allocated);
   for (int64_t i = 0; i < result.numElements(); ++i) {
     if (fill.isFloat())
       result.setDouble(i, fill.getDouble(0));
@@ -109,6 +113,19 @@ static LogicalResult importConstantOfShape(NodeImporter &n) {
   return success();
 }
 
+/// Range's element count before clamping at 0, ceil((limit - start) / delta):
+/// for integers computed in 128 bits, where limit - start cannot wrap, and
+/// exact as a double up to 2^53, far past what is allowed; NaN for NaN bounds.
+static double rangeCount(const Tensor &start, const Tensor &limit,
+                         const Tensor &delta) {
+  if (start.isFloat())
+    return std::ceil((limit.getDouble(0) - start.getDouble(0)) /
+                     delta.getDouble(0));
+  __int128 span = __int128(limit.getInt(0)) - start.getInt(0),
+           step = delta.getInt(0);
+  return double(span / step + (span % step != 0 && (span < 0) == (step < 0)));
+}
+
 static LogicalResult importRange(NodeImporter &n) {
   auto start = n.constantInput(0), limit = n.constantInput(1),
        delta = n.constantInput(2);
@@ -117,16 +134,33 @@ static LogicalResult importRange(NodeImporter &n) {
   if (start->numElements() != 1 || limit->numElements() != 1 ||
       delta->numElements() != 1)
     return n.error("start, limit and delta must be scalars");
-  double s = start->getDouble(0), l = limit->getDouble(0), d = delta->getDouble(0);
+  double d = delta->getDouble(0);
   if (d == 0)
     return n.error("delta must be non-zero");
-  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
-  Tensor result(start->dtype(), {count});
-  for (int64_t i = 0; i < count; ++i) {
-    if (result.isFloat())
+  // More than 2^40 elements take more than 2^40 bytes in any dtype.
+  double count = rangeCount(*start, *limit, *delta);
+  if (!(count <= double(kMaxTensorBytes)))
+    return n.error(
+        llvm::formatv("the result would have {0:e} elements; ppc allows one "
+                      "tensor at most 2^40 bytes (1 TiB)",
+                      count)
+            .str());
+  int64_t elements = count > 0 ? int64_t(count) : 0;
+  // Built here, in host memory: its size is checked before.
+  auto allocated = Tensor::allocate(start->dtype(), {elements});
+  if (!allocated)
+    return n.error("the result's " + llvm::toString(allocated.takeError()));
+  Tensor result = std::move(*allocated);
+  double s = start->getDouble(0);
+  int64_t value = start->getInt(0);
+  for (int64_t i = 0; i < elements; ++i) {
+    if (result.isFloat()) {
       result.setDouble(i, s + i * d);
-    else
-      result.setInt(i, start->getInt(0) + i * delta->getInt(0));
+    } else {
+      // Each value lies in [start, limit): only a step past the last wraps.
+      result.setInt(i, value);
+      value = int64_t(uint64_t(value) + uint64_t(delta->getInt(0)));
+    }
   }
   n.setOutput(0, n.constant(result));
   return success();
@@ -158,12 +192,15 @@ static LogicalResult importReshape(NodeImporter &n) {
     }
     shape.push_back(d);
   }
-  int64_t known = numElements(shape);
+  std::optional<int64_t> known = checkedElementCount(shape);
+  if (!known)
+    return n.error("shape " + shapeString(shape) +
+                   " has more elements than an int64 holds");
   if (inferred >= 0) {
-    if (known == 0 || type.getNumElements() % known != 0)
+    if (*known == 0 || type.getNumElements() % *known != 0)
       return n.error("cannot infer the -1 dimension reshaping " +
                      llvm::Twine(type.getNumElements()) + " elements");
-    shape[inferred] = type.getNumElements() / known;
+    shape[inferred] = type.getNumElements() / *known;
   }
   return n.result(n.reshape(*x, shape));
 }
@@ -324,7 +361,10 @@ static LogicalResult importSplit(NodeImporter &n) {
   for (int64_t s : sizes) {
     if (s < 0)
       return n.error("split size " + llvm::Twine(s) + " is negative");
-    total += s;
+    std::optional<int64_t> sum = llvm::checkedAdd(total, s);
+    if (!sum)
+      return n.error("split sizes add up to more than an int64 holds");
+    total = *sum;
   }
   if (total != dim)
     return n.error("split sizes add up to " + llvm::Twine(total) +
@@ -443,18 +483,16 @@ static LogicalResult importTile(NodeImporter &n) {
     int64_t r = (*repeats)[d];
     if (r < 0)
       return n.error(llvm::formatv("repeats[{0}] is {1}; expected >= 0", d, r).str());
-    int64_t size;
-    if (llvm::MulOverflow(r, type.getDimSize(d), size))
+    std::optional<int64_t> size = llvm::checkedMul(r, type.getDimSize(d));
+    if (!size)
       return n.error(llvm::formatv("repeats[{0}] = {1} makes dimension {0} overflow", d, r)
                          .str());
     split.append({1, type.getDimSize(d)});
     expanded.append({r, type.getDimSize(d)});
-    merged.push_back(size);
+    merged.push_back(*size);
   }
-  int64_t total = 1;
-  for (int64_t size : merged)
-    if (llvm::MulOverflow(total, size, total))
-      return n.error("the result has more elements than an int64 counts");
+  if (auto bytes = tensorTypeBytes(type.clone(merged)); !bytes)
+    return n.error("the result's " + llvm::toString(bytes.takeError()));
   if (llvm::all_of(*repeats, [](int64_t r) { return r == 1; })) {
     n.setOutput(0, *x);
     return success();
@@ -529,10 +567,13 @@ static LogicalResult importDropout(NodeImporter &n) {
                        .str());
   n.setOutput(0, *x);
   if (n.outputUsed(1)) {
-    Tensor mask(DType::I1, NodeImporter::typeOf(*x).getShape());
-    for (int64_t &v : mask.ints())
+    auto mask =
+        Tensor::allocate(DType::I1, NodeImporter::typeOf(*x).getShape());
+    if (!mask)
+      return n.error("the mask's " + llvm::toString(mask.takeError()));
+    for (int64_t &v : mask->ints())
       v = 1;
-    n.setOutput(1, n.constant(mask));
+    n.setOutput(1, n.constant(*mask));
   }
   return success();
 }

@@ -1,7 +1,6 @@
 //===- MemoryPlan.cpp - liveness-based static memory plan -----------------===//
 
 #include "passes/memory/MemoryPlan.h"
-#include "executor/Tensor.h"
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 #include "passes/Provenance.h"
@@ -10,6 +9,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -83,19 +83,15 @@ BufferKind classify(Value value) {
   return BufferKind::Activation;
 }
 
-/// Bytes of a value of `type` as the executor stores it with declared dtypes
-/// (byteWidth of the element's DType: i1 is one byte).
-static int64_t bytesOf(Type type) {
-  auto shaped = llvm::dyn_cast<ShapedType>(type);
-  if (!shaped || !shaped.hasStaticShape())
-    return 0;
-  Type element = shaped.getElementType();
-  int64_t width = 0;
-  if (auto dtype = dtypeOf(element); succeeded(dtype))
-    width = byteWidth(*dtype);
-  else if (element.isIntOrFloat())
-    width = llvm::divideCeil(element.getIntOrFloatBitWidth(), 8);
-  return shaped.getNumElements() * width;
+/// Adds `bytes` to `total`; false when the sum overflows. Each value is
+/// within kMaxTensorBytes, but enough of them live at once could still add
+/// up past an int64.
+static bool addBytes(int64_t &total, int64_t bytes) {
+  std::optional<int64_t> sum = llvm::checkedAdd(total, bytes);
+  if (!sum)
+    return false;
+  total = *sum;
+  return true;
 }
 
 namespace {
@@ -154,9 +150,12 @@ private:
 
 } // namespace
 
-/// Gives every buffer of `plan` an offset and sets the arena size.
-static void assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
+/// Gives every buffer of `plan` an offset and sets the arena size; false
+/// when an offset would overflow an int64.
+static bool assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
   std::vector<Buffer> &buffers = plan.buffers;
+  // Bytes are at most kMaxTensorBytes + 1 (boundedTensorBytes): aligning
+  // them cannot overflow.
   auto alignedBytes = [&](const Buffer &b) {
     return static_cast<int64_t>(llvm::alignTo(b.bytes, alignment));
   };
@@ -166,7 +165,8 @@ static void assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
   for (auto [id, b] : llvm::enumerate(buffers)) {
     if (b.begin == 0 && b.end == numOps - 1) {
       b.offset = base;
-      base += alignedBytes(b);
+      if (!addBytes(base, alignedBytes(b)))
+        return false;
     } else {
       rest.push_back(id);
     }
@@ -199,24 +199,37 @@ static void assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
       return buffers[x].offset < buffers[y].offset;
     });
     // First fit: the lowest gap between the meeting buffers that holds it.
-    int64_t offset = base;
+    // A placed buffer's end is at most the arena, whose sums were checked.
+    int64_t offset = base, end = base;
+    if (!addBytes(end, size))
+      return false;
     for (unsigned other : meeting) {
       const Buffer &o = buffers[other];
-      if (o.offset >= offset + size)
+      if (o.offset >= end)
         break;
       offset = std::max(offset, o.offset + alignedBytes(o));
+      end = offset;
+      if (!addBytes(end, size))
+        return false;
     }
     b.offset = offset;
-    arena = std::max(arena, offset + size);
+    arena = std::max(arena, end);
     placed.insert(b.begin, b.end, id);
   }
   plan.arenaBytes = arena;
+  return true;
 }
 
-MemoryPlan planMemory(func::FuncOp func, int64_t alignment, const StorageHooks &hooks) {
+FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment,
+                                 const StorageHooks &hooks) {
   MemoryPlan plan;
   if (func.isExternal())
     return plan;
+  auto overflow = [&]() -> FailureOr<MemoryPlan> {
+    return func.emitError()
+           << "memory plan of @" << func.getSymName()
+           << ": the bytes live at once add up to more than an int64 holds";
+  };
   alignment = std::max<int64_t>(alignment, 1);
   Block &body = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> index;
@@ -232,7 +245,7 @@ MemoryPlan planMemory(func::FuncOp func, int64_t alignment, const StorageHooks &
   auto add = [&](Value v, int64_t begin) {
     bufferOf[v] = plan.buffers.size();
     plan.buffers.push_back(
-        {v, bytesOf(v.getType()), begin, begin, classify(v), 0});
+        {v, boundedTensorBytes(v.getType()), begin, begin, classify(v), 0});
   };
   for (BlockArgument arg : body.getArguments())
     add(arg, 0);
@@ -261,17 +274,17 @@ MemoryPlan planMemory(func::FuncOp func, int64_t alignment, const StorageHooks &
   std::vector<std::array<int64_t, numKinds>> delta(numOps + 1);
   for (auto &d : delta)
     d.fill(0);
-  for (const Buffer &b : plan.buffers) {
-    delta[b.begin][static_cast<size_t>(b.kind)] += b.bytes;
-    delta[b.end + 1][static_cast<size_t>(b.kind)] -= b.bytes;
-  }
+  for (const Buffer &b : plan.buffers)
+    if (!addBytes(delta[b.begin][static_cast<size_t>(b.kind)], b.bytes) ||
+        !addBytes(delta[b.end + 1][static_cast<size_t>(b.kind)], -b.bytes))
+      return overflow();
   std::array<int64_t, numKinds> live{}, ownMax{}, atPeak{};
   for (int64_t k = 0; k < numOps; ++k) {
     int64_t total = 0;
     for (size_t c = 0; c < numKinds; ++c) {
-      live[c] += delta[k][c];
+      if (!addBytes(live[c], delta[k][c]) || !addBytes(total, live[c]))
+        return overflow();
       ownMax[c] = std::max(ownMax[c], live[c]);
-      total += live[c];
     }
     if (total > plan.peakBytes || plan.peakOp < 0) {
       plan.peakBytes = total;
@@ -284,7 +297,8 @@ MemoryPlan planMemory(func::FuncOp func, int64_t alignment, const StorageHooks &
     plan.maxByKind[kind] = ownMax[static_cast<size_t>(kind)];
   }
 
-  assignOffsets(plan, numOps, alignment);
+  if (!assignOffsets(plan, numOps, alignment))
+    return overflow();
   for (Buffer &b : plan.buffers)
     if (Value h = holder(b.value); h != b.value)
       b.offset = plan.buffers[bufferOf[h]].offset;

@@ -123,8 +123,13 @@ struct MemoryPlan {
 ///
 /// `hooks` describe how code generation departs from running each op at its
 /// place on buffers of its own (see StorageHooks).
-MemoryPlan planMemory(mlir::func::FuncOp func, int64_t alignment = 1,
-                      const StorageHooks &hooks = {});
+///
+/// Values are sized by boundedTensorBytes (each within kMaxTensorBytes) and
+/// summed with overflow checks: a program whose live bytes or arena would
+/// not fit in an int64 is an error emitted at `func`.
+mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func,
+                                       int64_t alignment = 1,
+                                       const StorageHooks &hooks = {});
 
 /// One-screen table: the title line `memory plan: <title>`, one row per kind
 /// (bytes at the peak, its own maximum), the peak and its op, the arena and

@@ -16,11 +16,6 @@ namespace ppc {
 
 namespace {
 
-int64_t byteSize(RankedTensorType type) {
-  return type.getNumElements() *
-         std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
-}
-
 struct BucketAllReducesPass : impl::BucketAllReducesBase<BucketAllReducesPass> {
   using BucketAllReducesBase::BucketAllReducesBase;
 
@@ -64,7 +59,7 @@ struct BucketAllReducesPass : impl::BucketAllReducesBase<BucketAllReducesPass> {
         bytes = 0;
       };
       for (AllReduceOp op : ops) {
-        int64_t size = byteSize(op.getType());
+        int64_t size = boundedTensorBytes(op.getType());
         if (!bucket.empty() && bytes + size > bucketBytes)
           flush();
         bucket.push_back(op);

@@ -2,6 +2,7 @@
 
 #include "passes/sharding/CommunicationReport.h"
 #include "ir/PpcAttrs.h"
+#include "ir/PpcOps.h"
 #include "passes/Provenance.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -20,11 +21,7 @@ static std::string nodeName(Location loc) {
   return "";
 }
 
-static int64_t bytesOf(Type type) {
-  auto shaped = llvm::cast<ShapedType>(type);
-  unsigned bits = shaped.getElementType().getIntOrFloatBitWidth();
-  return shaped.getNumElements() * std::max(1u, bits / 8);
-}
+static int64_t bytesOf(Type type) { return boundedTensorBytes(type); }
 
 CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
   CommunicationReport report;

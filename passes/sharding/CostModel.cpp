@@ -50,10 +50,7 @@ static int64_t elementBytes(Value v) {
   return std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
 }
 
-int64_t tensorBytes(Value v) {
-  auto type = llvm::cast<RankedTensorType>(v.getType());
-  return type.getNumElements() * elementBytes(v);
-}
+int64_t tensorBytes(Value v) { return boundedTensorBytes(v.getType()); }
 
 double localOpSeconds(Operation *op, const DeviceModel &device, const AxisSizes &sizes) {
   auto collective = [&](ConversionStep::Kind kind, Value whole, llvm::ArrayRef<StringRef> axes) {

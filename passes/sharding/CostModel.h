@@ -57,7 +57,8 @@ struct DeviceModel {
 double bytesPerRank(ConversionStep::Kind kind, int64_t elements, int64_t elementBytes,
                     int64_t n);
 
-/// Bytes of a tensor value of static shape (i1 counts one byte).
+/// Bytes of a tensor value of static shape (i1 counts one byte):
+/// boundedTensorBytes of its type.
 int64_t tensorBytes(mlir::Value v);
 
 /// Seconds one op of a per-rank program (local shapes, explicit

@@ -30,6 +30,7 @@
 #include "passes/sharding/Layout.h"
 #include "passes/sharding/LocalForms.h"
 #include "passes/sharding/ShardingRules.h"
+#include "runtime/Printable.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -134,10 +135,11 @@ FailureOr<RankedTensorType> Partitioner::localType(Value global, const Layout &l
     std::string names;
     for (const std::string &a : axes)
       names += (names.empty() ? "" : ", ") + a;
-    auto diag = at->emitError() << "'" << valueName(global) << "': dimension " << d
-                                << " of size " << type.getDimSize(d)
-                                << " cannot be split over mesh axes [" << names << "] of size "
-                                << groupSize(axisSizes, axes);
+    auto diag = at->emitError()
+                << "'" << printable(valueName(global)) << "': dimension " << d
+                << " of size " << type.getDimSize(d)
+                << " cannot be split over mesh axes [" << names << "] of size "
+                << groupSize(axisSizes, axes);
     if (layout.blocks[d] != 1)
       diag << " in " << layout.blocks[d] << " blocks";
     return diag;

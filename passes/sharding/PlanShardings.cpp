@@ -14,6 +14,7 @@
 #include "passes/Passes.h"
 #include "passes/sharding/CostModel.h"
 #include "passes/sharding/Layout.h"
+#include "runtime/Printable.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -175,21 +176,25 @@ LogicalResult Planner::setUp(llvm::ArrayRef<std::string> pins) {
                (fields.size() == 3 && (fields[2].getAsInteger(10, blocks) || blocks < 1));
     // A parameter name may hold ':' itself only if it is not a pin's tail.
     if (bad)
-      return step.emitError() << "tp-shard '" << entry
+      return step.emitError() << "tp-shard '" << printable(entry)
                               << "': expected NAME:DIM or NAME:DIM:BLOCKS";
     auto it = paramArg.find(fields[0]);
     if (it == paramArg.end())
-      return step.emitError() << "tp-shard '" << entry << "': no parameter '" << fields[0]
-                              << "'";
+      return step.emitError()
+             << "tp-shard '" << printable(entry) << "': no parameter '"
+             << printable(fields[0]) << "'";
     auto type = llvm::cast<RankedTensorType>(step.getArgument(it->second).getType());
     if (dim >= type.getRank())
-      return step.emitError() << "tp-shard '" << entry << "': parameter '" << fields[0]
-                              << "' of type " << type << " has no dimension " << dim;
+      return step.emitError()
+             << "tp-shard '" << printable(entry) << "': parameter '"
+             << printable(fields[0]) << "' of type " << type
+             << " has no dimension " << dim;
     if (type.getDimSize(dim) % (blocks * tp()) != 0)
-      return step.emitError() << "tp-shard '" << entry << "': dimension " << dim
-                              << " of parameter '" << fields[0] << "' (size "
-                              << type.getDimSize(dim) << ") does not split into " << blocks
-                              << " blocks over mesh axis tp of size " << tp();
+      return step.emitError()
+             << "tp-shard '" << printable(entry) << "': dimension " << dim
+             << " of parameter '" << printable(fields[0]) << "' (size "
+             << type.getDimSize(dim) << ") does not split into " << blocks
+             << " blocks over mesh axis tp of size " << tp();
     ParamClass pinned;
     pinned.params.push_back(it->second);
     pinned.options.push_back({dim, blocks});

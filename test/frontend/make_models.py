@@ -497,9 +497,187 @@ def op_newer_than_opset(out):
          out, "op_newer_than_opset")
 
 
+
+# --- sizes computed from untrusted dimensions --------------------------------
+
+def range_huge(out):
+    """Range 0..1e12 (int64): about 1e12 elements, 8e12 bytes."""
+    save(model([helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range"),
+                helper.make_node("Size", ["r"], ["y"], name="size")],
+               [], [vi("y", I64, [])],
+               [i64("start", 0), i64("limit", 10 ** 12), i64("delta", 1)]),
+         out, "range_huge")
+
+
+def range_beyond(out):
+    """Range -2^63..2^63-1 (int64) by 2, whose span wraps an int64, and a
+    float Range to infinity."""
+    save(model([helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range"),
+                helper.make_node("Size", ["r"], ["y"], name="size")],
+               [], [vi("y", I64, [])],
+               [i64("start", -2 ** 63), i64("limit", 2 ** 63 - 1), i64("delta", 2)]),
+         out, "range_beyond")
+    save(model([helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range"),
+                helper.make_node("Size", ["r"], ["y"], name="size")],
+               [], [vi("y", I64, [])],
+               [f32("start", 0), f32("limit", np.inf), f32("delta", 1)]),
+         out, "range_infinite")
+
+
+def constant_of_shape_huge(out):
+    """ConstantOfShape of shape [2^31, 2^31]: 2^62 elements."""
+    save(model([helper.make_node("ConstantOfShape", ["shape"], ["c"], name="fill"),
+                helper.make_node("Size", ["c"], ["y"], name="size")],
+               [], [vi("y", I64, [])], [i64("shape", [2 ** 31, 2 ** 31])]),
+         out, "constant_of_shape_huge")
+
+
+def constant_of_shape_wraps(out):
+    """ConstantOfShape of shape [2^62, 4], whose element count wraps to 0."""
+    save(model([helper.make_node("ConstantOfShape", ["shape"], ["c"], name="fill"),
+                helper.make_node("Size", ["c"], ["y"], name="size")],
+               [], [vi("y", I64, [])], [i64("shape", [2 ** 62, 4])]),
+         out, "constant_of_shape_wraps")
+
+
+def expand_huge(out):
+    """Expand of a [1] input to [2^32, 2^32]: the product overflows int64."""
+    save(model([helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")],
+               [vi("x", F32, [1])], [vi("y", F32, [None, None])],
+               [i64("shape", [2 ** 32, 2 ** 32])]),
+         out, "expand_huge")
+
+
+def expand_too_big(out):
+    """Expand of a [1] input to [2^20, 2^20] f32: 4 TiB, no overflow."""
+    save(model([helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")],
+               [vi("x", F32, [1])], [vi("y", F32, [None, None])],
+               [i64("shape", [2 ** 20, 2 ** 20])]),
+         out, "expand_too_big")
+
+
+def reshape_wraps(out):
+    """Reshape of 4 elements to [2^62 + 1, 4], whose count wraps to 4."""
+    save(model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+               [vi("x", F32, [4])], [vi("y", F32, [None, 4])],
+               [i64("shape", [2 ** 62 + 1, 4])]),
+         out, "reshape_wraps")
+
+
+def initializer_overflow(out):
+    """An initializer of dims [2^62, 4] with no data: 2^64 elements wrap to 0."""
+    t = TensorProto()
+    t.name = "w"
+    t.data_type = F32
+    t.dims.extend([2 ** 62, 4])
+    t.raw_data = b""
+    save(model([helper.make_node("Relu", ["w"], ["y"], name="relu")],
+               [], [vi("y", F32, [2 ** 62, 4])], [t]), out, "initializer_overflow")
+
+
+def input_overflow(out):
+    """A graph input declared [2^62, 4], and one [batch, 2^40] for --dim."""
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [vi("x", F32, [2 ** 62, 4])], [vi("y", F32, [2 ** 62, 4])]),
+         out, "input_overflow")
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [vi("x", F32, ["batch", 2 ** 40])], [vi("y", F32, ["batch", 2 ** 40])]),
+         out, "input_symbolic_wide")
+
+
+def huge_npy(out):
+    """A .npy header of shape (2^62, 2) with no data, and one of 2^38 x 8 bytes."""
+    for name, shape in (("huge.npy", "(4611686018427387904, 2)"),
+                        ("too_big.npy", "(274877906944, 1)")):
+        header = "{'descr': '<i8', 'fortran_order': False, 'shape': %s, }" % shape
+        header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") +
+                    header.encode())
+
+
+def expand_host(out):
+    """Expand of a [1] input to [2^38] f32: within the IR's 2^40 bytes, but
+    twice that in the executor's 8 bytes per element."""
+    save(model([helper.make_node("Expand", ["x", "shape"], ["e"], name="expand"),
+                helper.make_node("ReduceSum", ["e"], ["y"], name="sum", keepdims=0)],
+               [vi("x", F32, [1])], [vi("y", F32, [])], [i64("shape", [2 ** 38])]),
+         out, "expand_host")
+    np.save(os.path.join(out, "one.npy"), np.ones(1, np.float32))
+
+
+def einsum_ellipsis(out):
+    """An einsum term with more letters besides its ellipsis than its rank."""
+    save(model([helper.make_node("Einsum", ["x"], ["y"], name="es", equation="abc...->a")],
+               [vi("x", F32, [2])], [vi("y", F32, [2])]), out, "einsum_ellipsis")
+
+# --- names that would rewrite the terminal -----------------------------------
+
+FAKE = "\nerror: fake"
+RED = "\x1b[31m"
+
+
+def hostile_names(out):
+    """Names with a newline and a fake error line, ANSI colours, and bytes that
+    are not UTF-8, in each kind of diagnostic that names something."""
+    def one(name, nodes, inputs, outputs, inits=(), opset=17):
+        save(model(nodes, inputs, outputs, inits, opset=opset), out, name)
+
+    # An unsupported op: node name and op type.
+    one("names_unsupported",
+        [helper.make_node(RED + "Evil", ["x"], ["y"], name="n" + FAKE)],
+        [vi("x", F32, [2])], [vi("y", F32, [2])])
+    # checkGraph: an undefined input, an unknown attribute.
+    one("names_dangling",
+        [helper.make_node("Relu", ["x" + RED], ["y"], name="relu" + FAKE)],
+        [vi("x", F32, [2])], [vi("y", F32, [2])])
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    node.attribute.append(helper.make_attribute("alpha" + FAKE, 0.5))
+    one("names_attribute", [node], [vi("x", F32, [2])], [vi("y", F32, [2])])
+    # A shape error in an op importer.
+    one("names_shapes",
+        [helper.make_node("Add", ["x", "z"], ["y"], name="add" + FAKE + RED)],
+        [vi("x", F32, [2, 3]), vi("z", F32, [4, 3])], [vi("y", F32, [2, 3])])
+    # A graph input with a symbolic dimension; a tensor with a bad raw_data.
+    one("names_input", [helper.make_node("Relu", ["x" + FAKE], ["y"], name="relu")],
+        [vi("x" + FAKE, F32, ["b" + RED, 4])], [vi("y", F32, ["b" + RED, 4])])
+    t = numpy_helper.from_array(np.zeros((2, 2), np.float32), "w" + FAKE)
+    t.raw_data = t.raw_data[:10]
+    one("names_tensor", [helper.make_node("Add", ["x", "w" + FAKE], ["y"], name="add")],
+        [vi("x", F32, [2, 2])], [vi("y", F32, [2, 2])], [t])
+    # A size error at a node whose name is not UTF-8.
+    m = model([helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")],
+              [vi("x", F32, [1])], [vi("y", F32, [None, None])],
+              [i64("shape", [2 ** 32, 2 ** 32])])
+    # Protobuf writes only UTF-8 strings: the bytes are put in afterwards.
+    m.graph.node[0].name = "bad@@utf8"
+    data = m.SerializeToString().replace(b"bad@@utf8", b"bad\xff\xfeutf8")
+    with open(os.path.join(out, "names_not_utf8.onnx"), "wb") as f:
+        f.write(data)
+    # A graph output no node produces.
+    one("names_output", [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [vi("x", F32, [2])], [vi("y" + FAKE, F32, [2])])
+    # An index out of range at run time: the executor's error at the node.
+    one("names_gather",
+        [helper.make_node("Gather", ["emb", "ids"], ["y"], name="gather" + FAKE + RED)],
+        [vi("ids", I64, [3])], [vi("y", F32, [3, 2])],
+        [numpy_helper.from_array(np.ones((4, 2), np.float32), "emb")])
+    np.save(os.path.join(out, "ids_out_of_range.npy"), np.array([0, 7, 1]))
+    # Node and parameter names that would end a comment or a string literal
+    # of the generated source (GCC ends a line at '\r' as at '\n').
+    nodes = [helper.make_node("Gather", ["emb\r\n", "input_ids"], ["logits"],
+                              name="lookup\r#include </etc/passwd>\nint injected = 1; //")]
+    rng = np.random.default_rng(0)
+    one("names_codegen", nodes, [vi("input_ids", I64, [2, 4])], [vi("logits", F32, [2, 4, 8])],
+        [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "emb\r\n")])
+    (np.arange(200) * 7 % 8).astype(np.uint8).tofile(os.path.join(out, "tokens8.bin"))
+
 MODELS = {f.__name__: f for f in [
     float_axis, int_epsilon, unknown_attribute, duplicate_initializer, duplicate_output,
     out_of_order, op_newer_than_opset,
+    range_huge, range_beyond, constant_of_shape_huge, constant_of_shape_wraps, expand_huge, expand_too_big,
+    reshape_wraps, initializer_overflow, input_overflow, huge_npy, expand_host,
+    einsum_ellipsis, hostile_names,
     merged_identity, merged_direct, shared_module, tied_split, training_record, bad_record,
     twice_record, bad_json_record, shared_lookups, tile_overflow, onehot_depth,
     masked_lm,

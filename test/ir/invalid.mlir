@@ -743,3 +743,30 @@ func.func @send_negative_peer(%x: tensor<4xf32>) {
   ppc.send %x to @mesh["pp"] -1 : tensor<4xf32>
   return
 }
+
+// -----
+
+// Tests that an op's result must fit the size limit: its element count in an
+// int64 (here it would wrap to 0), its bytes within 2^40.
+func.func @expand_overflows(%x: tensor<1xf32>) {
+  // expected-error @+1 {{result 0: shape [4611686018427387904,4] has more elements than an int64 holds}}
+  %0 = ppc.expand %x : tensor<1xf32> -> tensor<4611686018427387904x4xf32>
+  return
+}
+
+// -----
+
+// Tests that the limit counts bytes: 2^38 f32 elements fit, 2^38 f64 do not.
+func.func @cast_too_big(%x: tensor<274877906944xf32>) {
+  // expected-error @+1 {{result 0: shape [274877906944] of f64 (274877906944 elements) takes 2199023255552 bytes; ppc allows one tensor at most 2^40 (1 TiB)}}
+  %0 = ppc.cast %x : tensor<274877906944xf32> -> tensor<274877906944xf64>
+  return
+}
+
+// -----
+
+// Tests that a function argument named by a ppc attribute is checked too.
+// expected-error @+1 {{argument 0: shape [4611686018427387904,4] has more elements than an int64 holds}}
+func.func @param_overflows(%w: tensor<4611686018427387904x4xf32> {ppc.param = "w"}) {
+  return
+}

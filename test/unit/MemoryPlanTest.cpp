@@ -107,7 +107,7 @@ func.func @step(%x: tensor<4x8xf32> {ppc.input = "x"},
 TEST_F(MemoryPlanTest, PeakOfSmallStepByHand) {
   func::FuncOp func = parse(kSmallStep);
   ASSERT_TRUE(func);
-  MemoryPlan plan = planMemory(func);
+  MemoryPlan plan = *planMemory(func);
   EXPECT_EQ(plan.numOps, 6);
   ASSERT_EQ(plan.buffers.size(), 4u + 5u);
 
@@ -175,7 +175,7 @@ func.func @f(%a: tensor<64xf32> {ppc.input = "a"}, %b: tensor<64xf32> {ppc.input
 }
 )mlir");
   ASSERT_TRUE(func);
-  MemoryPlan plan = planMemory(func);
+  MemoryPlan plan = *planMemory(func);
   EXPECT_EQ(plan.peakBytes, 3 * 256);
   EXPECT_EQ(plan.peakOp, 0);
   EXPECT_EQ(plan.maxByKind[BufferKind::Input], 512);
@@ -205,7 +205,7 @@ func.func @f(%a: tensor<16xf32> {ppc.input = "a"}) -> tensor<16xf32> {
 }
 )mlir");
   ASSERT_TRUE(func);
-  MemoryPlan plan = planMemory(func);
+  MemoryPlan plan = *planMemory(func);
   // Op 0: a, b; op 1: b, c; op 2: b, c, d; op 3: b, d, e; return: e.
   EXPECT_EQ(plan.peakBytes, 3 * 64);
   EXPECT_EQ(plan.peakOp, 2);
@@ -252,7 +252,7 @@ func.func @f(%s: tensor<i64> {ppc.step}, %w: tensor<4xf32> {ppc.param = "w"},
     EXPECT_EQ(bufferKindName(classify(v)), bufferKindName(expected[i]))
         << "value " << i;
 
-  MemoryPlan plan = planMemory(func);
+  MemoryPlan plan = *planMemory(func);
   for (auto [b, kind] : llvm::zip(plan.buffers, expected))
     EXPECT_EQ(b.kind, kind);
   expectNoOverlap(plan);
@@ -293,7 +293,7 @@ func.func @f(%x: tensor<4xf32> {ppc.input = "x"}) -> tensor<8xf32> {
 }
 )mlir");
   ASSERT_TRUE(func);
-  MemoryPlan plan = planMemory(func);
+  MemoryPlan plan = *planMemory(func);
   ASSERT_EQ(plan.buffers.size(), 3u);
   EXPECT_EQ(plan.buffers[0].end, 0);
   EXPECT_EQ(plan.buffers[1].kind, BufferKind::Communication);
@@ -309,7 +309,7 @@ func.func @f(%x: tensor<4xf32> {ppc.input = "x"}) -> tensor<8xf32> {
 TEST_F(MemoryPlanTest, AnnotatesOffsets) {
   func::FuncOp func = parse(kSmallStep);
   ASSERT_TRUE(func);
-  MemoryPlan plan = planMemory(func, /*alignment=*/64);
+  MemoryPlan plan = *planMemory(func, /*alignment=*/64);
   for (const Buffer &b : plan.buffers)
     EXPECT_EQ(b.offset % 64, 0);
   expectNoOverlap(plan);
@@ -393,7 +393,7 @@ protected:
 
   /// Plans `step`, runs it in f32 and checks the executor measures the plan.
   MemoryPlan expectExecutorMeasuresPlan(func::FuncOp step) {
-    MemoryPlan plan = planMemory(step);
+    MemoryPlan plan = *planMemory(step);
     RunStats stats;
     EXPECT_TRUE(
         succeeded(runFunction(step, arguments(step), ExecOptions{}, &stats)))

@@ -163,7 +163,10 @@ int runCompileCommand(int argc, char **argv) {
   // Each program's static memory plan, and its size: the arena the
   // executable allocates, after fusion (values a fused kernel keeps in
   // registers take no space) and views (reshapes, folded transposes).
-  std::vector<codegen::ProgramLayout> layouts = codegen::layOutPrograms(*module, targetKind);
+  auto laidOut = codegen::layOutPrograms(*module, targetKind);
+  if (failed(laidOut))
+    return 1;
+  std::vector<codegen::ProgramLayout> layouts = std::move(*laidOut);
   for (auto [program, layout] : llvm::zip_equal(trainingPrograms(*module), layouts)) {
     int64_t ops = 0;
     program.walk([&](Operation *) { ++ops; });

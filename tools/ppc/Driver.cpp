@@ -29,8 +29,12 @@ namespace cl = llvm::cl;
 namespace ppc {
 
 int reportError(const llvm::Twine &message) {
-  llvm::errs() << "error: " << message << "\n";
+  llvm::errs() << "error: " << printable(message.str()) << "\n";
   return 1;
+}
+
+void reportWarning(const llvm::Twine &message) {
+  llvm::errs() << "warning: " << printable(message.str()) << "\n";
 }
 
 void parseCommandLine(int argc, char **argv, llvm::cl::OptionCategory &category,
@@ -70,8 +74,8 @@ DriverDiagnostics::DriverDiagnostics(MLIRContext &context) : context(context) {
                                    ? "warning"
                                    : "note";
     llvm::errs() << severity << ": "
-                 << (node.empty() ? "" : "node '" + node + "': ") << d.str()
-                 << "\n";
+                 << (node.empty() ? "" : "node '" + printable(node) + "': ")
+                 << printable(d.str()) << "\n";
     return success();
   });
 }
@@ -102,7 +106,7 @@ public:
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
     if (ec) {
-      llvm::errs() << "warning: cannot write '" << path << "': " << ec.message() << "\n";
+      reportWarning("cannot write '" + path + "': " + ec.message());
       return;
     }
     module->print(os, OpPrintingFlags().enableDebugInfo(false));
@@ -165,7 +169,7 @@ LogicalResult ParameterFlags::apply(OnnxModel &model, ImportOptions &options) {
   choice.freeze.assign(freeze.begin(), freeze.end());
   auto parameters = chooseParameters(
       model, choice, [](const llvm::Twine &message) { reportError(message); },
-      [](const llvm::Twine &message) { llvm::errs() << "warning: " << message << "\n"; });
+      [](const llvm::Twine &message) { reportWarning(message); });
   if (failed(parameters))
     return failure();
   options.parameters = std::move(*parameters);
@@ -234,8 +238,9 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
     if (auto name = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kInputAttrName)) {
       auto it = inputs.find(name.getValue());
       if (it == inputs.end()) {
-        reportError("input '" + name.getValue() + "' is missing; pass --input " +
-                    name.getValue() + "=FILE.npy");
+        reportError("input '" + printable(name.getValue()) +
+                    "' is missing; pass --input " + printable(name.getValue()) +
+                    "=FILE.npy");
         ok = false;
         continue;
       }
@@ -245,7 +250,7 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
       bool dtypeOk = t.dtype() == declared ||
                      (options.f64 && t.isFloat() && isFloat(declared));
       if (!dtypeOk || t.shape() != type.getShape()) {
-        reportError("input '" + name.getValue() + "': expected " +
+        reportError("input '" + printable(name.getValue()) + "': expected " +
                     describe(declared, type.getShape()) + ", got " +
                     describe(t.dtype(), t.shape()));
         ok = false;
@@ -315,7 +320,10 @@ LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module,
       if (auto stages = fn->getAttrOfType<DenseI64ArrayAttr>("ppc.stages"))
         reports.back().stages.assign(stages.asArrayRef().begin(), stages.asArrayRef().end());
     }
-    extra.push_back(llvm::json::Object{{"memory", memoryPlanJson(planMemory(fn))}});
+    FailureOr<MemoryPlan> plan = planMemory(fn);
+    if (failed(plan))
+      return failure();
+    extra.push_back(llvm::json::Object{{"memory", memoryPlanJson(*plan)}});
   }
   std::string schedule;
   if (auto attr = module->getAttrOfType<DictionaryAttr>("ppc.schedule"))

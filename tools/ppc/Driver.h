@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "runtime/Printable.h"
 #include "llvm/Support/CommandLine.h"
 
 #include <functional>
@@ -15,8 +16,13 @@
 namespace ppc {
 
 /// Prints "error: <message>" on stderr (one line) and returns 1, the exit
-/// status of every user-input error.
+/// status of every user-input error. Messages print names from the model
+/// through `printable`; the whole line goes through it once more here, so a
+/// name a message forgot still cannot break the line or drive the terminal.
 int reportError(const llvm::Twine &message);
+
+/// Prints "warning: <message>" on stderr the same way (one printable line).
+void reportWarning(const llvm::Twine &message);
 
 /// Parses a subcommand's flags. `--help` lists `category` (the command's
 /// own flags); LLVM's and MLIR's options stay accepted and are listed by
@@ -24,7 +30,8 @@ int reportError(const llvm::Twine &message);
 void parseCommandLine(int argc, char **argv, llvm::cl::OptionCategory &category,
                       const char *overview);
 
-/// Routes MLIR diagnostics to one-line "error: node '<name>': ..." messages.
+/// Routes MLIR diagnostics to one-line "error: node '<name>': ..." messages
+/// (printable, as reportError's).
 class DriverDiagnostics {
 public:
   explicit DriverDiagnostics(mlir::MLIRContext &context);

@@ -93,7 +93,7 @@ int runEvalCommand(int argc, char **argv) {
     llvm::sys::path::append(path, outputFileName(name.getValue()));
     if (llvm::Error e = writeNpy(result, path))
       return reportError(llvm::toString(std::move(e)));
-    llvm::errs() << "wrote " << path << "\n";
+    llvm::errs() << "wrote " << printable(path) << "\n";
   }
   return 0;
 }

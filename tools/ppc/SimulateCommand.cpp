@@ -142,9 +142,10 @@ int runSimulateCommand(int argc, char **argv) {
       if (auto name = fn.getArgAttrOfType<StringAttr>(i, PpcDialect::kInputAttrName)) {
         if (shape != llvm::ArrayRef<int64_t>{globalBatch, seqLen} ||
             isFloat(exec.storage(type)))
-          return reportError("input '" + name.getValue() +
+          return reportError("input '" + printable(name.getValue()) +
                              "': training feeds integer token windows [" +
-                             llvm::Twine(globalBatch) + ", " + llvm::Twine(seqLen) + "]");
+                             llvm::Twine(globalBatch) + ", " +
+                             llvm::Twine(seqLen) + "]");
         inputOrder.push_back(key);
       }
       global[key] = Tensor(exec.storage(type), shape);

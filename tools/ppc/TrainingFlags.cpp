@@ -6,6 +6,7 @@
 #include "passes/Passes.h"
 #include "tools/ppc/Driver.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -43,8 +44,10 @@ LogicalResult tokenDims(const OnnxModel &model, const llvm::StringMap<std::strin
     if (!dtype || isFloat(*dtype))
       continue;
     if (type.shape().dim_size() != 2) {
-      reportError("input '" + info.name() + "': training feeds token windows [batch, "
-                  "seq], but it has rank " + llvm::Twine(type.shape().dim_size()));
+      reportError("input '" + printable(info.name()) +
+                  "': training feeds token windows [batch, "
+                  "seq], but it has rank " +
+                  llvm::Twine(type.shape().dim_size()));
       return failure();
     }
     auto dim = [](const onnx::TensorShapeProto::Dimension &d) {
@@ -69,9 +72,17 @@ LogicalResult settleShapes(const TokenDim &batch, const TokenDim &seq, int64_t &
                            int64_t microBatches, int64_t &seqLen, ImportOptions &options) {
   if (globalBatch == 0) {
     if (batch.size == 0)
-      return failure(reportError("--batch is required: the model's batch dimension is "
-                                 "symbolic ('" + batch.symbol + "')"));
-    globalBatch = batch.size * microBatches;
+      return failure(
+          reportError("--batch is required: the model's batch dimension is "
+                      "symbolic ('" +
+                      printable(batch.symbol) + "')"));
+    std::optional<int64_t> product = llvm::checkedMul(batch.size, microBatches);
+    if (!product)
+      return failure(
+          reportError(llvm::formatv("the model's batch dimension {0} times "
+                                    "--micro-batches {1} overflows an int64",
+                                    batch.size, microBatches)));
+    globalBatch = *product;
   }
   if (globalBatch % microBatches != 0)
     return failure(reportError(llvm::formatv("--batch {0} does not split into "
@@ -88,8 +99,10 @@ LogicalResult settleShapes(const TokenDim &batch, const TokenDim &seq, int64_t &
     options.dimSizes[batch.symbol] = micro;
   if (seqLen == 0) {
     if (seq.size == 0)
-      return failure(reportError("--seq is required: the model's sequence dimension "
-                                 "is symbolic ('" + seq.symbol + "')"));
+      return failure(
+          reportError("--seq is required: the model's sequence dimension "
+                      "is symbolic ('" +
+                      printable(seq.symbol) + "')"));
     seqLen = seq.size;
   }
   if (seq.size != 0 && seq.size != seqLen)
