@@ -12,6 +12,7 @@
 #include "runtime/CheckpointDir.h"
 #include "runtime/CheckpointLayout.h"
 #include "runtime/Failpoint.h"
+#include "runtime/Printable.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
 #include "runtime/ppcrt/Blocks.h"
@@ -71,7 +72,8 @@ std::string formatError(llvm::Error error) { return llvm::toString(std::move(err
 /// reports it (rank 0, or the rank that found it alone).
 [[noreturn]] void die(const std::string &message, bool print = true) {
   if (print) {
-    llvm::errs() << "error: " << message << "\n";
+    // Messages hold tensor keys, which hold the model's names.
+    llvm::errs() << "error: " << ppc::printable(message) << "\n";
     llvm::errs().flush();
   }
   MPI_Abort(MPI_COMM_WORLD, 1);
@@ -83,7 +85,7 @@ std::string formatError(llvm::Error error) { return llvm::toString(std::move(err
 [[noreturn]] void dieAll(const std::string &message, bool lead) {
   stopQuietly();
   if (lead) {
-    llvm::errs() << "error: " << message << "\n";
+    llvm::errs() << "error: " << ppc::printable(message) << "\n";
     llvm::errs().flush();
   }
   MPI_Finalize();
@@ -634,7 +636,8 @@ int64_t resumeFrom(const RunContext &ctx, Trainer &trainer, const std::string &d
     if (std::string why = compareStateKeys(program, *saved); !why.empty())
       dieAll(why, lead);
     if (lead)
-      llvm::errs() << "resharding " << path << ": saved on " << saved->mesh.describe() << " ("
+      llvm::errs() << "resharding " << path << ": saved on "
+                   << ppc::printable(saved->mesh.describe()) << " ("
                    << saved->worldSize() << " rank" << (saved->worldSize() == 1 ? "" : "s")
                    << "), resuming on " << meshLayout(program).describe() << " ("
                    << ctx.worldSize << " rank" << (ctx.worldSize == 1 ? "" : "s") << ")\n";

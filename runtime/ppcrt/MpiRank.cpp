@@ -1,6 +1,7 @@
 //===- MpiRank.cpp - ppcrt::Rank on MPI -----------------------------------===//
 
 #include "runtime/ppcrt/MpiRank.h"
+#include "runtime/Printable.h"
 #include "runtime/ppcrt/Blocks.h"
 
 #include <chrono>
@@ -282,7 +283,7 @@ void MpiRank::endStep() {
 [[noreturn]] void fail(const char *message) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::fprintf(stderr, "error: rank %d: %s\n", rank, message);
+  std::fprintf(stderr, "error: rank %d: %s\n", rank, ppc::printable(message).c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::exit(1);

@@ -12,6 +12,7 @@
 
 #include "runtime/CheckpointDir.h"
 #include "runtime/CheckpointLayout.h"
+#include "runtime/Printable.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TrainedModel.h"
 #include "tools/ppc/Driver.h"
@@ -118,8 +119,8 @@ int inspect(int argc, char **argv) {
   llvm::raw_ostream &os = llvm::outs();
   os << "checkpoint " << opened->path << ": step " << opened->step << ", index version "
      << version << "\n";
-  os << "model " << opened->index.getString("model").value_or("?") << " (fingerprint "
-     << opened->index.getString("fingerprint").value_or("?") << ")\n";
+  os << "model " << printable(opened->index.getString("model").value_or("?")) << " (fingerprint "
+     << printable(opened->index.getString("fingerprint").value_or("?")) << ")\n";
 
   std::optional<ppcrt::CheckpointLayout> layout;
   if (version >= 3) {
@@ -127,7 +128,7 @@ int inspect(int argc, char **argv) {
     if (!read)
       return reportError(llvm::toString(read.takeError()));
     layout = std::move(*read);
-    os << "mesh " << layout->mesh.describe() << ": " << layout->worldSize() << " rank"
+    os << "mesh " << printable(layout->mesh.describe()) << ": " << layout->worldSize() << " rank"
        << (layout->worldSize() == 1 ? "" : "s") << "\n";
   } else {
     os << "mesh: not recorded (an index before version 3 has no layouts: the checkpoint "
@@ -168,8 +169,8 @@ int inspect(int argc, char **argv) {
       elements *= d;
     if (llvm::StringRef(key).starts_with("param:"))
       parameters += elements;
-    os << "  " << key << "  " << ppcrt::dtypeName(first.dtype) << " "
-       << shapeText(first.layout.globalShape) << "  " << splitText(first.layout) << "  ("
+    os << "  " << printable(key) << "  " << ppcrt::dtypeName(first.dtype) << " "
+       << shapeText(first.layout.globalShape) << "  " << printable(splitText(first.layout)) << "  ("
        << blocks.size() << " rank" << (blocks.size() == 1 ? "" : "s") << ")\n";
   }
   os << llvm::formatv("{0} tensors, {1} parameter elements, {2} bytes in {3} shards\n",
@@ -270,7 +271,7 @@ int consolidate(int argc, char **argv) {
     }
   }
   llvm::errs() << llvm::formatv("wrote {0}: {1} tensors of step {2}, saved on {3}\n", output,
-                                values.size(), opened->step, layout->mesh.describe());
+                                values.size(), opened->step, printable(layout->mesh.describe()));
   return 0;
 }
 
