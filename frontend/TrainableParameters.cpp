@@ -247,7 +247,9 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
         }
         tableValue = std::move(*value);
       }
-      auto copy = model.loadInitializer(init.name());
+      // This initializer, whose dims were compared: another of the same
+      // name (refused later, by the importer) may have other dims.
+      auto copy = decodeTensorProto(init, model.directory());
       if (!copy) {
         llvm::consumeError(copy.takeError());
         continue;

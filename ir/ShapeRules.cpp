@@ -124,8 +124,9 @@ FailureOr<int64_t> sliceSize(int64_t dim, int64_t start, int64_t limit,
     return failure();
   }
   int64_t span = step > 0 ? limit - start : start - limit;
-  int64_t s = step > 0 ? step : -step;
-  return (span + s - 1) / s;
+  // Unsigned: -INT64_MIN, and span + step - 1 for a huge step, overflow.
+  uint64_t s = step > 0 ? uint64_t(step) : 0 - uint64_t(step);
+  return int64_t(span == 0 ? 0 : 1 + uint64_t(span - 1) / s);
 }
 
 FailureOr<EinsumSpec> parseEinsum(llvm::StringRef equation, ErrorFn error) {

@@ -70,6 +70,12 @@ void forEachBlockRun(const MeshLayout &mesh, const BlockLayout &t,
     fn(int64_t(0), int64_t(0), int64_t(1));
     return;
   }
+  // An empty block has no runs. Its other dimensions may be of any size (a
+  // checkpoint's [0, 2^60] is 0 bytes), so nothing below may be sized by
+  // them.
+  for (int64_t size : t.shape)
+    if (size == 0)
+      return;
   std::vector<int64_t> strides(rank, 1);
   for (int d = rank - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * t.globalShape[d + 1];

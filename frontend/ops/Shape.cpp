@@ -346,6 +346,8 @@ static LogicalResult importSplit(NodeImporter &n) {
     if (parts != outputs)
       return n.error("num_outputs is " + llvm::Twine(parts) + " but the node has " +
                      llvm::Twine(outputs) + " outputs");
+    if (parts == 0)
+      return n.error("the node has no outputs to split into");
     int64_t chunk = n.hasAttr("num_outputs") ? (dim + parts - 1) / parts : dim / parts;
     if (!n.hasAttr("num_outputs") && dim % parts != 0)
       return n.error("dimension " + llvm::Twine(*axis) + " of size " +
@@ -422,9 +424,14 @@ static LogicalResult importSlice(NodeImporter &n) {
   llvm::SmallVector<int64_t> begin(rank, 0), limit(shape), stride(rank, 1);
   llvm::SmallVector<bool> seen(rank, false);
   for (size_t i = 0; i < axes.size(); ++i) {
+    // normalizeAxis lets axis 0 of a scalar through; a scalar has no axis
+    // to slice.
     auto axis = n.normalizeAxis(axes[i], rank);
     if (failed(axis))
       return failure();
+    if (*axis >= rank)
+      return n.error("axis " + llvm::Twine(axes[i]) +
+                     " is out of range for rank 0");
     if (seen[*axis])
       return n.error("axis " + llvm::Twine(*axis) + " repeats");
     seen[*axis] = true;
@@ -442,7 +449,9 @@ static LogicalResult importSlice(NodeImporter &n) {
       e = std::clamp<int64_t>(e, 0, dim);
       e = std::max(e, s);
     } else {
-      s = std::clamp<int64_t>(s, 0, dim - 1);
+      // Backward from at most the last element, which an empty dimension
+      // does not have: there the slice is empty, from -1 to -1.
+      s = dim == 0 ? -1 : std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
       e = std::min(e, s);
     }

@@ -672,9 +672,49 @@ def hostile_names(out):
         [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "emb\r\n")])
     (np.arange(200) * 7 % 8).astype(np.uint8).tofile(os.path.join(out, "tokens8.bin"))
 
+# --- found by fuzz/onnx-import -----------------------------------------------
+
+def split_no_outputs(out):
+    """A Split with no outputs (its even split divided by zero)."""
+    nodes = [helper.make_node("Split", ["x"], [], name="split", axis=1),
+             helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    save(model(nodes, [vi("x", F32, [2, 6])], [vi("y", F32, [2, 6])], opset=13),
+         out, "split_no_outputs")
+
+
+def slice_scalar(out):
+    """A Slice of a scalar on axis 0 (indexed past the scalar's no axes)."""
+    save(model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"], name="slice")],
+               [vi("x", F32, [])], [vi("y", F32, [])],
+               [i64("st", [0]), i64("en", [1]), i64("ax", [0])]), out, "slice_scalar")
+
+
+def slice_empty_backward(out):
+    """A backward Slice of an empty dimension (clamped its start to [0, -1])."""
+    save(model([helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"],
+                                 name="slice")],
+               [vi("x", F32, [0, 3])], [vi("y", F32, [0, 3])],
+               [i64("st", [-1]), i64("en", [-10]), i64("ax", [0]), i64("sp", [-1])]),
+         out, "slice_empty_backward")
+
+
+def duplicate_tied(out):
+    """Two initializers 'head', the first the transpose of the gathered table
+    (the check for a split tied embedding compared the first's dims, then read
+    the second's values past their end)."""
+    table = np.arange(6, dtype=np.float32).reshape(2, 3)
+    inits = [numpy_helper.from_array(table, "emb"),
+             numpy_helper.from_array(table.T.copy(), "head"),
+             numpy_helper.from_array(np.zeros(1, np.float32), "head"),
+             i64("ids", [1])]
+    save(model([helper.make_node("Gather", ["emb", "ids"], ["y"], name="lookup")],
+               [], [vi("y", F32, [1, 3])], inits), out, "duplicate_tied")
+
+
 MODELS = {f.__name__: f for f in [
     float_axis, int_epsilon, unknown_attribute, duplicate_initializer, duplicate_output,
-    out_of_order, op_newer_than_opset,
+    out_of_order, op_newer_than_opset, split_no_outputs, slice_scalar,
+    slice_empty_backward, duplicate_tied,
     range_huge, range_beyond, constant_of_shape_huge, constant_of_shape_wraps, expand_huge, expand_too_big,
     reshape_wraps, initializer_overflow, input_overflow, huge_npy, expand_host,
     einsum_ellipsis, hostile_names,

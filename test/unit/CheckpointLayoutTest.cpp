@@ -189,6 +189,24 @@ TEST_F(Reshard, SplitOnOneMeshTakenOnAnother) {
             "checkpoint '" + dir + "' holds no tensor 'param:other'");
 }
 
+// Found by fuzz/checkpoint-index: an empty tensor whose other dimension is
+// huge is 0 bytes, so it passes validation; the block map then reserved
+// room for every index of that dimension (std::bad_alloc).
+TEST_F(Reshard, EmptyTensorWithAHugeDimension) {
+  MeshLayout mesh{{"dp"}, {2}};
+  std::vector<int64_t> shape = {0, int64_t(1) << 59};
+  std::map<std::string, BlockLayout> layouts{
+      {"param:empty", layoutOn(mesh, shape, {"dp", ""}, {1, 1})}};
+  auto [dir, index] = save(mesh, layouts, {{"param:empty", {}}});
+  auto layout = readCheckpointLayout(dir, 3, index);
+  ASSERT_TRUE(static_cast<bool>(layout)) << llvm::toString(layout.takeError());
+  CheckpointReader reader(*layout);
+  auto global = reader.read("param:empty");
+  ASSERT_TRUE(static_cast<bool>(global)) << llvm::toString(global.takeError());
+  EXPECT_EQ(global->shape, shape);
+  EXPECT_TRUE(global->data.empty());
+}
+
 TEST_F(Reshard, IndexLayoutsAreValidated) {
   MeshLayout mesh{{"dp"}, {2}};
   std::map<std::string, BlockLayout> layouts{
@@ -251,6 +269,25 @@ TEST_F(Reshard, IndexLayoutsAreValidated) {
   (*tensor(bad, 1))["dtype"] = "F64";
   EXPECT_EQ(error(bad), at + "\"files\"[1].tensors[\"param:w\"]: its dtype or shape differs "
                              "from rank 0's");
+  // Found by fuzz/checkpoint-index: blocks whose product with the ranks
+  // overflows (to 0 here, which the remainder then divided by).
+  {
+    llvm::json::Object fourRanks = good;
+    fourRanks["world_size"] = 4;
+    fourRanks["mesh"] = meshToJson({{"dp", "tp"}, {2, 2}});
+    llvm::json::Array &files = *fourRanks.getArray("files");
+    llvm::json::Value copy = files[1];
+    files.push_back(copy);
+    files.push_back(copy);
+    for (int rank = 0; rank < 4; ++rank) {
+      (*files[size_t(rank)].getAsObject())["name"] = shardFileName(rank);
+      (*tensor(fourRanks, rank))["sharding"] = llvm::json::Array{"dp,tp", ""};
+    }
+    (*tensor(fourRanks, 1))["blocks"] = llvm::json::Array{int64_t(1) << 62, 1};
+    EXPECT_EQ(error(fourRanks),
+              at + "\"files\"[1].tensors[\"param:w\"]: dimension 0 (4) "
+                   "does not split into 4611686018427387904 blocks over 'dp,tp'");
+  }
   // A block no shard holds is found when the tensor is read.
   bad = good;
   bad.getArray("files")->operator[](1).getAsObject()->getObject("tensors")->erase("param:w");

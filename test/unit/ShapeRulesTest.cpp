@@ -57,6 +57,9 @@ TEST(ShapeRules, SliceSizes) {
   EXPECT_EQ(*sliceSize(10, 4, 4, 1, e), 0);
   EXPECT_TRUE(failed(sliceSize(10, 0, 11, 1, e)));
   EXPECT_TRUE(failed(sliceSize(10, 0, 5, 0, e)));
+  // Found by fuzz/onnx-import: steps too large to round up by or to negate.
+  EXPECT_EQ(*sliceSize(10, 4, 10, INT64_MAX, e), 1);
+  EXPECT_EQ(*sliceSize(10, 9, -1, INT64_MIN, e), 1);
 }
 
 TEST(ShapeRules, EinsumParsesAndInfers) {
