@@ -1,6 +1,7 @@
 //===- CheckpointLayout.cpp - reading a checkpoint on any mesh ------------===//
 
 #include "runtime/CheckpointLayout.h"
+#include "runtime/CheckedSize.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
@@ -57,13 +58,14 @@ std::optional<std::vector<std::string>> readStrings(const llvm::json::Value *val
   return values;
 }
 
-/// The product of `values` times `factor`, or none when it overflows.
-std::optional<int64_t> checkedProduct(const std::vector<int64_t> &values, int64_t factor = 1) {
-  int64_t product = factor;
-  for (int64_t v : values)
-    if (v < 0 || llvm::MulOverflow(product, v, product))
-      return std::nullopt;
-  return product;
+/// The bytes of a tensor of `shape` and `dtype`, or none when they
+/// overflow an int64 (runtime/CheckedSize.h counts the elements).
+std::optional<int64_t> bytesOf(const std::vector<int64_t> &shape, DType dtype) {
+  std::optional<int64_t> elements = ppc::checkedElementCount(shape);
+  int64_t bytes = 0;
+  if (!elements || llvm::MulOverflow(*elements, int64_t(dtypeBytes(dtype)), bytes))
+    return std::nullopt;
+  return bytes;
 }
 
 } // namespace
@@ -109,7 +111,7 @@ llvm::Expected<CheckpointLayout> readCheckpointLayout(llvm::StringRef checkpoint
   const llvm::json::Object *mesh = index.getObject("mesh");
   auto axes = readStrings(mesh ? mesh->get("axes") : nullptr);
   auto shape = readIntegers(mesh ? mesh->get("shape") : nullptr, 1);
-  std::optional<int64_t> ranks = shape ? checkedProduct(*shape) : std::nullopt;
+  std::optional<int64_t> ranks = shape ? ppc::checkedElementCount(*shape) : std::nullopt;
   std::set<std::string> distinct;
   if (axes)
     distinct.insert(axes->begin(), axes->end());
@@ -149,7 +151,7 @@ llvm::Expected<CheckpointLayout> readCheckpointLayout(llvm::StringRef checkpoint
           sharding->size() != global->size() || blocks->size() != global->size())
         return field("\"shape\", \"sharding\" and \"blocks\" are not lists of one length, at "
                      "most " + llvm::Twine(kMaxRank));
-      if (!checkedProduct(*global, int64_t(dtypeBytes(*dtype))))
+      if (!bytesOf(*global, *dtype))
         return field("its size overflows");
       block.layout.globalShape = *global;
       block.layout.sharding = *sharding;
@@ -179,7 +181,7 @@ llvm::Expected<CheckpointLayout> readCheckpointLayout(llvm::StringRef checkpoint
       }
       // A shard holds its blocks in its own bytes: the index cannot claim
       // more (so no global value read later can be absurdly large).
-      int64_t localBytes = *checkedProduct(block.layout.shape, int64_t(dtypeBytes(*dtype)));
+      int64_t localBytes = *bytesOf(block.layout.shape, *dtype);
       if (llvm::AddOverflow(shardBytes, localBytes, shardBytes) ||
           shardBytes > shard.digest->bytes)
         return field("its blocks hold more bytes than the shard (" +
@@ -264,7 +266,7 @@ llvm::Expected<GlobalTensor> CheckpointReader::read(llvm::StringRef key) {
     global.dtype = group.front()->dtype;
     global.shape = group.front()->layout.globalShape;
     size_t bytes = dtypeBytes(global.dtype);
-    global.data.assign(size_t(*checkedProduct(global.shape, int64_t(bytes))), 0);
+    global.data.assign(size_t(*bytesOf(global.shape, global.dtype)), 0);
     for (const auto &[which, block] : distinct) {
       auto file = shard(block->rank);
       if (!file)

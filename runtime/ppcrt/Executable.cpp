@@ -66,6 +66,11 @@ int64_t elementsOf(const TensorInfo &t) {
 
 size_t bytesOf(const TensorInfo &t) { return elementsOf(t) * dtypeBytes(t.dtype); }
 
+/// A parameter or optimizer state: what a checkpoint holds.
+bool isStateKey(llvm::StringRef key) {
+  return key.starts_with("param:") || key.starts_with("state:");
+}
+
 std::string formatError(llvm::Error error) { return llvm::toString(std::move(error)); }
 
 /// Ends every rank with a one-line error; `print` says whether this one
@@ -168,10 +173,7 @@ struct Trainer {
     return host;
   }
 
-  bool isState(const TensorInfo &t) const {
-    llvm::StringRef key = t.key;
-    return key.starts_with("param:") || key.starts_with("state:");
-  }
+  bool isState(const TensorInfo &t) const { return isStateKey(t.key); }
 
   /// Parameters from the initial weights file, optimizer state zero.
   llvm::Error initialize(const std::string &weightsPath) {
@@ -373,39 +375,44 @@ struct Trainer {
   }
 };
 
+/// Whether each of `count` elements of type T at `data` is finite.
+template <typename T> bool allFiniteAs(const char *data, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    T v;
+    std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+    if (!std::isfinite(v))
+      return false;
+  }
+  return true;
+}
+
+/// Whether each of `count` 16-bit floats at `data` is finite: its exponent
+/// bits (`exponent`) are not all ones.
+bool allFinite16(const char *data, int64_t count, uint16_t exponent) {
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, data + i * 2, 2);
+    if ((bits & exponent) == exponent)
+      return false;
+  }
+  return true;
+}
+
 /// Whether every element of `count` of type `dtype` at `data` is finite
 /// (integer types always are).
 bool allFinite(DType dtype, const char *data, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    switch (dtype) {
-    case DType::F32: {
-      float v;
-      std::memcpy(&v, data + i * 4, 4);
-      if (!std::isfinite(v))
-        return false;
-      break;
-    }
-    case DType::F64: {
-      double v;
-      std::memcpy(&v, data + i * 8, 8);
-      if (!std::isfinite(v))
-        return false;
-      break;
-    }
-    case DType::BF16:
-    case DType::F16: {
-      uint16_t bits;
-      std::memcpy(&bits, data + i * 2, 2);
-      uint16_t exponent = dtype == DType::BF16 ? 0x7f80 : 0x7c00;
-      if ((bits & exponent) == exponent)
-        return false;
-      break;
-    }
-    default:
-      return true;
-    }
+  switch (dtype) {
+  case DType::F32:
+    return allFiniteAs<float>(data, count);
+  case DType::F64:
+    return allFiniteAs<double>(data, count);
+  case DType::BF16:
+    return allFinite16(data, count, 0x7f80);
+  case DType::F16:
+    return allFinite16(data, count, 0x7c00);
+  default:
+    return true;
   }
-  return true;
 }
 
 /// The state tensors (parameters, optimizer state) of every rank program.
@@ -414,7 +421,7 @@ std::set<std::string> stateKeys(const Program &program) {
   for (int p = 0; p < program.numPrograms; ++p)
     for (int i = 0; i < program.programs[p].numArgs; ++i) {
       llvm::StringRef key = program.programs[p].args[i].key;
-      if (key.starts_with("param:") || key.starts_with("state:"))
+      if (isStateKey(key))
         keys.insert(key.str());
     }
   return keys;
@@ -453,9 +460,8 @@ llvm::json::Object shardTensors(const Program &program, int64_t rank) {
   llvm::json::Object tensors;
   for (int i = 0; i < rp.numArgs; ++i) {
     const TensorInfo &t = rp.args[i];
-    llvm::StringRef key = t.key;
-    if (key.starts_with("param:") || key.starts_with("state:"))
-      tensors[key] = blockToJson(t.dtype, blockLayout(t));
+    if (isStateKey(t.key))
+      tensors[t.key] = blockToJson(t.dtype, blockLayout(t));
   }
   return tensors;
 }

@@ -275,13 +275,7 @@ int consolidate(int argc, char **argv) {
   return 0;
 }
 
-struct Verb {
-  const char *name;
-  int (*run)(int, char **);
-  const char *summary;
-};
-
-const Verb verbs[] = {
+const Subcommand verbs[] = {
     {"inspect", inspect, "what a checkpoint holds (CHECKPOINT [--verify])"},
     {"consolidate", consolidate,
      "one file from a checkpoint (CHECKPOINT -o OUT.onnx|OUT.safetensors)"},
@@ -289,8 +283,7 @@ const Verb verbs[] = {
 
 void printUsage(llvm::raw_ostream &os) {
   os << "usage: ppc checkpoint <inspect|consolidate> CHECKPOINT [options]\n\n";
-  for (const Verb &v : verbs)
-    os << "  " << llvm::left_justify(v.name, 12) << v.summary << "\n";
+  printSubcommands(verbs, os);
   os << "\n`ppc checkpoint <verb> --help` lists its options.\n";
 }
 
@@ -306,14 +299,8 @@ int runCheckpointCommand(int argc, char **argv) {
     printUsage(llvm::outs());
     return 0;
   }
-  for (const Verb &v : verbs) {
-    if (name != v.name)
-      continue;
-    std::string program = std::string("ppc checkpoint ") + v.name;
-    std::vector<char *> args{program.data()};
-    args.insert(args.end(), argv + 2, argv + argc);
-    return v.run(static_cast<int>(args.size()), args.data());
-  }
+  if (std::optional<int> status = runSubcommand(verbs, "ppc checkpoint", argc, argv))
+    return *status;
   return reportError("ppc checkpoint: unknown verb '" + name +
                      "'; expected inspect or consolidate");
 }

@@ -37,6 +37,25 @@ void reportWarning(const llvm::Twine &message) {
   llvm::errs() << "warning: " << printable(message.str()) << "\n";
 }
 
+void printSubcommands(llvm::ArrayRef<Subcommand> subcommands, llvm::raw_ostream &os) {
+  for (const Subcommand &c : subcommands)
+    os << "  " << llvm::left_justify(c.name, 12) << c.summary << "\n";
+}
+
+std::optional<int> runSubcommand(llvm::ArrayRef<Subcommand> subcommands, llvm::StringRef prefix,
+                                 int argc, char **argv) {
+  for (const Subcommand &c : subcommands) {
+    if (llvm::StringRef(argv[1]) != c.name)
+      continue;
+    // The subcommand parses its own options; it is argv[0] of its line.
+    std::string program = (prefix + " " + c.name).str();
+    std::vector<char *> args{program.data()};
+    args.insert(args.end(), argv + 2, argv + argc);
+    return c.run(static_cast<int>(args.size()), args.data());
+  }
+  return std::nullopt;
+}
+
 void parseCommandLine(int argc, char **argv, llvm::cl::OptionCategory &category,
                       const char *overview) {
   // Every other category (LLVM's and MLIR's options) is hidden, not

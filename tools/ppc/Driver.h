@@ -12,6 +12,7 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <functional>
+#include <optional>
 
 namespace ppc {
 
@@ -135,6 +136,23 @@ bindArguments(mlir::func::FuncOp func, const OnnxModel &model,
 /// two.
 mlir::FailureOr<llvm::SmallVector<std::string>>
 orderTokenInputs(const OnnxModel &model, llvm::ArrayRef<std::string> keys);
+
+/// A subcommand (`ppc compile`, `ppc checkpoint inspect`): its name, its
+/// entry point and a one-line summary.
+struct Subcommand {
+  const char *name;
+  int (*run)(int, char **);
+  const char *summary;
+};
+
+/// Prints each subcommand's name and summary, one per line.
+void printSubcommands(llvm::ArrayRef<Subcommand> subcommands, llvm::raw_ostream &os);
+
+/// Runs the subcommand argv[1] names on the rest of argv (its argv[0] is
+/// "`prefix` NAME", which its --help shows); none when no subcommand has
+/// that name.
+std::optional<int> runSubcommand(llvm::ArrayRef<Subcommand> subcommands, llvm::StringRef prefix,
+                                 int argc, char **argv);
 
 int runImportCommand(int argc, char **argv);
 int runEvalCommand(int argc, char **argv);

@@ -10,13 +10,7 @@
 #include <vector>
 
 namespace {
-struct Command {
-  const char *name;
-  int (*run)(int, char **);
-  const char *summary;
-};
-
-const Command commands[] = {
+const ppc::Subcommand commands[] = {
     {"import", ppc::runImportCommand, "ONNX model to ppc IR (MODEL.onnx [-o OUT.mlir])"},
     {"eval", ppc::runEvalCommand,
      "run a model on the reference executor (MODEL.onnx --input NAME=FILE.npy ...)"},
@@ -30,8 +24,7 @@ const Command commands[] = {
 
 void printUsage(llvm::raw_ostream &os) {
   os << "usage: ppc <command> [options]\n\ncommands:\n";
-  for (const Command &c : commands)
-    os << "  " << llvm::left_justify(c.name, 12) << c.summary << "\n";
+  ppc::printSubcommands(commands, os);
   os << "\n`ppc <command> --help` lists a command's options.\n";
 }
 } // namespace
@@ -47,15 +40,8 @@ int main(int argc, char **argv) {
     printUsage(llvm::outs());
     return 0;
   }
-  for (const Command &c : commands) {
-    if (name != c.name)
-      continue;
-    // The command parses its own options; it is argv[0] of its line.
-    std::string program = std::string("ppc ") + c.name;
-    std::vector<char *> args{program.data()};
-    args.insert(args.end(), argv + 2, argv + argc);
-    return c.run(static_cast<int>(args.size()), args.data());
-  }
+  if (std::optional<int> status = ppc::runSubcommand(commands, "ppc", argc, argv))
+    return *status;
   ppc::reportError("unknown command '" + name + "'; run `ppc --help`");
   return 1;
 }
