@@ -7,6 +7,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <unistd.h>
+
 using namespace mlir;
 
 namespace ppc {
@@ -26,6 +28,16 @@ LogicalResult checkResults(Operation *op, llvm::ArrayRef<Tensor> results,
   return success();
 }
 
+/// The machine's physical memory in bytes (INT64_MAX when unknown).
+static int64_t hostMemoryBytes() {
+  static const int64_t bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && size > 0 && pages <= INT64_MAX / size ? int64_t(pages) * size
+                                                             : INT64_MAX;
+  }();
+  return bytes;
+}
+
 LogicalResult checkHostSizes(Operation *op) {
   for (auto [i, type] : llvm::enumerate(op->getResultTypes())) {
     auto shaped = llvm::dyn_cast<ShapedType>(type);
@@ -34,11 +46,18 @@ LogicalResult checkHostSizes(Operation *op) {
     std::string held = "elements held in 8 bytes each";
     if (auto dtype = dtypeOf(shaped.getElementType()); succeeded(dtype))
       held = (dtypeName(*dtype) + " held in 8 bytes each").str();
-    if (llvm::Expected<int64_t> bytes =
-            checkedTensorBytes(shaped.getShape(), 8, held);
-        !bytes)
+    llvm::Expected<int64_t> bytes = checkedTensorBytes(shaped.getShape(), 8, held);
+    if (!bytes)
       return op->emitError()
              << "result " << i << ": " << llvm::toString(bytes.takeError());
+    // Within the limit but past what this machine has: an allocation that
+    // would fail (and abort) or drive the machine into swap.
+    if (*bytes > hostMemoryBytes())
+      return op->emitError() << "result " << i << ": shape "
+                             << shapeString(shaped.getShape()) << " of " << held
+                             << " takes " << *bytes
+                             << " bytes, more than this machine's memory ("
+                             << hostMemoryBytes() << " bytes)";
   }
   return success();
 }
@@ -165,7 +184,10 @@ FailureOr<bool> foldWithExecutor(Operation *op, OpBuilder &builder,
   llvm::SmallVector<Tensor> operands;
   for (Value v : op->getOperands()) {
     auto constant = v.getDefiningOp<ConstantOp>();
-    if (!constant)
+    // Operands are held at 8 bytes per element too: a huge splat reduced to
+    // a small result is left to the program.
+    if (!constant ||
+        llvm::cast<ShapedType>(v.getType()).getNumElements() > maxElements)
       return false;
     auto tensor = Tensor::fromAttr(constant.getValue());
     if (failed(tensor))

@@ -85,6 +85,10 @@ LogicalResult bindInputs(const OnnxModel &model, const llvm::StringMap<std::stri
     auto allocated = Tensor::allocate(*dtype, shape);
     if (!allocated)
       return fail("its declared " + llvm::toString(allocated.takeError()));
+    if (allocated->numElements() > options.maxFoldElements)
+      return fail("it would be a constant of " + llvm::Twine(allocated->numElements()) +
+                  " elements, more than --max-fold-elements (" +
+                  llvm::Twine(options.maxFoldElements) + ") allows");
     Tensor tensor = std::move(*allocated);
     if (value == "ones" || value == "zeros") {
       double v = value == "ones" ? 1 : 0;

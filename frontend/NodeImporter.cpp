@@ -42,7 +42,9 @@ FailureOr<Value> NodeImporter::input(int i) {
 
 std::optional<Tensor> NodeImporter::constantValue(Value value) {
   auto constant = value.getDefiningOp<ConstantOp>();
-  if (!constant)
+  // A value the importer reads is held at 8 bytes per element: one larger
+  // than a fold may build is not read (a huge splat stays one element).
+  if (!constant || typeOf(value).getNumElements() > graph_.maxFoldElements())
     return std::nullopt;
   auto tensor = Tensor::fromAttr(constant.getValue());
   if (failed(tensor))
@@ -55,6 +57,14 @@ FailureOr<Tensor> NodeImporter::constantInput(int i) {
   if (failed(v))
     return failure();
   auto tensor = constantValue(*v);
+  if (!tensor && v->getDefiningOp<ConstantOp>() &&
+      typeOf(*v).getNumElements() > graph_.maxFoldElements()) {
+    (void)error("input " + llvm::Twine(i) + " ('" + printable(node_.input(i)) +
+                "') is a constant of " + llvm::Twine(typeOf(*v).getNumElements()) +
+                " elements, more than --max-fold-elements (" +
+                llvm::Twine(graph_.maxFoldElements()) + ") lets the importer read");
+    return failure();
+  }
   if (!tensor) {
     // A float initializer is a parameter unless frozen, and parameters are
     // not constants.
@@ -151,6 +161,30 @@ Type NodeImporter::elementType(DType dtype) { return graph_.elementType(dtype); 
 
 Value NodeImporter::constant(const Tensor &tensor) {
   return builder_.create<ConstantOp>(loc_, graph_.imported(tensor).toAttr(context()));
+}
+
+Value NodeImporter::splat(const Tensor &scalar, llvm::ArrayRef<int64_t> shape) {
+  DenseElementsAttr one = graph_.imported(scalar).reshaped({}).toAttr(context());
+  auto type = RankedTensorType::get(shape, one.getElementType());
+  return builder_.create<ConstantOp>(
+      loc_, DenseElementsAttr::get(type, one.getSplatValue<Attribute>()));
+}
+
+FailureOr<Tensor> NodeImporter::allocateConstant(DType dtype, llvm::ArrayRef<int64_t> shape,
+                                                 const llvm::Twine &what) {
+  if (llvm::Error e = Tensor::checkShape(dtype, shape)) {
+    (void)error(what + "'s " + llvm::toString(std::move(e)));
+    return failure();
+  }
+  int64_t elements = numElements(shape), limit = graph_.maxFoldElements();
+  if (elements > limit) {
+    (void)error(what + " would be a constant of " + llvm::Twine(elements) +
+                " elements, which the importer builds in host memory; "
+                "--max-fold-elements allows " +
+                llvm::Twine(limit));
+    return failure();
+  }
+  return Tensor(dtype, shape);
 }
 
 Value NodeImporter::scalarLike(Value like, double value) {

@@ -97,6 +97,16 @@ public:
   mlir::FailureOr<mlir::Value> reshape(mlir::Value value, llvm::ArrayRef<int64_t> shape);
   /// A `ppc.constant` holding `tensor`.
   mlir::Value constant(const Tensor &tensor);
+  /// A `ppc.constant` of `shape` whose every element is `scalar`'s one
+  /// element: a splat, which costs one element of memory whatever the
+  /// shape. `shape` must be checked (tensorBytes) before.
+  mlir::Value splat(const Tensor &scalar, llvm::ArrayRef<int64_t> shape);
+  /// A zero-filled tensor that this node builds in host memory to become a
+  /// constant: an error naming `what` when its shape is not within
+  /// kMaxTensorBytes or it has more elements than --max-fold-elements lets
+  /// the importer build (each one costs 8 bytes here, and more in the IR).
+  mlir::FailureOr<Tensor> allocateConstant(DType dtype, llvm::ArrayRef<int64_t> shape,
+                                           const llvm::Twine &what);
   /// A rank-0 constant `value` of `like`'s element type.
   mlir::Value scalarLike(mlir::Value like, double value);
 

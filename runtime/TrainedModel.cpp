@@ -50,7 +50,8 @@ llvm::Error writeTrainedModel(llvm::StringRef modelPath, bool untie,
     std::vector<onnx::TensorProto> copies;
     for (const onnx::NodeProto &node : graph.node()) {
       // As ppc::isMergedParameterName decides at compile time.
-      llvm::StringRef out = node.output_size() == 1 ? node.output(0) : "";
+      llvm::StringRef out =
+          node.output_size() == 1 ? llvm::StringRef(node.output(0)) : llvm::StringRef();
       bool named = !out.empty() && !out.starts_with("onnx::") && !out.starts_with("/");
       auto source = node.op_type() == "Identity" && node.input_size() == 1 && named &&
                             !initializers.count(out.str())

@@ -63,12 +63,9 @@ static FailureOr<Value> flatElementIndices(NodeImporter &n, Value data, Value in
       return failure();
     }
   int64_t size = dataShape[axis], total = dataType.getNumElements();
-  auto allocated = Tensor::allocate(DType::I64, indexShape);
-  if (!allocated) {
-    (void)n.error("the indices' offsets: " +
-                  llvm::toString(allocated.takeError()));
+  auto allocated = n.allocateConstant(DType::I64, indexShape, "the indices' offsets");
+  if (failed(allocated))
     return failure();
-  }
   Tensor offsets = std::move(*allocated);
   for (int64_t p = 0; p < offsets.numElements(); ++p) {
     int64_t rest = p, offset = 0;
@@ -157,14 +154,11 @@ static LogicalResult importScatterElements(NodeImporter &n) {
     return n.result(n.create<AddOp>(*data, *scattered));
   // Where an index points: a scatter of ones is non-zero there.
   // Counted in i64, which a narrow data type's count could wrap to 0.
-  auto ones =
-      Tensor::allocate(DType::I64, NodeImporter::typeOf(*updates).getShape());
-  if (!ones)
-    return n.error("the updates' count: " + llvm::toString(ones.takeError()));
-  for (int64_t i = 0; i < ones->numElements(); ++i)
-    ones->setInt(i, 1);
+  Tensor one(DType::I64, {});
+  one.setInt(0, 1);
+  auto ones = n.splat(one, NodeImporter::typeOf(*updates).getShape());
   auto countType = RankedTensorType::get({total}, n.builder().getI64Type());
-  auto hits = n.createTyped<ScatterAddOp>(countType, n.constant(*ones), *flat,
+  auto hits = n.createTyped<ScatterAddOp>(countType, ones, *flat,
                                           int64_t(0));
   if (failed(hits))
     return failure();
@@ -253,7 +247,10 @@ static LogicalResult importOneHot(NodeImporter &n) {
     return failure();
   Shape positionsShape(rank, 1);
   positionsShape[*axis] = depth;
-  Tensor positions(DType::I64, positionsShape);
+  auto allocated = n.allocateConstant(DType::I64, positionsShape, "the positions 0..depth-1");
+  if (failed(allocated))
+    return failure();
+  Tensor positions = std::move(*allocated);
   for (int64_t i = 0; i < depth; ++i)
     positions.setInt(i, i);
   auto hot = n.create<EqualOp>(*column, n.constant(positions));

@@ -98,18 +98,10 @@ static LogicalResult importConstantOfShape(NodeImporter &n) {
       return n.error("attribute 'value' must hold one element");
     fill = std::move(*decoded);
   }
-  // Built here, in host memory: its size is checked before.
-  auto allocated = Tensor::allocate(fill.dtype(), *shape);
-  if (!allocated)
-    return n.error("the result's " + llvm::toString(allocated.takeError()));
-  Tensor result = std::move(*allocated);
-  for (int64_t i = 0; i < result.numElements(); ++i) {
-    if (fill.isFloat())
-      result.setDouble(i, fill.getDouble(0));
-    else
-      result.setInt(i, fill.getInt(0));
-  }
-  n.setOutput(0, n.constant(result));
+  // A splat: one element whatever the shape, which is checked first.
+  if (llvm::Error e = Tensor::checkShape(fill.dtype(), *shape))
+    return n.error("the result's " + llvm::toString(std::move(e)));
+  n.setOutput(0, n.splat(fill, *shape));
   return success();
 }
 
@@ -146,10 +138,9 @@ static LogicalResult importRange(NodeImporter &n) {
                       count)
             .str());
   int64_t elements = count > 0 ? int64_t(count) : 0;
-  // Built here, in host memory: its size is checked before.
-  auto allocated = Tensor::allocate(start->dtype(), {elements});
-  if (!allocated)
-    return n.error("the result's " + llvm::toString(allocated.takeError()));
+  auto allocated = n.allocateConstant(start->dtype(), {elements}, "the result");
+  if (failed(allocated))
+    return failure();
   Tensor result = std::move(*allocated);
   double s = start->getDouble(0);
   int64_t value = start->getInt(0);
@@ -576,13 +567,10 @@ static LogicalResult importDropout(NodeImporter &n) {
                        .str());
   n.setOutput(0, *x);
   if (n.outputUsed(1)) {
-    auto mask =
-        Tensor::allocate(DType::I1, NodeImporter::typeOf(*x).getShape());
-    if (!mask)
-      return n.error("the mask's " + llvm::toString(mask.takeError()));
-    for (int64_t &v : mask->ints())
-      v = 1;
-    n.setOutput(1, n.constant(*mask));
+    auto shape = NodeImporter::typeOf(*x).getShape();
+    Tensor keep(DType::I1, {});
+    keep.setInt(0, 1);
+    n.setOutput(1, n.splat(keep, shape));
   }
   return success();
 }

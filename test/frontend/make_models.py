@@ -606,6 +606,33 @@ def expand_host(out):
     np.save(os.path.join(out, "one.npy"), np.ones(1, np.float32))
 
 
+def host_constants(out):
+    """Constants the importer would build in host memory, each within 2^40
+    bytes but past --max-fold-elements: a Range of 2^36 elements, a OneHot of
+    depth 2^31-1, a Reshape reading a shape of 2^23 elements; and a
+    ConstantOfShape of 2^36 elements, a splat that costs one element and
+    imports."""
+    save(model([helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range"),
+                helper.make_node("ReduceSum", ["r"], ["y"], name="sum", keepdims=0)],
+               [], [vi("y", I64, [])],
+               [i64("start", 0), i64("limit", 2 ** 36), i64("delta", 1)]),
+         out, "range_host")
+    save(model([helper.make_node("OneHot", ["i", "depth", "v"], ["y"], name="onehot")],
+               [vi("i", I64, [3])], [vi("y", F32, [3, None])],
+               [i64("depth", [2 ** 31 - 1]), f32("v", [0, 1])]),
+         out, "onehot_host")
+    save(model([helper.make_node("ConstantOfShape", ["n"], ["s"], name="ones",
+                                 value=helper.make_tensor("v", I64, [1], [1])),
+                helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")],
+               [vi("x", F32, [1])], [vi("y", F32, None)], [i64("n", [2 ** 23])]),
+         out, "reshape_host")
+    save(model([helper.make_node("ConstantOfShape", ["shape"], ["c"], name="fill",
+                                 value=helper.make_tensor("v", F32, [1], [2.0])),
+                helper.make_node("ReduceSum", ["c"], ["y"], name="sum", keepdims=0)],
+               [], [vi("y", F32, [])], [i64("shape", [2 ** 18, 2 ** 18])]),
+         out, "fill_splat")
+
+
 def einsum_ellipsis(out):
     """An einsum term with more letters besides its ellipsis than its rank."""
     save(model([helper.make_node("Einsum", ["x"], ["y"], name="es", equation="abc...->a")],
@@ -717,7 +744,7 @@ MODELS = {f.__name__: f for f in [
     slice_empty_backward, duplicate_tied,
     range_huge, range_beyond, constant_of_shape_huge, constant_of_shape_wraps, expand_huge, expand_too_big,
     reshape_wraps, initializer_overflow, input_overflow, huge_npy, expand_host,
-    einsum_ellipsis, hostile_names,
+    host_constants, einsum_ellipsis, hostile_names,
     merged_identity, merged_direct, shared_module, tied_split, training_record, bad_record,
     twice_record, bad_json_record, shared_lookups, tile_overflow, onehot_depth,
     masked_lm,
