@@ -4,8 +4,8 @@
 // before its pass pipeline: the parameter choice (the export helper's
 // metadata included), GraphImporter's checks, every op importer, folding on
 // the reference executor and the verifier. The model lives, for the
-// importer, in an empty temporary directory, so external data it names is
-// never read: it is missing, or refused for leaving the directory.
+// importer, in an empty directory, so external data it names is never read:
+// it is missing, or refused for leaving the directory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +28,24 @@ static std::string &modelDirectory() {
 
 static void removeModelDirectory() { llvm::sys::fs::remove(modelDirectory()); }
 
+/// Whether `directory` holds no entry.
+static bool isEmptyDirectory(llvm::StringRef directory) {
+  std::error_code ec;
+  llvm::sys::fs::directory_iterator it(directory, ec);
+  return !ec && it == llvm::sys::fs::directory_iterator();
+}
+
+// The model's directory is $PPC_FUZZ_MODEL_DIR (tools/fuzz.sh gives one in
+// its build tree: fork mode's children end without running atexit handlers,
+// and would leave a temporary directory each), else a temporary one.
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  if (const char *given = std::getenv("PPC_FUZZ_MODEL_DIR")) {
+    if (!isEmptyDirectory(given))
+      llvm::report_fatal_error("fuzz-onnx-import: PPC_FUZZ_MODEL_DIR '" + llvm::Twine(given) +
+                               "' is not an empty directory");
+    modelDirectory() = given;
+    return 0;
+  }
   llvm::SmallString<128> directory;
   if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("ppc-fuzz-onnx", directory))
     llvm::report_fatal_error("fuzz-onnx-import: cannot create a temporary directory: " +

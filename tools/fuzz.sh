@@ -44,11 +44,14 @@ build_targets() {
 # llvm-19). LLVM's BumpPtrAllocator poisons its slabs for ASan in the code
 # we instrument but not in libMLIR, which shares MLIRContext's allocators
 # with it, so MLIR's own allocations would read as use-after-poison: manual
-# poisoning is off.
+# poisoning is off. onnx-import reads its models "from" an empty directory
+# of the build tree.
 fuzzer() {
   local target="$1"
   shift
-  ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-/usr/lib/llvm-19/bin/llvm-symbolizer}" \
+  mkdir -p "$build/empty-model-dir"
+  PPC_FUZZ_MODEL_DIR="$build/empty-model-dir" \
+    ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-/usr/lib/llvm-19/bin/llvm-symbolizer}" \
     ASAN_OPTIONS="allow_user_poisoning=0:${ASAN_OPTIONS:-}" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}" \
     "$build/bin/fuzz-$target" -timeout=10 -rss_limit_mb=2048 \
