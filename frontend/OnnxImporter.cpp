@@ -30,20 +30,26 @@ static constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
 // OnnxModel
 //===----------------------------------------------------------------------===//
 
+/// An error about the model file `path`.
+static llvm::Error modelError(llvm::StringRef path, const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "file '" + printable(path) + "': " + message);
+}
+
 llvm::Expected<std::unique_ptr<OnnxModel>> OnnxModel::load(llvm::StringRef path) {
-  auto fail = [&](const llvm::Twine &message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "file '" + printable(path) +
-                                       "': " + message);
-  };
   auto buffer = readRegularFile(path);
   if (!buffer)
-    return fail(llvm::toString(buffer.takeError()));
-  if ((*buffer)->getBufferSize() > static_cast<size_t>(INT_MAX))
+    return modelError(path, llvm::toString(buffer.takeError()));
+  return parse((*buffer)->getBuffer(), path);
+}
+
+llvm::Expected<std::unique_ptr<OnnxModel>> OnnxModel::parse(llvm::StringRef bytes,
+                                                            llvm::StringRef path) {
+  auto fail = [&](const llvm::Twine &message) { return modelError(path, message); };
+  if (bytes.size() > static_cast<size_t>(INT_MAX))
     return fail("larger than 2 GiB; store the weights as ONNX external data");
   auto model = std::unique_ptr<OnnxModel>(new OnnxModel());
-  if (!model->proto_.ParseFromArray((*buffer)->getBufferStart(),
-                                    static_cast<int>((*buffer)->getBufferSize())))
+  if (!model->proto_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return fail("not a valid ONNX model (protobuf parsing failed)");
   if (!model->proto_.has_graph())
     return fail("the ONNX model has no graph");

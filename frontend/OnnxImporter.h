@@ -23,6 +23,11 @@ class OnnxModel {
 public:
   /// Reads and parses `path`; fails with a message naming the file.
   static llvm::Expected<std::unique_ptr<OnnxModel>> load(llvm::StringRef path);
+  /// Parses `bytes` as if they had been read from `path`, which names the
+  /// model in messages and whose directory anchors its external data (for
+  /// callers that hold the bytes already, such as the fuzz targets).
+  static llvm::Expected<std::unique_ptr<OnnxModel>> parse(llvm::StringRef bytes,
+                                                          llvm::StringRef path);
 
   const onnx::ModelProto &proto() const { return proto_; }
   llvm::StringRef path() const { return path_; }

@@ -186,8 +186,13 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(llvm::StringRef path) {
   auto buffer = ppc::readRegularFile(path);
   if (!buffer)
     return fileError(path, llvm::toString(buffer.takeError()));
+  return parse(std::move(*buffer), path);
+}
+
+llvm::Expected<SafetensorsFile> SafetensorsFile::parse(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                                       llvm::StringRef path) {
   SafetensorsFile file;
-  file.buffer = std::move(*buffer);
+  file.buffer = std::move(buffer);
   file.path = path.str();
 
   llvm::StringRef bytes = file.buffer->getBuffer();

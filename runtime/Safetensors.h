@@ -59,6 +59,10 @@ public:
   /// shape non-negative, and its data offsets span exactly its bytes within
   /// the file.
   static llvm::Expected<SafetensorsFile> open(llvm::StringRef path);
+  /// Checks `buffer` as open does the file's bytes; `path` names it in
+  /// errors.
+  static llvm::Expected<SafetensorsFile> parse(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                               llvm::StringRef path);
 
   /// The tensor `name`, or an error naming the file and the tensor.
   llvm::Expected<TensorView> lookup(llvm::StringRef name) const;

@@ -1,0 +1,4 @@
+func.func @layer_norm_scale_not_broadcastable(%x: tensor<2x16x64xf32>, %g: tensor<32xf32>) {
+  %0 = ppc.layer_norm %x, %g axis = 2 epsilon = 1.0e-5 : (tensor<2x16x64xf32>, tensor<32xf32>) -> tensor<2x16x64xf32>
+  return
+}

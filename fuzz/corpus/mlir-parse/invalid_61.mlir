@@ -1,0 +1,3 @@
+func.func @input_empty(%x: tensor<3xf32> {ppc.input = ""}) {
+  return
+}

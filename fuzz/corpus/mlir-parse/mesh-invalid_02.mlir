@@ -1,0 +1,1 @@
+ppc.mesh @mesh axes = ["dp", ""] shape = [2, 2]

@@ -1,0 +1,1 @@
+ppc.mesh @mesh axes = ["dp", "tp"] shape = [0, 2]

@@ -1,0 +1,2 @@
+ppc.mesh @mesh axes = ["dp", "tp"] shape = [2, 2]
+func.func private @axis_twice(tensor<4x4xf32> {ppc.sharding = #ppc.sharding<@mesh, [[tp], [dp, tp]]>})

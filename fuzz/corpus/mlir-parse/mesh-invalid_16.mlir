@@ -1,0 +1,5 @@
+ppc.mesh @mesh axes = ["dp", "tp"] shape = [2, 2]
+func.func @collective_unknown_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = ppc.all_reduce %x on @mesh["pp"] sum : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

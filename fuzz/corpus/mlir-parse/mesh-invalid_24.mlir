@@ -1,0 +1,5 @@
+ppc.mesh @mesh axes = ["pp", "dp", "tp"] shape = [1, 2, 4]
+func.func @all_gather_rank(%x: tensor<4x2xf32>) {
+  %0 = ppc.all_gather %x on @mesh["tp"] dim = 0 : tensor<4x2xf32> -> tensor<32xf32>
+  return
+}
