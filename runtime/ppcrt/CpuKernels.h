@@ -254,8 +254,12 @@ void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int
           out[i] = T(0);
         continue;
       }
-      if (t < 0 || t >= classes)
-        fail(node);
+      if (t < 0 || t >= classes) {
+        kernelFailed(node);
+        if (reduction == LossReduction::None)
+          out[i] = T(0);
+        continue;
+      }
       double w = weight ? double(weight[t]) : 1.0;
       double loss = -double(input[(n * classes + t) * inner + j]) * w;
       if (reduction == LossReduction::None)
@@ -344,18 +348,21 @@ void transpose2d(const T *in, T *out, int64_t batch, int64_t rows, int64_t cols)
 }
 
 /// Row `rows[i]` of data [outer, n, inner] to row i of out [outer, numRows,
-/// inner]; negative indices count from the end.
+/// inner]; negative indices count from the end, and one outside [-n, n)
+/// gives a zero row and is recorded (kernelFailed).
 template <typename T>
 void gather(const T *data, const int64_t *indices, T *out, int64_t outer, int64_t n,
             int64_t inner, int64_t numRows, const char *node) {
-  for (int64_t i = 0; i < numRows; ++i)
-    if (indices[i] < -n || indices[i] >= n)
-      fail(node);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < numRows; ++i) {
+      T *to = out + (o * numRows + i) * inner;
+      if (indices[i] < -n || indices[i] >= n) {
+        kernelFailed(node);
+        std::memset(to, 0, inner * sizeof(T));
+        continue;
+      }
       int64_t row = indices[i] < 0 ? indices[i] + n : indices[i];
-      std::memcpy(out + (o * numRows + i) * inner, data + (o * n + row) * inner,
-                  inner * sizeof(T));
+      std::memcpy(to, data + (o * n + row) * inner, inner * sizeof(T));
     }
 }
 
@@ -364,12 +371,13 @@ void gather(const T *data, const int64_t *indices, T *out, int64_t outer, int64_
 template <typename T>
 void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer, int64_t n,
                 int64_t inner, int64_t numRows, const char *node) {
-  for (int64_t i = 0; i < numRows; ++i)
-    if (indices[i] < -n || indices[i] >= n)
-      fail(node);
   std::memset(out, 0, outer * n * inner * sizeof(T));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < numRows; ++i) {
+      if (indices[i] < -n || indices[i] >= n) {
+        kernelFailed(node);
+        continue;
+      }
       int64_t row = indices[i] < 0 ? indices[i] + n : indices[i];
       const T *from = updates + (o * numRows + i) * inner;
       T *to = out + (o * n + row) * inner;

@@ -30,6 +30,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cassert>
 #include <chrono>
 #include <csignal>
 #include <climits>
@@ -72,18 +73,6 @@ bool isStateKey(llvm::StringRef key) {
 }
 
 std::string formatError(llvm::Error error) { return llvm::toString(std::move(error)); }
-
-/// Ends every rank with a one-line error; `print` says whether this one
-/// reports it (rank 0, or the rank that found it alone).
-[[noreturn]] void die(const std::string &message, bool print = true) {
-  if (print) {
-    // Messages hold tensor keys, which hold the model's names.
-    llvm::errs() << "error: " << ppc::printable(message) << "\n";
-    llvm::errs().flush();
-  }
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::exit(1);
-}
 
 /// Ends every rank on an error each found alike (flags, data, checkpoint
 /// index): rank 0 reports it, and every rank leaves MPI cleanly.
@@ -217,8 +206,35 @@ struct Trainer {
     return llvm::Error::success();
   }
 
-  /// Runs step `step` on `arena`.
-  void step(int64_t step, char *arena, const ppc::TokenData &tokens) {
+  /// Which token input `key` is (0: inputs, 1: labels), -1 for none.
+  int tokenInput(llvm::StringRef key) const {
+    for (int k = 0; k < program.numTokenInputs; ++k)
+      if (key == program.tokenInputs[k])
+        return k;
+    return -1;
+  }
+
+  /// An error naming the first argument of this rank's program that the
+  /// runtime cannot feed (an executable built by another ppc), else empty.
+  std::string unfedInput() const {
+    for (int i = 0; i < rp.numArgs; ++i) {
+      const TensorInfo &t = rp.args[i];
+      llvm::StringRef key = t.key;
+      bool fed = key == "step" || isState(t) ||
+                 (key.starts_with("hyper:") && hypers.count(key.drop_front(6).str())) ||
+                 tokenInput(key) >= 0;
+      if (!fed)
+        return llvm::formatv("rank {0}: the program takes '{1}', which the runtime cannot "
+                             "feed (an executable of another ppc version?)",
+                             rank.worldRank(), t.key)
+            .str();
+    }
+    return {};
+  }
+
+  /// Runs step `step` on `arena`; returns the error a kernel of this rank
+  /// found (an index out of range), empty when none did.
+  std::string step(int64_t step, char *arena, const ppc::TokenData &tokens) {
     std::vector<int64_t> scratch, window;
     for (int i = 0; i < rp.numArgs; ++i) {
       const TensorInfo &t = rp.args[i];
@@ -240,12 +256,8 @@ struct Trainer {
       }
       // Token windows: inputs for the first token input, labels for the
       // second; this rank's rows are its block of the global batch.
-      int which = -1;
-      for (int k = 0; k < program.numTokenInputs; ++k)
-        if (key == program.tokenInputs[k])
-          which = k;
-      if (which < 0)
-        die(std::string("the program takes '") + t.key + "', which the runtime cannot feed");
+      int which = tokenInput(key);
+      assert(which >= 0 && "unfedInput checked every argument");
       int64_t rows = t.shape[0], seq = t.shape[1];
       int64_t first = blockIndex(program, coordinates, t.sharding[0]) * rows;
       scratch.resize(2 * seq);
@@ -260,9 +272,11 @@ struct Trainer {
     }
     rp.run(rank, arena);
     rank.endStep();
-    if (program.kernelError)
-      if (const char *error = program.kernelError())
-        fail(error);
+    // CUDA kernels flag their errors on the device, CPU kernels in the
+    // runtime (kernelFailed); both are taken once the step has ended.
+    const char *error = program.kernelError ? program.kernelError() : takeKernelError();
+    if (error)
+      return error;
     for (int i = 0; i < rp.numResults; ++i) {
       const TensorInfo &t = rp.results[i];
       const char *slot = arena + t.offset;
@@ -281,6 +295,7 @@ struct Trainer {
       }
       device.copy(held[t.key], slot, bytesOf(t));
     }
+    return {};
   }
 
   /// Writes this rank's state into the staging directory of `steps`.
@@ -958,8 +973,7 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   int cores = int(std::thread::hardware_concurrency());
   int perRank = threads > 0 ? int(threads) : std::max(1, cores / localRanks);
   std::string started = device.start(localRank, localRanks, perRank);
-  if (!started.empty())
-    die(started);
+  stopIfAny(started, worldRank);
 
   auto tokens = ppc::TokenData::open(data, program.dataDtype);
   if (!tokens)
@@ -975,6 +989,7 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   auto trainerOwner = std::make_unique<Trainer>(program, device, rank, rp);
   Trainer &trainer = *trainerOwner;
   trainer.hypers = hypers;
+  stopIfAny(trainer.unfedInput(), worldRank);
 
   int logRank = logRankOf(program);
   bool logs = worldRank == logRank;
@@ -1018,7 +1033,15 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   int64_t tokensPerStep = program.globalBatch * program.seqLen;
   for (int64_t s = start; s < steps; ++s) {
     auto begin = std::chrono::steady_clock::now();
-    trainer.step(s, arena, *tokens);
+    std::string kernelError = trainer.step(s, arena, *tokens);
+    // An error a kernel found on some ranks (a token id outside the
+    // vocabulary, say) ends every rank cleanly, before anything of the step
+    // is reported or saved.
+    if (!kernelError.empty())
+      kernelError = llvm::formatv("step {0} (rank {1}): {2}", s + 1, worldRank,
+                                  kernelError)
+                        .str();
+    stopIfAny(kernelError, worldRank);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     Stop stop;

@@ -4,6 +4,7 @@
 #include "runtime/Printable.h"
 #include "runtime/ppcrt/Blocks.h"
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -280,7 +281,18 @@ void MpiRank::endStep() {
   pending.clear();
 }
 
-[[noreturn]] void fail(const char *message) {
+namespace {
+std::atomic<const char *> firstKernelError{nullptr};
+} // namespace
+
+void kernelFailed(const char *message) {
+  const char *none = nullptr;
+  firstKernelError.compare_exchange_strong(none, message);
+}
+
+const char *takeKernelError() { return firstKernelError.exchange(nullptr); }
+
+[[noreturn]] void fatal(const char *message) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   std::fprintf(stderr, "error: rank %d: %s\n", rank, ppc::printable(message).c_str());

@@ -68,9 +68,20 @@ public:
   virtual void endStep() = 0;
 };
 
-/// Reports an error of the running program (a gather index out of range,
-/// ...) on stderr, naming this rank, and aborts every rank.
-[[noreturn]] void fail(const char *message);
+/// Records an error of the running program's CPU kernels (a gather index
+/// out of range, ...): the first one of the step is kept, the kernel goes on
+/// with a defined result (a zero row, a skipped target), and the runtime
+/// stops every rank cleanly at the step's end, as the CUDA kernels' error
+/// flag does. Safe from any thread.
+void kernelFailed(const char *message);
+/// The error recorded since the last call (nullptr when none), cleared.
+const char *takeKernelError();
+
+/// Ends the job on an unrecoverable error of this rank (a CUDA, cuBLAS or
+/// NCCL call failed): prints it, naming the rank, and aborts every rank with
+/// MPI_Abort, since peers may wait inside a collective that can no longer
+/// complete (Open MPI adds its abort banner after the line).
+[[noreturn]] void fatal(const char *message);
 
 } // namespace ppcrt
 

@@ -30,7 +30,8 @@ computes in f64) stops alike. A data file truncated while a run maps it stops
 the run with an error naming it, not a bus error. A finite loss whose gradients overflow (initial
 weights with ln_f scaled by 1e25) also names the first state tensor (in key
 order, over all ranks) the step left non-finite. A checkpoint or --export that cannot be
-written is one error line, without Open MPI's abort banner.
+written is one error line, without Open MPI's abort banner, and so is a
+token id outside the vocabulary that one rank alone reads mid-run.
 """
 import argparse
 import concurrent.futures
@@ -187,6 +188,35 @@ def unwritable(exe, tmp):
         assert "Not a directory" in errors[0] and "MPI_ABORT" not in result.stderr, result.stderr
 
 
+def bad_token(ppc, tmp):
+    """A token id outside the vocabulary, read by rank 1 alone at step 3: the
+    CPU gather records it and the step ends on every rank through one
+    collective, with one error line naming the step, the rank and the node,
+    and no MPI_Abort banner."""
+    model = os.path.join(tmp, "gpt128.onnx")
+    ppc_models.export("gpt", dict(CFG, vocab=128), model, constant_folding=False)
+    exe = os.path.join(tmp, "train128")
+    subprocess.run([ppc, "compile", model, "--mesh", "2", "--target", "cpu", "--data-dtype",
+                    "u8", "--batch", "8", "--micro-batches", "2", "-o", exe],
+                   check=True, capture_output=True)
+    # Step s (from 0), sample b starts at token (s*8 + b) * seq; rank 1 holds
+    # samples 4..7, so at step 3 tokens 320..384 are its alone.
+    data = bytearray((i * 7) % 128 for i in range(4096))
+    data[340] = 200
+    path = os.path.join(tmp, "tokens-bad.bin")
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    result = subprocess.run(MPIRUN + [exe, "--data", path, "--steps", "5",
+                                      "--threads-per-rank", "1"],
+                            capture_output=True, text=True, timeout=120)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    print(f"token 200 of a 128-token vocabulary: exit {result.returncode}, {errors}")
+    assert result.returncode != 0 and len(errors) == 1, result.stderr
+    assert re.fullmatch(r"error: step 3 \(rank 1\): node '[^']+' \(gather\): an index is out "
+                        r"of range", errors[0]), errors
+    assert "MPI_ABORT" not in result.stderr and "step 3/5" not in result.stderr, result.stderr
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ppc", required=True)
@@ -329,6 +359,7 @@ def main():
 
         diverge(args.ppc, exe, model, tmp)
         unwritable(exe, tmp)
+        bad_token(args.ppc, tmp)
         shrinking_data(exe, tmp)
     print("OK")
 

@@ -24,7 +24,7 @@ void check(cudaError_t status, const char *what) {
   if (status == cudaSuccess)
     return;
   std::string message = std::string("CUDA: ") + cudaGetErrorString(status) + " in " + what;
-  fail(message.c_str());
+  fatal(message.c_str());
 }
 
 void upload(void *device, const void *host, size_t bytes) {

@@ -27,7 +27,7 @@ void checkBlas(cublasStatus_t status, const char *what, const char *node) {
     return;
   std::string message = std::string("cuBLASLt: ") + cublasLtGetStatusString(status) + " in " +
                         what + " for node '" + node + "'";
-  fail(message.c_str());
+  fatal(message.c_str());
 }
 
 cudaDataType_t dataType(GemmType type) {
@@ -143,7 +143,7 @@ struct Gemms {
     if (found == 0) {
       std::string message = std::string("cuBLASLt has no algorithm for the GEMM of node '") +
                             node + "'";
-      fail(message.c_str());
+      fatal(message.c_str());
     }
     p.algo = result.algo;
     return plans.emplace(key, p).first->second;

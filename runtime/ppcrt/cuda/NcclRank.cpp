@@ -38,7 +38,7 @@ static ncclRedOp_t ncclOp(Reduction reduction) {
   return reduction == Reduction::Sum ? ncclSum : ncclMax;
 }
 
-[[noreturn]] static void stop(const std::string &message) { fail(message.c_str()); }
+[[noreturn]] static void stop(const std::string &message) { fatal(message.c_str()); }
 
 void NcclRank::checkNccl(ncclResult_t result, ncclComm_t comm, const char *what) {
   if (result == ncclInProgress && comm) {
