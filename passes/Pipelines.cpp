@@ -47,6 +47,34 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
   pm.addPass(createCSEPass());
 }
 
+void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOptions &options) {
+  if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1)
+    return;
+  PlanShardingsOptions plan;
+  plan.dataParallel = options.dataParallel;
+  plan.tensorParallel = options.tensorParallel;
+  plan.pipelineParallel = options.pipelineParallel;
+  plan.tpShards = options.tpShards;
+  plan.memoryPerRank = options.memoryPerRank;
+  plan.sequenceParallel = options.sequenceParallel;
+  plan.zero = options.zero;
+  pm.addPass(createPlanShardings(plan));
+  PartitionOptions partition;
+  partition.dataParallel = options.dataParallel;
+  partition.tensorParallel = options.tensorParallel;
+  partition.pipelineParallel = options.pipelineParallel;
+  partition.sequenceParallel = options.sequenceParallel;
+  pm.addPass(createPartition(partition));
+  if (options.pipelineParallel > 1) {
+    PipelineOptions pipeline;
+    pipeline.scheduleName = options.schedule;
+    pipeline.virtualStages = options.virtualStages;
+    pipeline.memoryPerRank = options.memoryPerRank;
+    pm.addPass(createPipeline(pipeline));
+  }
+  pm.addNestedPass<func::FuncOp>(createBucketAllReduces());
+}
+
 void registerPpcPassesAndPipelines() {
   registerPpcPasses();
   registerCanonicalizerPass();
@@ -58,6 +86,10 @@ void registerPpcPassesAndPipelines() {
       "ppc-training-pipeline",
       "@forward to @train_step (as ppc simulate and ppc compile run it)",
       buildTrainingPipeline);
+  PassPipelineRegistration<ParallelizePipelineOptions>(
+      "ppc-parallelize-pipeline",
+      "@train_step split over the mesh (as ppc simulate and ppc compile run it)",
+      buildParallelizePipeline);
 }
 
 llvm::SmallVector<func::FuncOp> trainingPrograms(ModuleOp module) {

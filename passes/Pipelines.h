@@ -72,6 +72,43 @@ struct TrainingPipelineOptions
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const TrainingPipelineOptions &options);
 
+struct ParallelizePipelineOptions
+    : public mlir::PassPipelineOptions<ParallelizePipelineOptions> {
+  Option<int64_t> dataParallel{*this, "dp", llvm::cl::desc("data-parallel ranks"),
+                               llvm::cl::init(1)};
+  Option<int64_t> tensorParallel{*this, "tp", llvm::cl::desc("tensor-parallel ranks"),
+                                 llvm::cl::init(1)};
+  Option<int64_t> pipelineParallel{*this, "pp", llvm::cl::desc("pipeline-parallel ranks"),
+                                   llvm::cl::init(1)};
+  ListOption<std::string> tpShards{
+      *this, "tp-shard",
+      llvm::cl::desc("pinned parameter layouts, NAME:DIM or NAME:DIM:BLOCKS (--shard)")};
+  Option<double> memoryPerRank{*this, "memory-per-rank",
+                               llvm::cl::desc("device memory of one rank in bytes"),
+                               llvm::cl::init(80e9)};
+  Option<bool> sequenceParallel{*this, "sequence-parallel",
+                                llvm::cl::desc("reduce-scatter tp partial sums along the "
+                                               "sequence dimension"),
+                                llvm::cl::init(false)};
+  Option<int64_t> zero{*this, "zero",
+                       llvm::cl::desc("ZeRO stage 0-3 (-1: the lowest that fits)"),
+                       llvm::cl::init(-1)};
+  Option<std::string> schedule{*this, "schedule",
+                               llvm::cl::desc("gpipe, 1f1b or interleaved"),
+                               llvm::cl::init("1f1b")};
+  Option<int64_t> virtualStages{*this, "virtual-stages",
+                                llvm::cl::desc("virtual stages per pipeline rank (0: the "
+                                               "schedule's default)"),
+                                llvm::cl::init(0)};
+};
+
+/// Splits @train_step over the mesh dp x tp x pp: plans every tensor's
+/// layout, partitions into the per-rank SPMD program, cuts it into pipeline
+/// stages when pp > 1, and buckets the gradient all-reduces. Adds nothing on
+/// a mesh of one rank.
+void buildParallelizePipeline(mlir::OpPassManager &pm,
+                              const ParallelizePipelineOptions &options);
+
 /// The value `options` give the hyper-parameter argument `name` of the
 /// training step ("lr", "min_lr", "beta1", "beta2", "eps", "momentum",
 /// "weight_decay", "grad_clip"; BuildTrainStep's `ppc.hyper`).

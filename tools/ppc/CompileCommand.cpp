@@ -173,11 +173,11 @@ int runCompileCommand(int argc, char **argv) {
     const MemoryPlan &plan = layout.memory;
     printMemoryTable(plan, program.getSymName(), llvm::errs());
     // The planner chose by an estimate; the plan is exact.
-    if (plan.peakBytes > setup.memoryPerRank)
+    if (plan.peakBytes > setup.parallelize.memoryPerRank)
       llvm::errs() << llvm::formatv("warning: @{0} needs {1} bytes per rank, more than "
                                     "--memory-per-rank {2:F0}\n",
                                     program.getSymName(), plan.peakBytes,
-                                    setup.memoryPerRank);
+                                    setup.parallelize.memoryPerRank);
     llvm::errs() << llvm::formatv("compiled @{0}: {1} ops per rank\n", program.getSymName(),
                                   ops);
   }

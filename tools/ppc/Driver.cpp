@@ -112,23 +112,39 @@ PipelineFlags::PipelineFlags(llvm::cl::OptionCategory &category)
 }
 
 namespace {
-/// Writes the module to DIR/NN_<name>.mlir before the pipeline and after
-/// every pass.
+/// What --dump-ir has written to one directory in this process: a command
+/// runs several pipelines (import, then training and parallelize), whose
+/// dumps are numbered on, and whose passes pipeline.txt lists together.
+struct DumpSession {
+  int counter = 0;
+  std::string passes;
+};
+
+DumpSession &dumpSession(llvm::StringRef dir) {
+  static llvm::StringMap<DumpSession> sessions;
+  return sessions[dir];
+}
+
+/// Writes the module to DIR/NN_<name>.mlir after every pass.
 class DumpIRInstrumentation : public PassInstrumentation {
 public:
   DumpIRInstrumentation(std::string dir, ModuleOp module)
-      : dir(std::move(dir)), module(module) {}
+      : dir(std::move(dir)), module(module), session(dumpSession(this->dir)) {}
 
   void dump(llvm::StringRef name) {
     llvm::SmallString<256> path(dir);
-    llvm::sys::path::append(path, llvm::formatv("{0:02}_{1}.mlir", counter++, name).str());
+    llvm::sys::path::append(path,
+                            llvm::formatv("{0:02}_{1}.mlir", session.counter++, name).str());
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
     if (ec) {
       reportWarning("cannot write '" + path + "': " + ec.message());
       return;
     }
-    module->print(os, OpPrintingFlags().enableDebugInfo(false));
+    // The first file is what ppc-opt replays the pipeline on: it keeps the
+    // locations (the ONNX node names), which passes name values by.
+    module->print(os, OpPrintingFlags().enableDebugInfo(session.counter == 1));
+    os << "\n";
   }
 
   void runAfterPass(Pass *pass, Operation *) override {
@@ -140,14 +156,14 @@ public:
 private:
   std::string dir;
   ModuleOp module;
-  int counter = 0;
+  DumpSession &session;
 };
 } // namespace
 
 LogicalResult runPipeline(ModuleOp module,
                           const std::function<void(OpPassManager &)> &build,
                           llvm::StringRef dumpDir) {
-  PassManager pm(module->getContext());
+  PassManager pm(module->getContext(), ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
   build(pm);
@@ -156,10 +172,32 @@ LogicalResult runPipeline(ModuleOp module,
       reportError("--dump-ir: cannot create '" + dumpDir + "': " + ec.message());
       return failure();
     }
+    // The passes so far, as ppc-opt's --pass-pipeline takes them: ppc-opt
+    // DIR/00_import.mlir --pass-pipeline="$(cat DIR/pipeline.txt)" prints
+    // the last file's IR.
+    DumpSession &session = dumpSession(dumpDir);
+    std::string passes;
+    llvm::raw_string_ostream text(passes);
+    pm.printAsTextualPipeline(text);
+    // "builtin.module(P)": P, to join with the other pipelines' passes.
+    llvm::StringRef inner(passes);
+    if (inner.consume_front(ModuleOp::getOperationName()) && inner.consume_front("(") &&
+        inner.consume_back(")"))
+      passes = inner.str();
+    session.passes += (session.passes.empty() || passes.empty() ? "" : ",") + passes;
+    llvm::SmallString<256> path(dumpDir);
+    llvm::sys::path::append(path, "pipeline.txt");
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      reportWarning("cannot write '" + path + "': " + ec.message());
+    else
+      os << "builtin.module(" << session.passes << ")\n";
     // Dumps come in pass order only when passes run one at a time.
     module->getContext()->disableMultithreading();
     auto dumper = std::make_unique<DumpIRInstrumentation>(dumpDir.str(), module);
-    dumper->dump("import");
+    if (session.counter == 0)
+      dumper->dump("import");
     pm.addInstrumentation(std::move(dumper));
   }
   return pm.run(module);

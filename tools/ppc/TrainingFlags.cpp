@@ -274,15 +274,20 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
   p.microBatches = microBatches.getValue();
   p.precision = precision.getValue();
   p.dataParallel = setup.mesh.dp;
-  setup.shards.assign(shards.begin(), shards.end());
-  setup.sequenceParallel = sequenceParallel;
-  setup.zero = zero.empty() ? -1 : std::stoi(zero);
-  setup.schedule = schedule.getValue();
-  setup.virtualStages = virtualStages.getValue();
-  if (setup.virtualStages < 0 || (setup.virtualStages > 1 && schedule != "interleaved"))
+  ParallelizePipelineOptions &q = setup.parallelize;
+  q.dataParallel = setup.mesh.dp;
+  q.tensorParallel = setup.mesh.tp;
+  q.pipelineParallel = setup.mesh.pp;
+  std::vector<std::string> pinned(shards.begin(), shards.end());
+  q.tpShards = llvm::ArrayRef<std::string>(pinned);
+  q.sequenceParallel = sequenceParallel.getValue();
+  q.zero = zero.empty() ? -1 : std::stoi(zero);
+  q.schedule = schedule.getValue();
+  q.virtualStages = virtualStages.getValue();
+  if (virtualStages < 0 || (virtualStages > 1 && schedule != "interleaved"))
     return failure(reportError(llvm::formatv(
         "--virtual-stages {0}: more than one virtual stage per rank needs "
-        "--schedule interleaved", setup.virtualStages)));
+        "--schedule interleaved", virtualStages.getValue())));
 
   if (!memoryPerRank.empty()) {
     llvm::StringRef text = llvm::StringRef(memoryPerRank).trim();
@@ -295,11 +300,11 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
     if (text.getAsDouble(bytes) || bytes <= 0)
       return failure(reportError("--memory-per-rank '" + memoryPerRank +
                                  "': expected a positive number of bytes (e.g. 80e9, 512M)"));
-    setup.memoryPerRank = bytes * scale;
+    q.memoryPerRank = bytes * scale;
   }
-  if (!setup.shards.empty() && setup.mesh.tp == 1)
+  if (!shards.empty() && setup.mesh.tp == 1)
     return failure(reportError("--shard needs a tensor-parallel axis (--mesh AxB with B > 1)"));
-  if (setup.sequenceParallel && setup.mesh.tp == 1)
+  if (sequenceParallel && setup.mesh.tp == 1)
     return failure(
         reportError("--sequence-parallel needs a tensor-parallel axis (--mesh AxB with B > 1)"));
   return success();
@@ -307,31 +312,7 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
 
 void TrainingFlags::buildPipeline(OpPassManager &pm, const Setup &setup) {
   buildTrainingPipeline(pm, setup.pipeline);
-  if (setup.mesh.size() > 1) {
-    PlanShardingsOptions plan;
-    plan.dataParallel = setup.mesh.dp;
-    plan.tensorParallel = setup.mesh.tp;
-    plan.tpShards = setup.shards;
-    plan.memoryPerRank = setup.memoryPerRank;
-    plan.sequenceParallel = setup.sequenceParallel;
-    plan.zero = setup.zero;
-    plan.pipelineParallel = setup.mesh.pp;
-    pm.addPass(createPlanShardings(plan));
-    PartitionOptions partition;
-    partition.dataParallel = setup.mesh.dp;
-    partition.tensorParallel = setup.mesh.tp;
-    partition.pipelineParallel = setup.mesh.pp;
-    partition.sequenceParallel = setup.sequenceParallel;
-    pm.addPass(createPartition(partition));
-    if (setup.mesh.pp > 1) {
-      PipelineOptions pipeline;
-      pipeline.scheduleName = setup.schedule;
-      pipeline.virtualStages = setup.virtualStages;
-      pipeline.memoryPerRank = setup.memoryPerRank;
-      pm.addPass(createPipeline(pipeline));
-    }
-    pm.addNestedPass<func::FuncOp>(createBucketAllReduces());
-  }
+  buildParallelizePipeline(pm, setup.parallelize);
 }
 
 } // namespace ppc

@@ -26,15 +26,10 @@ struct TrainingFlags {
   struct Setup {
     Mesh mesh;
     int64_t globalBatch = 0, seqLen = 0;
+    /// @forward to @train_step (loss, gradients, optimizer).
     TrainingPipelineOptions pipeline;
-    std::vector<std::string> shards;
-    double memoryPerRank = 80e9;
-    bool sequenceParallel = false;
-    /// The ZeRO stage (--zero), or -1 for the planner to choose.
-    int64_t zero = -1;
-    std::string schedule = "1f1b";
-    /// Virtual stages per pipeline rank (0: the schedule's default).
-    int64_t virtualStages = 0;
+    /// @train_step over the mesh (plan, partition, pipeline stages).
+    ParallelizePipelineOptions parallelize;
   };
 
   /// Checks the flags against each other and against `model`'s token
@@ -45,8 +40,9 @@ struct TrainingFlags {
   mlir::LogicalResult setUp(OnnxModel &model, ImportOptions &options,
                             int64_t scheduleSteps, Setup &setup);
 
-  /// The training pipeline, then partitioning when the mesh has more than one
-  /// rank.
+  /// The training pipeline, then the parallelize pipeline (nothing on one
+  /// rank): what `ppc-opt` runs as ppc-training-pipeline and
+  /// ppc-parallelize-pipeline.
   static void buildPipeline(mlir::OpPassManager &pm, const Setup &setup);
 
   llvm::cl::opt<std::string> mesh;
