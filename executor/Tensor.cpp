@@ -18,29 +18,6 @@ bool isFloat(DType dtype) {
          dtype == DType::F64;
 }
 
-int64_t byteWidth(DType dtype) {
-  switch (dtype) {
-  case DType::I1:
-  case DType::I8:
-  case DType::U8:
-    return 1;
-  case DType::F16:
-  case DType::BF16:
-  case DType::I16:
-  case DType::U16:
-    return 2;
-  case DType::F32:
-  case DType::I32:
-  case DType::U32:
-    return 4;
-  case DType::F64:
-  case DType::I64:
-  case DType::U64:
-    return 8;
-  }
-  return 0;
-}
-
 llvm::StringRef dtypeName(DType dtype) {
   static const char *names[] = {"f16", "bf16", "f32", "f64", "i1",  "i8", "i16",
                                 "i32", "i64",  "u8",  "u16", "u32", "u64"};

@@ -11,6 +11,7 @@
 #define PPC_EXECUTOR_TENSOR_H
 
 #include "ir/ShapeRules.h"
+#include "runtime/ppcrt/DType.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -21,11 +22,13 @@
 
 namespace ppc {
 
-enum class DType : uint8_t { F16, BF16, F32, F64, I1, I8, I16, I32, I64, U8, U16, U32, U64 };
+/// The project's one element-type enum (runtime/ppcrt/DType.h).
+using DType = ppcrt::DType;
 
 bool isFloat(DType dtype);
-/// Bytes per element in the ONNX/numpy representation (1 for I1).
-int64_t byteWidth(DType dtype);
+/// Bytes per element in the ONNX/numpy representation (1 for I1), as an
+/// int64_t: ppcrt::dtypeBytes.
+inline int64_t byteWidth(DType dtype) { return int64_t(ppcrt::dtypeBytes(dtype)); }
 llvm::StringRef dtypeName(DType dtype);
 mlir::FailureOr<DType> dtypeOf(mlir::Type elementType);
 mlir::Type mlirType(DType dtype, mlir::MLIRContext *context);

@@ -81,7 +81,7 @@ llvm::json::Object blockToJson(DType dtype, const BlockLayout &layout) {
   llvm::json::Array sharding;
   for (const std::string &axes : layout.sharding)
     sharding.push_back(axes);
-  return llvm::json::Object{{"dtype", dtypeName(dtype)},
+  return llvm::json::Object{{"dtype", safetensorsName(dtype)},
                             {"shape", integers(layout.globalShape)},
                             {"sharding", std::move(sharding)},
                             {"blocks", integers(layout.blocks)}};
@@ -278,7 +278,7 @@ llvm::Expected<GlobalTensor> CheckpointReader::read(llvm::StringRef key) {
         return llvm::createStringError("checkpoint shard '" +
                                        join(layout.path, layout.files[size_t(block->rank)]) +
                                        "': tensor '" + key + "' is not the " +
-                                       dtypeName(block->dtype) + " block the index says");
+                                       safetensorsName(block->dtype) + " block the index says");
       const char *from = static_cast<const char *>(local->data);
       char *to = global.data.data();
       forEachBlockRun(layout.mesh, block->layout, layout.mesh.coordinates(block->rank),

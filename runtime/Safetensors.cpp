@@ -29,15 +29,11 @@ static llvm::Error fileError(llvm::StringRef path, const llvm::Twine &message) {
 /// passes ppc's limit on one tensor.
 static llvm::Expected<int64_t> tensorBytes(DType dtype,
                                            llvm::ArrayRef<int64_t> shape) {
-  return ppc::checkedTensorBytes(shape, dtypeBytes(dtype), dtypeName(dtype));
+  return ppc::checkedTensorBytes(shape, dtypeBytes(dtype), safetensorsName(dtype));
 }
 
 std::optional<DType> parseDType(llvm::StringRef name) {
-  for (DType dtype : {DType::F32, DType::F64, DType::BF16, DType::F16,
-                      DType::I64, DType::I32, DType::I8, DType::U8, DType::I1})
-    if (name == dtypeName(dtype))
-      return dtype;
-  return std::nullopt;
+  return dtypeFromSafetensorsName(std::string_view(name.data(), name.size()));
 }
 
 /// Flushes `os`, then fsyncs and closes its file `fd`; the first failure wins.
@@ -86,7 +82,7 @@ writeSafetensors(llvm::StringRef path, llvm::ArrayRef<TensorView> tensors,
       });
     for (size_t i = 0; i < tensors.size(); ++i)
       json.attributeObject(tensors[i].name, [&] {
-        json.attribute("dtype", dtypeName(tensors[i].dtype));
+        json.attribute("dtype", safetensorsName(tensors[i].dtype));
         json.attributeArray("shape", [&] {
           for (int64_t dim : tensors[i].shape)
             json.value(dim);

@@ -31,7 +31,7 @@
 
 namespace ppcrt {
 
-/// The element type spelled `name` ("F32", "BF16", ...: dtypeName's
+/// The element type spelled `name` ("F32", "BF16", ...: safetensorsName's
 /// spelling), if it is one.
 std::optional<DType> parseDType(llvm::StringRef name);
 

@@ -378,9 +378,9 @@ struct Trainer {
         return llvm::createStringError(
             llvm::formatv("checkpoint '{0}': tensor '{1}' is {2} {3:$[x]}, where this program "
                           "has {4} {5:$[x]}",
-                          checkpoint, t.key, dtypeName(global->dtype),
+                          checkpoint, t.key, safetensorsName(global->dtype),
                           llvm::make_range(global->shape.begin(), global->shape.end()),
-                          dtypeName(t.dtype),
+                          safetensorsName(t.dtype),
                           llvm::make_range(layout.globalShape.begin(), layout.globalShape.end()))
                 .str());
       std::vector<char> local = takeBlock(*global, mesh, layout, coordinates);

@@ -39,8 +39,25 @@ static MPI_Datatype mpiType(DType dtype) {
   case DType::U8:
   case DType::I1:
     return MPI_UINT8_T;
+  case DType::I16:
+    return MPI_INT16_T;
+  case DType::U16:
+    return MPI_UINT16_T;
+  case DType::U32:
+    return MPI_UINT32_T;
+  case DType::U64:
+    return MPI_UINT64_T;
   }
   return MPI_BYTE;
+}
+
+/// MPI has no 16-bit float type: mpiType moves their bits as integers,
+/// which a reduction would add as integers, so it is refused.
+static void checkReducible(DType dtype, const char *what) {
+  if (dtype == DType::BF16 || dtype == DType::F16)
+    fatal((std::string(what) + ": a reduction of " + safetensorsName(dtype) +
+           " values, which the MPI runtime cannot do")
+              .c_str());
 }
 
 static MPI_Op mpiOp(Reduction reduction) {
@@ -140,6 +157,7 @@ void MpiRank::watch() {
 
 Ticket MpiRank::allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
                         Reduction reduction, const char *what) {
+  checkReducible(dtype, what);
   enter(what);
   MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, int(count), mpiType(dtype),
                 mpiOp(reduction), groups[g].comm);
@@ -172,6 +190,7 @@ Ticket MpiRank::allGather(int g, DType dtype, const void *in, void *out, int64_t
 
 Ticket MpiRank::reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
                             int64_t inner, Reduction reduction, const char *what) {
+  checkReducible(dtype, what);
   int64_t size = groups[g].size, bytes = int64_t(dtypeBytes(dtype));
   const void *send = in;
   if (outer != 1) {

@@ -12,18 +12,12 @@
 #ifndef PPC_RUNTIME_PPCRT_PROGRAM_H
 #define PPC_RUNTIME_PPCRT_PROGRAM_H
 
+#include "runtime/ppcrt/DType.h"
+
 #include <cstddef>
 #include <cstdint>
 
 namespace ppcrt {
-
-/// Element types of program tensors. I1 is one byte (0 or 1).
-enum class DType : uint8_t { F32, F64, BF16, F16, I64, I32, I8, U8, I1 };
-
-/// Bytes per element.
-size_t dtypeBytes(DType dtype);
-/// "F32", ... (the safetensors spelling).
-const char *dtypeName(DType dtype);
 
 /// The largest tensor rank a program tensor may have.
 constexpr int kMaxRank = 8;

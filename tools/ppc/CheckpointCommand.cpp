@@ -169,7 +169,7 @@ int inspect(int argc, char **argv) {
       elements *= d;
     if (llvm::StringRef(key).starts_with("param:"))
       parameters += elements;
-    os << "  " << printable(key) << "  " << ppcrt::dtypeName(first.dtype) << " "
+    os << "  " << printable(key) << "  " << ppcrt::safetensorsName(first.dtype) << " "
        << shapeText(first.layout.globalShape) << "  " << printable(splitText(first.layout)) << "  ("
        << blocks.size() << " rank" << (blocks.size() == 1 ? "" : "s") << ")\n";
   }

@@ -267,7 +267,7 @@ int runCompileCommand(int argc, char **argv) {
     storage.push_back(value->castTo(*dtype).toBytes());
     ppcrt::TensorView view;
     view.name = name;
-    view.dtype = *dtype == DType::F32 ? ppcrt::DType::F32 : ppcrt::DType::F64;
+    view.dtype = *dtype;
     view.shape.assign(value->shape().begin(), value->shape().end());
     view.data = storage.back().data();
     views.push_back(std::move(view));

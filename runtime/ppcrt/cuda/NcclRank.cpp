@@ -30,6 +30,13 @@ static ncclDataType_t ncclType(DType dtype) {
   case DType::U8:
   case DType::I1:
     return ncclUint8;
+  case DType::U32:
+    return ncclUint32;
+  case DType::U64:
+    return ncclUint64;
+  case DType::I16:
+  case DType::U16:
+    break;  // NCCL has no 16-bit integers; ppc's programs communicate none
   }
   return ncclUint8;
 }
