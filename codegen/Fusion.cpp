@@ -10,12 +10,7 @@ using namespace mlir;
 
 namespace ppc::codegen {
 
-bool isElementwise(Operation *op) {
-  return llvm::isa<CastOp, NegOp, AbsOp, SqrtOp, ReciprocalOp, ExpOp, LogOp, ErfOp, TanhOp,
-                   SigmoidOp, ReluOp, SinOp, CosOp, FloorOp, CeilOp, NotOp, AddOp, SubOp,
-                   MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp, GreaterOp, AndOp,
-                   OrOp, XorOp, WhereOp>(op);
-}
+bool isElementwise(Operation *op) { return llvm::isa<ElementwiseOpInterface>(op); }
 
 std::optional<Attribute> splatValue(Value value) {
   auto constant = value.getDefiningOp<ConstantOp>();
@@ -145,37 +140,8 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
 }
 
 llvm::StringRef scalarFunction(Operation *op) {
-  return llvm::TypeSwitch<Operation *, llvm::StringRef>(op)
-      .Case<NegOp>([](auto) { return "neg"; })
-      .Case<AbsOp>([](auto) { return "abs"; })
-      .Case<SqrtOp>([](auto) { return "sqrt"; })
-      .Case<ReciprocalOp>([](auto) { return "reciprocal"; })
-      .Case<ExpOp>([](auto) { return "exp"; })
-      .Case<LogOp>([](auto) { return "log"; })
-      .Case<ErfOp>([](auto) { return "erf"; })
-      .Case<TanhOp>([](auto) { return "tanh"; })
-      .Case<SigmoidOp>([](auto) { return "sigmoid"; })
-      .Case<ReluOp>([](auto) { return "relu"; })
-      .Case<SinOp>([](auto) { return "sin"; })
-      .Case<CosOp>([](auto) { return "cos"; })
-      .Case<FloorOp>([](auto) { return "floor"; })
-      .Case<CeilOp>([](auto) { return "ceil"; })
-      .Case<NotOp>([](auto) { return "logicalNot"; })
-      .Case<AddOp>([](auto) { return "add"; })
-      .Case<SubOp>([](auto) { return "sub"; })
-      .Case<MulOp>([](auto) { return "mul"; })
-      .Case<DivOp>([](auto) { return "div"; })
-      .Case<PowOp>([](auto) { return "pow"; })
-      .Case<MaxOp>([](auto) { return "max"; })
-      .Case<MinOp>([](auto) { return "min"; })
-      .Case<EqualOp>([](auto) { return "equal"; })
-      .Case<LessOp>([](auto) { return "less"; })
-      .Case<GreaterOp>([](auto) { return "greater"; })
-      .Case<AndOp>([](auto) { return "logicalAnd"; })
-      .Case<OrOp>([](auto) { return "logicalOr"; })
-      .Case<XorOp>([](auto) { return "logicalXor"; })
-      .Case<WhereOp>([](auto) { return "where"; })
-      .Default([](auto) { return ""; });
+  auto elementwise = llvm::dyn_cast<ElementwiseOpInterface>(op);
+  return elementwise ? elementwise.getScalarFunction() : "";
 }
 
 LoopNest collapse(ArrayRef<int64_t> shape, llvm::ArrayRef<Value> inputs,

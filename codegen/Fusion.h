@@ -22,7 +22,8 @@
 namespace ppc::codegen {
 
 /// Whether `op` computes each result element from the operand elements at
-/// the same (broadcast) position alone.
+/// the same (broadcast) position alone: the ops that declare
+/// ElementwiseOpInterface (ir/PpcInterfaces.td).
 bool isElementwise(mlir::Operation *op);
 
 /// A splat constant's value when `value` is one (inlined into kernels).
@@ -67,8 +68,9 @@ struct FusionPlan {
 /// of a group value used by nothing else ends that group.
 FusionPlan planFusion(mlir::func::FuncOp func, bool fuseReductions = true);
 
-/// The ppcrt/Scalar.h function computing an elementwise op ("add"), or ""
-/// for cast and ops without one.
+/// The ppcrt/Scalar.h function computing an elementwise op ("add"), as the
+/// op declares it (ElementwiseOpInterface), or "" for cast and ops that are
+/// not elementwise.
 llvm::StringRef scalarFunction(mlir::Operation *op);
 
 /// The loop nest of a group over `shape`: dimensions collapsed as far as

@@ -133,6 +133,8 @@ static LogicalResult checkAxis(Operation *op, int64_t axis, int64_t rank) {
 
 #include "ir/PpcEnums.cpp.inc"
 
+#include "ir/PpcInterfaces.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "ir/PpcOps.cpp.inc"
 

@@ -15,6 +15,7 @@
 #include "llvm/Support/Error.h"
 
 #include "ir/PpcEnums.h.inc"
+#include "ir/PpcInterfaces.h.inc"
 
 namespace ppc {
 /// The strings of a mesh axis list (an array of string attributes).

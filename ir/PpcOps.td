@@ -15,6 +15,7 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
+include "ir/PpcInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Constants and casts
@@ -38,7 +39,17 @@ def Ppc_ConstantOp : Ppc_Op<"constant",
   let hasFolder = 1;
 }
 
-def Ppc_CastOp : Ppc_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+/// Marks an op elementwise (Ppc_ElementwiseOpInterface) with its scalar
+/// function, `ppcrt::scalar::<fn>`.
+class Ppc_ScalarFunction<string fn> {
+  code scalarFunctionDecl = [{
+    /// ppcrt::scalar's function for one element (ElementwiseOpInterface).
+    static ::llvm::StringRef getScalarFunction() { return "}] # fn # [{"; }
+  }];
+}
+
+def Ppc_CastOp : Ppc_Op<"cast", [Pure, SameOperandsAndResultShape,
+                                 Ppc_ElementwiseOpInterface]>, Ppc_ScalarFunction<""> {
   let summary = "element type conversion";
   let description = [{
     Converts every element to the result's element type with ONNX `Cast`
@@ -53,14 +64,17 @@ def Ppc_CastOp : Ppc_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let arguments = (ins Ppc_Tensor:$input);
   let results = (outs Ppc_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let extraClassDeclaration = scalarFunctionDecl;
 }
 
 //===----------------------------------------------------------------------===//
 // Elementwise unary ops
 //===----------------------------------------------------------------------===//
 
-class Ppc_UnaryOp<string mnemonic, Type tensorType, string formula>
-    : Ppc_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+class Ppc_UnaryOp<string mnemonic, Type tensorType, string formula,
+                  string scalarFn = mnemonic>
+    : Ppc_Op<mnemonic, [Pure, SameOperandsAndResultType, Ppc_ElementwiseOpInterface]>,
+      Ppc_ScalarFunction<scalarFn> {
   let summary = "elementwise " # formula;
   let description = [{
     Computes `}] # formula # [{` for every element.
@@ -73,6 +87,7 @@ class Ppc_UnaryOp<string mnemonic, Type tensorType, string formula>
   let arguments = (ins tensorType:$input);
   let results = (outs tensorType:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let extraClassDeclaration = scalarFunctionDecl;
 }
 
 def Ppc_NegOp : Ppc_UnaryOp<"neg", Ppc_NumericTensor, "-x">;
@@ -89,15 +104,17 @@ def Ppc_SinOp : Ppc_UnaryOp<"sin", Ppc_FloatTensor, "sin(x)">;
 def Ppc_CosOp : Ppc_UnaryOp<"cos", Ppc_FloatTensor, "cos(x)">;
 def Ppc_FloorOp : Ppc_UnaryOp<"floor", Ppc_FloatTensor, "floor(x)">;
 def Ppc_CeilOp : Ppc_UnaryOp<"ceil", Ppc_FloatTensor, "ceil(x)">;
-def Ppc_NotOp : Ppc_UnaryOp<"not", Ppc_BoolTensor, "!x">;
+def Ppc_NotOp : Ppc_UnaryOp<"not", Ppc_BoolTensor, "!x", "logicalNot">;
 
 //===----------------------------------------------------------------------===//
 // Elementwise binary ops with numpy broadcasting
 //===----------------------------------------------------------------------===//
 
 class Ppc_BroadcastBinaryOp<string mnemonic, Type operandType, string formula,
-                            bit boolResult = 0>
-    : Ppc_Op<mnemonic, [Pure, SameOperandsElementType, InferTypeOpAdaptor]> {
+                            bit boolResult = 0, string scalarFn = mnemonic>
+    : Ppc_Op<mnemonic, [Pure, SameOperandsElementType, InferTypeOpAdaptor,
+                        Ppc_ElementwiseOpInterface]>,
+      Ppc_ScalarFunction<scalarFn> {
   let summary = "elementwise " # formula # " with broadcasting";
   let description = [{
     Computes `}] # formula # [{` elementwise after broadcasting both operands
@@ -115,6 +132,7 @@ class Ppc_BroadcastBinaryOp<string mnemonic, Type operandType, string formula,
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
+  let extraClassDeclaration = scalarFunctionDecl;
   let extraClassDefinition = [{
     ::mlir::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
@@ -137,12 +155,14 @@ def Ppc_MinOp : Ppc_BroadcastBinaryOp<"min", Ppc_NumericTensor, "min(x, y)">;
 def Ppc_EqualOp : Ppc_BroadcastBinaryOp<"equal", Ppc_Tensor, "x == y", 1>;
 def Ppc_LessOp : Ppc_BroadcastBinaryOp<"less", Ppc_NumericTensor, "x < y", 1>;
 def Ppc_GreaterOp : Ppc_BroadcastBinaryOp<"greater", Ppc_NumericTensor, "x > y", 1>;
-def Ppc_AndOp : Ppc_BroadcastBinaryOp<"and", Ppc_BoolTensor, "x && y", 1>;
-def Ppc_OrOp : Ppc_BroadcastBinaryOp<"or", Ppc_BoolTensor, "x || y", 1>;
-def Ppc_XorOp : Ppc_BroadcastBinaryOp<"xor", Ppc_BoolTensor, "x != y", 1>;
+def Ppc_AndOp : Ppc_BroadcastBinaryOp<"and", Ppc_BoolTensor, "x && y", 1, "logicalAnd">;
+def Ppc_OrOp : Ppc_BroadcastBinaryOp<"or", Ppc_BoolTensor, "x || y", 1, "logicalOr">;
+def Ppc_XorOp : Ppc_BroadcastBinaryOp<"xor", Ppc_BoolTensor, "x != y", 1, "logicalXor">;
 
 def Ppc_WhereOp : Ppc_Op<"where", [Pure, InferTypeOpAdaptor,
-                                   AllElementTypesMatch<["x", "y", "result"]>]> {
+                                   AllElementTypesMatch<["x", "y", "result"]>,
+                                   Ppc_ElementwiseOpInterface]>,
+                  Ppc_ScalarFunction<"where"> {
   let summary = "elementwise select with broadcasting";
   let description = [{
     `condition ? x : y` elementwise, the three operands broadcast together.
@@ -154,6 +174,7 @@ def Ppc_WhereOp : Ppc_Op<"where", [Pure, InferTypeOpAdaptor,
   }];
   let arguments = (ins Ppc_BoolTensor:$condition, Ppc_Tensor:$x, Ppc_Tensor:$y);
   let results = (outs Ppc_Tensor:$result);
+  let extraClassDeclaration = scalarFunctionDecl;
   let assemblyFormat = [{
     $condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)
   }];
