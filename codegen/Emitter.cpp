@@ -72,7 +72,7 @@ FailureOr<ProgramLayout> layOutProgram(func::FuncOp program,
   for (Operation &op : program.getBody().front())
     order[&op] = order.size();
   auto readsUntil = [&](Operation *op) -> Operation * {
-    if (!llvm::isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op))
+    if (!op->hasTrait<CommunicatesTrait>())
       return op;
     // The first op that uses the result (through views too, which the
     // holder map makes uses of the holder), where the program waits.
@@ -179,13 +179,15 @@ bool isView(Operation *op, const ProgramLayout &layout) {
   return layout.holders.count(op->getResult(0)) != 0;
 }
 
-/// 2mnk per batch of every GEMM (MFU's numerator).
-double gemmFlops(MatMulOp matmul) {
-  auto shape = shapeOf(matmul.getResult());
-  double flops = 2.0 * shapeOf(matmul.getLhs()).back();
-  for (int64_t size : shape)
-    flops *= size;
-  return flops;
+/// The FLOPs of a contraction (MFU's numerator), 0 for any other op.
+double gemmFlops(Operation *op) {
+  auto contraction = llvm::dyn_cast<ContractionOpInterface>(op);
+  if (!contraction)
+    return 0;
+  llvm::SmallVector<llvm::ArrayRef<int64_t>> shapes;
+  for (Value v : op->getOperands())
+    shapes.push_back(shapeOf(v));
+  return contraction.getFlops(shapes);
 }
 
 } // namespace
@@ -258,8 +260,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
     for (Operation &op : program.getBody().front()) {
       if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op))
         continue;
-      if (auto matmul = llvm::dyn_cast<MatMulOp>(op))
-        flops += gemmFlops(matmul);
+      flops += gemmFlops(&op);
       if (auto send = llvm::dyn_cast<SendOp>(op))
         channels.push_back(llvm::formatv("{{{0}, {1}, {2}}", quote(send.getAxis()), p,
                                          send.getPeer()));

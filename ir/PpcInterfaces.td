@@ -26,4 +26,20 @@ def Ppc_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
   ];
 }
 
+def Ppc_ContractionOpInterface : OpInterface<"ContractionOpInterface"> {
+  let cppNamespace = "::ppc";
+  let description = [{
+    An op whose work is multiply-adds, bound by compute rather than memory
+    (a GEMM): what the cost model prices by FLOPs, the MFU report counts,
+    and `--precision bf16` computes in bf16.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+      The FLOPs (two per multiply-add) of one run on operands of shapes
+      `operands`: the op's own, or one rank's local blocks of them; 0 when
+      it multiplies nothing (an einsum of one operand only sums).
+    }], "double", "getFlops", (ins "::llvm::ArrayRef<::llvm::ArrayRef<int64_t>>":$operands)>,
+  ];
+}
+
 #endif // PPC_INTERFACES_TD

@@ -181,6 +181,38 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
 // EinsumOp
 //===----------------------------------------------------------------------===//
 
+double MatMulOp::getFlops(llvm::ArrayRef<llvm::ArrayRef<int64_t>> operands) {
+  // lhs [..., m, k] @ rhs [..., k, n]: 2mnk per element of the broadcast
+  // batch.
+  llvm::ArrayRef<int64_t> lhs = operands[0], rhs = operands[1];
+  double flops = 2.0 * lhs[lhs.size() - 2] * lhs.back() * rhs.back();
+  size_t batch = std::max(lhs.size(), rhs.size()) - 2;
+  for (size_t d = 0; d < batch; ++d) {
+    auto at = [&](llvm::ArrayRef<int64_t> s) -> int64_t {
+      size_t offset = batch - (s.size() - 2);
+      return d < offset ? 1 : s[d - offset];
+    };
+    flops *= std::max(at(lhs), at(rhs));
+  }
+  return flops;
+}
+
+double EinsumOp::getFlops(llvm::ArrayRef<llvm::ArrayRef<int64_t>> operands) {
+  // Two per product of the operands' elements at each point of the label
+  // space: the product of every label's size (a verified equation).
+  auto spec = parseEinsum(getEquation(), [](const llvm::Twine &) {});
+  if (failed(spec) || operands.size() < 2)
+    return 0;
+  llvm::StringMap<int64_t> sizes;
+  for (auto [term, shape] : llvm::zip(spec->inputs, operands))
+    for (auto [label, size] : llvm::zip(term, shape))
+      sizes[llvm::StringRef(&label, 1)] = size;
+  double flops = 2.0 * (operands.size() - 1);
+  for (const auto &entry : sizes)
+    flops *= entry.getValue();
+  return flops;
+}
+
 LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> location,
                                          Adaptor adaptor,

@@ -35,6 +35,12 @@ template <typename ConcreteType>
 class CollectiveTrait
     : public mlir::OpTrait::TraitBase<ConcreteType, CollectiveTrait> {};
 
+/// Marks the collectives that move data between ranks (Ppc_Communicates in
+/// PpcOps.td): all but ppc.all_slice and ppc.axis_index.
+template <typename ConcreteType>
+class CommunicatesTrait
+    : public mlir::OpTrait::TraitBase<ConcreteType, CommunicatesTrait> {};
+
 /// The bytes of a value of `type`, a statically shaped tensor whose elements
 /// take their bit width rounded up to bytes (i1: one): checkedTensorBytes
 /// (runtime/CheckedSize.h) of its shape, an error beginning with the shape

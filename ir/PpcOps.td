@@ -185,7 +185,8 @@ def Ppc_WhereOp : Ppc_Op<"where", [Pure, InferTypeOpAdaptor,
 //===----------------------------------------------------------------------===//
 
 def Ppc_MatMulOp : Ppc_Op<"matmul", [Pure, SameOperandsElementType,
-                                     InferTypeOpAdaptor]> {
+                                     InferTypeOpAdaptor,
+                                     DeclareOpInterfaceMethods<Ppc_ContractionOpInterface>]> {
   let summary = "batched matrix product";
   let description = [{
     `lhs[..., m, k] @ rhs[..., k, n]` with numpy broadcasting of the batch
@@ -204,7 +205,8 @@ def Ppc_MatMulOp : Ppc_Op<"matmul", [Pure, SameOperandsElementType,
   }];
 }
 
-def Ppc_EinsumOp : Ppc_Op<"einsum", [Pure, InferTypeOpAdaptor]> {
+def Ppc_EinsumOp : Ppc_Op<"einsum", [Pure, InferTypeOpAdaptor,
+                                     DeclareOpInterfaceMethods<Ppc_ContractionOpInterface>]> {
   let summary = "Einstein summation";
   let description = [{
     Sums products of the operands over the labels missing from the output.
@@ -639,6 +641,14 @@ def Ppc_Collective : NativeOpTrait<"CollectiveTrait"> {
   let cppNamespace = "::ppc";
 }
 
+/// Marks the collectives that move data between the ranks of their group
+/// (`op->hasTrait<ppc::CommunicatesTrait>()`): all but `ppc.all_slice` and
+/// `ppc.axis_index`, which each rank computes alone. The runtime runs them
+/// asynchronously, and the communication report counts their bytes.
+def Ppc_Communicates : NativeOpTrait<"CommunicatesTrait"> {
+  let cppNamespace = "::ppc";
+}
+
 /// A collective on the local tensors of the ranks of each group of `mesh`
 /// over `axes`. Every collective verifies its operands locally (`verify`)
 /// and, against the mesh, through `verifyGroupSize`. Besides the generated
@@ -676,7 +686,7 @@ class Ppc_CollectiveOp<string mnemonic, list<Trait> traits = []>
   }];
 }
 
-def Ppc_AllReduceOp : Ppc_CollectiveOp<"all_reduce", [SameOperandsAndResultType]> {
+def Ppc_AllReduceOp : Ppc_CollectiveOp<"all_reduce", [Ppc_Communicates, SameOperandsAndResultType]> {
   let summary = "sum or maximum over the ranks of each group";
   let description = [{
     Every rank of a group receives the elementwise `reduction` (`sum` or
@@ -703,7 +713,7 @@ def Ppc_AllReduceOp : Ppc_CollectiveOp<"all_reduce", [SameOperandsAndResultType]
 }
 
 def Ppc_AllGatherOp : Ppc_CollectiveOp<"all_gather",
-    [SameOperandsAndResultElementType]> {
+    [Ppc_Communicates, SameOperandsAndResultElementType]> {
   let summary = "concatenates the tensors of each group along one dimension";
   let description = [{
     Every rank of a group receives the group's tensors concatenated along
@@ -729,7 +739,7 @@ def Ppc_AllGatherOp : Ppc_CollectiveOp<"all_gather",
 }
 
 def Ppc_ReduceScatterOp : Ppc_CollectiveOp<"reduce_scatter",
-    [SameOperandsAndResultElementType]> {
+    [Ppc_Communicates, SameOperandsAndResultElementType]> {
   let summary = "reduces over each group and keeps this rank's block";
   let description = [{
     Reduces the group's tensors elementwise (`sum` or `max`), cuts the
@@ -758,7 +768,7 @@ def Ppc_ReduceScatterOp : Ppc_CollectiveOp<"reduce_scatter",
 }
 
 def Ppc_AllToAllOp : Ppc_CollectiveOp<"all_to_all",
-    [SameOperandsAndResultElementType]> {
+    [Ppc_Communicates, SameOperandsAndResultElementType]> {
   let summary = "exchanges blocks between the ranks of each group";
   let description = [{
     Every rank cuts its tensor into group-size equal blocks along `split`

@@ -75,10 +75,7 @@ BufferKind classify(Value value) {
   if (gradientOf(value, kMicroBatchGradAttrName) ||
       gradientOf(value, kStepGradAttrName))
     return BufferKind::Gradient;
-  // ppc.recv is matched by name: the classification must not depend on
-  // which point-to-point ops the dialect defines yet.
-  if (op->hasTrait<CollectiveTrait>() ||
-      op->getName().getStringRef() == "ppc.recv")
+  if (op->hasTrait<CollectiveTrait>() || llvm::isa<RecvOp>(op))
     return BufferKind::Communication;
   return BufferKind::Activation;
 }

@@ -41,7 +41,7 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
       report.collectives.push_back(std::move(record));
       return;
     }
-    if (!op->hasTrait<CollectiveTrait>() || llvm::isa<AxisIndexOp, AllSliceOp>(op))
+    if (!op->hasTrait<CommunicatesTrait>())
       return;
     CollectiveRecord record;
     record.kind = op->getName().stripDialect().str();

@@ -74,11 +74,12 @@ double localOpSeconds(Operation *op, const DeviceModel &device, const AxisSizes 
     bytes += tensorBytes(v);
   for (Value v : op->getResults())
     bytes += tensorBytes(v);
-  if (auto matmul = llvm::dyn_cast<MatMulOp>(op)) {
-    auto lhs = llvm::cast<RankedTensorType>(matmul->getOperand(0).getType());
-    auto result = llvm::cast<RankedTensorType>(matmul->getResult(0).getType());
-    double contracted = lhs.getRank() ? lhs.getShape().back() : 1;
-    return 2.0 * result.getNumElements() * contracted / device.flops;
+  if (auto contraction = llvm::dyn_cast<ContractionOpInterface>(op)) {
+    llvm::SmallVector<llvm::ArrayRef<int64_t>> shapes;
+    for (Value v : op->getOperands())
+      shapes.push_back(llvm::cast<RankedTensorType>(v.getType()).getShape());
+    if (double flops = contraction.getFlops(shapes))
+      return flops / device.flops;
   }
   return bytes / device.memoryBandwidth;
 }
@@ -223,18 +224,22 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
         layouts[n] = sliced;
       }
     }
-    if (auto matmul = llvm::dyn_cast<MatMulOp>(op)) {
-      // 2 * M * N * K on local shapes: the result's elements times the
-      // contracted size of the left operand.
-      Value lhs = matmul->getOperand(0);
-      auto shape = localShape(llvm::cast<RankedTensorType>(lhs.getType()).getShape(),
-                              decided.operands[0], sizes);
-      double contracted = shape && !shape->empty() ? shape->back() : 1;
-      cost.computeSeconds += 2 * resultBytes / elementBytes(op->getResult(0)) * contracted /
-                             device.flops;
-    } else {
-      cost.computeSeconds += (touched + resultBytes) / device.memoryBandwidth;
+    // A contraction's FLOPs on the rank's local blocks of its operands.
+    double flops = 0;
+    if (auto contraction = llvm::dyn_cast<ContractionOpInterface>(op)) {
+      llvm::SmallVector<llvm::SmallVector<int64_t>> local;
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        auto global = llvm::cast<RankedTensorType>(v.getType()).getShape();
+        auto shape = localShape(global, decided.operands[i], sizes);
+        local.push_back(shape ? *shape : llvm::SmallVector<int64_t>(global));
+      }
+      flops = contraction.getFlops(llvm::SmallVector<llvm::ArrayRef<int64_t>>(local.begin(),
+                                                                              local.end()));
     }
+    if (flops > 0)
+      cost.computeSeconds += flops / device.flops;
+    else
+      cost.computeSeconds += (touched + resultBytes) / device.memoryBandwidth;
     live += resultBytes;
     cost.peakBytes = std::max(cost.peakBytes, argumentBytes + live + temporaries);
     for (Value v : llvm::SmallDenseSet<Value>(op->getOperands().begin(), op->getOperands().end())) {
