@@ -181,6 +181,17 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
 // EinsumOp
 //===----------------------------------------------------------------------===//
 
+bool isLinearIn(Operation *op, unsigned i) {
+  if (op->hasTrait<AdditiveTrait>() || op->hasTrait<LinearInEachTrait>())
+    return true;
+  if (op->hasTrait<LinearInFirstTrait>())
+    return i == 0;
+  // Rounding to an integer or a boolean is not linear.
+  if (llvm::isa<CastOp>(op))
+    return i == 0 && llvm::isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType()));
+  return false;
+}
+
 double MatMulOp::getFlops(llvm::ArrayRef<llvm::ArrayRef<int64_t>> operands) {
   // lhs [..., m, k] @ rhs [..., k, n]: 2mnk per element of the broadcast
   // batch.

@@ -35,6 +35,20 @@ template <typename ConcreteType>
 class CollectiveTrait
     : public mlir::OpTrait::TraitBase<ConcreteType, CollectiveTrait> {};
 
+/// Linearity (Ppc_LinearInFirst, Ppc_LinearInEach, Ppc_Additive in
+/// PpcOps.td): which operands partial sums may flow through.
+template <typename ConcreteType>
+class LinearInFirstTrait
+    : public mlir::OpTrait::TraitBase<ConcreteType, LinearInFirstTrait> {};
+template <typename ConcreteType>
+class LinearInEachTrait
+    : public mlir::OpTrait::TraitBase<ConcreteType, LinearInEachTrait> {};
+template <typename ConcreteType>
+class AdditiveTrait : public mlir::OpTrait::TraitBase<ConcreteType, AdditiveTrait> {};
+
+/// Whether `op` is linear in operand `i` with its other operands fixed.
+bool isLinearIn(mlir::Operation *op, unsigned i);
+
 /// Marks the collectives that move data between ranks (Ppc_Communicates in
 /// PpcOps.td): all but ppc.all_slice and ppc.axis_index.
 template <typename ConcreteType>

@@ -39,6 +39,18 @@ def Ppc_ConstantOp : Ppc_Op<"constant",
   let hasFolder = 1;
 }
 
+/// Linearity, which partitioning lets partial sums (a value each rank holds
+/// one summand of) flow through, reducing them once after the op
+/// (passes/sharding/Layout.cpp). `Ppc_LinearInFirst`: linear in operand 0,
+/// the others fixed (`ppc::LinearInFirstTrait`). `Ppc_LinearInEach`: linear
+/// in each operand, the others fixed (a product). `Ppc_Additive`: linear in
+/// all operands together, f(a + a', b + b') = f(a, b) + f(a', b') (a sum,
+/// concatenation). A cast is linear only to a float type, which the pass
+/// asks of the instance.
+def Ppc_LinearInFirst : NativeOpTrait<"LinearInFirstTrait"> { let cppNamespace = "::ppc"; }
+def Ppc_LinearInEach : NativeOpTrait<"LinearInEachTrait"> { let cppNamespace = "::ppc"; }
+def Ppc_Additive : NativeOpTrait<"AdditiveTrait"> { let cppNamespace = "::ppc"; }
+
 /// Marks an op elementwise (Ppc_ElementwiseOpInterface) with its scalar
 /// function, `ppcrt::scalar::<fn>`.
 class Ppc_ScalarFunction<string fn> {
@@ -72,8 +84,9 @@ def Ppc_CastOp : Ppc_Op<"cast", [Pure, SameOperandsAndResultShape,
 //===----------------------------------------------------------------------===//
 
 class Ppc_UnaryOp<string mnemonic, Type tensorType, string formula,
-                  string scalarFn = mnemonic>
-    : Ppc_Op<mnemonic, [Pure, SameOperandsAndResultType, Ppc_ElementwiseOpInterface]>,
+                  string scalarFn = mnemonic, list<Trait> traits = []>
+    : Ppc_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType,
+                                    Ppc_ElementwiseOpInterface], traits)>,
       Ppc_ScalarFunction<scalarFn> {
   let summary = "elementwise " # formula;
   let description = [{
@@ -90,7 +103,7 @@ class Ppc_UnaryOp<string mnemonic, Type tensorType, string formula,
   let extraClassDeclaration = scalarFunctionDecl;
 }
 
-def Ppc_NegOp : Ppc_UnaryOp<"neg", Ppc_NumericTensor, "-x">;
+def Ppc_NegOp : Ppc_UnaryOp<"neg", Ppc_NumericTensor, "-x", "neg", [Ppc_LinearInFirst]>;
 def Ppc_AbsOp : Ppc_UnaryOp<"abs", Ppc_NumericTensor, "|x|">;
 def Ppc_SqrtOp : Ppc_UnaryOp<"sqrt", Ppc_FloatTensor, "sqrt(x)">;
 def Ppc_ReciprocalOp : Ppc_UnaryOp<"reciprocal", Ppc_FloatTensor, "1 / x">;
@@ -111,9 +124,10 @@ def Ppc_NotOp : Ppc_UnaryOp<"not", Ppc_BoolTensor, "!x", "logicalNot">;
 //===----------------------------------------------------------------------===//
 
 class Ppc_BroadcastBinaryOp<string mnemonic, Type operandType, string formula,
-                            bit boolResult = 0, string scalarFn = mnemonic>
-    : Ppc_Op<mnemonic, [Pure, SameOperandsElementType, InferTypeOpAdaptor,
-                        Ppc_ElementwiseOpInterface]>,
+                            bit boolResult = 0, string scalarFn = mnemonic,
+                            list<Trait> traits = []>
+    : Ppc_Op<mnemonic, !listconcat([Pure, SameOperandsElementType, InferTypeOpAdaptor,
+                                    Ppc_ElementwiseOpInterface], traits)>,
       Ppc_ScalarFunction<scalarFn> {
   let summary = "elementwise " # formula # " with broadcasting";
   let description = [{
@@ -145,10 +159,15 @@ class Ppc_BroadcastBinaryOp<string mnemonic, Type operandType, string formula,
   }];
 }
 
-def Ppc_AddOp : Ppc_BroadcastBinaryOp<"add", Ppc_NumericTensor, "x + y">;
-def Ppc_SubOp : Ppc_BroadcastBinaryOp<"sub", Ppc_NumericTensor, "x - y">;
-def Ppc_MulOp : Ppc_BroadcastBinaryOp<"mul", Ppc_NumericTensor, "x * y">;
-def Ppc_DivOp : Ppc_BroadcastBinaryOp<"div", Ppc_NumericTensor, "x / y (integers truncate toward zero)">;
+def Ppc_AddOp : Ppc_BroadcastBinaryOp<"add", Ppc_NumericTensor, "x + y", 0, "add",
+                                      [Ppc_Additive]>;
+def Ppc_SubOp : Ppc_BroadcastBinaryOp<"sub", Ppc_NumericTensor, "x - y", 0, "sub",
+                                      [Ppc_Additive]>;
+def Ppc_MulOp : Ppc_BroadcastBinaryOp<"mul", Ppc_NumericTensor, "x * y", 0, "mul",
+                                      [Ppc_LinearInEach]>;
+def Ppc_DivOp : Ppc_BroadcastBinaryOp<"div", Ppc_NumericTensor,
+                                      "x / y (integers truncate toward zero)", 0, "div",
+                                      [Ppc_LinearInFirst]>;
 def Ppc_PowOp : Ppc_BroadcastBinaryOp<"pow", Ppc_NumericTensor, "x ^ y">;
 def Ppc_MaxOp : Ppc_BroadcastBinaryOp<"max", Ppc_NumericTensor, "max(x, y)">;
 def Ppc_MinOp : Ppc_BroadcastBinaryOp<"min", Ppc_NumericTensor, "min(x, y)">;
@@ -185,7 +204,7 @@ def Ppc_WhereOp : Ppc_Op<"where", [Pure, InferTypeOpAdaptor,
 //===----------------------------------------------------------------------===//
 
 def Ppc_MatMulOp : Ppc_Op<"matmul", [Pure, SameOperandsElementType,
-                                     InferTypeOpAdaptor,
+                                     InferTypeOpAdaptor, Ppc_LinearInEach,
                                      DeclareOpInterfaceMethods<Ppc_ContractionOpInterface>]> {
   let summary = "batched matrix product";
   let description = [{
@@ -205,7 +224,7 @@ def Ppc_MatMulOp : Ppc_Op<"matmul", [Pure, SameOperandsElementType,
   }];
 }
 
-def Ppc_EinsumOp : Ppc_Op<"einsum", [Pure, InferTypeOpAdaptor,
+def Ppc_EinsumOp : Ppc_Op<"einsum", [Pure, InferTypeOpAdaptor, Ppc_LinearInEach,
                                      DeclareOpInterfaceMethods<Ppc_ContractionOpInterface>]> {
   let summary = "Einstein summation";
   let description = [{
@@ -230,9 +249,9 @@ def Ppc_EinsumOp : Ppc_Op<"einsum", [Pure, InferTypeOpAdaptor,
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class Ppc_ReduceOp<string mnemonic, string what>
-    : Ppc_Op<mnemonic, [Pure, SameOperandsAndResultElementType,
-                        InferTypeOpAdaptor]> {
+class Ppc_ReduceOp<string mnemonic, string what, list<Trait> traits = []>
+    : Ppc_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultElementType,
+                                    InferTypeOpAdaptor], traits)> {
   let summary = what # " over the given axes";
   let description = [{
     Reduces `input` with }] # what # [{ over `axes` (sorted, unique,
@@ -261,8 +280,8 @@ class Ppc_ReduceOp<string mnemonic, string what>
   }];
 }
 
-def Ppc_ReduceSumOp : Ppc_ReduceOp<"reduce_sum", "the sum">;
-def Ppc_ReduceMeanOp : Ppc_ReduceOp<"reduce_mean", "the mean">;
+def Ppc_ReduceSumOp : Ppc_ReduceOp<"reduce_sum", "the sum", [Ppc_LinearInFirst]>;
+def Ppc_ReduceMeanOp : Ppc_ReduceOp<"reduce_mean", "the mean", [Ppc_LinearInFirst]>;
 def Ppc_ReduceMaxOp : Ppc_ReduceOp<"reduce_max", "the maximum">;
 def Ppc_ReduceMinOp : Ppc_ReduceOp<"reduce_min", "the minimum">;
 def Ppc_ReduceProdOp : Ppc_ReduceOp<"reduce_prod", "the product">;
@@ -320,7 +339,8 @@ def Ppc_LayerNormOp : Ppc_Op<"layer_norm", [Pure,
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Ppc_ReshapeOp : Ppc_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+def Ppc_ReshapeOp : Ppc_Op<"reshape", [Pure, SameOperandsAndResultElementType,
+                                       Ppc_LinearInFirst]> {
   let summary = "reinterprets a tensor with another static shape";
   let description = [{
     Row-major reshape to the result type's shape, which has the same number
@@ -337,7 +357,7 @@ def Ppc_ReshapeOp : Ppc_Op<"reshape", [Pure, SameOperandsAndResultElementType]> 
   let hasVerifier = 1;
 }
 
-def Ppc_TransposeOp : Ppc_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Ppc_TransposeOp : Ppc_Op<"transpose", [Pure, InferTypeOpAdaptor, Ppc_LinearInFirst]> {
   let summary = "permutes dimensions";
   let description = [{
     `result.shape[i] = input.shape[perm[i]]`.
@@ -355,7 +375,7 @@ def Ppc_TransposeOp : Ppc_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Ppc_ConcatOp : Ppc_Op<"concat", [Pure, SameOperandsElementType,
-                                     InferTypeOpAdaptor]> {
+                                     InferTypeOpAdaptor, Ppc_Additive]> {
   let summary = "concatenates tensors along one axis";
   let description = [{
     Example:
@@ -370,7 +390,7 @@ def Ppc_ConcatOp : Ppc_Op<"concat", [Pure, SameOperandsElementType,
   }];
 }
 
-def Ppc_SliceOp : Ppc_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Ppc_SliceOp : Ppc_Op<"slice", [Pure, InferTypeOpAdaptor, Ppc_LinearInFirst]> {
   let summary = "strided slice with one start, limit and step per dimension";
   let description = [{
     Dimension `d` takes `starts[d], starts[d]+steps[d], ...` up to but
@@ -419,7 +439,7 @@ def Ppc_InsertSliceOp : Ppc_Op<"insert_slice", [Pure,
   let hasVerifier = 1;
 }
 
-def Ppc_GatherOp : Ppc_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+def Ppc_GatherOp : Ppc_Op<"gather", [Pure, InferTypeOpAdaptor, Ppc_LinearInFirst]> {
   let summary = "takes slices along one axis at the given indices";
   let description = [{
     ONNX Gather: `result` has shape `data[:axis] + indices + data[axis+1:]`;
@@ -438,7 +458,7 @@ def Ppc_GatherOp : Ppc_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Ppc_ScatterAddOp : Ppc_Op<"scatter_add", [Pure,
+def Ppc_ScatterAddOp : Ppc_Op<"scatter_add", [Pure, Ppc_LinearInFirst,
     AllElementTypesMatch<["updates", "result"]>]> {
   let summary = "adds slices into zeros along one axis at the given indices";
   let description = [{
@@ -464,7 +484,8 @@ def Ppc_ScatterAddOp : Ppc_Op<"scatter_add", [Pure,
   let hasVerifier = 1;
 }
 
-def Ppc_ExpandOp : Ppc_Op<"expand", [Pure, SameOperandsAndResultElementType]> {
+def Ppc_ExpandOp : Ppc_Op<"expand", [Pure, SameOperandsAndResultElementType,
+                                     Ppc_LinearInFirst]> {
   let summary = "broadcasts a tensor to a larger static shape";
   let description = [{
     Broadcasts `input` to the result shape with numpy rules (the result shape

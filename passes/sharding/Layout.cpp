@@ -125,8 +125,12 @@ PartialFlow partialFlow(Operation *op, llvm::ArrayRef<const Layout *> in) {
   auto anyPartial = llvm::any_of(in, [](const Layout *l) { return !l->partial.empty(); });
   if (!anyPartial)
     return flow;
-  // Every operand equally partial: sums and data movement.
-  if (llvm::isa<AddOp, SubOp, ConcatOp>(op)) {
+  auto isScalar = [](Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getNumElements() == 1;
+  };
+  // Every operand equally partial: sums and concatenation (the op's
+  // linearity is declared on it: Ppc_Additive, PpcOps.td).
+  if (op->hasTrait<AdditiveTrait>()) {
     if (llvm::all_of(in, [&](const Layout *l) { return l->partial == partialOf(0); })) {
       flow.keep.assign(in.size(), true);
       flow.resultPartial = partialOf(0);
@@ -136,7 +140,6 @@ PartialFlow partialFlow(Operation *op, llvm::ArrayRef<const Layout *> in) {
     // and replicated gradients): the whole terms become partial locally,
     // and one all-reduce serves the whole sum.
     const AxisList *common = nullptr;
-    bool scalar = llvm::cast<RankedTensorType>(op->getResult(0).getType()).getNumElements() == 1;
     for (const Layout *l : in) {
       if (l->partial.empty())
         continue;
@@ -144,46 +147,33 @@ PartialFlow partialFlow(Operation *op, llvm::ArrayRef<const Layout *> in) {
         return flow;
       common = &l->partial;
     }
-    if (scalar && llvm::isa<AddOp, SubOp>(op)) {
+    if (isScalar(op->getResult(0))) {
       flow.keep.assign(in.size(), true);
       flow.resultPartial = *common;
       flow.makePartial = true;
     }
     return flow;
   }
-  // One operand partial, the others not: contractions with a full value,
-  // and scaling by a full scalar. An elementwise product with a full tensor
-  // is linear too, but letting a partial value into one branch of an
+  // One operand partial, the op linear in it (Ppc_LinearInFirst,
+  // Ppc_LinearInEach, a cast to floats): contractions with a full value,
+  // data movement, reductions that sum. An elementwise product with a full
+  // tensor is linear too, but letting a partial value into one branch of an
   // elementwise computation makes every branch reduce its own copy; reduced
-  // once where it meets elementwise math, it serves all of them.
-  auto isScalar = [](Value v) {
-    return llvm::cast<RankedTensorType>(v.getType()).getNumElements() == 1;
-  };
-  bool scaling = llvm::isa<MulOp, DivOp>(op) &&
-                 ((partialOf(0).empty() && isScalar(op->getOperand(0))) ||
-                  (partialOf(1).empty() && isScalar(op->getOperand(1))));
-  bool oneOperandLinear = llvm::isa<MatMulOp, EinsumOp>(op) || scaling;
-  if (oneOperandLinear) {
-    int partialOperand = -1, count = 0;
-    for (unsigned i = 0; i < in.size(); ++i)
-      if (!in[i]->partial.empty())
-        partialOperand = i, ++count;
-    if (count == 1) {
-      flow.keep[partialOperand] = true;
-      flow.resultPartial = partialOf(partialOperand);
-    }
+  // once where it meets elementwise math, it serves all of them: an
+  // elementwise op keeps it only to scale by full scalars.
+  int partialOperand = -1, count = 0;
+  for (unsigned i = 0; i < in.size(); ++i)
+    if (!in[i]->partial.empty())
+      partialOperand = i, ++count;
+  if (count != 1 || !isLinearIn(op, partialOperand))
     return flow;
-  }
-  // Unary linear ops and linear data movement of the first operand.
-  if (llvm::isa<NegOp, ReshapeOp, TransposeOp, SliceOp, ExpandOp, ReduceSumOp,
-                ReduceMeanOp, GatherOp, ScatterAddOp>(op) ||
-      (llvm::isa<CastOp>(op) &&
-       llvm::isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType())))) {
-    if (llvm::all_of(in.drop_front(), [](const Layout *l) { return l->partial.empty(); })) {
-      flow.keep[0] = true;
-      flow.resultPartial = partialOf(0);
-    }
-  }
+  if (llvm::isa<ElementwiseOpInterface>(op) && op->getNumOperands() > 1 &&
+      !llvm::all_of(llvm::enumerate(op->getOperands()), [&](auto operand) {
+        return int(operand.index()) == partialOperand || isScalar(operand.value());
+      }))
+    return flow;
+  flow.keep[partialOperand] = true;
+  flow.resultPartial = partialOf(partialOperand);
   return flow;
 }
 
