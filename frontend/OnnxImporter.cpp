@@ -531,9 +531,9 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     return nullptr;
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, model.path(), 0, 0));
-  (*module)->setAttr("ppc.source",
+  (*module)->setAttr(PpcDialect::kSourceAttrName,
                      builder.getStringAttr(llvm::sys::path::filename(model.path())));
-  (*module)->setAttr("ppc.opset", builder.getI64IntegerAttr(opset));
+  (*module)->setAttr(PpcDialect::kOpsetAttrName, builder.getI64IntegerAttr(opset));
   if (failed(createFunction(*module)) || failed(importNodes()) ||
       failed(createReturn()))
     return nullptr;

@@ -45,6 +45,20 @@ def Ppc_Dialect : Dialect {
     static constexpr llvm::StringLiteral kHyperAttrName = "ppc.hyper";
     static constexpr llvm::StringLiteral kShardingAttrName = "ppc.sharding";
     static constexpr llvm::StringLiteral kShardingsAttrName = "ppc.shardings";
+    // The module: its ONNX file and opset (import), the pipeline schedule.
+    static constexpr llvm::StringLiteral kSourceAttrName = "ppc.source";
+    static constexpr llvm::StringLiteral kOpsetAttrName = "ppc.opset";
+    static constexpr llvm::StringLiteral kScheduleAttrName = "ppc.schedule";
+    // A training step: the ZeRO stage and the plan chosen for it; a
+    // pipeline rank's program: its rank and the stages it runs.
+    static constexpr llvm::StringLiteral kZeroAttrName = "ppc.zero";
+    static constexpr llvm::StringLiteral kPlanAttrName = "ppc.plan";
+    static constexpr llvm::StringLiteral kPipelineRankAttrName = "ppc.pipeline_rank";
+    static constexpr llvm::StringLiteral kStagesAttrName = "ppc.stages";
+    // An op: the value a collective or transfer serves (a node name), and a
+    // pipeline transfer's slot.
+    static constexpr llvm::StringLiteral kValueAttrName = "ppc.value";
+    static constexpr llvm::StringLiteral kSlotAttrName = "ppc.slot";
 
   private:
     /// Adds the attributes (in PpcAttrs.cpp, beside their storage classes).

@@ -97,11 +97,11 @@ llvm::SmallVector<func::FuncOp> trainingPrograms(ModuleOp module) {
     return {step};
   llvm::SmallVector<func::FuncOp> programs;
   for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr("ppc.pipeline_rank"))
+    if (fn->hasAttr(PpcDialect::kPipelineRankAttrName))
       programs.push_back(fn);
   llvm::sort(programs, [](func::FuncOp a, func::FuncOp b) {
-    return a->getAttrOfType<IntegerAttr>("ppc.pipeline_rank").getInt() <
-           b->getAttrOfType<IntegerAttr>("ppc.pipeline_rank").getInt();
+    return a->getAttrOfType<IntegerAttr>(PpcDialect::kPipelineRankAttrName).getInt() <
+           b->getAttrOfType<IntegerAttr>(PpcDialect::kPipelineRankAttrName).getInt();
   });
   return programs;
 }

@@ -53,7 +53,6 @@ namespace ppc {
 
 namespace {
 
-constexpr llvm::StringLiteral kSlotAttrName = "ppc.slot";
 
 /// Where an op runs in one rank's program: its slot in the rank's order
 /// (the epilogue is the last), then program order.
@@ -662,7 +661,7 @@ int64_t sliceDimForTp(Value v, int64_t tp) {
     return -1;
   auto type = llvm::cast<RankedTensorType>(v.getType());
   Operation *def = v.getDefiningOp();
-  auto shardings = def ? def->getAttrOfType<ArrayAttr>("ppc.shardings") : ArrayAttr();
+  auto shardings = def ? def->getAttrOfType<ArrayAttr>(PpcDialect::kShardingsAttrName) : ArrayAttr();
   if (!shardings)
     return -1;
   Layout layout = fromAttr(llvm::cast<ShardingAttr>(
@@ -748,7 +747,7 @@ LogicalResult Splitter::buildRank(int64_t rank) {
                  << "pipeline rank " << rank << " runs this op in slot " << slot
                  << " before one of its operands is there (a schedule or placement bug)";
       Operation *clone = builder.clone(*item.op, mapping);
-      clone->setAttr(kSlotAttrName, builder.getStringAttr(slot));
+      clone->setAttr(PpcDialect::kSlotAttrName, builder.getStringAttr(slot));
       continue;
     }
     Value v = item.message;
@@ -758,8 +757,8 @@ LogicalResult Splitter::buildRank(int64_t rank) {
     auto named = [&](Operation *op) {
       if (Operation *def = v.getDefiningOp())
         if (auto name = llvm::dyn_cast<NameLoc>(def->getLoc()))
-          op->setAttr("ppc.value", name.getName());
-      op->setAttr(kSlotAttrName, builder.getStringAttr(slot));
+          op->setAttr(PpcDialect::kValueAttrName, name.getName());
+      op->setAttr(PpcDialect::kSlotAttrName, builder.getStringAttr(slot));
     };
     if (item.send) {
       if (!mapping.contains(v))
@@ -805,11 +804,11 @@ LogicalResult Splitter::buildRank(int64_t rank) {
   fn.setAllResultAttrs(resultAttrs);
   for (NamedAttribute attr : step->getDiscardableAttrs())
     fn->setAttr(attr.getName(), attr.getValue());
-  fn->setAttr("ppc.pipeline_rank", builder.getI64IntegerAttr(rank));
+  fn->setAttr(PpcDialect::kPipelineRankAttrName, builder.getI64IntegerAttr(rank));
   llvm::SmallVector<int64_t> stages;
   for (int64_t s = rank; s < schedule.stages(); s += schedule.ranks)
     stages.push_back(s);
-  fn->setAttr("ppc.stages", builder.getDenseI64ArrayAttr(stages));
+  fn->setAttr(PpcDialect::kStagesAttrName, builder.getDenseI64ArrayAttr(stages));
   return success();
 }
 
@@ -829,7 +828,7 @@ LogicalResult Splitter::run() {
     if (failed(buildRank(r)))
       return failure();
   Builder b(module.getContext());
-  module->setAttr("ppc.schedule",
+  module->setAttr(PpcDialect::kScheduleAttrName,
                   b.getDictionaryAttr({
                       b.getNamedAttr("kind", b.getStringAttr(pipeline::scheduleName(schedule.kind))),
                       b.getNamedAttr("ranks", b.getI64IntegerAttr(schedule.ranks)),

@@ -108,7 +108,7 @@ struct BucketAllReducesPass : impl::BucketAllReducesBase<BucketAllReducesPass> {
     Value packed = b.create<ConcatOp>(loc, flat, 0);
     auto reduced = b.create<AllReduceOp>(loc, packed.getType(), packed, first.getMeshAttr(),
                                          first.getAxes(), ReductionKind::Sum);
-    reduced->setAttr("ppc.value",
+    reduced->setAttr(PpcDialect::kValueAttrName,
                      b.getStringAttr("bucket of " + std::to_string(bucket.size()) + " values"));
     int64_t offset = 0;
     for (AllReduceOp op : bucket) {

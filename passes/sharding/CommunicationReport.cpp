@@ -53,7 +53,7 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
     }
     record.groupSize = *mesh.getGroupSize(names);
     record.node = nodeName(op->getLoc());
-    if (auto value = op->getAttrOfType<StringAttr>("ppc.value"))
+    if (auto value = op->getAttrOfType<StringAttr>(PpcDialect::kValueAttrName))
       record.value = value.getValue().str();
     double n = record.groupSize;
     // S: the full tensor: the result of a gather, the operand of a scatter
@@ -66,7 +66,7 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
     report.bytesByAxis[llvm::join(record.axes, ",")] += record.bytesPerRank;
     report.collectives.push_back(std::move(record));
   });
-  if (auto zero = step->getAttrOfType<IntegerAttr>("ppc.zero"))
+  if (auto zero = step->getAttrOfType<IntegerAttr>(PpcDialect::kZeroAttrName))
     report.zero = zero.getInt();
   int64_t dp = mesh.getAxisSize("dp").value_or(1);
   // How many parts of each argument the mesh axes other than dp (tp) and
@@ -127,7 +127,7 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
   report.modelStateFormula = psi * ((z >= 3 ? 1 / d : 1) + (z >= 2 ? 1 / d : 1) +
                                     k * (z >= 1 ? 1 / d : 1)) +
                               copies;
-  if (auto plan = step->getAttrOfType<DictionaryAttr>("ppc.plan"))
+  if (auto plan = step->getAttrOfType<DictionaryAttr>(PpcDialect::kPlanAttrName))
     for (NamedAttribute entry : plan) {
       if (auto f = llvm::dyn_cast<FloatAttr>(entry.getValue()))
         report.plan[entry.getName().str()] = f.getValueAsDouble();

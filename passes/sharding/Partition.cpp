@@ -48,7 +48,6 @@ namespace ppc {
 namespace {
 
 constexpr llvm::StringLiteral kShardingAttrName = "ppc.sharding";
-constexpr llvm::StringLiteral kShardingsAttrName = "ppc.shardings";
 
 class Partitioner {
 public:
@@ -212,7 +211,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       axisSizes,
       [&](Value v, llvm::ArrayRef<std::string> axes, ReductionKind kind) -> Value {
         Value reduced = allReduce(v, axes, op->getLoc(), kind);
-        reduced.getDefiningOp()->setAttr("ppc.value", cause);
+        reduced.getDefiningOp()->setAttr(PpcDialect::kValueAttrName, cause);
         return reduced;
       },
       [&](llvm::ArrayRef<std::string> axes) -> Value {
@@ -223,7 +222,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   for (auto [result, value] : llvm::zip(op->getResults(), results)) {
     mapping.map(result, value);
     if (Operation *def = value.getDefiningOp(); def && def->getNumResults() == 1)
-      def->setAttr(kShardingsAttrName,
+      def->setAttr(PpcDialect::kShardingsAttrName,
                    builder.getArrayAttr({toAttr(builder.getContext(), layouts[result])}));
   }
   // Results wanted split (gradients of split parameters) are sliced now.
@@ -425,7 +424,7 @@ Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Lo
     Operation *collective = v.getDefiningOp();
     if (llvm::isa<ReshapeOp>(collective))
       collective = collective->getOperand(0).getDefiningOp();
-    collective->setAttr("ppc.value", cause);
+    collective->setAttr(PpcDialect::kValueAttrName, cause);
   }
   converted[key] = v;
   return v;
@@ -498,7 +497,7 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   auto spmd = builder.create<func::FuncOp>(func.getLoc(), func.getSymName(),
                                            builder.getFunctionType(argTypes, {}));
   spmd.setAllArgAttrs(func.getAllArgAttrs());
-  for (StringRef name : {"ppc.plan", "ppc.zero"})
+  for (StringRef name : {PpcDialect::kPlanAttrName, PpcDialect::kZeroAttrName})
     if (Attribute attr = func->getAttr(name))
       spmd->setAttr(name, attr);
   Block *entry = spmd.addEntryBlock();
@@ -549,14 +548,14 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       return signalPassFailure();
     int64_t stage = zero;
     if (stage < 0) {
-      auto recorded = step->getAttrOfType<IntegerAttr>("ppc.zero");
+      auto recorded = step->getAttrOfType<IntegerAttr>(PpcDialect::kZeroAttrName);
       stage = recorded ? recorded.getInt() : 0;
     }
     if (stage > 3) {
       step.emitError() << "ZeRO stage " << stage << " is not one of 0, 1, 2, 3";
       return signalPassFailure();
     }
-    step->setAttr("ppc.zero", IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
+    step->setAttr(PpcDialect::kZeroAttrName, IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
     if (failed(Partitioner(module, std::move(*sizes), sequenceParallel, stage).run(step)))
       return signalPassFailure();
   }

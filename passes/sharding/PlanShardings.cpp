@@ -431,13 +431,13 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
                        << static_cast<int64_t>(planner->chosenCost().peakBytes);
       return signalPassFailure();
     }
-    step->setAttr("ppc.zero", IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
+    step->setAttr(PpcDialect::kZeroAttrName, IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
     for (auto [i, layout] : llvm::enumerate(*layouts))
       step.setArgAttr(i, PpcDialect::kShardingAttrName, toAttr(&getContext(), layout));
     // The cost model's estimate for the chosen plan, for reports and tests.
     Builder b(&getContext());
     const PlanCost &cost = planner->chosenCost();
-    step->setAttr("ppc.plan",
+    step->setAttr(PpcDialect::kPlanAttrName,
                   b.getDictionaryAttr({
                       b.getNamedAttr("compute_seconds", b.getF64FloatAttr(cost.computeSeconds)),
                       b.getNamedAttr("comm_seconds", b.getF64FloatAttr(cost.commSeconds)),

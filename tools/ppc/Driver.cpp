@@ -372,9 +372,9 @@ LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module,
   llvm::SmallVector<llvm::json::Object> extra;
   for (func::FuncOp fn : programs) {
     reports.push_back(analyzeCommunication(fn, mesh));
-    if (auto rank = fn->getAttrOfType<IntegerAttr>("ppc.pipeline_rank")) {
+    if (auto rank = fn->getAttrOfType<IntegerAttr>(PpcDialect::kPipelineRankAttrName)) {
       reports.back().pipelineRank = rank.getInt();
-      if (auto stages = fn->getAttrOfType<DenseI64ArrayAttr>("ppc.stages"))
+      if (auto stages = fn->getAttrOfType<DenseI64ArrayAttr>(PpcDialect::kStagesAttrName))
         reports.back().stages.assign(stages.asArrayRef().begin(), stages.asArrayRef().end());
     }
     FailureOr<MemoryPlan> plan = planMemory(fn);
@@ -383,7 +383,7 @@ LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module,
     extra.push_back(llvm::json::Object{{"memory", memoryPlanJson(*plan)}});
   }
   std::string schedule;
-  if (auto attr = module->getAttrOfType<DictionaryAttr>("ppc.schedule"))
+  if (auto attr = module->getAttrOfType<DictionaryAttr>(PpcDialect::kScheduleAttrName))
     if (auto kind = attr.getAs<StringAttr>("kind"))
       schedule = kind.getValue().str();
   llvm::json::Value json = reportToJson(reports, extra, mesh, steps, schedule);
@@ -394,7 +394,7 @@ LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module,
 
 LogicalResult writeTimeline(ModuleOp module, llvm::StringRef tracePath,
                             llvm::StringRef svgPath) {
-  auto attr = module->getAttrOfType<DictionaryAttr>("ppc.schedule");
+  auto attr = module->getAttrOfType<DictionaryAttr>(PpcDialect::kScheduleAttrName);
   if (!attr) {
     reportError("--trace and --timeline draw a pipeline schedule; give --mesh AxBxC "
                 "with C > 1");
@@ -421,7 +421,7 @@ LogicalResult writeTimeline(ModuleOp module, llvm::StringRef tracePath,
   costs.backward.assign(schedule->stages(), 0);
   for (func::FuncOp fn : trainingPrograms(module))
     fn.walk([&](Operation *op) {
-      auto slot = op->getAttrOfType<StringAttr>("ppc.slot");
+      auto slot = op->getAttrOfType<StringAttr>(PpcDialect::kSlotAttrName);
       if (!slot)
         return;
       double seconds = localOpSeconds(op, device, sizes);
@@ -455,8 +455,8 @@ LogicalResult writeTimeline(ModuleOp module, llvm::StringRef tracePath,
       })))
     return failure();
   std::string title = llvm::formatv("{0}: predicted {1} schedule, p={2} v={3} m={4}",
-                                    module->getAttrOfType<StringAttr>("ppc.source")
-                                        ? module->getAttrOfType<StringAttr>("ppc.source").getValue()
+                                    module->getAttrOfType<StringAttr>(PpcDialect::kSourceAttrName)
+                                        ? module->getAttrOfType<StringAttr>(PpcDialect::kSourceAttrName).getValue()
                                         : "model",
                                     pipeline::scheduleName(*kind), schedule->ranks,
                                     schedule->virtualStages, schedule->microBatches);

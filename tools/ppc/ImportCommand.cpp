@@ -20,8 +20,8 @@ namespace ppc {
 /// A one-screen description of the imported program.
 static void printSummary(ModuleOp module, llvm::raw_ostream &os) {
   auto func = *module.getOps<func::FuncOp>().begin();
-  auto source = module->getAttrOfType<StringAttr>("ppc.source");
-  auto opset = module->getAttrOfType<IntegerAttr>("ppc.opset");
+  auto source = module->getAttrOfType<StringAttr>(PpcDialect::kSourceAttrName);
+  auto opset = module->getAttrOfType<IntegerAttr>(PpcDialect::kOpsetAttrName);
   os << "model       " << (source ? source.getValue() : "?") << " (opset "
      << (opset ? opset.getInt() : 0) << ")\n";
   int64_t paramTensors = 0, paramElements = 0, paramBytes = 0;

@@ -93,7 +93,7 @@ int runSimulateCommand(int argc, char **argv) {
     programs.push_back(step);
   else
     for (auto fn : module->getOps<func::FuncOp>())
-      if (fn->hasAttr("ppc.pipeline_rank"))
+      if (fn->hasAttr(PpcDialect::kPipelineRankAttrName))
         programs.push_back(fn);
   if (programs.empty())
     return reportError("the training pipeline produced no @train_step");
