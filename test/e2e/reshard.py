@@ -80,23 +80,12 @@ def export_model(kind, path):
     if not kind.startswith("hf-"):
         ppc_models.export(kind, CFG, path, constant_folding=False)
         return
-    import torch
-    import transformers as T
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-    import ppc_export
-    T.logging.set_verbosity_error()
-    torch.manual_seed(0)
-    common = dict(vocab_size=CFG["vocab"], use_cache=False)
-    model = {
-        "hf-gpt2": lambda: T.GPT2LMHeadModel(T.GPT2Config(
-            n_positions=64, n_embd=48, n_layer=2, n_head=3, resid_pdrop=0, embd_pdrop=0,
-            attn_pdrop=0, **common)),
-        "hf-llama": lambda: T.LlamaForCausalLM(T.LlamaConfig(
-            hidden_size=48, intermediate_size=80, num_hidden_layers=2, num_attention_heads=6,
-            num_key_value_heads=2, max_position_embeddings=64, **common)),
-    }[kind]()
-    ids = torch.zeros(CFG["batch"], CFG["seq"], dtype=torch.long)
-    ppc_export.export(model, (ids,), path, input_names=["input_ids"], output_names=["logits"])
+    # The families' own configs and export (hf_families.py): GPT-2 and
+    # LLaMA of vocabulary 256, batch 4, sequence 16, as CFG.
+    sys.path.insert(0, HERE)
+    import hf_families
+    family = kind[len("hf-"):]
+    hf_families.export(hf_families.build(family), family, path, "helper")
 
 
 def ranks(mesh):
