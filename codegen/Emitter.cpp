@@ -396,23 +396,39 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
      << (channels.empty() ? "{nullptr, 0, 0}" : llvm::join(channels, ", ")) << "};\n"
      << "static const ppcrt::RankProgram programs[] = {\n    " << llvm::join(entries, ",\n    ")
      << "};\n\n"
-     << "const ppcrt::Program program = {\n"
-     << "    " << quote(info.model) << ",\n"
-     << "    " << quote(info.fingerprint) << ",\n"
-     << "    " << quote(info.initialWeights) << ",\n"
-     << "    " << (mesh ? mesh.getShape().size() : 0) << ", {" << llvm::join(axes, ", ") << "}, "
-     << braces(shape) << ",\n"
-     << "    groups, " << groups.size() << ",\n"
-     << "    programs, " << programs.size() << ",\n"
-     << "    " << info.globalBatch << ", " << info.seqLen << ", " << quote(info.dataDtype)
-     << ",\n"
-     << "    tokenInputs, " << info.tokenInputs.size() << ",\n"
-     << "    " << quote(info.description) << ",\n"
-     << "    " << (cuda ? "\"cuda\"" : "\"cpu\"") << ", " << quote(info.precision) << ",\n"
-     << "    channels, " << channels.size() << ",\n"
-     << "    " << (cuda ? "kernelError" : "nullptr") << ",\n"
-     << "    hypers, " << info.hypers.size() << ",\n"
-     << "    " << (info.untie ? "true" : "false") << "};\n"
+     // Field by field, so that the generated code does not depend on the
+     // order of Program's members.
+     << "ppcrt::Program describeProgram() {\n"
+     << "  ppcrt::Program p = {};\n"
+     << "  p.model = " << quote(info.model) << ";\n"
+     << "  p.fingerprint = " << quote(info.fingerprint) << ";\n"
+     << "  p.initialWeights = " << quote(info.initialWeights) << ";\n"
+     << "  p.meshRank = " << (mesh ? mesh.getShape().size() : 0) << ";\n";
+  for (auto [i, axis] : llvm::enumerate(axes))
+    os << "  p.meshAxes[" << i << "] = " << axis << ";\n";
+  for (auto [i, size] : llvm::enumerate(shape))
+    os << "  p.meshShape[" << i << "] = " << size << ";\n";
+  os << "  p.groups = groups;\n"
+     << "  p.numGroups = " << groups.size() << ";\n"
+     << "  p.programs = programs;\n"
+     << "  p.numPrograms = " << programs.size() << ";\n"
+     << "  p.globalBatch = " << info.globalBatch << ";\n"
+     << "  p.seqLen = " << info.seqLen << ";\n"
+     << "  p.dataDtype = " << quote(info.dataDtype) << ";\n"
+     << "  p.tokenInputs = tokenInputs;\n"
+     << "  p.numTokenInputs = " << info.tokenInputs.size() << ";\n"
+     << "  p.description = " << quote(info.description) << ";\n"
+     << "  p.target = " << (cuda ? "\"cuda\"" : "\"cpu\"") << ";\n"
+     << "  p.precision = " << quote(info.precision) << ";\n"
+     << "  p.channels = channels;\n"
+     << "  p.numChannels = " << channels.size() << ";\n"
+     << "  p.kernelError = " << (cuda ? "kernelError" : "nullptr") << ";\n"
+     << "  p.hypers = hypers;\n"
+     << "  p.numHypers = " << info.hypers.size() << ";\n"
+     << "  p.untie = " << (info.untie ? "true" : "false") << ";\n"
+     << "  return p;\n"
+     << "}\n\n"
+     << "const ppcrt::Program program = describeProgram();\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) { return ppcrt::" << (cuda ? "cuda::" : "")
      << "main(argc, argv, program); }\n";

@@ -79,6 +79,8 @@ struct Hyper {
 };
 
 /// The whole executable.
+/// Generated code fills it field by field (describeProgram), so members
+/// may be added or reordered without touching the emitter's other output.
 struct Program {
   /// The ONNX model it was compiled from, and a fingerprint of what a
   /// checkpoint must match (model, mesh, partitioning).
@@ -115,9 +117,9 @@ struct Program {
   /// channels; the CPU runtime sends on the world communicator).
   const Channel *channels = nullptr;
   int numChannels = 0;
-  /// The message of an error the program's kernels flagged in the step that
-  /// ended (an index out of range), or null (GPU kernels cannot stop the
-  /// process themselves); null when kernels report errors at once.
+  /// The message of an error the program's kernels flagged on the device in
+  /// the step that ended (an index out of range), or null; null for the CPU
+  /// target, whose kernels record theirs with ppcrt::kernelFailed (Rank.h).
   const char *(*kernelError)() = nullptr;
   /// The hyper-parameters of the step ("lr", "beta1", ...).
   const Hyper *hypers = nullptr;
