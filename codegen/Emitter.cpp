@@ -179,16 +179,6 @@ bool isView(Operation *op, const ProgramLayout &layout) {
   return layout.holders.count(op->getResult(0)) != 0;
 }
 
-/// The FLOPs of a contraction (MFU's numerator), 0 for any other op.
-double gemmFlops(Operation *op) {
-  auto contraction = llvm::dyn_cast<ContractionOpInterface>(op);
-  if (!contraction)
-    return 0;
-  llvm::SmallVector<llvm::ArrayRef<int64_t>> shapes;
-  for (Value v : op->getOperands())
-    shapes.push_back(shapeOf(v));
-  return contraction.getFlops(shapes);
-}
 
 } // namespace
 
@@ -260,7 +250,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
     for (Operation &op : program.getBody().front()) {
       if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op))
         continue;
-      flops += gemmFlops(&op);
+      flops += flopsOf(&op);  // MFU's numerator
       if (auto send = llvm::dyn_cast<SendOp>(op))
         channels.push_back(llvm::formatv("{{{0}, {1}, {2}}", quote(send.getAxis()), p,
                                          send.getPeer()));

@@ -181,6 +181,16 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
 // EinsumOp
 //===----------------------------------------------------------------------===//
 
+double flopsOf(Operation *op) {
+  auto contraction = llvm::dyn_cast<ContractionOpInterface>(op);
+  if (!contraction)
+    return 0;
+  llvm::SmallVector<llvm::ArrayRef<int64_t>> shapes;
+  for (Value v : op->getOperands())
+    shapes.push_back(llvm::cast<ShapedType>(v.getType()).getShape());
+  return contraction.getFlops(shapes);
+}
+
 bool isLinearIn(Operation *op, unsigned i) {
   if (op->hasTrait<AdditiveTrait>() || op->hasTrait<LinearInEachTrait>())
     return true;

@@ -46,6 +46,10 @@ class LinearInEachTrait
 template <typename ConcreteType>
 class AdditiveTrait : public mlir::OpTrait::TraitBase<ConcreteType, AdditiveTrait> {};
 
+/// The FLOPs of `op` on its own operand shapes (ContractionOpInterface's
+/// getFlops), 0 for an op that is not a contraction.
+double flopsOf(mlir::Operation *op);
+
 /// Whether `op` is linear in operand `i` with its other operands fixed.
 bool isLinearIn(mlir::Operation *op, unsigned i);
 

@@ -140,7 +140,7 @@ llvm::Expected<CheckpointLayout> readCheckpointLayout(llvm::StringRef checkpoint
       SavedBlock block;
       block.rank = r;
       std::optional<llvm::StringRef> dtypeName = entry->getString("dtype");
-      std::optional<DType> dtype = dtypeName ? parseDType(*dtypeName) : std::nullopt;
+      std::optional<DType> dtype = dtypeName ? dtypeFromSafetensorsName(*dtypeName) : std::nullopt;
       if (!dtype)
         return field("\"dtype\" is not a safetensors element type");
       block.dtype = *dtype;

@@ -32,10 +32,6 @@ static llvm::Expected<int64_t> tensorBytes(DType dtype,
   return ppc::checkedTensorBytes(shape, dtypeBytes(dtype), safetensorsName(dtype));
 }
 
-std::optional<DType> parseDType(llvm::StringRef name) {
-  return dtypeFromSafetensorsName(std::string_view(name.data(), name.size()));
-}
-
 /// Flushes `os`, then fsyncs and closes its file `fd`; the first failure wins.
 static std::error_code syncAndClose(llvm::raw_fd_ostream &os, int fd) {
   os.flush();
@@ -125,7 +121,7 @@ static llvm::Expected<TensorView> parseTensor(llvm::StringRef path,
   std::optional<llvm::StringRef> dtypeField = fields->getString("dtype");
   if (!dtypeField)
     return tensorError("has no dtype");
-  std::optional<DType> dtype = parseDType(*dtypeField);
+  std::optional<DType> dtype = dtypeFromSafetensorsName(*dtypeField);
   if (!dtype)
     return tensorError("has unknown dtype '" + ppc::printable(*dtypeField) +
                        "'");

@@ -31,10 +31,6 @@
 
 namespace ppcrt {
 
-/// The element type spelled `name` ("F32", "BF16", ...: safetensorsName's
-/// spelling), if it is one.
-std::optional<DType> parseDType(llvm::StringRef name);
-
 /// A named tensor whose bytes live elsewhere (row-major, little-endian).
 struct TensorView {
   std::string name;

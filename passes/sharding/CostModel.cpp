@@ -74,13 +74,8 @@ double localOpSeconds(Operation *op, const DeviceModel &device, const AxisSizes 
     bytes += tensorBytes(v);
   for (Value v : op->getResults())
     bytes += tensorBytes(v);
-  if (auto contraction = llvm::dyn_cast<ContractionOpInterface>(op)) {
-    llvm::SmallVector<llvm::ArrayRef<int64_t>> shapes;
-    for (Value v : op->getOperands())
-      shapes.push_back(llvm::cast<RankedTensorType>(v.getType()).getShape());
-    if (double flops = contraction.getFlops(shapes))
-      return flops / device.flops;
-  }
+  if (double flops = flopsOf(op))
+    return flops / device.flops;
   return bytes / device.memoryBandwidth;
 }
 
