@@ -1,17 +1,14 @@
-// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 data-parallel=2" "-ppc-partition=dp=2 zero=0" \
-// RUN:   | FileCheck %s --check-prefix=ZERO0 --implicit-check-not=ppc.reduce_scatter --implicit-check-not=ppc.all_gather
-// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 data-parallel=2 micro-batches=2" "-ppc-partition=dp=2 zero=1" \
-// RUN:   | FileCheck %s --check-prefix=ZERO1
-// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 data-parallel=2 micro-batches=2" "-ppc-partition=dp=2 zero=2" \
-// RUN:   | FileCheck %s --check-prefix=ZERO2
-// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 data-parallel=2 micro-batches=2" "-ppc-partition=dp=2 zero=3" \
-// RUN:   | FileCheck %s --check-prefix=ZERO3
+// ZeRO stages 0-3 of -ppc-partition over dp=2, one case per stage; each
+// needs its own pass options, so each has its own RUN line and check
+// prefix, and all run on the two-layer model at the end of the file.
 
 // Each model state is sharded over dp along its first dimension that dp
 // divides: w1 (3x4) along dimension 1, w2 (4x2) along dimension 0.
 
 // Tests that without ZeRO the model states are replicated and each
 // gradient is all-reduced once, with no reduce-scatter or all-gather.
+// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 data-parallel=2" "-ppc-partition=dp=2 zero=0" \
+// RUN:   | FileCheck %s --check-prefix=ZERO0 --implicit-check-not=ppc.reduce_scatter --implicit-check-not=ppc.all_gather
 // ZERO0-LABEL: func.func @train_step
 // ZERO0-SAME:    tensor<3x4xf32> {ppc.param = "w1", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], []]>}
 // ZERO0-SAME:    tensor<3x4xf32> {ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], []]>, ppc.state = "momentum:w1"}
@@ -25,6 +22,8 @@
 // whole over the micro-batches, the step's gradient is reduce-scattered
 // once per parameter, the update runs on the shards, and the new
 // parameters are all-gathered back to whole replicas for the return.
+// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 data-parallel=2 micro-batches=2" "-ppc-partition=dp=2 zero=1" \
+// RUN:   | FileCheck %s --check-prefix=ZERO1
 // ZERO1-LABEL: func.func @train_step
 // ZERO1-SAME:    tensor<3x4xf32> {ppc.param = "w1", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], []]>}
 // ZERO1-SAME:    tensor<4x2xf32> {ppc.param = "w2", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], []]>}
@@ -49,6 +48,8 @@
 // Tests ZeRO stage 2: each micro-batch's gradient is reduce-scattered as
 // soon as it is computed (two per parameter here), and the shards are
 // accumulated; the parameters are still all-gathered at the end.
+// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 data-parallel=2 micro-batches=2" "-ppc-partition=dp=2 zero=2" \
+// RUN:   | FileCheck %s --check-prefix=ZERO2
 // ZERO2-LABEL: func.func @train_step
 // ZERO2-SAME:    attributes {ppc.zero = 2 : i64}
 // ZERO2-NOT:     ppc.reduce_scatter
@@ -72,6 +73,8 @@
 // shards; each micro-batch all-gathers w1 and w2 right before their forward
 // uses and w2 again for its backward (w1's backward needs only the data),
 // and the update runs on the shards with no all-gather at the end.
+// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 data-parallel=2 micro-batches=2" "-ppc-partition=dp=2 zero=3" \
+// RUN:   | FileCheck %s --check-prefix=ZERO3
 // ZERO3-LABEL: func.func @train_step
 // ZERO3-SAME:    %[[W1:arg[0-9]+]]: tensor<3x2xf32> {ppc.param = "w1", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], [dp]]>}
 // ZERO3-SAME:    %[[W2:arg[0-9]+]]: tensor<2x2xf32> {ppc.param = "w2", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}dp], []]>}

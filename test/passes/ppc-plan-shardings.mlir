@@ -1,13 +1,12 @@
-// RUN: ppc-opt %s "-ppc-plan-shardings=tp=4 memory-per-rank=60000" | FileCheck %s --check-prefix=PLAN
-// RUN: ppc-opt %s "-ppc-plan-shardings=tp=4 memory-per-rank=60000" -ppc-partition=tp=4 | FileCheck %s --check-prefix=SPMD
-// RUN: ppc-opt %s -ppc-plan-shardings=tp=4 | FileCheck %s --check-prefix=ROOMY
-// RUN: ppc-opt %s "-ppc-plan-shardings=tp=4 tp-shard=w2:0" | FileCheck %s --check-prefix=PINNED
+// Sharding plans -ppc-plan-shardings chooses for a two-layer MLP over tp=4.
+// The cases need different pass options, so each has its own RUN line and
+// check prefix; all run on the MLP at the end of the file.
 
 // Tests that the planner splits an MLP as Megatron does when the replicated
 // plan does not fit: the first weight by columns, the second by rows, so
-// that the step needs a single all-reduce of the output. With memory to
-// spare, splitting does not pay at this size and everything stays whole.
-
+// that the step needs a single all-reduce of the output. The chosen plan's
+// cost and the budget are recorded on the step.
+// RUN: ppc-opt %s "-ppc-plan-shardings=tp=4 memory-per-rank=60000" | FileCheck %s --check-prefix=PLAN
 // PLAN: ppc.mesh @mesh axes = ["pp", "dp", "tp"] shape = [1, 1, 4]
 // PLAN-LABEL: func.func @train_step
 // PLAN-SAME: ppc.input = "x", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], []]>
@@ -15,6 +14,11 @@
 // PLAN-SAME: ppc.param = "w2", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}tp], []]>
 // PLAN: ppc.plan = {comm_seconds = {{.*}}, compute_seconds = {{.*}}, memory_per_rank = 6.000000e+04 : f64, peak_bytes = {{.*}}, plans_priced = {{[0-9]+}} : i64}
 
+// Tests that -ppc-partition carries out that plan: each rank holds a
+// 32x32 block of w1 (columns) and of w2 (rows), the first matmul runs on
+// the column shards, the second yields partial sums over tp, and their
+// all-reduce is the last collective and gives the returned output.
+// RUN: ppc-opt %s "-ppc-plan-shardings=tp=4 memory-per-rank=60000" -ppc-partition=tp=4 | FileCheck %s --check-prefix=SPMD
 // SPMD-LABEL: func.func @train_step
 // SPMD-SAME: %arg1: tensor<32x32xf32>
 // SPMD-SAME: %arg2: tensor<32x32xf32>
@@ -25,10 +29,15 @@
 // SPMD-NOT: ppc.all_
 // SPMD: return %[[FULL]]
 
+// Tests that with memory to spare (no memory-per-rank), splitting does not
+// pay at this size and both weights stay whole.
+// RUN: ppc-opt %s -ppc-plan-shardings=tp=4 | FileCheck %s --check-prefix=ROOMY
 // ROOMY: ppc.param = "w1", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], []]>
 // ROOMY-SAME: ppc.param = "w2", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], []]>
 
-// A pinned row split of w2 is kept, whatever the cost.
+// Tests that a pinned row split of w2 (tp-shard=w2:0) is kept, whatever the
+// cost.
+// RUN: ppc-opt %s "-ppc-plan-shardings=tp=4 tp-shard=w2:0" | FileCheck %s --check-prefix=PINNED
 // PINNED: ppc.param = "w2", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}tp], []]>
 
 func.func @train_step(%x: tensor<64x32xf32> {ppc.input = "x"},
