@@ -136,8 +136,8 @@ Value EmitContext::holder(Value value) const {
 
 std::string EmitContext::elementType(Value value) {
   Type element = llvm::cast<ShapedType>(value.getType()).getElementType();
-  if (cuda && element.isBF16())
-    return "ppcrt::cuda::bf16";
+  if (element.isBF16() && !spelling.bf16Type().empty())
+    return spelling.bf16Type().str();
   auto type = cType(element);
   return succeeded(type) ? *type : "void";
 }
@@ -161,6 +161,14 @@ std::string EmitContext::freshName(llvm::StringRef prefix, Operation *op) {
   if (clean.size() > 40)
     clean = clean.substr(clean.size() - 40);
   return (prefix + llvm::Twine(nextDefinition++) + (clean.empty() ? "" : "_") + clean).str();
+}
+
+std::string EmitContext::constArray(Operation *op, ArrayRef<int64_t> values) {
+  if (values.empty())
+    return "nullptr";
+  std::string name = freshName("dims", op);
+  kernels << "static const int64_t " << name << "[] = " << braces(values) << ";\n";
+  return name;
 }
 
 int EmitContext::group(llvm::ArrayRef<llvm::StringRef> axes) {
@@ -188,7 +196,7 @@ void EmitContext::comment(Operation *op) {
 }
 
 std::string EmitContext::ticket() {
-  if (!cuda)
+  if (!spelling.asynchronousCommunication())
     return "";
   pendingTicket = "ticket" + std::to_string(nextTicket++);
   return "const ppcrt::Ticket " + pendingTicket + " = ";

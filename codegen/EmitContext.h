@@ -11,6 +11,7 @@
 #ifndef PPC_CODEGEN_EMITCONTEXT_H
 #define PPC_CODEGEN_EMITCONTEXT_H
 
+#include "codegen/TargetSpelling.h"
 #include "ir/PpcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -50,12 +51,14 @@ std::string cppLiteral(mlir::Attribute value, mlir::Type type);
 
 class EmitContext {
 public:
-  EmitContext(llvm::raw_ostream &kernels, std::vector<std::string> &groups, bool cuda = false)
-      : kernels(kernels), groups(groups), cuda(cuda) {}
+  EmitContext(llvm::raw_ostream &kernels, std::vector<std::string> &groups,
+              const TargetSpelling &spelling)
+      : kernels(kernels), groups(groups), spelling(spelling) {}
 
-  /// Whether the source is CUDA C++ (device pointers, kernels launched on
-  /// the compute stream, communication returning tickets).
-  bool isCuda() const { return cuda; }
+  /// What the target spells its own way.
+  const TargetSpelling &target() const { return spelling; }
+  /// The namespace of the target's kernel library ("ppcrt::cpu").
+  llvm::StringRef kernelLibrary() const { return spelling.kernels(); }
 
   /// Starts a program: `body` receives its statements.
   void beginProgram(llvm::raw_ostream &body,
@@ -77,6 +80,9 @@ public:
 
   /// A fresh name for a file-level definition: "<prefix><n>_<node>".
   std::string freshName(llvm::StringRef prefix, mlir::Operation *op);
+  /// "static const int64_t dims<n>_<node>[] = {...};" at file level (host
+  /// memory); returns its name, or "nullptr" for no values.
+  std::string constArray(mlir::Operation *op, llvm::ArrayRef<int64_t> values);
 
   /// The index of the communicator group over `axes` (Program::groups).
   int group(llvm::ArrayRef<llvm::StringRef> axes);
@@ -110,19 +116,19 @@ private:
   llvm::DenseMap<mlir::Value, std::string> names;
   unsigned nextName = 0;
   unsigned nextDefinition = 0;
-  bool cuda;
+  const TargetSpelling &spelling;
   std::string pendingTicket;
   unsigned nextTicket = 0;
   std::vector<std::string> errors;
 };
 
-/// Emits one op (not an elementwise one: those are fused, Fusion.h).
+/// Emits one op (not an elementwise one: those are fused, Fusion.h), for
+/// whichever target the context spells.
 using OpEmitter = std::function<mlir::LogicalResult(mlir::Operation *, EmitContext &)>;
 
-/// The CPU emitter of `op`'s class, or null (codegen/cpu/*.cpp register them).
-const OpEmitter *lookupCpuEmitter(mlir::Operation *op);
-/// The CUDA emitter of `op`'s class, or null (codegen/cuda/*.cpp).
-const OpEmitter *lookupCudaEmitter(mlir::Operation *op);
+/// The emitter of `op`'s class, or null (codegen/Ops.cpp and
+/// codegen/Communication.cpp register them).
+const OpEmitter *lookupEmitter(mlir::Operation *op);
 
 } // namespace ppc::codegen
 

@@ -208,7 +208,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
   std::string fileText, programText, tableText;
   llvm::raw_string_ostream file(fileText), code(programText), tables(tableText);
   std::vector<std::string> groups;
-  EmitContext ctx(file, groups, cuda);
+  EmitContext ctx(file, groups, cuda ? cudaSpelling() : cpuSpelling());
   llvm::SmallVector<std::string> entries, channels;
   for (auto [p, program] : llvm::enumerate(programs)) {
     const ProgramLayout &layout = layouts[p];
@@ -261,14 +261,16 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
           continue;
         if (cuda)
           waitFor(rangesOf(fused.inputs), rangesOf(fused.outputs));
-        if (failed(cuda ? emitCudaFusedGroup(fused, ctx) : emitCpuFusedGroup(fused, ctx)))
+        if (failed(ctx.target().fusedGroup(fused, ctx)))
           return failure();
         continue;
       }
-      const OpEmitter *emitter = cuda ? lookupCudaEmitter(&op) : lookupCpuEmitter(&op);
+      const OpEmitter *emitter = lookupEmitter(&op);
       if (!emitter)
         return op.emitError() << "code generation for " << (cuda ? "CUDA" : "the CPU")
                               << " does not support '" << op.getName() << "'";
+      if (failed(ctx.target().supports(&op, ctx)))
+        return failure();
       llvm::SmallVector<Range> reads, writes;
       if (cuda && !isView(&op, layout)) {
         reads = rangesOf(op.getOperands());

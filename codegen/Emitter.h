@@ -86,11 +86,6 @@ layOutPrograms(mlir::ModuleOp module, Target target);
 mlir::LogicalResult emitSource(mlir::ModuleOp module, const ExecutableInfo &info,
                                llvm::ArrayRef<ProgramLayout> layouts, llvm::raw_ostream &os);
 
-/// Emits one fusion group: its kernel at file level, its call (or launch)
-/// in the body.
-mlir::LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &context);
-mlir::LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &context);
-
 } // namespace ppc::codegen
 
 #endif // PPC_CODEGEN_EMITTER_H

@@ -9,7 +9,7 @@
 
 #include "codegen/Emitter.h"
 #include "codegen/EmitContext.h"
-#include "codegen/Fusion.h"
+#include "codegen/FusedKernel.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
@@ -30,7 +30,6 @@ static llvm::SmallVector<bool> reducedAxes(const FusionGroup &group) {
 }
 
 LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
-  Operation *last = group.ops.back();
   auto shape = loopShape(group);
   std::string name = ctx.freshName("fused", group.ops.front());
   // With a reduction, its accumulator's strides over the loop shape (0 on
@@ -56,15 +55,8 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
     total *= s;
 
   llvm::raw_ostream &os = ctx.file();
-  os << "\n/// Fused:";
-  for (Operation *op : group.ops) {
-    std::string node = nodeName(op);
-    os << " " << op->getName().stripDialect();
-    if (!node.empty())
-      os << " '" << node << "'";
-    os << (op == last ? "" : ",");
-  }
-  os << ".\nstatic void " << name << "(";
+  describeGroup(group, os);
+  os << "static void " << name << "(";
   llvm::SmallVector<std::string> params;
   for (auto [k, v] : llvm::enumerate(group.inputs))
     params.push_back(llvm::formatv("const {0} *__restrict in{1}", ctx.elementType(v), k));
@@ -99,16 +91,7 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   }
   os << indent << "{\n";
   std::string inner = indent + "  ";
-  auto index = [&](llvm::ArrayRef<int64_t> strides) {
-    std::string expr;
-    for (int64_t l = 0; l < depth; ++l) {
-      if (strides[l] == 0)
-        continue;
-      expr += (expr.empty() ? "" : " + ") + ("i" + std::to_string(l)) +
-              (strides[l] == 1 ? "" : " * " + std::to_string(strides[l]));
-    }
-    return expr.empty() ? std::string("0") : expr;
-  };
+  auto index = [&](llvm::ArrayRef<int64_t> strides) { return indexExpression(strides, "i"); };
   llvm::DenseMap<Value, std::string> reg;
   for (auto [k, v] : llvm::enumerate(group.inputs)) {
     std::string r = "x" + std::to_string(k);
@@ -116,33 +99,8 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
                                  index(nest.inputStrides[k]));
     reg[v] = r;
   }
-  unsigned temp = 0;
-  for (Operation *op : group.ops) {
-    if (op == group.reduction)
-      break;
-    llvm::SmallVector<std::string> args;
-    for (Value operand : op->getOperands()) {
-      if (auto splat = splatValue(operand))
-        args.push_back(ctx.elementType(operand) + "(" +
-                       cppLiteral(*splat, getElementTypeOrSelf(operand.getType())) + ")");
-      else
-        args.push_back(reg.lookup(operand));
-    }
-    Value result = op->getResult(0);
-    std::string type = ctx.elementType(result), expr;
-    if (llvm::isa<CastOp>(op)) {
-      bool toBool = llvm::cast<ShapedType>(result.getType()).getElementType().isInteger(1);
-      expr = llvm::formatv("ppcrt::scalar::cast<{0}>({1})", toBool ? "bool" : type, args[0]);
-    } else {
-      llvm::StringRef fn = scalarFunction(op);
-      if (fn.empty())
-        return ctx.unsupported(op, "no scalar form for " + op->getName().getStringRef());
-      expr = ("ppcrt::scalar::" + fn + "(" + llvm::join(args, ", ") + ")").str();
-    }
-    std::string r = "t" + std::to_string(temp++);
-    os << inner << llvm::formatv("const {0} {1} = {0}({2});\n", type, r, expr);
-    reg[result] = r;
-  }
+  if (failed(emitChain(group, ctx, os, reg, inner)))
+    return failure();
   llvm::SmallVector<int64_t> dense(depth, 1);
   for (int64_t l = depth - 2; l >= 0; --l)
     dense[l] = dense[l + 1] * nest.sizes[l + 1];

@@ -14,9 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/EmitContext.h"
-#include "codegen/Emitter.h"
-#include "codegen/Fusion.h"
+#include "codegen/FusedKernel.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
@@ -25,66 +23,6 @@
 using namespace mlir;
 
 namespace ppc::codegen {
-
-/// The register type of `value`'s elements: bf16 is computed in float.
-static std::string registerType(Value value, EmitContext &ctx) {
-  if (getElementTypeOrSelf(value.getType()).isBF16())
-    return "float";
-  return ctx.elementType(value);
-}
-
-static bool isBf16(Value value) { return getElementTypeOrSelf(value.getType()).isBF16(); }
-
-/// The group's elementwise ops (not its reduction) on registers: `reg` maps
-/// the inputs to their register names and receives the results'.
-static LogicalResult emitChain(const FusionGroup &group, EmitContext &ctx, llvm::raw_ostream &os,
-                               llvm::DenseMap<Value, std::string> &reg,
-                               llvm::StringRef indent) {
-  unsigned temp = 0;
-  for (Operation *op : group.ops) {
-    if (op == group.reduction)
-      break;
-    llvm::SmallVector<std::string> args;
-    for (Value operand : op->getOperands()) {
-      if (auto splat = splatValue(operand)) {
-        std::string literal = cppLiteral(*splat, getElementTypeOrSelf(operand.getType()));
-        args.push_back(registerType(operand, ctx) + "(" + literal + ")");
-      } else {
-        args.push_back(reg.lookup(operand));
-      }
-    }
-    Value result = op->getResult(0);
-    std::string type = registerType(result, ctx), expr;
-    if (llvm::isa<CastOp>(op)) {
-      bool toBool = getElementTypeOrSelf(result.getType()).isInteger(1);
-      expr = llvm::formatv("ppcrt::scalar::cast<{0}>({1})", toBool ? "bool" : type, args[0]);
-    } else {
-      llvm::StringRef fn = scalarFunction(op);
-      if (fn.empty())
-        return ctx.unsupported(op, "no scalar form for " + op->getName().getStringRef());
-      expr = ("ppcrt::scalar::" + fn + "(" + llvm::join(args, ", ") + ")").str();
-    }
-    if (isBf16(result))
-      expr = "ppcrt::cuda::roundBf16(" + expr + ")";
-    std::string r = "t" + std::to_string(temp++);
-    os << indent << llvm::formatv("const {0} {1} = {0}({2});\n", type, r, expr);
-    reg[result] = r;
-  }
-  return success();
-}
-
-/// The comment naming a group's ops.
-static void describe(const FusionGroup &group, llvm::raw_ostream &os) {
-  os << "\n/// Fused:";
-  for (Operation *op : group.ops) {
-    std::string node = nodeName(op);
-    os << " " << op->getName().stripDialect();
-    if (!node.empty())
-      os << " '" << node << "'";
-    os << (op == group.ops.back() ? "" : ",");
-  }
-  os << ".\n";
-}
 
 /// A group ending in a reduction: a functor computing the reduced value at a
 /// flat index of the loop shape (storing the group's other outputs there),
@@ -96,7 +34,7 @@ static LogicalResult emitReductionGroup(const FusionGroup &group, EmitContext &c
   LoopNest nest = collapse(shape, group.inputs);
   int64_t depth = nest.sizes.size();
   llvm::raw_ostream &os = ctx.file();
-  describe(group, os);
+  describeGroup(group, os);
   os << "struct " << name << " {\n";
   for (auto [k, v] : llvm::enumerate(group.inputs))
     os << llvm::formatv("  const {0} *__restrict__ in{1};\n", ctx.elementType(v), k);
@@ -117,14 +55,9 @@ static LogicalResult emitReductionGroup(const FusionGroup &group, EmitContext &c
   os << "    (void)rest;\n";
   llvm::DenseMap<Value, std::string> reg;
   for (auto [k, v] : llvm::enumerate(group.inputs)) {
-    std::string at;
-    for (int64_t l = 0; l < depth; ++l)
-      if (nest.inputStrides[k][l])
-        at += (at.empty() ? "" : " + ") + ("c" + std::to_string(l)) + " * " +
-              std::to_string(nest.inputStrides[k][l]);
     std::string r = "x" + std::to_string(k);
     os << llvm::formatv("    const {0} {1} = {0}(in{2}[{3}]);\n", registerType(v, ctx), r, k,
-                        at.empty() ? "0" : at);
+                        indexExpression(nest.inputStrides[k], "c"));
     reg[v] = r;
   }
   if (failed(emitChain(group, ctx, os, reg, "    ")))
@@ -136,24 +69,8 @@ static LogicalResult emitReductionGroup(const FusionGroup &group, EmitContext &c
   os << "    return " << reg.lookup(reduced) << ";\n  }\n};\n";
 
   // The launch: the reduction's collapsed shape and mask, as emitReduce's.
-  llvm::SmallVector<bool> isReduced(shape.size(), false);
-  for (int64_t axis : reduction->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef())
-    isReduced[axis] = true;
-  llvm::SmallVector<int64_t> collapsed;
-  llvm::SmallVector<bool> kinds;
-  for (auto [size, r] : llvm::zip(shape, isReduced)) {
-    if (size == 1)
-      continue;
-    if (!kinds.empty() && kinds.back() == r) {
-      collapsed.back() *= size;
-      continue;
-    }
-    collapsed.push_back(size);
-    kinds.push_back(r);
-  }
-  uint32_t mask = 0;
-  for (auto [d, r] : llvm::enumerate(kinds))
-    mask |= uint32_t(r) << d;
+  CollapsedReduction collapsed = collapseReduction(
+      shape, reduction->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef());
   llvm::SmallVector<std::string> members;
   for (Value v : group.inputs)
     members.push_back(ctx.ptr(v));
@@ -164,16 +81,15 @@ static LogicalResult emitReductionGroup(const FusionGroup &group, EmitContext &c
   ctx.body() << llvm::formatv(
       "  ppcrt::cuda::reduceWith<ppcrt::cuda::ReduceKind::{0}>({1}{{{2}}, {3}, {4}, {5}, "
       "{6}u);\n",
-      fusableReduction(reduction), name, llvm::join(members, ", "), out, collapsed.size(),
-      collapsed.empty() ? "{}" : braces(collapsed), mask);
+      fusableReduction(reduction), name, llvm::join(members, ", "), out, collapsed.sizes.size(),
+      collapsed.sizes.empty() ? "{}" : braces(collapsed.sizes), collapsed.mask);
   return success();
 }
 
 LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   if (group.reduction)
     return emitReductionGroup(group, ctx);
-  Operation *last = group.ops.back();
-  auto shape = llvm::cast<RankedTensorType>(last->getResult(0).getType()).getShape();
+  auto shape = loopShape(group);
   std::string name = ctx.freshName("fused", group.ops.front());
   LoopNest nest = collapse(shape, group.inputs);
   int64_t depth = nest.sizes.size(), total = 1;
@@ -182,7 +98,7 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   int vector = depth > 0 && nest.sizes.back() % 4 == 0 ? 4 : 1;
 
   llvm::raw_ostream &os = ctx.file();
-  describe(group, os);
+  describeGroup(group, os);
   os << "__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name << "(";
   llvm::SmallVector<std::string> params;
   for (auto [k, v] : llvm::enumerate(group.inputs))
@@ -201,16 +117,7 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
                           nest.sizes[l]);
   }
   os << "    (void)rest;\n";
-  auto index = [&](llvm::ArrayRef<int64_t> strides) {
-    std::string expr;
-    for (int64_t l = 0; l < depth; ++l) {
-      if (strides[l] == 0)
-        continue;
-      expr += (expr.empty() ? "" : " + ") + ("c" + std::to_string(l)) +
-              (strides[l] == 1 ? "" : " * " + std::to_string(strides[l]));
-    }
-    return expr.empty() ? std::string("0") : expr;
-  };
+  auto index = [&](llvm::ArrayRef<int64_t> strides) { return indexExpression(strides, "c"); };
   // Inputs: a vector load where the input is dense along the innermost loop,
   // one scalar (used for every lane) where it broadcasts.
   llvm::SmallVector<bool> perLane;

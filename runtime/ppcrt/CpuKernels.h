@@ -5,7 +5,9 @@
 // every size a compile-time constant, so after inlining they are as
 // specialized as emitted loops. Numerics follow the reference executor:
 // sums accumulate in double and round once; GEMMs accumulate in the
-// element type (BLAS).
+// element type (BLAS). The functions the op emitters call have the names and
+// arguments of runtime/ppcrt/cuda/Kernels.cuh's: one emitter per op writes
+// the call for either target (codegen/Ops.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,7 +135,8 @@ template <ReduceKind Kind, typename A> inline A reduceCombine(A x, A y) {
 /// reduced when bit d of `reducedMask` is set), into `out` (the kept
 /// dimensions). `count` is the number of elements combined per result.
 template <ReduceKind Kind, typename T>
-void reduce(const T *in, T *out, int rank, const int64_t *shape, uint32_t reducedMask) {
+void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank],
+            uint32_t reducedMask) {
   using A = ReduceAccumulator<Kind, T>;
   int64_t outSize = 1, count = 1, total = 1;
   int64_t outStrides[kMaxRank];
@@ -277,17 +280,17 @@ void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int
 // Data movement
 //===----------------------------------------------------------------------===//
 
-/// out (dense, `shape`) at coordinates c reads in[offset + sum c[d] * strides[d]].
-template <typename T>
-void stridedCopy(const T *in, T *out, int rank, const int64_t *shape, int64_t offset,
-                 const int64_t *strides) {
+/// out (dense, d.size) at coordinates c reads in[offset + sum c[k] * d.stride[k]].
+template <typename T> void stridedCopy(const T *in, T *out, const Dims &d, int64_t offset) {
+  int rank = d.rank;
+  const int64_t *shape = d.size, *strides = d.stride;
   if (rank == 0) {
     out[0] = in[offset];
     return;
   }
   int64_t inner = shape[rank - 1], innerStride = strides[rank - 1], total = 1;
-  for (int d = 0; d < rank; ++d)
-    total *= shape[d];
+  for (int k = 0; k < rank; ++k)
+    total *= shape[k];
   int64_t coords[kMaxRank] = {0};
   int64_t index = offset;
   for (int64_t base = 0; base < total; base += inner) {
@@ -298,40 +301,58 @@ void stridedCopy(const T *in, T *out, int rank, const int64_t *shape, int64_t of
     else
       for (int64_t j = 0; j < inner; ++j)
         to[j] = from[j * innerStride];
-    for (int d = rank - 2; d >= 0; --d) {
-      index += strides[d];
-      if (++coords[d] < shape[d])
+    for (int k = rank - 2; k >= 0; --k) {
+      index += strides[k];
+      if (++coords[k] < shape[k])
         break;
-      index -= strides[d] * shape[d];
-      coords[d] = 0;
+      index -= strides[k] * shape[k];
+      coords[k] = 0;
     }
   }
 }
 
-/// The inverse: in (dense, `shape`) at c is written to out[offset + sum c[d] * strides[d]].
-template <typename T>
-void stridedStore(const T *in, T *out, int rank, const int64_t *shape, int64_t offset,
-                  const int64_t *strides) {
+/// The inverse: in (dense, d.size) at c is written to out[offset + sum c[k] * d.stride[k]].
+template <typename T> void stridedStore(const T *in, T *out, const Dims &d, int64_t offset) {
+  int rank = d.rank;
+  const int64_t *shape = d.size, *strides = d.stride;
   if (rank == 0) {
     out[offset] = in[0];
     return;
   }
   int64_t inner = shape[rank - 1], innerStride = strides[rank - 1], total = 1;
-  for (int d = 0; d < rank; ++d)
-    total *= shape[d];
+  for (int k = 0; k < rank; ++k)
+    total *= shape[k];
   int64_t coords[kMaxRank] = {0};
   int64_t index = offset;
   for (int64_t base = 0; base < total; base += inner) {
     for (int64_t j = 0; j < inner; ++j)
       out[index + j * innerStride] = in[base + j];
-    for (int d = rank - 2; d >= 0; --d) {
-      index += strides[d];
-      if (++coords[d] < shape[d])
+    for (int k = rank - 2; k >= 0; --k) {
+      index += strides[k];
+      if (++coords[k] < shape[k])
         break;
-      index -= strides[d] * shape[d];
-      coords[d] = 0;
+      index -= strides[k] * shape[k];
+      coords[k] = 0;
     }
   }
+}
+
+/// out[0, n) = value.
+template <typename T> void fill(T *out, int64_t n, T value) { std::fill_n(out, n, value); }
+
+/// Copies `bytes` between arena buffers.
+inline void copy(void *out, const void *in, size_t bytes) { std::memcpy(out, in, bytes); }
+
+/// Copies a constant of the program into the arena (one memory on CPUs).
+inline void upload(void *out, const void *in, size_t bytes) { std::memcpy(out, in, bytes); }
+
+/// Concatenation: input k's rows of `chunk` bytes go at byte `at` of each
+/// `row`-byte row of the result.
+inline void concatPart(void *out, const void *in, int64_t outer, int64_t row, int64_t at,
+                       int64_t chunk) {
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(static_cast<char *>(out) + o * row + at,
+                static_cast<const char *>(in) + o * chunk, chunk);
 }
 
 /// Transposes the last two dimensions of [batch, rows, cols] in tiles.

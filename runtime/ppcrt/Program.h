@@ -22,6 +22,14 @@ namespace ppcrt {
 /// The largest tensor rank a program tensor may have.
 constexpr int kMaxRank = 8;
 
+/// A strided view, as the data-movement kernels of both targets take it:
+/// element c (row-major over `size`) is at sum c[d] * stride[d].
+struct Dims {
+  int rank;
+  int64_t size[kMaxRank];
+  int64_t stride[kMaxRank];
+};
+
 /// A tensor a rank program takes or returns.
 struct TensorInfo {
   /// What it is, as `ppc simulate` keys it: "param:NAME",

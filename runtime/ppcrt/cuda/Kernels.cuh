@@ -5,7 +5,9 @@
 // generated executable (GEMMs are cuBLASLt calls, Cuda.h). Every launch goes
 // on the rank's compute stream. Numerics: sums over many elements (reduce,
 // the loss) accumulate in double, softmax and layer norm in float (double
-// for f64); bf16 values are computed in float and rounded once per op.
+// for f64); bf16 values are computed in float and rounded once per op. The
+// functions the op emitters call have the names and arguments of
+// runtime/ppcrt/CpuKernels.h's (codegen/Ops.cpp writes the call for either).
 //
 // Kernels cannot stop the process; an index out of range sets
 // kernelErrorFlag (the first error's id), which the generated
@@ -71,12 +73,6 @@ template <typename T, int V> struct alignas(sizeof(T) * V) Pack {
   T v[V];
 };
 
-/// A shape and per-dimension strides (collapsed; at most kMaxRank dims).
-struct Dims {
-  int rank;
-  int64_t size[kMaxRank];
-  int64_t stride[kMaxRank];
-};
 
 __device__ __forceinline__ int64_t stridedIndex(const Dims &d, int64_t i) {
   int64_t at = 0;

@@ -27,7 +27,7 @@
 namespace {
 
 using ppcrt::cuda::bf16;
-using ppcrt::cuda::Dims;
+using ppcrt::Dims;
 using ppcrt::cuda::LossReduction;
 using ppcrt::cuda::ReduceKind;
 
@@ -425,11 +425,13 @@ TEST(CudaKernels, CumSumScansEveryLine) {
           double sum = 0;
           for (int64_t s = 0; s < n; ++s) {
             int64_t i = (o * n + (reverse ? n - 1 - s : s)) * inner + j;
-            if (exclusive)
+            if (exclusive) {
               ASSERT_EQ(got[i], sum) << "exclusive " << exclusive << " reverse " << reverse;
+            }
             sum += in[i];
-            if (!exclusive)
+            if (!exclusive) {
               ASSERT_EQ(got[i], sum) << "exclusive " << exclusive << " reverse " << reverse;
+            }
           }
         }
     }

@@ -96,20 +96,11 @@ static LogicalResult emitAllSlice(Operation *op, EmitContext &ctx) {
   auto inShape = shapeOf(slice.getInput()), shape = shapeOf(slice.getResult());
   int64_t dim = slice.getDim();
   Shape strides = stridesOf(inShape);
-  std::string dims = ctx.freshName("dims", op), steps = ctx.freshName("dims", op);
-  ctx.file() << "static const int64_t " << dims << "[] = " << braces(shape) << ";\n"
-             << "static const int64_t " << steps << "[] = " << braces(strides) << ";\n";
   std::string in = ctx.ptr(slice.getInput()), out = ctx.ptr(slice.getResult());
-  if (ctx.isCuda()) {
-    ctx.body() << llvm::formatv(
-        "  ppcrt::cuda::stridedCopy({0}, {1}, ppcrt::cuda::Dims{{{2}, {3}, {4}}, "
-        "rt.position({5}) * {6});\n",
-        in, out, shape.size(), braces(shape), braces(strides), g, shape[dim] * strides[dim]);
-    return success();
-  }
   ctx.body() << llvm::formatv(
-      "  ppcrt::cpu::stridedCopy({0}, {1}, {2}, {3}, rt.position({4}) * {5}, {6});\n", in, out,
-      shape.size(), dims, g, shape[dim] * strides[dim], steps);
+      "  {0}::stridedCopy({1}, {2}, ppcrt::Dims{{{3}, {4}, {5}}, rt.position({6}) * {7});\n",
+      ctx.kernelLibrary(), in, out, shape.size(), braces(shape), braces(strides), g,
+      shape[dim] * strides[dim]);
   return success();
 }
 
@@ -117,11 +108,8 @@ static LogicalResult emitAxisIndex(Operation *op, EmitContext &ctx) {
   auto [g, what] = groupOf(op, ctx);
   (void)what;
   std::string out = ctx.ptr(op->getResult(0));
-  if (ctx.isCuda())
-    ctx.body() << llvm::formatv("  ppcrt::cuda::fill({0}, 1, int64_t(rt.position({1})));\n",
-                                out, g);
-  else
-    ctx.body() << llvm::formatv("  {0}[0] = rt.position({1});\n", out, g);
+  ctx.body() << llvm::formatv("  {0}::fill({1}, 1, int64_t(rt.position({2})));\n",
+                              ctx.kernelLibrary(), out, g);
   return success();
 }
 

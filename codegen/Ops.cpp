@@ -1,14 +1,19 @@
-//===- Ops.cpp - CPU emitters of the ops that are not fused ---------------===//
+//===- Ops.cpp - emitters of the ops that are not fused -------------------===//
 //
-// One emitter per op class, registered in a table as the executor's kernels
-// are. Each writes a call of a ppcrt/CpuKernels.h kernel (or BLAS through
-// it) with every size a constant, after a comment naming the ONNX node.
+// One emitter per op class for every target, registered in a table as the
+// executor's kernels are. Each writes, after a comment naming the ONNX
+// node, a call of the target's kernel library (runtime/ppcrt/CpuKernels.h,
+// runtime/ppcrt/cuda/Kernels.cuh: same names, same arguments) with every
+// size a constant; what a target spells its own way goes through its
+// TargetSpelling (the library's namespace, failure reporting, GEMMs and
+// einsums).
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Emitter.h"
 #include "codegen/EmitContext.h"
-#include "codegen/Fusion.h"
+#include "codegen/FusedKernel.h"
+#include "codegen/TargetSpelling.h"
 #include "executor/Tensor.h"
 #include "ir/ShapeRules.h"
 
@@ -22,20 +27,18 @@ using namespace mlir;
 
 namespace ppc::codegen {
 
-/// "static const int64_t name[] = {...};" at file level; returns the name
-/// (or "nullptr" for no values).
-static std::string constArray(EmitContext &ctx, Operation *op, ArrayRef<int64_t> values) {
-  if (values.empty())
-    return "nullptr";
-  std::string name = ctx.freshName("dims", op);
-  ctx.file() << "static const int64_t " << name << "[] = " << braces(values) << ";\n";
-  return name;
-}
-
 static void comment(EmitContext &ctx, Operation *op) { ctx.comment(op); }
 
 static std::string bytes(Value value, EmitContext &ctx) {
   return std::to_string(numElements(shapeOf(value))) + " * sizeof(" + ctx.elementType(value) + ")";
+}
+
+/// A ppcrt::Dims literal: a strided view (runtime/ppcrt/Program.h).
+static std::string dims(ArrayRef<int64_t> sizes, ArrayRef<int64_t> strides) {
+  return llvm::formatv("ppcrt::Dims{{{0}, {1}, {2}}", sizes.size(),
+                       sizes.empty() ? "{}" : braces(sizes),
+                       strides.empty() ? "{}" : braces(strides))
+      .str();
 }
 
 //===----------------------------------------------------------------------===//
@@ -53,18 +56,21 @@ static LogicalResult emitConstant(Operation *op, EmitContext &ctx) {
   comment(ctx, op);
   int64_t n = numElements(shapeOf(result));
   if (dense.isSplat()) {
-    ctx.body() << llvm::formatv("  std::fill_n({0}, {1}, {2}({3}));\n", out, n, type,
-                                cppLiteral(dense.getSplatValue<Attribute>(), element));
+    ctx.body() << llvm::formatv("  {0}::fill({1}, {2}, {3}({4}));\n", ctx.kernelLibrary(), out, n,
+                                type, cppLiteral(dense.getSplatValue<Attribute>(), element));
     return success();
   }
+  // bf16 has no literals: its elements are converted from float ones.
   std::string name = ctx.freshName("constant", op);
   ctx.file() << "static const " << type << " " << name << "[] = {";
   int64_t i = 0;
   for (Attribute value : dense.getValues<Attribute>())
     ctx.file() << (i++ % 8 ? ", " : (i == 1 ? "\n    " : ",\n    "))
-               << cppLiteral(value, element);
+               << (element.isBF16() ? type + "(" + cppLiteral(value, element) + ")"
+                                    : cppLiteral(value, element));
   ctx.file() << "};\n";
-  ctx.body() << llvm::formatv("  std::memcpy({0}, {1}, sizeof({1}));\n", out, name);
+  ctx.body() << llvm::formatv("  {0}::upload({1}, {2}, sizeof({2}));\n", ctx.kernelLibrary(), out,
+                              name);
   return success();
 }
 
@@ -74,21 +80,18 @@ static LogicalResult emitReshape(Operation *op, EmitContext &ctx) {
     return success(); // A view of its operand's buffer.
   std::string in = ctx.ptr(input), out = ctx.ptr(result);
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  std::memcpy({0}, {1}, {2});\n", out, in, bytes(result, ctx));
+  ctx.body() << llvm::formatv("  {0}::copy({1}, {2}, {3});\n", ctx.kernelLibrary(), out, in,
+                              bytes(result, ctx));
   return success();
 }
 
 /// A strided copy of `input` into `result` (transpose, slice, expand).
 static void stridedCopy(Operation *op, EmitContext &ctx, Value input, Value result,
-                        int64_t offset, ArrayRef<int64_t> strides,
-                        const std::string &offsetExpr = "") {
+                        int64_t offset, ArrayRef<int64_t> strides) {
   std::string in = ctx.ptr(input), out = ctx.ptr(result);
   comment(ctx, op);
-  auto shape = shapeOf(result);
-  ctx.body() << llvm::formatv(
-      "  ppcrt::cpu::stridedCopy({0}, {1}, {2}, {3}, {4}, {5});\n", in, out, shape.size(),
-      constArray(ctx, op, shape), offsetExpr.empty() ? std::to_string(offset) : offsetExpr,
-      constArray(ctx, op, strides));
+  ctx.body() << llvm::formatv("  {0}::stridedCopy({1}, {2}, {3}, {4});\n", ctx.kernelLibrary(), in,
+                              out, dims(shapeOf(result), strides), offset);
 }
 
 static LogicalResult emitTranspose(Operation *op, EmitContext &ctx) {
@@ -105,9 +108,9 @@ static LogicalResult emitTranspose(Operation *op, EmitContext &ctx) {
   if (lastTwo) {
     std::string in = ctx.ptr(input), out = ctx.ptr(result);
     comment(ctx, op);
-    ctx.body() << llvm::formatv("  ppcrt::cpu::transpose2d({0}, {1}, {2}, {3}, {4});\n", in,
-                                out, numElements(inShape.drop_back(2)), inShape[rank - 2],
-                                inShape[rank - 1]);
+    ctx.body() << llvm::formatv("  {0}::transpose2d({1}, {2}, {3}, {4}, {5});\n",
+                                ctx.kernelLibrary(), in, out, numElements(inShape.drop_back(2)),
+                                inShape[rank - 2], inShape[rank - 1]);
     return success();
   }
   auto inStrides = stridesOf(inShape);
@@ -159,12 +162,10 @@ static LogicalResult emitInsertSlice(Operation *op, EmitContext &ctx) {
   std::string source = ctx.ptr(insert.getSource()), dest = ctx.ptr(insert.getDest()),
               out = ctx.ptr(result);
   comment(ctx, op);
-  auto sourceShape = shapeOf(insert.getSource());
-  ctx.body() << llvm::formatv("  std::memcpy({0}, {1}, {2});\n", out, dest, bytes(result, ctx));
-  ctx.body() << llvm::formatv("  ppcrt::cpu::stridedStore({0}, {1}, {2}, {3}, {4}, {5});\n",
-                              source, out, sourceShape.size(),
-                              constArray(ctx, op, sourceShape), offset,
-                              constArray(ctx, op, strides));
+  ctx.body() << llvm::formatv("  {0}::copy({1}, {2}, {3});\n", ctx.kernelLibrary(), out, dest,
+                              bytes(result, ctx));
+  ctx.body() << llvm::formatv("  {0}::stridedStore({1}, {2}, {3}, {4});\n", ctx.kernelLibrary(),
+                              source, out, dims(shapeOf(insert.getSource()), strides), offset);
   return success();
 }
 
@@ -178,14 +179,14 @@ static LogicalResult emitConcat(Operation *op, EmitContext &ctx) {
   std::string out = ctx.ptr(concat.getResult()), type = ctx.elementType(concat.getResult());
   comment(ctx, op);
   int64_t outer = numElements(shape.take_front(axis));
-  ctx.body() << llvm::formatv("  for (int64_t o = 0, at = 0; o < {0}; ++o) {{\n", outer);
+  int64_t row = numElements(shape.drop_front(axis)), at = 0;
   for (auto [input, name] : llvm::zip(concat.getInputs(), ins)) {
     int64_t chunk = numElements(shapeOf(input).drop_front(axis));
-    ctx.body() << llvm::formatv(
-        "    std::memcpy({0} + at, {1} + o * {2}, {2} * sizeof({3}));\n    at += {2};\n", out,
-        name, chunk, type);
+    ctx.body() << llvm::formatv("  {0}::concatPart({1}, {2}, {3}, {4} * sizeof({5}), {6} * "
+                                "sizeof({5}), {7} * sizeof({5}));\n",
+                                ctx.kernelLibrary(), out, name, outer, row, type, at, chunk);
+    at += chunk;
   }
-  ctx.body() << "  }\n";
   return success();
 }
 
@@ -203,11 +204,10 @@ static LogicalResult emitIndexed(Operation *op, EmitContext &ctx) {
           inner = numElements(shape.drop_front(axis + 1)), rows = numElements(shapeOf(indices));
   std::string data = ctx.ptr(op->getOperand(0)), idx = ctx.ptr(indices), out = ctx.ptr(result);
   comment(ctx, op);
-  std::string message = "node '" + nodeName(op) + "' (" +
-                        op->getName().stripDialect().str() + "): an index is out of range";
-  ctx.body() << llvm::formatv("  ppcrt::cpu::{0}({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8});\n",
-                              isGather ? "gather" : "scatterAdd", data, idx, out, outer, n,
-                              inner, rows, quote(message));
+  std::string failure = ctx.target().failure(ctx, op, "an index is out of range");
+  ctx.body() << llvm::formatv("  {0}::{1}({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9});\n",
+                              ctx.kernelLibrary(), isGather ? "gather" : "scatterAdd", data, idx, out,
+                              outer, n, inner, rows, failure);
   return success();
 }
 
@@ -217,17 +217,18 @@ static LogicalResult emitTrilu(Operation *op, EmitContext &ctx) {
   int64_t rank = shape.size();
   std::string in = ctx.ptr(trilu.getInput()), out = ctx.ptr(trilu.getResult());
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  ppcrt::cpu::trilu({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", in,
-                              out, numElements(shape), shape[rank - 2], shape[rank - 1],
-                              trilu.getUpper() ? "true" : "false", trilu.getKAttr().getInt());
+  ctx.body() << llvm::formatv("  {0}::trilu({1}, {2}, {3}, {4}, {5}, {6}, {7});\n",
+                              ctx.kernelLibrary(), in, out, numElements(shape), shape[rank - 2],
+                              shape[rank - 1], trilu.getUpper() ? "true" : "false",
+                              trilu.getKAttr().getInt());
   return success();
 }
 
 static LogicalResult emitTopKIndices(Operation *op, EmitContext &ctx) {
   auto topK = llvm::cast<TopKIndicesOp>(op);
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  ppcrt::cpu::topKIndices({0}, {1}, {2}, {3}, {4});\n",
-                              ctx.ptr(topK.getInput()), ctx.ptr(topK.getResult()),
+  ctx.body() << llvm::formatv("  {0}::topKIndices({1}, {2}, {3}, {4}, {5});\n",
+                              ctx.kernelLibrary(), ctx.ptr(topK.getInput()), ctx.ptr(topK.getResult()),
                               linesAlong(shapeOf(topK.getInput()), topK.getAxis()),
                               topK.getK(), topK.getLargest() ? "true" : "false");
   return success();
@@ -236,7 +237,7 @@ static LogicalResult emitTopKIndices(Operation *op, EmitContext &ctx) {
 static LogicalResult emitCumSum(Operation *op, EmitContext &ctx) {
   auto cumsum = llvm::cast<CumSumOp>(op);
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  ppcrt::cpu::cumsum({0}, {1}, {2}, {3}, {4});\n",
+  ctx.body() << llvm::formatv("  {0}::cumsum({1}, {2}, {3}, {4}, {5});\n", ctx.kernelLibrary(),
                               ctx.ptr(cumsum.getInput()), ctx.ptr(cumsum.getResult()),
                               linesAlong(shapeOf(cumsum.getResult()), cumsum.getAxis()),
                               cumsum.getExclusive() ? "true" : "false",
@@ -283,15 +284,16 @@ static LogicalResult emitMatMul(Operation *op, EmitContext &ctx) {
     }
     return strides;
   };
-  bool transA, transB;
-  std::string a = stored(matmul.getLhs(), transA), b = stored(matmul.getRhs(), transB);
-  std::string c = ctx.ptr(result);
+  GemmCall call;
+  call.a = stored(matmul.getLhs(), call.transA);
+  call.b = stored(matmul.getRhs(), call.transB);
+  call.c = ctx.ptr(result);
+  call.batch.assign(batch.begin(), batch.end());
+  call.aStrides = batchStrides(matmul.getLhs());
+  call.bStrides = batchStrides(matmul.getRhs());
+  call.m = m, call.n = n, call.k = k;
   comment(ctx, op);
-  ctx.body() << llvm::formatv(
-      "  ppcrt::cpu::matmul({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11});\n",
-      transA ? "true" : "false", transB ? "true" : "false", batch.size(),
-      constArray(ctx, op, batch), constArray(ctx, op, batchStrides(matmul.getLhs())),
-      constArray(ctx, op, batchStrides(matmul.getRhs())), m, n, k, a, b, c);
+  ctx.target().matmul(ctx, op, call);
   return success();
 }
 
@@ -309,29 +311,28 @@ static LogicalResult emitEinsum(Operation *op, EmitContext &ctx) {
       if (!llvm::is_contained(labels, c))
         labels.push_back(c);
   int64_t numLabels = labels.size(), numOperands = einsum.getInputs().size();
-  llvm::SmallVector<int64_t> sizes(numLabels, 0), strides((numOperands + 1) * numLabels, 0);
+  EinsumCall call;
+  call.sizes.assign(numLabels, 0);
+  call.strides.assign(numOperands + 1, llvm::SmallVector<int64_t>(numLabels, 0));
   auto addTerm = [&](llvm::StringRef term, ArrayRef<int64_t> shape, int64_t t) {
     auto dimStrides = stridesOf(shape);
     for (auto [d, c] : llvm::enumerate(term)) {
       size_t l = labels.find(c);
-      sizes[l] = shape[d];
-      strides[t * numLabels + l] += dimStrides[d];
+      call.sizes[l] = shape[d];
+      call.strides[t][l] += dimStrides[d];
     }
   };
-  llvm::SmallVector<std::string> ins;
   for (auto [t, input] : llvm::enumerate(einsum.getInputs())) {
     addTerm(spec->inputs[t], shapeOf(input), t);
-    ins.push_back(ctx.ptr(input));
+    call.operands.push_back(ctx.ptr(input));
   }
   addTerm(spec->output, shapeOf(einsum.getResult()), numOperands);
-  std::string out = ctx.ptr(einsum.getResult()), type = ctx.elementType(einsum.getResult());
+  call.out = ctx.ptr(einsum.getResult());
+  call.elementType = ctx.elementType(einsum.getResult());
+  call.outputLabels = spec->output.size();
+  call.outSize = numElements(shapeOf(einsum.getResult()));
   comment(ctx, op);
-  ctx.body() << llvm::formatv(
-      "  {{ const {0} *operands[] = {{{1}};\n    ppcrt::cpu::einsum(operands, {2}, {3}, {4}, "
-      "{5}, {6}, {7}); }\n",
-      type, llvm::join(ins, ", "), numOperands, out, numLabels, constArray(ctx, op, sizes),
-      constArray(ctx, op, strides), numElements(shapeOf(einsum.getResult())));
-  return success();
+  return ctx.target().einsum(ctx, op, call);
 }
 
 //===----------------------------------------------------------------------===//
@@ -341,31 +342,13 @@ static LogicalResult emitEinsum(Operation *op, EmitContext &ctx) {
 template <typename OpT>
 static LogicalResult emitReduce(Operation *op, EmitContext &ctx, llvm::StringRef kind) {
   auto reduce = llvm::cast<OpT>(op);
-  auto shape = shapeOf(reduce.getInput());
-  llvm::SmallVector<bool> reduced(shape.size(), false);
-  for (int64_t axis : reduce.getAxes())
-    reduced[axis] = true;
-  // Collapse runs of kept or reduced dimensions; size-1 ones vanish.
-  llvm::SmallVector<int64_t> collapsed;
-  llvm::SmallVector<bool> kinds;
-  for (auto [size, r] : llvm::zip(shape, reduced)) {
-    if (size == 1)
-      continue;
-    if (!kinds.empty() && kinds.back() == r) {
-      collapsed.back() *= size;
-      continue;
-    }
-    collapsed.push_back(size);
-    kinds.push_back(r);
-  }
-  uint32_t mask = 0;
-  for (auto [d, r] : llvm::enumerate(kinds))
-    mask |= uint32_t(r) << d;
+  CollapsedReduction collapsed = collapseReduction(shapeOf(reduce.getInput()), reduce.getAxes());
   std::string in = ctx.ptr(reduce.getInput()), out = ctx.ptr(reduce.getResult());
   comment(ctx, op);
-  ctx.body() << llvm::formatv(
-      "  ppcrt::cpu::reduce<ppcrt::cpu::ReduceKind::{0}>({1}, {2}, {3}, {4}, {5}u);\n", kind, in,
-      out, collapsed.size(), constArray(ctx, op, collapsed), mask);
+  ctx.body() << llvm::formatv("  {0}::reduce<{0}::ReduceKind::{1}>({2}, {3}, {4}, {5}, {6}u);\n",
+                              ctx.kernelLibrary(), kind, in, out, collapsed.sizes.size(),
+                              collapsed.sizes.empty() ? "{}" : braces(collapsed.sizes),
+                              collapsed.mask);
   return success();
 }
 
@@ -375,7 +358,7 @@ template <typename OpT> static LogicalResult emitSoftmax(Operation *op, EmitCont
   int64_t axis = softmax.getAxis();
   std::string in = ctx.ptr(softmax.getInput()), out = ctx.ptr(softmax.getResult());
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  ppcrt::cpu::softmax<{0}>({1}, {2}, {3}, {4}, {5});\n",
+  ctx.body() << llvm::formatv("  {0}::softmax<{1}>({2}, {3}, {4}, {5}, {6});\n", ctx.kernelLibrary(),
                               std::is_same_v<OpT, LogSoftmaxOp> ? "true" : "false", in, out,
                               numElements(shape.take_front(axis)), shape[axis],
                               numElements(shape.drop_front(axis + 1)));
@@ -402,8 +385,9 @@ static LogicalResult emitLayerNorm(Operation *op, EmitContext &ctx) {
   char eps[64];
   std::snprintf(eps, sizeof(eps), "%a", norm.getEpsilon().convertToDouble());
   ctx.body() << llvm::formatv(
-      "  ppcrt::cpu::layerNorm<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9});\n", type, x,
-      scale, scaleStride, bias, biasStride, y, numElements(shape.take_front(axis)), size, eps);
+      "  {0}::layerNorm<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10});\n", ctx.kernelLibrary(),
+      type, x, scale, scaleStride, bias, biasStride, y, numElements(shape.take_front(axis)), size,
+      eps);
   return success();
 }
 
@@ -422,14 +406,13 @@ static LogicalResult emitNllLoss(Operation *op, EmitContext &ctx) {
               weight = loss.getWeight() ? ctx.ptr(loss.getWeight()) : "nullptr",
               out = ctx.ptr(loss.getResult()), type = ctx.elementType(loss.getResult());
   comment(ctx, op);
-  std::string message =
-      "node '" + nodeName(op) + "' (nll_loss): a target is out of range [0, " +
-      std::to_string(shape[1]) + ")";
-  ctx.body() << llvm::formatv(
-      "  ppcrt::cpu::nllLoss<{0}>({1}, {2}, {3}, {4}, {5}, {6}, {7}, "
-      "ppcrt::cpu::LossReduction::{8}, {9}, {10}, {11});\n",
-      type, in, target, weight, out, shape[0], shape[1], numElements(shape.drop_front(2)),
-      reduction, ignore ? "true" : "false", ignore.value_or(0), quote(message));
+  std::string failure = ctx.target().failure(
+      ctx, op, "a target is out of range [0, " + std::to_string(shape[1]) + ")");
+  ctx.body() << llvm::formatv("  {0}::nllLoss<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, "
+                              "{0}::LossReduction::{9}, {10}, {11}, {12});\n",
+                              ctx.kernelLibrary(), type, in, target, weight, out, shape[0], shape[1],
+                              numElements(shape.drop_front(2)), reduction,
+                              ignore ? "true" : "false", ignore.value_or(0), failure);
   return success();
 }
 
@@ -439,7 +422,7 @@ static LogicalResult emitNllLoss(Operation *op, EmitContext &ctx) {
 
 void registerCommunicationEmitters(llvm::DenseMap<TypeID, OpEmitter> &table);
 
-const OpEmitter *lookupCpuEmitter(Operation *op) {
+const OpEmitter *lookupEmitter(Operation *op) {
   static const llvm::DenseMap<TypeID, OpEmitter> table = [] {
     llvm::DenseMap<TypeID, OpEmitter> t;
     t[TypeID::get<ConstantOp>()] = emitConstant;

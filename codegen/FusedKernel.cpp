@@ -1,0 +1,99 @@
+//===- FusedKernel.cpp - what the targets' fused kernels share ------------===//
+
+#include "codegen/FusedKernel.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace ppc::codegen {
+
+void describeGroup(const FusionGroup &group, llvm::raw_ostream &os) {
+  os << "\n/// Fused:";
+  for (Operation *op : group.ops) {
+    std::string node = nodeName(op);
+    os << " " << op->getName().stripDialect();
+    if (!node.empty())
+      os << " '" << node << "'";
+    os << (op == group.ops.back() ? "" : ",");
+  }
+  os << ".\n";
+}
+
+std::string registerType(Value value, EmitContext &ctx) {
+  if (getElementTypeOrSelf(value.getType()).isBF16())
+    return "float";
+  return ctx.elementType(value);
+}
+
+LogicalResult emitChain(const FusionGroup &group, EmitContext &ctx, llvm::raw_ostream &os,
+                        llvm::DenseMap<Value, std::string> &reg, llvm::StringRef indent) {
+  unsigned temp = 0;
+  for (Operation *op : group.ops) {
+    if (op == group.reduction)
+      break;
+    llvm::SmallVector<std::string> args;
+    for (Value operand : op->getOperands()) {
+      if (auto splat = splatValue(operand)) {
+        std::string literal = cppLiteral(*splat, getElementTypeOrSelf(operand.getType()));
+        args.push_back(registerType(operand, ctx) + "(" + literal + ")");
+      } else {
+        args.push_back(reg.lookup(operand));
+      }
+    }
+    Value result = op->getResult(0);
+    std::string type = registerType(result, ctx), expr;
+    if (llvm::isa<CastOp>(op)) {
+      bool toBool = getElementTypeOrSelf(result.getType()).isInteger(1);
+      expr = llvm::formatv("ppcrt::scalar::cast<{0}>({1})", toBool ? "bool" : type, args[0]);
+    } else {
+      llvm::StringRef fn = scalarFunction(op);
+      if (fn.empty())
+        return ctx.unsupported(op, "no scalar form for " + op->getName().getStringRef());
+      expr = ("ppcrt::scalar::" + fn + "(" + llvm::join(args, ", ") + ")").str();
+    }
+    if (getElementTypeOrSelf(result.getType()).isBF16())
+      expr = (ctx.kernelLibrary() + "::roundBf16(" + expr + ")").str();
+    std::string r = "t" + std::to_string(temp++);
+    os << indent << llvm::formatv("const {0} {1} = {0}({2});\n", type, r, expr);
+    reg[result] = r;
+  }
+  return success();
+}
+
+std::string indexExpression(llvm::ArrayRef<int64_t> strides, llvm::StringRef var) {
+  std::string expr;
+  for (auto [l, stride] : llvm::enumerate(strides)) {
+    if (stride == 0)
+      continue;
+    expr += (expr.empty() ? "" : " + ") + (var + llvm::Twine(l)).str() +
+            (stride == 1 ? "" : " * " + std::to_string(stride));
+  }
+  return expr.empty() ? std::string("0") : expr;
+}
+
+CollapsedReduction collapseReduction(llvm::ArrayRef<int64_t> shape,
+                                     llvm::ArrayRef<int64_t> axes) {
+  llvm::SmallVector<bool> reduced(shape.size(), false);
+  for (int64_t axis : axes)
+    reduced[axis] = true;
+  CollapsedReduction out;
+  llvm::SmallVector<bool> kinds;
+  for (auto [size, r] : llvm::zip(shape, reduced)) {
+    if (size == 1)
+      continue;
+    if (!kinds.empty() && kinds.back() == r) {
+      out.sizes.back() *= size;
+      continue;
+    }
+    out.sizes.push_back(size);
+    kinds.push_back(r);
+  }
+  for (auto [d, r] : llvm::enumerate(kinds))
+    out.mask |= uint32_t(r) << d;
+  return out;
+}
+
+} // namespace ppc::codegen

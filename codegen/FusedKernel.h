@@ -1,0 +1,54 @@
+//===- FusedKernel.h - what the targets' fused kernels share -----*- C++ -*-===//
+//
+// A fusion group (Fusion.h) is one kernel per target: a loop nest on CPUs
+// (cpu/Elementwise.cpp), a grid-stride kernel on CUDA (cuda/Elementwise.cpp).
+// The loop structure is the target's; the chain of scalar calls in its body,
+// the index arithmetic and the reduction's collapsed shape are the same on
+// both and written here once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_CODEGEN_FUSEDKERNEL_H
+#define PPC_CODEGEN_FUSEDKERNEL_H
+
+#include "codegen/EmitContext.h"
+#include "codegen/Fusion.h"
+
+namespace ppc::codegen {
+
+/// "\n/// Fused: add 'node', mul 'other'.\n" before a group's kernel.
+void describeGroup(const FusionGroup &group, llvm::raw_ostream &os);
+
+/// The C++ type a kernel computes `value`'s elements in: bf16 in float
+/// (rounded once per op), every other type in itself.
+std::string registerType(mlir::Value value, EmitContext &ctx);
+
+/// The group's elementwise ops (up to its reduction) as statements on
+/// registers, one ppcrt/Scalar.h call each: `reg` maps the group's inputs to
+/// the names of their registers and receives the results'.
+mlir::LogicalResult emitChain(const FusionGroup &group, EmitContext &ctx, llvm::raw_ostream &os,
+                              llvm::DenseMap<mlir::Value, std::string> &reg,
+                              llvm::StringRef indent);
+
+/// The flat index "i0 * 12 + i1" of loop coordinates `<var>0, <var>1, ...`
+/// with `strides` ("0" when every stride is 0).
+std::string indexExpression(llvm::ArrayRef<int64_t> strides, llvm::StringRef var);
+
+/// A reduction's input shape with size-1 dimensions dropped and runs of kept
+/// or reduced ones merged, as the kernels' reduce takes it: dimension d is
+/// reduced when bit d of `mask` is set.
+struct CollapsedReduction {
+  llvm::SmallVector<int64_t> sizes;
+  uint32_t mask = 0;
+};
+CollapsedReduction collapseReduction(llvm::ArrayRef<int64_t> shape,
+                                     llvm::ArrayRef<int64_t> axes);
+
+/// The targets' kernels of a group: at file level, and its call (or
+/// launch) in the body (their TargetSpelling::fusedGroup).
+mlir::LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx);
+mlir::LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx);
+
+} // namespace ppc::codegen
+
+#endif // PPC_CODEGEN_FUSEDKERNEL_H
