@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/sharding/ShardingRules.h"
+#include "ir/PpcOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
@@ -41,14 +42,16 @@ std::optional<ShardingRule> ShardingRuleRegistry::lookup(Operation *op) const {
   if (!name)
     return std::nullopt;
   auto it = rules.find(name->getTypeID());
-  if (it == rules.end())
-    return std::nullopt;
-  return it->second(op);
+  if (it != rules.end())
+    return it->second(op);
+  if (llvm::isa<ElementwiseOpInterface>(op))
+    return elementwiseShardingRule(op);
+  return std::nullopt;
 }
 
 bool ShardingRuleRegistry::contains(OperationName name) const {
   auto info = name.getRegisteredInfo();
-  return info && rules.contains(info->getTypeID());
+  return info && (rules.contains(info->getTypeID()) || info->hasInterface<ElementwiseOpInterface>());
 }
 
 //===----------------------------------------------------------------------===//

@@ -79,6 +79,10 @@ private:
   llvm::DenseMap<mlir::TypeID, ShardingRuleFn> rules;
 };
 
+/// The rule of every elementwise op (ElementwiseOpInterface), which the
+/// registry gives them without an entry (rules/Elementwise.cpp).
+ShardingRule elementwiseShardingRule(mlir::Operation *op);
+
 // One registration function per op family (passes/sharding/rules/*.cpp).
 void registerElementwiseShardingRules(ShardingRuleRegistry &registry);
 void registerContractionShardingRules(ShardingRuleRegistry &registry);

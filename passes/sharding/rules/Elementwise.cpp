@@ -4,7 +4,9 @@
 // the same position, so every result dimension is a parallel factor that the
 // operands share. Under numpy broadcasting an operand dimension of size 1
 // that is stretched to a larger one has no factor: it stays whole (and
-// replicated) on every shard.
+// replicated) on every shard. Every op that declares ElementwiseOpInterface
+// (ir/PpcInterfaces.td) has this rule without an entry here
+// (ShardingRuleRegistry::lookup): a new elementwise op needs none.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,20 +25,10 @@ static ShardingRule constantRule(Operation *op) {
   return rule;
 }
 
-/// Unary ops and casts: one parallel factor per dimension, shared by the
-/// operand and the result.
-static ShardingRule sameShapeRule(Operation *op) {
-  ShardingRule rule;
-  TensorFactors dims = addFactorPerDim(rule, shapeOf(op->getResult(0)));
-  rule.operands.push_back(dims);
-  rule.results.push_back(dims);
-  return rule;
-}
-
-/// Binary ops and where: one parallel factor per result dimension; each
-/// operand, aligned on the right, shares those of its dimensions that are
-/// not broadcast.
-static ShardingRule broadcastRule(Operation *op) {
+/// Elementwise ops: one parallel factor per result dimension; each operand,
+/// aligned on the right, shares those of its dimensions that are not
+/// broadcast (all of them for unary ops and casts).
+ShardingRule elementwiseShardingRule(Operation *op) {
   ShardingRule rule;
   llvm::ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
   TensorFactors dims = addFactorPerDim(rule, shape);
@@ -46,18 +38,8 @@ static ShardingRule broadcastRule(Operation *op) {
   return rule;
 }
 
-template <typename... OpTs>
-static void addAll(ShardingRuleRegistry &registry, ShardingRuleFn fn) {
-  (registry.add<OpTs>(fn), ...);
-}
-
 void registerElementwiseShardingRules(ShardingRuleRegistry &registry) {
   registry.add<ConstantOp>(constantRule);
-  addAll<CastOp, NegOp, AbsOp, SqrtOp, ReciprocalOp, ExpOp, LogOp, ErfOp,
-         TanhOp, SigmoidOp, ReluOp, SinOp, CosOp, FloorOp, CeilOp, NotOp>(
-      registry, sameShapeRule);
-  addAll<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp,
-         GreaterOp, AndOp, OrOp, XorOp, WhereOp>(registry, broadcastRule);
 }
 
 } // namespace ppc
