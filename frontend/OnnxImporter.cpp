@@ -8,6 +8,7 @@
 #include "ir/PpcOps.h"
 #include "runtime/Printable.h"
 #include "runtime/RegularFile.h"
+#include "runtime/TrainedModel.h"
 
 #include "mlir/IR/Verifier.h"
 #include "onnx/defs/schema.h"
@@ -81,40 +82,10 @@ llvm::Expected<Tensor> OnnxModel::loadInitializer(llvm::StringRef name) const {
   return decodeTensorProto(*proto, directory_);
 }
 
-bool isMergedParameterName(llvm::StringRef name) {
-  return !name.empty() && !name.starts_with("onnx::") && !name.starts_with("/");
-}
-
 std::vector<std::string> OnnxModel::untieMergedInitializers() {
-  auto *graph = proto_.mutable_graph();
-  std::vector<std::string> added;
-  std::vector<onnx::TensorProto> copies;
-  std::vector<bool> untied;
-  for (const auto &node : graph->node()) {
-    const onnx::TensorProto *source =
-        node.op_type() == "Identity" && node.input_size() == 1 && node.output_size() == 1
-            ? initializer(node.input(0))
-            : nullptr;
-    auto dtype = source ? dtypeFromOnnxOrNull(source->data_type()) : std::nullopt;
-    untied.push_back(dtype && isFloat(*dtype) && !initializer(node.output(0)) &&
-                     isMergedParameterName(node.output(0)));
-    if (!untied.back())
-      continue;
-    copies.push_back(*source);
-    copies.back().set_name(node.output(0));
-    added.push_back(node.output(0));
-  }
-  if (added.empty())
-    return added;
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-  for (auto [node, drop] : llvm::zip(*graph->mutable_node(), untied))
-    if (!drop)
-      *kept.Add() = std::move(node);
-  graph->mutable_node()->Swap(&kept);
-  for (auto &copy : copies)
-    *graph->add_initializer() = std::move(copy);
+  std::vector<std::string> added = ppcrt::untieMergedInitializers(*proto_.mutable_graph());
   initializers_.clear();
-  for (const auto &init : graph->initializer())
+  for (const auto &init : proto_.graph().initializer())
     initializers_[init.name()] = &init;
   return added;
 }

@@ -39,10 +39,9 @@ public:
   /// Decodes initializer `name` (including external data).
   llvm::Expected<Tensor> loadInitializer(llvm::StringRef name) const;
 
-  /// Replaces each Identity node that copies a float initializer (how
-  /// torch.onnx.export in eval mode writes parameters it merged because
-  /// their values were equal) by an initializer of its own, a copy named
-  /// after the node's output. Returns the names of the new initializers.
+  /// --untie (runtime/TrainedModel.h's untieMergedInitializers, which the
+  /// ONNX writer applies again when it writes the trained model): merged
+  /// parameters become initializers of their own. Returns their names.
   std::vector<std::string> untieMergedInitializers();
 
 private:
@@ -50,11 +49,6 @@ private:
   std::string path_, directory_;
   llvm::StringMap<const onnx::TensorProto *> initializers_;
 };
-
-/// Whether the output of an Identity of a float initializer is named like a
-/// parameter torch's eval-mode export merged into another ("h.1.ln.weight"),
-/// not like a value the exporter made ("onnx::MatMul_7", "/h.1/Mul_output_0").
-bool isMergedParameterName(llvm::StringRef name);
 
 struct ImportOptions {
   /// Sizes for symbolic input dimensions (ONNX `dim_param`), by name.

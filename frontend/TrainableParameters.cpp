@@ -3,6 +3,7 @@
 #include "frontend/TrainableParameters.h"
 #include "frontend/OnnxTensor.h"
 #include "runtime/Printable.h"
+#include "runtime/TrainedModel.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -160,7 +161,7 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
   for (const auto &node : graph.node())
     if (node.op_type() == "Identity" && node.input_size() == 1 &&
         parameters.contains(node.input(0)) && node.output_size() == 1 &&
-        isMergedParameterName(node.output(0)))
+        ppcrt::isMergedParameterName(node.output(0)))
       aliases[node.input(0)].push_back(node.output(0));
   for (const auto &init : graph.initializer()) {
     auto it = aliases.find(init.name());

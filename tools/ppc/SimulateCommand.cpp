@@ -10,12 +10,12 @@
 #include "executor/Spmd.h"
 #include "ir/PpcAttrs.h"
 #include "passes/Passes.h"
-#include "frontend/OnnxExport.h"
 #include "frontend/OnnxTensor.h"
 #include "ir/PpcDialect.h"
 #include "passes/Pipelines.h"
 #include "runtime/Mesh.h"
 #include "runtime/TokenData.h"
+#include "runtime/TrainedModel.h"
 #include "tools/ppc/Driver.h"
 #include "tools/ppc/TrainingFlags.h"
 
@@ -25,6 +25,8 @@
 #include "llvm/Support/JSON.h"
 
 #include <chrono>
+#include <cstring>
+#include <map>
 #include <limits>
 #include <optional>
 
@@ -291,7 +293,20 @@ int runSimulateCommand(int argc, char **argv) {
   }
 
   if (!exportPath.empty()) {
-    llvm::StringMap<Tensor> trained;
+    // Every parameter's whole value, in f64 (the executor's elements); the
+    // writer rounds each to its initializer's type.
+    std::map<std::string, ppcrt::GlobalTensor> trained;
+    auto whole = [](const Tensor &value) {
+      ppcrt::GlobalTensor global;
+      global.dtype = ppcrt::DType::F64;
+      global.shape.assign(value.shape().begin(), value.shape().end());
+      global.data.resize(value.numElements() * sizeof(double));
+      for (int64_t i = 0; i < value.numElements(); ++i) {
+        double element = value.getDouble(i);
+        std::memcpy(global.data.data() + i * sizeof(double), &element, sizeof(double));
+      }
+      return global;
+    };
     for (const std::string &name : paramNames) {
       std::string key = "param:" + name;
       ShardingAttr sharding = shardingOf.lookup(key);
@@ -309,15 +324,16 @@ int runSimulateCommand(int argc, char **argv) {
         perRank.push_back(*found);
       }
       if (!sharding) {
-        trained[name] = perRank[0];
+        trained[name] = whole(perRank[0]);
         continue;
       }
-      auto whole = unshardTensor(perRank, sharding, meshOp);
-      if (!whole)
-        return reportError(llvm::toString(whole.takeError()));
-      trained[name] = std::move(*whole);
+      auto value = unshardTensor(perRank, sharding, meshOp);
+      if (!value)
+        return reportError(llvm::toString(value.takeError()));
+      trained[name] = whole(*value);
     }
-    if (llvm::Error e = exportOnnxModel(imported, trained, exportPath))
+    if (llvm::Error e = ppcrt::writeTrainedModel(input, training.parameters.untie, trained,
+                                                 exportPath, "--export"))
       return reportError(llvm::toString(std::move(e)));
     llvm::errs() << "wrote " << exportPath << "\n";
   }
