@@ -117,6 +117,7 @@ def Ppc_SinOp : Ppc_UnaryOp<"sin", Ppc_FloatTensor, "sin(x)">;
 def Ppc_CosOp : Ppc_UnaryOp<"cos", Ppc_FloatTensor, "cos(x)">;
 def Ppc_FloorOp : Ppc_UnaryOp<"floor", Ppc_FloatTensor, "floor(x)">;
 def Ppc_CeilOp : Ppc_UnaryOp<"ceil", Ppc_FloatTensor, "ceil(x)">;
+def Ppc_SignOp : Ppc_UnaryOp<"sign", Ppc_NumericTensor, "sign(x) (-1, 0 or 1; NaN for NaN)">;
 def Ppc_NotOp : Ppc_UnaryOp<"not", Ppc_BoolTensor, "!x", "logicalNot">;
 
 //===----------------------------------------------------------------------===//

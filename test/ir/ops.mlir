@@ -74,9 +74,11 @@ func.func @cast(%i: tensor<2x3xi64>, %f: tensor<2x3xf32>) -> (tensor<2x3xf32>, t
 // CHECK-NEXT:    ppc.cos %[[X]] : tensor<4x8xf32>
 // CHECK-NEXT:    ppc.floor %[[X]] : tensor<4x8xf32>
 // CHECK-NEXT:    ppc.ceil %[[X]] : tensor<4x8xf32>
+// CHECK-NEXT:    ppc.sign %[[X]] : tensor<4x8xf32>
 // CHECK-NEXT:    ppc.neg %[[I]] : tensor<4xi32>
 // CHECK-NEXT:    ppc.abs %[[I]] : tensor<4xi32>
 // CHECK-NEXT:    ppc.relu %[[I]] : tensor<4xi32>
+// CHECK-NEXT:    ppc.sign %[[I]] : tensor<4xi32>
 // CHECK-NEXT:    ppc.not %[[B]] : tensor<4xi1>
 // GENERIC-LABEL: sym_name = "unary"
 // GENERIC:         "ppc.neg"(%{{.*}}) : (tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -96,9 +98,11 @@ func.func @unary(%x: tensor<4x8xf32>, %i: tensor<4xi32>, %b: tensor<4xi1>) {
   %11 = ppc.cos %x : tensor<4x8xf32>
   %12 = ppc.floor %x : tensor<4x8xf32>
   %13 = ppc.ceil %x : tensor<4x8xf32>
+  %s0 = ppc.sign %x : tensor<4x8xf32>
   %14 = ppc.neg %i : tensor<4xi32>
   %15 = ppc.abs %i : tensor<4xi32>
   %16 = ppc.relu %i : tensor<4xi32>
+  %s1 = ppc.sign %i : tensor<4xi32>
   %17 = ppc.not %b : tensor<4xi1>
   return
 }

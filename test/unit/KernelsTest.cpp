@@ -189,6 +189,7 @@ TEST_F(KernelsTest, FloatUnaryOpsRoundTheDoubleResultOnce) {
       {"neg", [](double x) { return -x; }},
       {"abs", [](double x) { return std::fabs(x); }},
       {"relu", [](double x) { return x < 0 ? 0.0 : x; }},
+      {"sign", [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }},
   };
   const double inputs[] = {0.25, 1.5, 3.0, 0.7};
   const double mixed[] = {-1.25, 0.0, 2.5, -0.3};

@@ -435,6 +435,7 @@ void ShardingRulesTest::checkElementwise() {
       {"cos", unary<CosOp>(), Any},
       {"floor", unary<FloorOp>(), Any},
       {"ceil", unary<CeilOp>(), Any},
+      {"sign", unary<SignOp>(), Any},
       {"not", unary<NotOp>(), Bool}};
   for (const auto &[name, build, domain] : unaries)
     for (const Shape &shape : {Shape{4, 6}, Shape{2, 1, 4}, Shape{}}) {
