@@ -522,6 +522,29 @@ def Ppc_TriluOp : Ppc_Op<"trilu", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Ppc_ArgMaxOp : Ppc_Op<"arg_max", [Pure, InferTypeOpAdaptor]> {
+  let summary = "position of the largest (or smallest) element along one axis";
+  let description = [{
+    The position along `axis` of each line's largest element (smallest
+    without `largest`), in a result whose `axis` has size 1. NaN counts as the
+    extreme either way, as numpy's argmax and argmin (and ONNX's references)
+    have it; of equal elements the first wins, the last with `last` (ONNX's
+    select_last_index).
+
+    Example:
+    ```mlir
+    %1 = ppc.arg_max %0 axis = 1 largest = true last = false : tensor<4x8xf32> -> tensor<4x1xi64>
+    ```
+  }];
+  let arguments = (ins Ppc_NumericTensor:$input, I64Attr:$axis, BoolAttr:$largest,
+                       BoolAttr:$last);
+  let results = (outs Ppc_IndexTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis `largest` `=` $largest `last` `=` $last attr-dict `:` type($input)
+    `->` type($result)
+  }];
+}
+
 def Ppc_TopKIndicesOp : Ppc_Op<"top_k_indices", [Pure, InferTypeOpAdaptor]> {
   let summary = "indices of the k largest (or smallest) elements along one axis";
   let description = [{

@@ -362,6 +362,16 @@ func.func @trilu(%x: tensor<16x16xf32>, %b: tensor<2x4x5xi1>) {
   return
 }
 
+// Tests arg_max, largest and smallest, first and last of equal elements.
+// CHECK-LABEL: func.func @arg_max
+// CHECK:         ppc.arg_max %{{.*}} axis = 1 largest = true last = false : tensor<4x8xf32> -> tensor<4x1xi64>
+// CHECK-NEXT:    ppc.arg_max %{{.*}} axis = 0 largest = false last = true : tensor<2x5xi32> -> tensor<1x5xi64>
+func.func @arg_max(%x: tensor<4x8xf32>, %y: tensor<2x5xi32>) {
+  %0 = ppc.arg_max %x axis = 1 largest = true last = false : tensor<4x8xf32> -> tensor<4x1xi64>
+  %1 = ppc.arg_max %y axis = 0 largest = false last = true : tensor<2x5xi32> -> tensor<1x5xi64>
+  return
+}
+
 // Tests top_k_indices, largest and smallest, along the last and a middle axis.
 // CHECK-LABEL: func.func @top_k_indices
 // CHECK:         ppc.top_k_indices %{{.*}} axis = 1 k = 2 largest = true : tensor<64x8xf32> -> tensor<64x2xi64>

@@ -135,8 +135,9 @@ TEST_F(OpTablesTest, EveryElementwiseOpHasItsScalarFunction) {
             }),
             std::set<std::string>{})
       << "elementwise ops whose scalar function runtime/ppcrt/Scalar.h lacks";
-  // Cast, 15 unary and 13 binary ops and where: the interface is attached.
-  EXPECT_EQ(elementwise.size(), 30u);
+  // The interface is attached (cast, the unary and binary ops and where at
+  // least); an op that loses it lacks an emitter (EveryOpHasAnEmitterOrFuses).
+  EXPECT_GE(elementwise.size(), 30u);
 }
 
 } // namespace

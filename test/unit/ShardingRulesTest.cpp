@@ -714,6 +714,16 @@ void ShardingRulesTest::checkDataMovement() {
                                      b.getI64IntegerAttr(k), b.getBoolAttr(largest));
     };
   };
+  auto argMax = [](int64_t axis, bool largest, bool last) {
+    return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b.create<ArgMaxOp>(loc, a[0], b.getI64IntegerAttr(axis), b.getBoolAttr(largest),
+                                b.getBoolAttr(last));
+    };
+  };
+  check("arg_max over the vocabulary [tokens, vocab]", {uniform({8, 6})},
+        argMax(1, true, false));
+  check("arg_min, last of equals, along a middle axis", {uniform({4, 6, 2})},
+        argMax(1, false, true));
   check("top_k_indices of a router [tokens, experts]", {uniform({8, 6})},
         topK(1, 2, true));
   check("top_k_indices smallest along a middle axis", {uniform({4, 6, 2})},
