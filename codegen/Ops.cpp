@@ -234,6 +234,17 @@ static LogicalResult emitTopKIndices(Operation *op, EmitContext &ctx) {
   return success();
 }
 
+static LogicalResult emitArgMax(Operation *op, EmitContext &ctx) {
+  auto argMax = llvm::cast<ArgMaxOp>(op);
+  comment(ctx, op);
+  ctx.body() << llvm::formatv("  {0}::argMax({1}, {2}, {3}, {4}, {5});\n", ctx.kernelLibrary(),
+                              ctx.ptr(argMax.getInput()), ctx.ptr(argMax.getResult()),
+                              linesAlong(shapeOf(argMax.getInput()), argMax.getAxis()),
+                              argMax.getLargest() ? "true" : "false",
+                              argMax.getLast() ? "true" : "false");
+  return success();
+}
+
 static LogicalResult emitCumSum(Operation *op, EmitContext &ctx) {
   auto cumsum = llvm::cast<CumSumOp>(op);
   comment(ctx, op);
@@ -436,6 +447,7 @@ const OpEmitter *lookupEmitter(Operation *op) {
     t[TypeID::get<ScatterAddOp>()] = emitIndexed<ScatterAddOp>;
     t[TypeID::get<TriluOp>()] = emitTrilu;
     t[TypeID::get<CumSumOp>()] = emitCumSum;
+    t[TypeID::get<ArgMaxOp>()] = emitArgMax;
     t[TypeID::get<TopKIndicesOp>()] = emitTopKIndices;
     t[TypeID::get<MatMulOp>()] = emitMatMul;
     t[TypeID::get<EinsumOp>()] = emitEinsum;

@@ -493,6 +493,27 @@ LogicalResult TriluOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ArgMaxOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                         Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, adaptor.getInput());
+  if (failed(input))
+    return failure();
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= input->getRank())
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ",
+                             input->getRank());
+  if (input->getDimSize(axis) < 1)
+    return emitOptionalError(location, "axis ", axis, " is empty: it has no largest element");
+  Shape shape(input->getShape());
+  shape[axis] = 1;
+  types.push_back(RankedTensorType::get(shape, IntegerType::get(context, 64)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // TopKIndicesOp
 //===----------------------------------------------------------------------===//
 

@@ -117,6 +117,7 @@ def Ppc_SinOp : Ppc_UnaryOp<"sin", Ppc_FloatTensor, "sin(x)">;
 def Ppc_CosOp : Ppc_UnaryOp<"cos", Ppc_FloatTensor, "cos(x)">;
 def Ppc_FloorOp : Ppc_UnaryOp<"floor", Ppc_FloatTensor, "floor(x)">;
 def Ppc_CeilOp : Ppc_UnaryOp<"ceil", Ppc_FloatTensor, "ceil(x)">;
+def Ppc_SignOp : Ppc_UnaryOp<"sign", Ppc_NumericTensor, "sign(x) (-1, 0 or 1; NaN for NaN)">;
 def Ppc_NotOp : Ppc_UnaryOp<"not", Ppc_BoolTensor, "!x", "logicalNot">;
 
 //===----------------------------------------------------------------------===//
@@ -519,6 +520,29 @@ def Ppc_TriluOp : Ppc_Op<"trilu", [Pure, SameOperandsAndResultType]> {
     $input `upper` `=` $upper `k` `=` $k attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
+}
+
+def Ppc_ArgMaxOp : Ppc_Op<"arg_max", [Pure, InferTypeOpAdaptor]> {
+  let summary = "position of the largest (or smallest) element along one axis";
+  let description = [{
+    The position along `axis` of each line's largest element (smallest
+    without `largest`), in a result whose `axis` has size 1. NaN counts as the
+    extreme either way, as numpy's argmax and argmin (and ONNX's references)
+    have it; of equal elements the first wins, the last with `last` (ONNX's
+    select_last_index).
+
+    Example:
+    ```mlir
+    %1 = ppc.arg_max %0 axis = 1 largest = true last = false : tensor<4x8xf32> -> tensor<4x1xi64>
+    ```
+  }];
+  let arguments = (ins Ppc_NumericTensor:$input, I64Attr:$axis, BoolAttr:$largest,
+                       BoolAttr:$last);
+  let results = (outs Ppc_IndexTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis `largest` `=` $largest `last` `=` $last attr-dict `:` type($input)
+    `->` type($result)
+  }];
 }
 
 def Ppc_TopKIndicesOp : Ppc_Op<"top_k_indices", [Pure, InferTypeOpAdaptor]> {

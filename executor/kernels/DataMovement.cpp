@@ -325,6 +325,44 @@ static LogicalResult cumSumKernel(Operation *op, llvm::ArrayRef<Tensor> operands
   return success();
 }
 
+/// The reference: each line compared in double (integers exactly), NaN
+/// first, ties to the first (or last) position.
+static LogicalResult argMaxKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                  llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &) {
+  auto argMax = llvm::cast<ArgMaxOp>(op);
+  const Tensor &input = operands[0];
+  llvm::ArrayRef<int64_t> shape = input.shape();
+  int64_t axis = argMax.getAxis(), n = shape[axis];
+  int64_t outer = numElements(shape.take_front(axis)),
+          inner = numElements(shape.drop_front(axis + 1));
+  bool largest = argMax.getLargest(), last = argMax.getLast();
+  Shape resultShape(shape);
+  resultShape[axis] = 1;
+  Tensor result(DType::I64, resultShape);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      auto at = [&](int64_t i) { return (o * n + i) * inner + j; };
+      // Whether element i replaces the best so far, b.
+      auto better = [&](int64_t i, int64_t b) {
+        if (input.isFloat()) {
+          double x = input.getDouble(at(i)), y = input.getDouble(at(b));
+          if (std::isnan(x) || std::isnan(y))
+            return std::isnan(x) && (!std::isnan(y) || last);
+          return largest ? x > y || (last && x == y) : x < y || (last && x == y);
+        }
+        int64_t x = input.getInt(at(i)), y = input.getInt(at(b));
+        return largest ? x > y || (last && x == y) : x < y || (last && x == y);
+      };
+      int64_t best = 0;
+      for (int64_t i = 1; i < n; ++i)
+        if (better(i, best))
+          best = i;
+      result.setInt(o * inner + j, best);
+    }
+  results.push_back(std::move(result));
+  return success();
+}
+
 static LogicalResult topKIndicesKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                        llvm::SmallVectorImpl<Tensor> &results,
                                        const ExecOptions &options) {
@@ -364,6 +402,7 @@ static LogicalResult topKIndicesKernel(Operation *op, llvm::ArrayRef<Tensor> ope
 }
 
 void registerDataMovementKernels(KernelRegistry &registry) {
+  registry.add<ArgMaxOp>(argMaxKernel);
   registry.add<TopKIndicesOp>(topKIndicesKernel);
   registry.add<CumSumOp>(cumSumKernel);
   registry.add<ReshapeOp>(reshapeKernel);

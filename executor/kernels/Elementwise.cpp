@@ -161,6 +161,12 @@ template <typename T> static T absolute(T x) {
     return x < 0 ? negate(x) : x;
 }
 
+template <typename T> static T sign(T x) {
+  if (isNaN(x))
+    return x;
+  return T(int(T(0) < x) - int(x < T(0)));
+}
+
 template <typename T> static T relu(T x) {
   if constexpr (std::is_unsigned_v<T>)
     return x;
@@ -275,6 +281,7 @@ void registerElementwiseKernels(KernelRegistry &registry) {
   registry.add<NegOp>(unaryKernel([](auto x) { return negate(x); }));
   registry.add<AbsOp>(unaryKernel([](auto x) { return absolute(x); }));
   registry.add<ReluOp>(unaryKernel([](auto x) { return relu(x); }));
+  registry.add<SignOp>(unaryKernel([](auto x) { return sign(x); }));
   registry.add<NotOp>(unaryKernel([](auto x) { return !x; }));
   registry.add<SqrtOp>(floatUnaryKernel([](double x) { return std::sqrt(x); }));
   registry.add<ReciprocalOp>(floatUnaryKernel([](double x) { return 1 / x; }));

@@ -133,6 +133,7 @@ void registerElementwiseImporters(OpImporterTable &table) {
   table.add("Cos", importUnary<CosOp>, 1, 1);
   table.add("Floor", importUnary<FloorOp>, 1, 1);
   table.add("Ceil", importUnary<CeilOp>, 1, 1);
+  table.add("Sign", importUnary<SignOp>, 1, 1);
   table.add("Not", importUnary<NotOp>, 1, 1);
   table.add("Identity", importIdentity, 1, 1);
 

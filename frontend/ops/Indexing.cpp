@@ -205,6 +205,29 @@ static LogicalResult importTopK(NodeImporter &n) {
   return success();
 }
 
+/// ArgMax and ArgMin: ppc.arg_max, its axis dropped without keepdims.
+template <bool Largest> static LogicalResult importArgMax(NodeImporter &n) {
+  auto x = n.input(0);
+  if (failed(x))
+    return failure();
+  auto type = NodeImporter::typeOf(*x);
+  auto axis = n.normalizeAxis(n.intAttr("axis", 0), type.getRank());
+  if (failed(axis))
+    return failure();
+  if (type.getDimSize(*axis) < 1)
+    return n.error(llvm::formatv("axis {0} is empty", *axis).str());
+  OpBuilder &b = n.builder();
+  auto indices = n.create<ArgMaxOp>(*x, b.getI64IntegerAttr(*axis), b.getBoolAttr(Largest),
+                                    b.getBoolAttr(n.intAttr("select_last_index", 0) != 0));
+  if (failed(indices))
+    return failure();
+  if (n.intAttr("keepdims", 1) != 0)
+    return n.result(*indices);
+  Shape shape(type.getShape());
+  shape.erase(shape.begin() + *axis);
+  return n.result(n.reshape(*indices, shape));
+}
+
 /// OneHot as a comparison with 0..depth-1 along the new axis: indices in
 /// [-depth, depth) (negative ones counted from the end) select `on`, every
 /// other position (and every position of an index out of range) is `off`.
@@ -322,6 +345,8 @@ static LogicalResult importCumSum(NodeImporter &n) {
 }
 
 void registerIndexingImporters(OpImporterTable &table) {
+  table.add("ArgMax", importArgMax<true>, 1, 1);
+  table.add("ArgMin", importArgMax<false>, 1, 1);
   table.add("CumSum", importCumSum, 2, 2);
   table.add("GatherElements", importGatherElements, 2, 2);
   table.add("NonZero", importNonZero, 1, 1);

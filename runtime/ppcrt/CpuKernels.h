@@ -417,6 +417,16 @@ void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool 
   }
 }
 
+/// arg_max over the lines along the middle dimension of [outer, n, inner]
+/// (Lines.h); out is [outer, 1, inner].
+template <typename T>
+void argMax(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner, bool largest,
+            bool last) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j)
+      out[o * inner + j] = lines::argMax<T>(in + o * n * inner + j, n, inner, largest, last);
+}
+
 /// top_k_indices over the lines along the middle dimension of
 /// [outer, n, inner] (Lines.h).
 template <typename T>

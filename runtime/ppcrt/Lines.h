@@ -42,6 +42,28 @@ template <typename K> PPCRT_HD inline bool topKBefore(K x, K y, bool largest) {
   return largest ? y < x : x < y;
 }
 
+/// The position of the line's largest (smallest) element, compared as `K`:
+/// NaN counts as the extreme either way (numpy's argmax and argmin), of
+/// equal elements the first wins (the last with `last`).
+template <typename K, typename T>
+PPCRT_HD inline int64_t argMax(const T *in, int64_t n, int64_t inner, bool largest, bool last) {
+  int64_t best = 0;
+  K b = K(in[0]);
+  for (int64_t i = 1; i < n; ++i) {
+    K x = K(in[i * inner]);
+    bool xn = x != x, bn = b != b, better;
+    if (xn || bn)
+      better = xn && (!bn || last);
+    else
+      better = largest ? (b < x || (last && x == b)) : (x < b || (last && x == b));
+    if (better) {
+      best = i;
+      b = x;
+    }
+  }
+  return best;
+}
+
 /// The positions of the k first elements of the line in top-k order,
 /// compared as `K` (the element type; float for bf16): k selection passes,
 /// each taking the best element after the previous pick, so for small k such

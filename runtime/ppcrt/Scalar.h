@@ -94,6 +94,11 @@ template <typename T> PPCRT_HD inline T relu(T x) {
     return x < 0 ? T(0) : x;
 }
 template <typename T> PPCRT_HD inline T logicalNot(T x) { return T(!x); }
+template <typename T> PPCRT_HD inline T sign(T x) {
+  if (!(x == x))
+    return x; // NaN
+  return T(int(T(0) < x) - int(x < T(0)));
+}
 template <typename T> PPCRT_HD inline T sqrt(T x) { return std::sqrt(x); }
 template <typename T> PPCRT_HD inline T reciprocal(T x) { return T(1) / x; }
 template <typename T> PPCRT_HD inline T exp(T x) { return std::exp(x); }

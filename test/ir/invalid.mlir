@@ -459,6 +459,16 @@ func.func @trilu_rank1(%x: tensor<16xf32>) {
 
 // -----
 
+// Tests that arg_max needs an axis with elements.
+func.func @arg_max_empty(%x: tensor<4x0xf32>) {
+  // expected-error @+2 {{axis 1 is empty}}
+  // expected-error @+1 {{'ppc.arg_max' op failed to infer returned types}}
+  %0 = ppc.arg_max %x axis = 1 largest = true last = false : tensor<4x0xf32> -> tensor<4x1xi64>
+  return
+}
+
+// -----
+
 // Tests that top_k_indices takes at most the whole axis.
 func.func @top_k_indices_k(%x: tensor<4x3xf32>) {
   // expected-error @+2 {{k = 4 is not in [0, 3]}}

@@ -74,9 +74,11 @@ func.func @cast(%i: tensor<2x3xi64>, %f: tensor<2x3xf32>) -> (tensor<2x3xf32>, t
 // CHECK-NEXT:    ppc.cos %[[X]] : tensor<4x8xf32>
 // CHECK-NEXT:    ppc.floor %[[X]] : tensor<4x8xf32>
 // CHECK-NEXT:    ppc.ceil %[[X]] : tensor<4x8xf32>
+// CHECK-NEXT:    ppc.sign %[[X]] : tensor<4x8xf32>
 // CHECK-NEXT:    ppc.neg %[[I]] : tensor<4xi32>
 // CHECK-NEXT:    ppc.abs %[[I]] : tensor<4xi32>
 // CHECK-NEXT:    ppc.relu %[[I]] : tensor<4xi32>
+// CHECK-NEXT:    ppc.sign %[[I]] : tensor<4xi32>
 // CHECK-NEXT:    ppc.not %[[B]] : tensor<4xi1>
 // GENERIC-LABEL: sym_name = "unary"
 // GENERIC:         "ppc.neg"(%{{.*}}) : (tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -96,9 +98,11 @@ func.func @unary(%x: tensor<4x8xf32>, %i: tensor<4xi32>, %b: tensor<4xi1>) {
   %11 = ppc.cos %x : tensor<4x8xf32>
   %12 = ppc.floor %x : tensor<4x8xf32>
   %13 = ppc.ceil %x : tensor<4x8xf32>
+  %s0 = ppc.sign %x : tensor<4x8xf32>
   %14 = ppc.neg %i : tensor<4xi32>
   %15 = ppc.abs %i : tensor<4xi32>
   %16 = ppc.relu %i : tensor<4xi32>
+  %s1 = ppc.sign %i : tensor<4xi32>
   %17 = ppc.not %b : tensor<4xi1>
   return
 }
@@ -355,6 +359,16 @@ func.func @trilu(%x: tensor<16x16xf32>, %b: tensor<2x4x5xi1>) {
   %0 = ppc.trilu %x upper = false k = 0 : tensor<16x16xf32>
   %1 = ppc.trilu %x upper = true k = 1 : tensor<16x16xf32>
   %2 = ppc.trilu %b upper = false k = -2 : tensor<2x4x5xi1>
+  return
+}
+
+// Tests arg_max, largest and smallest, first and last of equal elements.
+// CHECK-LABEL: func.func @arg_max
+// CHECK:         ppc.arg_max %{{.*}} axis = 1 largest = true last = false : tensor<4x8xf32> -> tensor<4x1xi64>
+// CHECK-NEXT:    ppc.arg_max %{{.*}} axis = 0 largest = false last = true : tensor<2x5xi32> -> tensor<1x5xi64>
+func.func @arg_max(%x: tensor<4x8xf32>, %y: tensor<2x5xi32>) {
+  %0 = ppc.arg_max %x axis = 1 largest = true last = false : tensor<4x8xf32> -> tensor<4x1xi64>
+  %1 = ppc.arg_max %y axis = 0 largest = false last = true : tensor<2x5xi32> -> tensor<1x5xi64>
   return
 }
 

@@ -189,6 +189,7 @@ TEST_F(KernelsTest, FloatUnaryOpsRoundTheDoubleResultOnce) {
       {"neg", [](double x) { return -x; }},
       {"abs", [](double x) { return std::fabs(x); }},
       {"relu", [](double x) { return x < 0 ? 0.0 : x; }},
+      {"sign", [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }},
   };
   const double inputs[] = {0.25, 1.5, 3.0, 0.7};
   const double mixed[] = {-1.25, 0.0, 2.5, -0.3};
@@ -747,6 +748,36 @@ TEST_F(KernelsTest, TopKIndicesOrdersTiesByIndexAndNaNAsLargest) {
   expectInts(results[0], {2, 3}, {0, 2, 3, 1, 4, 0});
   expectInts(results[1], {2, 3}, {4, 1, 3, 2, 0, 3});
   expectInts(results[2], {1, 5}, {1, 1, 0, 1, 1});
+}
+
+// Largest and smallest, the first or last of equal elements, NaN the
+// extreme either way (numpy's argmax and argmin), integers exactly.
+TEST_F(KernelsTest, ArgMaxTakesFirstOrLastOfEqualsAndNaNFirst) {
+  const char *source = R"mlir(
+    func.func @main(%x: tensor<2x5xf32>, %y: tensor<3xi64>) -> (tensor<2x1xi64>, tensor<2x1xi64>,
+        tensor<2x1xi64>, tensor<1x5xi64>, tensor<1xi64>) {
+      %0 = ppc.arg_max %x axis = 1 largest = true last = false : tensor<2x5xf32> -> tensor<2x1xi64>
+      %1 = ppc.arg_max %x axis = 1 largest = true last = true : tensor<2x5xf32> -> tensor<2x1xi64>
+      %2 = ppc.arg_max %x axis = 1 largest = false last = false : tensor<2x5xf32> -> tensor<2x1xi64>
+      %3 = ppc.arg_max %x axis = 0 largest = false last = true : tensor<2x5xf32> -> tensor<1x5xi64>
+      %4 = ppc.arg_max %y axis = 0 largest = true last = false : tensor<3xi64> -> tensor<1xi64>
+      return %0, %1, %2, %3, %4 : tensor<2x1xi64>, tensor<2x1xi64>, tensor<2x1xi64>,
+          tensor<1x5xi64>, tensor<1xi64>
+    })mlir";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x(DType::F32, {2, 5});
+  std::vector<double> values = {3, 1, 3, 0, 0, 4, nan, -1, 4, nan};
+  for (int64_t i = 0; i < 10; ++i)
+    x.setDouble(i, values[i]);
+  int64_t big = int64_t(1) << 53;
+  llvm::SmallVector<Tensor> results =
+      runOk(source, {x, makeInts(DType::I64, {3}, {big + 1, big, big + 2})});
+  ASSERT_EQ(results.size(), 5u);
+  expectInts(results[0], {2, 1}, {0, 1});
+  expectInts(results[1], {2, 1}, {2, 4});
+  expectInts(results[2], {2, 1}, {3, 1});
+  expectInts(results[3], {1, 5}, {0, 1, 1, 0, 1});
+  expectInts(results[4], {1}, {2});
 }
 
 // int64 beyond 2^53, where doubles no longer tell neighbours apart.

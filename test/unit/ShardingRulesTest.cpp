@@ -435,6 +435,7 @@ void ShardingRulesTest::checkElementwise() {
       {"cos", unary<CosOp>(), Any},
       {"floor", unary<FloorOp>(), Any},
       {"ceil", unary<CeilOp>(), Any},
+      {"sign", unary<SignOp>(), Any},
       {"not", unary<NotOp>(), Bool}};
   for (const auto &[name, build, domain] : unaries)
     for (const Shape &shape : {Shape{4, 6}, Shape{2, 1, 4}, Shape{}}) {
@@ -713,6 +714,16 @@ void ShardingRulesTest::checkDataMovement() {
                                      b.getI64IntegerAttr(k), b.getBoolAttr(largest));
     };
   };
+  auto argMax = [](int64_t axis, bool largest, bool last) {
+    return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b.create<ArgMaxOp>(loc, a[0], b.getI64IntegerAttr(axis), b.getBoolAttr(largest),
+                                b.getBoolAttr(last));
+    };
+  };
+  check("arg_max over the vocabulary [tokens, vocab]", {uniform({8, 6})},
+        argMax(1, true, false));
+  check("arg_min, last of equals, along a middle axis", {uniform({4, 6, 2})},
+        argMax(1, false, true));
   check("top_k_indices of a router [tokens, experts]", {uniform({8, 6})},
         topK(1, 2, true));
   check("top_k_indices smallest along a middle axis", {uniform({4, 6, 2})},

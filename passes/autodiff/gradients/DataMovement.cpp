@@ -145,6 +145,7 @@ void registerDataMovementGradients(GradientRegistry &registry) {
   registry.add<ExpandOp>(firstOperandRule<ExpandOp>(expandGradient));
   registry.add<TriluOp>(firstOperandRule<TriluOp>(triluGradient));
   registry.add<CumSumOp>(firstOperandRule<CumSumOp>(cumSumGradient));
+  registry.addNonDifferentiable<ArgMaxOp>();
   registry.addNonDifferentiable<TopKIndicesOp>();
   registry.add<ConcatOp>(concatGradient);
   registry.add<InsertSliceOp>(insertSliceGradient);

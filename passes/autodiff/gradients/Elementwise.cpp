@@ -155,6 +155,7 @@ static void registerUnaryGradients(GradientRegistry &registry) {
   registry.addNonDifferentiable<ConstantOp>();
   registry.addNonDifferentiable<FloorOp>();
   registry.addNonDifferentiable<CeilOp>();
+  registry.addNonDifferentiable<SignOp>();
   registry.addNonDifferentiable<NotOp>();
 }
 

@@ -339,6 +339,26 @@ static ShardingRule cumSumRule(Operation *op) {
   return rule;
 }
 
+/// arg_max: the searched axis needs replication in the operand (the result
+/// has size 1 there); the other dimensions are parallel.
+static ShardingRule argMaxRule(Operation *op) {
+  llvm::ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
+  int64_t axis = llvm::cast<ArgMaxOp>(op).getAxis();
+  ShardingRule rule;
+  TensorFactors before = addFactorPerDim(rule, shape.take_front(axis));
+  TensorFactors searched =
+      addFactorPerDim(rule, shape.slice(axis, 1), FactorKind::NeedReplication);
+  TensorFactors after = addFactorPerDim(rule, shape.drop_front(axis + 1));
+  TensorFactors operand = before, result = before;
+  llvm::append_range(operand, searched);
+  result.push_back({});
+  llvm::append_range(operand, after);
+  llvm::append_range(result, after);
+  rule.operands.push_back(operand);
+  rule.results.push_back(result);
+  return rule;
+}
+
 /// top_k_indices: the searched axis needs replication in the operand and in
 /// the result (a different factor: k of n); the other dimensions are
 /// parallel.
@@ -364,6 +384,7 @@ static ShardingRule topKIndicesRule(Operation *op) {
 }
 
 void registerDataMovementShardingRules(ShardingRuleRegistry &registry) {
+  registry.add<ArgMaxOp>(argMaxRule);
   registry.add<TopKIndicesOp>(topKIndicesRule);
   registry.add<CumSumOp>(cumSumRule);
   registry.add<ReshapeOp>(reshapeRule);

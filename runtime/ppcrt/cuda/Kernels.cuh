@@ -268,6 +268,24 @@ void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer,
   launched("a scatter_add");
 }
 
+/// One thread per line (Lines.h), compared in the register type.
+template <typename T>
+__global__ void argMaxKernel(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
+                             bool largest, bool last) {
+  PPCRT_GRID_STRIDE(line, outer * inner) {
+    int64_t o = line / inner, j = line % inner;
+    out[line] = lines::argMax<Reg<T>>(in + o * n * inner + j, n, inner, largest, last);
+  }
+}
+
+template <typename T>
+void argMax(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner, bool largest,
+            bool last) {
+  PPCRT_LAUNCH(argMaxKernel, blocksFor(outer * inner), kThreads, 0, stream())(
+      in, out, outer, n, inner, largest, last);
+  launched("an arg_max");
+}
+
 /// One thread per line (Lines.h), compared in the register type (bf16 as
 /// float).
 template <typename T>

@@ -437,6 +437,33 @@ TEST(CudaKernels, CumSumScansEveryLine) {
     }
 }
 
+// Every line's arg_max against a scan in double: largest and smallest, first
+// and last of equal elements (the values repeat).
+TEST(CudaKernels, ArgMaxMatchesAScan) {
+  const int64_t outer = 4, n = 9, inner = 3;
+  std::vector<float> in(outer * n * inner);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = float(int64_t(i * 5) % 7);
+  float *din = deviceCopy(in);
+  int64_t *dout = deviceCopy(std::vector<int64_t>(outer * inner));
+  for (bool largest : {true, false})
+    for (bool last : {false, true}) {
+      ppcrt::cuda::argMax(din, dout, outer, n, inner, largest, last);
+      std::vector<int64_t> got = hostCopy(dout, outer * inner);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < inner; ++j) {
+          auto at = [&](int64_t i) { return double(in[(o * n + i) * inner + j]); };
+          int64_t best = 0;
+          for (int64_t i = 1; i < n; ++i)
+            if (largest ? at(i) > at(best) || (last && at(i) == at(best))
+                        : at(i) < at(best) || (last && at(i) == at(best)))
+              best = i;
+          ASSERT_EQ(got[o * inner + j], best)
+              << "largest " << largest << " last " << last << " line " << o << "," << j;
+        }
+    }
+}
+
 // Every line's k first positions against a stable sort in double; the values
 // repeat, so ties must go to the lower index.
 TEST(CudaKernels, TopKIndicesMatchesAStableSort) {
