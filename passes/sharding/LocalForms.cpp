@@ -248,26 +248,86 @@ LogicalResult localNllLoss(LocalFormContext &c, Operation *clone,
   return success();
 }
 
+
+/// Softmax over a split axis: two all-reduces of the reduced shape (the
+/// maximum, then the sum of exponentials).
+llvm::SmallVector<ConversionStep> softmaxCollectives(Operation *op, const ShardingRule &rule,
+                                                     const OpLayouts &decided,
+                                                     const AxisSizes &sizes) {
+  llvm::SmallVector<ConversionStep> steps;
+  int64_t axis = softmaxAxis(op);
+  int64_t f = factorOf(rule, 0, axis);
+  if (f < 0 || decided.factorAxes[f].empty())
+    return steps;
+  auto shape = localShape(llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getShape(),
+                          decided.operands[0], sizes);
+  if (!shape)
+    return steps;
+  (*shape)[axis] = 1;
+  for (int statistic = 0; statistic < 2; ++statistic) {
+    ConversionStep step{ConversionStep::AllReduce, decided.factorAxes[f]};
+    step.elements = numElements(*shape);
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+/// A mean nll_loss with ignored targets or weights over a split batch: one
+/// all-reduce of the count of targets.
+llvm::SmallVector<ConversionStep> nllLossCollectives(Operation *op, const ShardingRule &rule,
+                                                     const OpLayouts &decided,
+                                                     const AxisSizes &) {
+  auto nll = llvm::cast<NllLossOp>(op);
+  llvm::SmallVector<ConversionStep> steps;
+  if (nll.getReduction() != LossReduction::Mean || (!nll.getIgnoreIndexAttr() && !nll.getWeight()))
+    return steps;
+  AxisList batchAxes = reductionFactorAxes(rule, decided);
+  if (!batchAxes.empty()) {
+    ConversionStep step{ConversionStep::AllReduce, batchAxes};
+    step.elements = 1;
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+/// The local forms, by op class: how the partitioner builds each, and what
+/// the planner prices it at (null: no collective), side by side.
+const llvm::DenseMap<TypeID, LocalForm> &localForms() {
+  static const llvm::DenseMap<TypeID, LocalForm> table = [] {
+    llvm::DenseMap<TypeID, LocalForm> t;
+    t[TypeID::get<SliceOp>()] = {[](LocalFormContext &c, Operation *clone,
+                                    llvm::SmallVectorImpl<Value> &) {
+                                   return localizeSlice<SliceOp>(c, clone, 0);
+                                 },
+                                 nullptr};
+    t[TypeID::get<InsertSliceOp>()] = {[](LocalFormContext &c, Operation *clone,
+                                          llvm::SmallVectorImpl<Value> &) {
+                                         return localizeSlice<InsertSliceOp>(c, clone, 1);
+                                       },
+                                       nullptr};
+    t[TypeID::get<ReduceMeanOp>()] = {localReduceMean, nullptr};
+    t[TypeID::get<GatherOp>()] = {localGather, nullptr};
+    t[TypeID::get<SoftmaxOp>()] = {localSoftmax<SoftmaxOp>, softmaxCollectives};
+    t[TypeID::get<LogSoftmaxOp>()] = {localSoftmax<LogSoftmaxOp>, softmaxCollectives};
+    t[TypeID::get<NllLossOp>()] = {localNllLoss, nllLossCollectives};
+    return t;
+  }();
+  return table;
+}
+
 } // namespace
+
+const LocalForm *lookupLocalForm(Operation *op) {
+  auto it = localForms().find(op->getName().getTypeID());
+  return it == localForms().end() ? nullptr : &it->second;
+}
 
 LogicalResult buildLocalForm(LocalFormContext &context, Operation *clone,
                              llvm::SmallVectorImpl<Value> &results) {
   OpBuilder::InsertionGuard guard(context.builder);
   Operation *op = context.op;
-  if (llvm::isa<SliceOp>(op))
-    return localizeSlice<SliceOp>(context, clone, 0);
-  if (llvm::isa<InsertSliceOp>(op))
-    return localizeSlice<InsertSliceOp>(context, clone, 1);
-  if (llvm::isa<ReduceMeanOp>(op))
-    return localReduceMean(context, clone, results);
-  if (llvm::isa<GatherOp>(op))
-    return localGather(context, clone, results);
-  if (llvm::isa<SoftmaxOp>(op))
-    return localSoftmax<SoftmaxOp>(context, clone, results);
-  if (llvm::isa<LogSoftmaxOp>(op))
-    return localSoftmax<LogSoftmaxOp>(context, clone, results);
-  if (llvm::isa<NllLossOp>(op))
-    return localNllLoss(context, clone, results);
+  if (const LocalForm *form = lookupLocalForm(op))
+    return form->build(context, clone, results);
   // Any other op with a factor of these kinds split would compute garbage.
   for (auto [f, axes] : llvm::enumerate(context.decided.factorAxes))
     if (!axes.empty() && (context.rule.factorKinds[f] == FactorKind::IndexedReduction ||
@@ -280,33 +340,10 @@ LogicalResult buildLocalForm(LocalFormContext &context, Operation *clone,
 llvm::SmallVector<ConversionStep> localCollectives(Operation *op, const ShardingRule &rule,
                                                    const OpLayouts &decided,
                                                    const AxisSizes &sizes) {
-  llvm::SmallVector<ConversionStep> steps;
-  auto allReduce = [&](const AxisList &axes, int64_t elements) {
-    ConversionStep step{ConversionStep::AllReduce, axes};
-    step.elements = elements;
-    steps.push_back(step);
-  };
-  if (llvm::isa<SoftmaxOp, LogSoftmaxOp>(op)) {
-    int64_t axis = softmaxAxis(op);
-    int64_t f = factorOf(rule, 0, axis);
-    if (f < 0 || decided.factorAxes[f].empty())
-      return steps;
-    auto shape = localShape(llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getShape(),
-                            decided.operands[0], sizes);
-    if (!shape)
-      return steps;
-    (*shape)[axis] = 1;
-    allReduce(decided.factorAxes[f], numElements(*shape)); // the maximum
-    allReduce(decided.factorAxes[f], numElements(*shape)); // the sum of exponentials
-  }
-  if (auto nll = llvm::dyn_cast<NllLossOp>(op);
-      nll && nll.getReduction() == LossReduction::Mean &&
-      (nll.getIgnoreIndexAttr() || nll.getWeight())) {
-    AxisList batchAxes = reductionFactorAxes(rule, decided);
-    if (!batchAxes.empty())
-      allReduce(batchAxes, 1); // the count of targets
-  }
-  return steps;
+  const LocalForm *form = lookupLocalForm(op);
+  if (!form || !form->collectives)
+    return {};
+  return form->collectives(op, rule, decided, sizes);
 }
 
 } // namespace ppc

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/sharding/LocalForms.h"
 #include "passes/sharding/ShardingRules.h"
 #include "executor/Interpreter.h"
 #include "ir/PpcDialect.h"
@@ -311,6 +312,14 @@ protected:
     ASSERT_TRUE(rule) << "no sharding rule for " << opName;
     ASSERT_EQ(rule->verify(op), "") << rule->str();
     SCOPED_TRACE(rule->str());
+    // A split indexed or normalized factor needs more than a clone.
+    for (FactorKind kind : rule->factorKinds) {
+      if (kind == FactorKind::IndexedReduction || kind == FactorKind::Normalized) {
+        EXPECT_TRUE(lookupLocalForm(op))
+            << opName << " has an indexed or normalized factor and no local form "
+            << "(passes/sharding/LocalForms.cpp)";
+      }
+    }
 
     ExecOptions options{/*f64=*/true};
     auto expected = runFunction(full, args, options);
