@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/PpcOps.h"
+#include "runtime/Layout.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -71,10 +72,7 @@ int64_t MeshOp::getNumRanks() {
 llvm::SmallVector<int64_t> MeshOp::getCoordinates(int64_t rank) {
   ArrayRef<int64_t> shape = getShape();
   llvm::SmallVector<int64_t> coordinates(shape.size());
-  for (size_t axis = shape.size(); axis-- > 0;) {
-    coordinates[axis] = rank % shape[axis];
-    rank /= shape[axis];
-  }
+  ppcrt::meshCoordinates(rank, shape.data(), shape.size(), coordinates.data());
   return coordinates;
 }
 
@@ -86,10 +84,8 @@ std::optional<int64_t> MeshOp::getCoordinate(int64_t rank, StringRef axis) {
 }
 
 int64_t MeshOp::getRankAt(ArrayRef<int64_t> coordinates) {
-  int64_t rank = 0;
-  for (auto [coordinate, size] : llvm::zip(coordinates, getShape()))
-    rank = rank * size + coordinate;
-  return rank;
+  return ppcrt::meshRank(coordinates.data(), getShape().data(),
+                         std::min(coordinates.size(), getShape().size()));
 }
 
 /// The positions of `axes` in the mesh's axis list; fails on an unknown or

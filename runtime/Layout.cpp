@@ -13,18 +13,12 @@ int64_t MeshLayout::size() const {
 
 std::vector<int64_t> MeshLayout::coordinates(int64_t rank) const {
   std::vector<int64_t> c(shape.size(), 0);
-  for (int a = int(shape.size()) - 1; a >= 0; --a) {
-    c[a] = rank % shape[a];
-    rank /= shape[a];
-  }
+  meshCoordinates(rank, shape.data(), shape.size(), c.data());
   return c;
 }
 
 int64_t MeshLayout::rankAt(const std::vector<int64_t> &coordinates) const {
-  int64_t rank = 0;
-  for (size_t a = 0; a < shape.size(); ++a)
-    rank = rank * shape[a] + coordinates[a];
-  return rank;
+  return meshRank(coordinates.data(), shape.data(), shape.size());
 }
 
 std::vector<int> MeshLayout::axisIndices(const std::string &names) const {

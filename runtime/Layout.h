@@ -26,6 +26,24 @@
 
 namespace ppcrt {
 
+/// Rank arithmetic, row-major (the last axis varies fastest), written once
+/// for the compiler's meshes (ir/ MeshOp) and the runtime's (MeshLayout):
+/// the coordinates of `rank` on a mesh of `axes` axes of sizes `shape`, and
+/// the rank at `coordinates`.
+inline void meshCoordinates(int64_t rank, const int64_t *shape, size_t axes,
+                            int64_t *coordinates) {
+  for (size_t a = axes; a-- > 0;) {
+    coordinates[a] = rank % shape[a];
+    rank /= shape[a];
+  }
+}
+inline int64_t meshRank(const int64_t *coordinates, const int64_t *shape, size_t axes) {
+  int64_t rank = 0;
+  for (size_t a = 0; a < axes; ++a)
+    rank = rank * shape[a] + coordinates[a];
+  return rank;
+}
+
 /// A mesh: its axes, major first ("pp", "dp", "tp"), and their sizes.
 struct MeshLayout {
   std::vector<std::string> axes;
