@@ -24,6 +24,21 @@ using namespace mlir;
 
 namespace ppc::codegen {
 
+/// The loop coordinates c0, c1, ... of the flat element index `flat` in a
+/// loop nest of `sizes` (row-major).
+static void coordinates(llvm::raw_ostream &os, const std::string &flat,
+                        llvm::ArrayRef<int64_t> sizes) {
+  os << "    int64_t rest = " << flat << ";\n";
+  for (int64_t l = int64_t(sizes.size()) - 1; l >= 0; --l) {
+    if (l == 0)
+      os << "    const int64_t c0 = rest;\n";
+    else
+      os << llvm::formatv("    const int64_t c{0} = rest % {1};\n    rest /= {1};\n", l,
+                          sizes[l]);
+  }
+  os << "    (void)rest;\n";
+}
+
 /// A group ending in a reduction: a functor computing the reduced value at a
 /// flat index of the loop shape (storing the group's other outputs there),
 /// handed to Kernels.cuh's reduceWith, which reads every index once.
@@ -44,15 +59,7 @@ static LogicalResult emitReductionGroup(const FusionGroup &group, EmitContext &c
       os << llvm::formatv("  {0} *__restrict__ out{1};\n", ctx.elementType(v), k);
   os << llvm::formatv("  __device__ {0} operator()(int64_t flat) const {{\n",
                       registerType(reduced, ctx));
-  os << "    int64_t rest = flat;\n";
-  for (int64_t l = depth - 1; l >= 0; --l) {
-    if (l == 0)
-      os << "    const int64_t c0 = rest;\n";
-    else
-      os << llvm::formatv("    const int64_t c{0} = rest % {1};\n    rest /= {1};\n", l,
-                          nest.sizes[l]);
-  }
-  os << "    (void)rest;\n";
+  coordinates(os, "flat", nest.sizes);
   llvm::DenseMap<Value, std::string> reg;
   for (auto [k, v] : llvm::enumerate(group.inputs)) {
     std::string r = "x" + std::to_string(k);
@@ -108,15 +115,7 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   os << llvm::join(params, ", ") << ") {\n";
   os << llvm::formatv("  PPCRT_GRID_STRIDE(i, {0}) {{\n", total / vector);
   // Loop coordinates of element e = i * V (the innermost one a multiple of V).
-  os << llvm::formatv("    int64_t rest = i * {0};\n", vector);
-  for (int64_t l = depth - 1; l >= 0; --l) {
-    if (l == 0)
-      os << "    const int64_t c0 = rest;\n";
-    else
-      os << llvm::formatv("    const int64_t c{0} = rest % {1};\n    rest /= {1};\n", l,
-                          nest.sizes[l]);
-  }
-  os << "    (void)rest;\n";
+  coordinates(os, "i * " + std::to_string(vector), nest.sizes);
   auto index = [&](llvm::ArrayRef<int64_t> strides) { return indexExpression(strides, "c"); };
   // Inputs: a vector load where the input is dense along the innermost loop,
   // one scalar (used for every lane) where it broadcasts.
