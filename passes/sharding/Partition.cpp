@@ -47,8 +47,6 @@ namespace ppc {
 
 namespace {
 
-constexpr llvm::StringLiteral kShardingAttrName = "ppc.sharding";
-
 class Partitioner {
 public:
   Partitioner(ModuleOp module, AxisSizes axisSizes, bool sequenceParallel, int64_t zero)
@@ -147,7 +145,7 @@ FailureOr<RankedTensorType> Partitioner::localType(Value global, const Layout &l
 }
 
 Layout Partitioner::argumentLayout(func::FuncOp func, unsigned i) {
-  if (auto planned = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttrName))
+  if (auto planned = func.getArgAttrOfType<ShardingAttr>(i, PpcDialect::kShardingAttrName))
     return fromAttr(planned);
   auto type = llvm::cast<RankedTensorType>(func.getArgument(i).getType());
   Layout layout = Layout::replicated(type.getRank());
@@ -526,9 +524,9 @@ LogicalResult Partitioner::run(func::FuncOp func) {
   spmd.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   spmd.setAllResultAttrs(func.getAllResultAttrs());
   for (auto [i, layout] : llvm::enumerate(argLayouts))
-    spmd.setArgAttr(i, kShardingAttrName, toAttr(builder.getContext(), layout));
+    spmd.setArgAttr(i, PpcDialect::kShardingAttrName, toAttr(builder.getContext(), layout));
   for (auto [i, layout] : llvm::enumerate(resultLayouts))
-    spmd.setResultAttr(i, kShardingAttrName, toAttr(builder.getContext(), layout));
+    spmd.setResultAttr(i, PpcDialect::kShardingAttrName, toAttr(builder.getContext(), layout));
   func.erase();
   return success();
 }
