@@ -2,9 +2,9 @@
 
 #include "passes/Pipelines.h"
 
-#include "llvm/ADT/StringSwitch.h"
-#include "passes/Passes.h"
 #include "ir/PpcDialect.h"
+#include "passes/Passes.h"
+#include "runtime/ppcrt/Program.h"
 
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -126,12 +126,16 @@ std::string programKey(func::FuncOp program, unsigned i, bool result) {
     return result ? program.getResultAttrOfType<StringAttr>(i, name)
                   : program.getArgAttrOfType<StringAttr>(i, name);
   };
-  for (StringRef name : {PpcDialect::kParamAttrName, PpcDialect::kStateAttrName,
-                         PpcDialect::kInputAttrName, PpcDialect::kOutputAttrName,
-                         PpcDialect::kHyperAttrName})
+  const std::pair<StringRef, std::string_view> kinds[] = {
+      {PpcDialect::kParamAttrName, ppcrt::kParamKey},
+      {PpcDialect::kStateAttrName, ppcrt::kStateKey},
+      {PpcDialect::kInputAttrName, ppcrt::kInputKey},
+      {PpcDialect::kOutputAttrName, ppcrt::kOutputKey},
+      {PpcDialect::kHyperAttrName, ppcrt::kHyperKey}};
+  for (auto [name, kind] : kinds)
     if (auto value = attr(name))
-      return (name.drop_front(4) + ":" + value.getValue()).str();
-  return "step";
+      return std::string(kind) + value.getValue().str();
+  return std::string(ppcrt::kStepKey);
 }
 
 } // namespace ppc

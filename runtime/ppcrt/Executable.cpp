@@ -18,6 +18,7 @@
 #include "runtime/ppcrt/Blocks.h"
 #include "runtime/ppcrt/Device.h"
 #include "runtime/ppcrt/Export.h"
+#include "runtime/ppcrt/HyperParameters.h"
 #include "runtime/ppcrt/MpiRank.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -69,7 +70,7 @@ size_t bytesOf(const TensorInfo &t) { return elementsOf(t) * dtypeBytes(t.dtype)
 
 /// A parameter or optimizer state: what a checkpoint holds.
 bool isStateKey(llvm::StringRef key) {
-  return key.starts_with("param:") || key.starts_with("state:");
+  return key.starts_with(kParamKey) || key.starts_with(kStateKey);
 }
 
 std::string formatError(llvm::Error error) { return llvm::toString(std::move(error)); }
@@ -179,10 +180,10 @@ struct Trainer {
         return llvm::createStringError(std::string("cannot allocate '") + t.key + "' on " +
                                        device.describe());
       llvm::StringRef key = t.key;
-      if (!key.starts_with("param:"))
+      if (!key.starts_with(kParamKey))
         continue;
       std::vector<char> local(bytesOf(t));
-      auto global = weights->lookup(key.drop_front(6));
+      auto global = weights->lookup(key.drop_front(kParamKey.size()));
       if (!global)
         return global.takeError();
       int64_t expected = dtypeBytes(t.dtype);
@@ -193,7 +194,7 @@ struct Trainer {
         have *= s;
       if (global->dtype != t.dtype || have != expected)
         return llvm::createStringError(
-            "initial weights '" + weightsPath + "': tensor '" + key.drop_front(6).str() +
+            "initial weights '" + weightsPath + "': tensor '" + key.drop_front(kParamKey.size()).str() +
             "' does not match the compiled program");
       // This rank's block of the global value.
       size_t bytes = dtypeBytes(t.dtype);
@@ -221,7 +222,7 @@ struct Trainer {
       const TensorInfo &t = rp.args[i];
       llvm::StringRef key = t.key;
       bool fed = key == "step" || isState(t) ||
-                 (key.starts_with("hyper:") && hypers.count(key.drop_front(6).str())) ||
+                 (key.starts_with(kHyperKey) && hypers.count(key.drop_front(kHyperKey.size()).str())) ||
                  tokenInput(key) >= 0;
       if (!fed)
         return llvm::formatv("rank {0}: the program takes '{1}', which the runtime cannot "
@@ -249,8 +250,8 @@ struct Trainer {
         device.copy(slot, held[t.key], bytesOf(t));
         continue;
       }
-      if (key.starts_with("hyper:")) {
-        double value = hypers.at(key.drop_front(6).str());
+      if (key.starts_with(kHyperKey)) {
+        double value = hypers.at(key.drop_front(kHyperKey.size()).str());
         device.upload(slot, &value, sizeof(value));
         continue;
       }
@@ -281,7 +282,7 @@ struct Trainer {
       const TensorInfo &t = rp.results[i];
       const char *slot = arena + t.offset;
       llvm::StringRef key = t.key;
-      if (key.starts_with("output:")) {
+      if (key.starts_with(kOutputKey)) {
         double value = 0;
         if (t.dtype == DType::F32) {
           float f;
@@ -290,7 +291,7 @@ struct Trainer {
         } else if (t.dtype == DType::F64) {
           device.download(&value, slot, sizeof(value));
         }
-        outputs[key.drop_front(7).str()] = value;
+        outputs[key.drop_front(kOutputKey.size()).str()] = value;
         continue;
       }
       device.copy(held[t.key], slot, bytesOf(t));
@@ -514,7 +515,7 @@ int logRankOf(const Program &program) {
   for (int p = 0; p < program.numPrograms; ++p) {
     bool hasLoss = false;
     for (int i = 0; i < program.programs[p].numResults; ++i)
-      hasLoss |= llvm::StringRef(program.programs[p].results[i].key) == "output:loss";
+      hasLoss |= std::string_view(program.programs[p].results[i].key) == kLossKey;
     if (hasLoss) {
       std::vector<int64_t> coords(program.meshRank, 0);
       for (int a : meshAxisIndices(program, "pp"))
@@ -812,62 +813,69 @@ void exportTrained(const RunContext &ctx, Trainer &trainer, const std::string &p
 
 } // namespace
 
-int run(int argc, char **argv, const Program &program, Device &device) {
-  cl::OptionCategory category("training options");
-  cl::opt<std::string> data("data", cl::desc("token file (DESIGN.md §4)"),
-                            cl::value_desc("FILE"), cl::Required, cl::cat(category));
-  cl::opt<int64_t> steps("steps", cl::desc("train until this many steps are done"),
-                         cl::Required, cl::cat(category));
-  cl::opt<std::string> logPath("log", cl::desc("one JSON line per step"),
-                               cl::value_desc("F.jsonl"), cl::cat(category));
-  cl::opt<std::string> checkpointDir(
+namespace {
+
+/// The executable's command line (DESIGN.md §4): the run's options, and one
+/// flag per hyper-parameter the step takes (HyperParameters.h), whose
+/// default is the compiled value.
+struct RunFlags {
+  explicit RunFlags(const Program &program);
+
+  cl::OptionCategory category{"training options"};
+  cl::opt<std::string> data{"data", cl::desc("token file (DESIGN.md §4)"),
+                            cl::value_desc("FILE"), cl::Required, cl::cat(category)};
+  cl::opt<int64_t> steps{"steps", cl::desc("train until this many steps are done"),
+                         cl::Required, cl::cat(category)};
+  cl::opt<std::string> logPath{"log", cl::desc("one JSON line per step"),
+                               cl::value_desc("F.jsonl"), cl::cat(category)};
+  cl::opt<std::string> checkpointDir{
       "checkpoint-dir", cl::desc("directory of checkpoints (one subdirectory per save)"),
-      cl::value_desc("D"), cl::cat(category));
-  cl::opt<int64_t> saveEvery("save-every", cl::desc("save a checkpoint every K steps"),
-                             cl::value_desc("K"), cl::init(0), cl::cat(category));
-  cl::opt<int> keep("keep", cl::desc("checkpoints to keep (0: all)"), cl::init(0),
-                    cl::cat(category));
-  cl::opt<bool> resume("resume",
+      cl::value_desc("D"), cl::cat(category)};
+  cl::opt<int64_t> saveEvery{"save-every", cl::desc("save a checkpoint every K steps"),
+                             cl::value_desc("K"), cl::init(0), cl::cat(category)};
+  cl::opt<int> keep{"keep", cl::desc("checkpoints to keep (0: all)"), cl::init(0),
+                    cl::cat(category)};
+  cl::opt<bool> resume{"resume",
                        cl::desc("continue from the newest complete checkpoint in "
                                 "--checkpoint-dir"),
-                       cl::cat(category));
-  cl::opt<std::string> exportPath(
+                       cl::cat(category)};
+  cl::opt<std::string> exportPath{
       "export", cl::desc("write the model with the trained weights as ONNX at the end"),
-      cl::value_desc("OUT.onnx"), cl::cat(category));
-  cl::opt<double> timeout("timeout",
+      cl::value_desc("OUT.onnx"), cl::cat(category)};
+  cl::opt<double> timeout{"timeout",
                           cl::desc("seconds a rank may wait in one collective or message "
                                    "before every rank is stopped (0: forever)"),
-                          cl::init(600), cl::cat(category));
-  cl::opt<int> threads("threads-per-rank",
-                      cl::desc("threads per rank (default: the cores of the node / its ranks)"),
-                       cl::init(0), cl::cat(category));
-  cl::opt<std::string> weightsPath("weights",
+                          cl::init(600), cl::cat(category)};
+  cl::opt<int> threads{"threads-per-rank",
+                       cl::desc("threads per rank (default: the cores of the node / its ranks)"),
+                       cl::init(0), cl::cat(category)};
+  cl::opt<std::string> weightsPath{"weights",
                                    cl::desc("initial parameters (safetensors; default: the "
                                             "file written beside the executable)"),
-                                   cl::value_desc("FILE"), cl::cat(category));
-  // Hyper-parameter overrides: the step takes them as arguments, with the
-  // values it was compiled with as defaults.
-  cl::OptionCategory hyperCategory("hyper-parameters (the compiled value unless given)");
+                                   cl::value_desc("FILE"), cl::cat(category)};
+
+  /// A hyper-parameter flag and the step arguments it sets.
   struct HyperFlag {
     const char *flag, *help;
     std::vector<const char *> names;
+    std::string description;
+    std::unique_ptr<cl::opt<std::string>> option;
   };
-  const std::vector<HyperFlag> hyperFlags = {
-      {"lr", "peak learning rate", {"lr"}},
-      {"min-lr", "learning rate at the end of the cosine schedule", {"min_lr"}},
-      {"betas", "AdamW's b1,b2", {"beta1", "beta2"}},
-      {"eps", "AdamW's epsilon", {"eps"}},
-      {"weight-decay", "weight decay", {"weight_decay"}},
-      {"momentum", "SGD momentum", {"momentum"}},
-      {"grad-clip", "global gradient norm limit", {"grad_clip"}}};
+  cl::OptionCategory hyperCategory{"hyper-parameters (the compiled value unless given)"};
+  std::vector<HyperFlag> hyperFlags;
+  /// The values the step was compiled with, by argument name.
   std::map<std::string, double> compiled;
+};
+
+RunFlags::RunFlags(const Program &program) {
   for (int h = 0; h < program.numHypers; ++h)
     compiled[program.hypers[h].name] = program.hypers[h].value;
-  std::vector<std::string> hyperHelp;
-  std::vector<std::unique_ptr<cl::opt<std::string>>> hyperOptions;
-  hyperHelp.reserve(hyperFlags.size());
-  for (const HyperFlag &f : hyperFlags) {
-    std::string help = f.help;
+  for (const HyperParameter &h : kHyperParameters) {
+    if (hyperFlags.empty() || llvm::StringRef(hyperFlags.back().flag) != h.flag)
+      hyperFlags.push_back({h.flag, h.help, {}, "", nullptr});
+    hyperFlags.back().names.push_back(h.name);
+  }
+  for (HyperFlag &f : hyperFlags) {
     std::vector<std::string> values;
     for (const char *name : f.names)
       if (compiled.count(name)) {
@@ -875,60 +883,61 @@ int run(int argc, char **argv, const Program &program, Device &device) {
         std::snprintf(text, sizeof(text), "%g", compiled[name]);
         values.push_back(text);
       }
-    help += values.size() == f.names.size()
-                ? " [" + llvm::join(values, ",") + "]"
-                : " (not in this executable: compiled without it)";
-    hyperHelp.push_back(help);
-    hyperOptions.push_back(std::make_unique<cl::opt<std::string>>(
-        llvm::StringRef(f.flag), cl::desc(hyperHelp.back()), cl::value_desc("X"),
-        cl::cat(hyperCategory)));
+    f.description = f.help;
+    f.description += values.size() == f.names.size()
+                         ? " [" + llvm::join(values, ",") + "]"
+                         : " (not in this executable: compiled without it)";
+    f.option = std::make_unique<cl::opt<std::string>>(
+        llvm::StringRef(f.flag), cl::desc(f.description), cl::value_desc("X"),
+        cl::cat(hyperCategory));
   }
   cl::HideUnrelatedOptions({&category, &hyperCategory});
-  std::string overview = std::string("a ppc training executable\n\n") + program.description +
-                         "\n\nRun with mpirun -np N (N = the mesh's ranks).\n";
-  MPI_Init(&argc, &argv);
-  cl::ParseCommandLineOptions(argc, argv, overview);
+}
 
-  int worldRank = 0, worldSize = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
-  bool lead = worldRank == 0;
+/// Refuses flags no run can use, on every rank alike.
+void checkFlags(const RunFlags &flags, const Program &program, int worldSize, bool lead) {
   int64_t meshSize = 1;
   for (int a = 0; a < program.meshRank; ++a)
     meshSize *= program.meshShape[a];
   if (worldSize != meshSize)
     dieAll(llvm::formatv("this executable was compiled for {0} ranks; start it with mpirun -np "
-                      "{0} (it has {1})",
-                      meshSize, worldSize),
-        lead);
-  if (steps < 1)
+                         "{0} (it has {1})",
+                         meshSize, worldSize),
+           lead);
+  if (flags.steps < 1)
     dieAll("--steps must be at least 1", lead);
-  if (!std::isfinite(timeout) || timeout < 0) {
+  if (!std::isfinite(flags.timeout) || flags.timeout < 0) {
     char text[32];
-    std::snprintf(text, sizeof(text), "%g", timeout.getValue());
+    std::snprintf(text, sizeof(text), "%g", flags.timeout.getValue());
     dieAll(std::string("--timeout ") + text +
                ": expected a finite number of seconds, 0 or more (0: wait forever)",
            lead);
   }
-  if (saveEvery < 0)
-    dieAll(llvm::formatv("--save-every {0}: expected 0 or more steps", saveEvery.getValue()),
+  if (flags.saveEvery < 0)
+    dieAll(llvm::formatv("--save-every {0}: expected 0 or more steps",
+                         flags.saveEvery.getValue()),
            lead);
-  if (keep < 0)
-    dieAll(llvm::formatv("--keep {0}: expected 0 (keep all) or more", keep.getValue()), lead);
+  if (flags.keep < 0)
+    dieAll(llvm::formatv("--keep {0}: expected 0 (keep all) or more", flags.keep.getValue()),
+           lead);
   constexpr int kMaxThreads = 1024;
-  if (threads < 0 || threads > kMaxThreads)
+  if (flags.threads < 0 || flags.threads > kMaxThreads)
     dieAll(llvm::formatv("--threads-per-rank {0}: expected 0 (the node's cores shared) to {1}",
-                         threads.getValue(), kMaxThreads),
+                         flags.threads.getValue(), kMaxThreads),
            lead);
-  if (resume && checkpointDir.empty())
+  if (flags.resume && flags.checkpointDir.empty())
     dieAll("--resume needs --checkpoint-dir", lead);
-  if (saveEvery > 0 && checkpointDir.empty())
+  if (flags.saveEvery > 0 && flags.checkpointDir.empty())
     dieAll("--save-every needs --checkpoint-dir", lead);
-  std::map<std::string, double> hypers = compiled;
-  std::string overridden;
-  for (size_t k = 0; k < hyperFlags.size(); ++k) {
-    const HyperFlag &f = hyperFlags[k];
-    cl::opt<std::string> &option = *hyperOptions[k];
+}
+
+/// The hyper-parameters the step is fed: the compiled values, with those
+/// the flags give instead. `overridden` receives the flags given.
+std::map<std::string, double> hyperValues(const RunFlags &flags, bool lead,
+                                          std::string &overridden) {
+  std::map<std::string, double> hypers = flags.compiled;
+  for (const RunFlags::HyperFlag &f : flags.hyperFlags) {
+    const cl::opt<std::string> &option = *f.option;
     if (!option.getNumOccurrences())
       continue;
     llvm::SmallVector<llvm::StringRef> parts;
@@ -941,8 +950,9 @@ int run(int argc, char **argv, const Program &program, Device &device) {
       else
         values.push_back(v);
     }
-    // Betas and momentum are fractions of the previous average.
-    bool fraction = llvm::StringRef(f.flag) == "betas" || llvm::StringRef(f.flag) == "momentum";
+    bool fraction = false;
+    for (const HyperParameter &h : kHyperParameters)
+      fraction |= llvm::StringRef(h.flag) == f.flag && h.fraction;
     bool bad = values.size() != f.names.size() || values[0] < 0;
     for (double v : values)
       bad |= fraction && v >= 1;
@@ -952,7 +962,7 @@ int run(int argc, char **argv, const Program &program, Device &device) {
                  (fraction ? " below 1" : ""),
              lead);
     for (size_t n = 0; n < f.names.size(); ++n) {
-      if (!compiled.count(f.names[n]))
+      if (!flags.compiled.count(f.names[n]))
         dieAll(std::string("--") + f.flag + ": this executable was compiled without it (" +
                    f.help + " 0, or another optimizer or schedule); compile with ppc compile "
                    "--" + f.flag + " to train with it",
@@ -962,8 +972,11 @@ int run(int argc, char **argv, const Program &program, Device &device) {
     overridden += std::string(overridden.empty() ? "" : ", ") + "--" + f.flag + " " +
                   option.getValue();
   }
+  return hypers;
+}
 
-  // Threads: the cores of this node shared among its ranks.
+/// Starts the device with the cores of this node shared among its ranks.
+void startDevice(Device &device, int threads, int worldRank) {
   MPI_Comm node;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, worldRank, MPI_INFO_NULL, &node);
   int localRanks = 1, localRank = 0;
@@ -971,41 +984,33 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   MPI_Comm_size(node, &localRanks);
   MPI_Comm_free(&node);
   int cores = int(std::thread::hardware_concurrency());
-  int perRank = threads > 0 ? int(threads) : std::max(1, cores / localRanks);
-  std::string started = device.start(localRank, localRanks, perRank);
-  stopIfAny(started, worldRank);
+  int perRank = threads > 0 ? threads : std::max(1, cores / localRanks);
+  stopIfAny(device.start(localRank, localRanks, perRank), worldRank);
+}
 
-  auto tokens = ppc::TokenData::open(data, program.dataDtype);
+/// The token file, checked against the program and mapped for the run.
+ppc::TokenData openData(const RunFlags &flags, const Program &program, int worldRank,
+                        bool lead) {
+  auto tokens = ppc::TokenData::open(flags.data, program.dataDtype);
   if (!tokens)
     dieAll(formatError(tokens.takeError()), lead);
   if (llvm::Error e = tokens->checkSequence(program.seqLen))
     dieAll(formatError(std::move(e)), lead);
   guardDataFile(*tokens, worldRank);
+  return std::move(*tokens);
+}
 
-  std::unique_ptr<Rank> rankOwner = device.connect(program, timeout);
-  Rank &rank = *rankOwner;
-  int64_t ppCoord = coordinateOn(program, meshCoordinates(program, worldRank), "pp");
-  const RankProgram &rp = program.programs[program.numPrograms == 1 ? 0 : ppCoord];
-  auto trainerOwner = std::make_unique<Trainer>(program, device, rank, rp);
-  Trainer &trainer = *trainerOwner;
-  trainer.hypers = hypers;
-  stopIfAny(trainer.unfedInput(), worldRank);
-
-  int logRank = logRankOf(program);
-  bool logs = worldRank == logRank;
-  RunContext ctx{program, worldRank, worldSize, lead, logRank, logs};
-  if (logs && !overridden.empty())
-    llvm::errs() << "hyper-parameters: " << overridden << " (overriding the compiled values)\n";
-
-  // Initial state: a checkpoint, or the compiled model's weights.
-  int64_t start = 0;
-  std::string weights = weightsPath;
+/// Loads the initial state: the compiled model's weights (or --weights),
+/// then with --resume the newest checkpoint. Returns the steps done.
+int64_t loadInitialState(const RunContext &ctx, const RunFlags &flags, Trainer &trainer,
+                         const char *argv0) {
+  std::string weights = flags.weightsPath;
   if (weights.empty()) {
-    weights = program.initialWeights;
+    weights = ctx.program.initialWeights;
     if (!llvm::sys::path::is_absolute(weights)) {
-      llvm::SmallString<256> exe(llvm::sys::fs::getMainExecutable(argv[0], (void *)&main));
+      llvm::SmallString<256> exe(llvm::sys::fs::getMainExecutable(argv0, (void *)&main));
       llvm::sys::path::remove_filename(exe);
-      llvm::sys::path::append(exe, program.initialWeights);
+      llvm::sys::path::append(exe, ctx.program.initialWeights);
       weights = std::string(exe);
     }
   }
@@ -1014,61 +1019,106 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   std::string initialized;
   if (llvm::Error e = trainer.initialize(weights))
     initialized = formatError(std::move(e));
-  stopIfAny(initialized, worldRank);
-  if (resume)
-    start = resumeFrom(ctx, trainer, checkpointDir);
+  stopIfAny(initialized, ctx.worldRank);
+  return flags.resume ? resumeFrom(ctx, trainer, flags.checkpointDir) : 0;
+}
 
+/// Runs steps `start` to --steps: each reported by the logging rank, every
+/// rank stopping together on an error or a loss that is not finite, and
+/// checkpoints saved every --save-every steps.
+void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Device &device,
+           const ppc::TokenData &tokens, int64_t start) {
+  const RankProgram &rp = trainer.rp;
   std::string opened;
-  std::unique_ptr<llvm::raw_fd_ostream> log = openLog(ctx, logPath, start, opened);
-
+  std::unique_ptr<llvm::raw_fd_ostream> log = openLog(ctx, flags.logPath, start, opened);
   void *arenaMemory = device.allocate(std::max<int64_t>(64, rp.arenaBytes));
   if (!arenaMemory && opened.empty())
     opened = llvm::formatv("rank {0}: cannot allocate the arena of {1:f1} MiB on {2}",
-                           worldRank, rp.arenaBytes / 1048576.0, device.describe());
-  stopIfAny(opened, worldRank);
+                           ctx.worldRank, rp.arenaBytes / 1048576.0, device.describe());
+  stopIfAny(opened, ctx.worldRank);
   char *arena = static_cast<char *>(arenaMemory);
   // The ranks' arenas differ with pipelining; the log reports the largest.
   int64_t largestArena = rp.arenaBytes;
   MPI_Allreduce(MPI_IN_PLACE, &largestArena, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  int64_t tokensPerStep = program.globalBatch * program.seqLen;
+  int64_t tokensPerStep = ctx.program.globalBatch * ctx.program.seqLen;
+  int64_t steps = flags.steps;
   for (int64_t s = start; s < steps; ++s) {
     auto begin = std::chrono::steady_clock::now();
-    std::string kernelError = trainer.step(s, arena, *tokens);
+    std::string kernelError = trainer.step(s, arena, tokens);
     // An error a kernel found on some ranks (a token id outside the
     // vocabulary, say) ends every rank cleanly, before anything of the step
     // is reported or saved.
     if (!kernelError.empty())
-      kernelError = llvm::formatv("step {0} (rank {1}): {2}", s + 1, worldRank,
+      kernelError = llvm::formatv("step {0} (rank {1}): {2}", s + 1, ctx.worldRank,
                                   kernelError)
                         .str();
-    stopIfAny(kernelError, worldRank);
+    stopIfAny(kernelError, ctx.worldRank);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     Stop stop;
-    if (logs)
-      stop = reportStep(ctx, trainer, device, log.get(), logPath,
+    if (ctx.logs)
+      stop = reportStep(ctx, trainer, device, log.get(), flags.logPath,
                         {s, steps, seconds, tokensPerStep, largestArena});
     // Every rank learns whether the step diverged (one integer from the
     // logging rank) and leaves MPI cleanly, so the error is the only line.
     int reason = int(stop.reason);
-    MPI_Bcast(&reason, 1, MPI_INT, logRank, MPI_COMM_WORLD);
+    MPI_Bcast(&reason, 1, MPI_INT, ctx.logRank, MPI_COMM_WORLD);
     if (StopReason(reason) == StopReason::Log)
-      dieAll(stop.message, logs);
+      dieAll(stop.message, ctx.logs);
     if (StopReason(reason) != StopReason::None) {
       // A finite loss with a gradient norm that is not: some gradients
       // overflowed, and the optimizer state shows where. (After a loss that
       // is not finite every gradient is, so naming one would say nothing.)
       if (StopReason(reason) == StopReason::GradientNorm)
-        if (std::string first = firstNonFinite(program, trainer); !first.empty())
+        if (std::string first = firstNonFinite(ctx.program, trainer); !first.empty())
           stop.message += "; the first tensor it left non-finite is '" + first + "'";
-      dieAll(stop.message + "; stopping every rank", logs);
+      dieAll(stop.message + "; stopping every rank", ctx.logs);
     }
-    if (saveEvery > 0 && (s + 1) % saveEvery == 0)
-      saveCheckpoint(ctx, trainer, checkpointDir, s + 1, keep);
+    if (flags.saveEvery > 0 && (s + 1) % flags.saveEvery == 0)
+      saveCheckpoint(ctx, trainer, flags.checkpointDir, s + 1, flags.keep);
   }
   device.release(arenaMemory);
-  if (!exportPath.empty())
-    exportTrained(ctx, trainer, exportPath, steps);
+}
+
+} // namespace
+
+int run(int argc, char **argv, const Program &program, Device &device) {
+  // The command line, parsed once MPI has started (it may add arguments).
+  RunFlags flags(program);
+  std::string overview = std::string("a ppc training executable\n\n") + program.description +
+                         "\n\nRun with mpirun -np N (N = the mesh's ranks).\n";
+  MPI_Init(&argc, &argv);
+  cl::ParseCommandLineOptions(argc, argv, overview);
+  int worldRank = 0, worldSize = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+  bool lead = worldRank == 0;
+  checkFlags(flags, program, worldSize, lead);
+  std::string overridden;
+  std::map<std::string, double> hypers = hyperValues(flags, lead, overridden);
+
+  // The device, the data and the rank's program.
+  startDevice(device, flags.threads, worldRank);
+  ppc::TokenData tokens = openData(flags, program, worldRank, lead);
+  std::unique_ptr<Rank> rankOwner = device.connect(program, flags.timeout);
+  Rank &rank = *rankOwner;
+  int64_t ppCoord = coordinateOn(program, meshCoordinates(program, worldRank), "pp");
+  const RankProgram &rp = program.programs[program.numPrograms == 1 ? 0 : ppCoord];
+  auto trainerOwner = std::make_unique<Trainer>(program, device, rank, rp);
+  Trainer &trainer = *trainerOwner;
+  trainer.hypers = hypers;
+  stopIfAny(trainer.unfedInput(), worldRank);
+  int logRank = logRankOf(program);
+  bool logs = worldRank == logRank;
+  RunContext ctx{program, worldRank, worldSize, lead, logRank, logs};
+  if (logs && !overridden.empty())
+    llvm::errs() << "hyper-parameters: " << overridden << " (overriding the compiled values)\n";
+
+  // The state, the steps, and what is written at the end.
+  int64_t start = loadInitialState(ctx, flags, trainer, argv[0]);
+  train(ctx, flags, trainer, device, tokens, start);
+  if (!flags.exportPath.empty())
+    exportTrained(ctx, trainer, flags.exportPath, flags.steps);
   trainerOwner.reset();
   rankOwner.reset();
   MPI_Barrier(MPI_COMM_WORLD);

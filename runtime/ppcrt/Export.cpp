@@ -39,12 +39,12 @@ llvm::Error exportOnnx(const Program &program, const std::string &shardDir, int 
     for (int i = 0; i < rp.numArgs; ++i) {
       const TensorInfo &t = rp.args[i];
       llvm::StringRef key = t.key;
-      if (!key.starts_with("param:"))
+      if (!key.starts_with(kParamKey))
         continue;
       auto local = shard->lookup(key);
       if (!local)
         return local.takeError();
-      GlobalTensor &full = params[key.drop_front(6).str()];
+      GlobalTensor &full = params[key.drop_front(kParamKey.size()).str()];
       if (full.data.empty()) {
         int64_t elements = 1;
         for (int d = 0; d < t.rank; ++d)

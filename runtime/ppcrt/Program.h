@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace ppcrt {
 
@@ -29,6 +30,16 @@ struct Dims {
   int64_t size[kMaxRank];
   int64_t stride[kMaxRank];
 };
+
+/// The kinds of TensorInfo::key, each followed by the tensor's name
+/// ("param:wte.weight"; a state's name is "KIND:PARAM"), and the step
+/// counter's key: what passes/Pipelines.h's programKey writes from the
+/// step's argument attributes, and what the runtime and the tools read.
+inline constexpr std::string_view kParamKey = "param:", kStateKey = "state:",
+                                  kInputKey = "input:", kOutputKey = "output:",
+                                  kHyperKey = "hyper:", kStepKey = "step";
+/// The loss's key.
+inline constexpr std::string_view kLossKey = "output:loss";
 
 /// A tensor a rank program takes or returns.
 struct TensorInfo {

@@ -15,6 +15,7 @@
 #include "runtime/Printable.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TrainedModel.h"
+#include "runtime/ppcrt/Program.h"
 #include "tools/ppc/Driver.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -167,7 +168,7 @@ int inspect(int argc, char **argv) {
     int64_t elements = 1;
     for (int64_t d : first.layout.globalShape)
       elements *= d;
-    if (llvm::StringRef(key).starts_with("param:"))
+    if (llvm::StringRef(key).starts_with(ppcrt::kParamKey))
       parameters += elements;
     os << "  " << printable(key) << "  " << ppcrt::safetensorsName(first.dtype) << " "
        << shapeText(first.layout.globalShape) << "  " << printable(splitText(first.layout)) << "  ("
@@ -233,13 +234,13 @@ int consolidate(int argc, char **argv) {
   std::map<std::string, ppcrt::GlobalTensor> values;
   for (const auto &entry : layout->tensors) {
     llvm::StringRef key = entry.first;
-    bool param = key.starts_with("param:");
-    if (!param && !(optimizerState && key.starts_with("state:")))
+    bool param = key.starts_with(ppcrt::kParamKey);
+    if (!param && !(optimizerState && key.starts_with(ppcrt::kStateKey)))
       continue;
     auto global = reader.read(key);
     if (!global)
       return reportError(llvm::toString(global.takeError()));
-    values[param ? key.drop_front(6).str() : key.str()] = std::move(*global);
+    values[param ? key.drop_front(ppcrt::kParamKey.size()).str() : key.str()] = std::move(*global);
   }
   if (onnx) {
     if (llvm::Error e = ppcrt::writeTrainedModel(model, layout->untie, values, output,

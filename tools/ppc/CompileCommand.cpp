@@ -14,9 +14,10 @@
 #include "frontend/OnnxTensor.h"
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
-#include "runtime/Safetensors.h"
 #include "passes/Pipelines.h"
 #include "passes/memory/MemoryPlan.h"
+#include "runtime/Safetensors.h"
+#include "runtime/ppcrt/Program.h"
 #include "tools/ppc/Driver.h"
 #include "tools/ppc/TrainingFlags.h"
 
@@ -216,7 +217,7 @@ int runCompileCommand(int argc, char **argv) {
   for (func::FuncOp program : programs)
     for (unsigned i = 0; i < program.getNumArguments(); ++i) {
       if (auto name = program.getArgAttrOfType<StringAttr>(i, PpcDialect::kInputAttrName))
-        tokenKeys.insert(("input:" + name.getValue()).str());
+        tokenKeys.insert(std::string(ppcrt::kInputKey) + name.getValue().str());
       if (auto name = program.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName))
         params.try_emplace(name.getValue(), program, i);
     }

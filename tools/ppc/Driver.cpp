@@ -9,6 +9,7 @@
 #include "passes/pipeline/Timeline.h"
 #include "passes/sharding/CommunicationReport.h"
 #include "passes/sharding/CostModel.h"
+#include "runtime/ppcrt/Program.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -348,7 +349,7 @@ orderTokenInputs(const OnnxModel &model, llvm::ArrayRef<std::string> keys) {
   const auto &inputs = model.proto().graph().input();
   auto position = [&](const std::string &key) {
     for (int i = 0; i < inputs.size(); ++i)
-      if ("input:" + inputs[i].name() == key)
+      if (std::string(ppcrt::kInputKey) + inputs[i].name() == key)
         return int64_t(i);
     return int64_t(inputs.size()); // appended: labels
   };

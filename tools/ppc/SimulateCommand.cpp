@@ -16,6 +16,7 @@
 #include "runtime/Mesh.h"
 #include "runtime/TokenData.h"
 #include "runtime/TrainedModel.h"
+#include "runtime/ppcrt/Program.h"
 #include "tools/ppc/Driver.h"
 #include "tools/ppc/TrainingFlags.h"
 
@@ -249,8 +250,9 @@ int runSimulateCommand(int argc, char **argv) {
     llvm::StringMap<double> outputs;
     for (int64_t r = 0; r < numRanks; ++r) {
       for (auto [i, key] : llvm::enumerate(resultKeys[r])) {
-        if (llvm::StringRef(key).starts_with("output:"))
-          outputs.try_emplace(llvm::StringRef(key).drop_front(7), (*results)[r][i].getDouble(0));
+        if (llvm::StringRef(key).starts_with(ppcrt::kOutputKey))
+          outputs.try_emplace(llvm::StringRef(key).drop_front(ppcrt::kOutputKey.size()),
+                              (*results)[r][i].getDouble(0));
         else
           held[r][key] = std::move((*results)[r][i]);
       }
@@ -308,7 +310,7 @@ int runSimulateCommand(int argc, char **argv) {
       return global;
     };
     for (const std::string &name : paramNames) {
-      std::string key = "param:" + name;
+      std::string key = std::string(ppcrt::kParamKey) + name;
       ShardingAttr sharding = shardingOf.lookup(key);
       // Every rank's block, from the rank at the same data and tensor
       // position that holds it (pipeline ranks hold their stages' only).

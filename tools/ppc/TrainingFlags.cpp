@@ -4,6 +4,7 @@
 #include "frontend/InputBindings.h"
 #include "frontend/OnnxTensor.h"
 #include "passes/Passes.h"
+#include "runtime/ppcrt/HyperParameters.h"
 #include "tools/ppc/Driver.h"
 
 #include "llvm/Support/CheckedArithmetic.h"
@@ -207,19 +208,18 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
     std::snprintf(text, sizeof(text), "%g", v);
     return std::string(text);
   };
-  struct Range {
-    cl::opt<double> *flag;
-    double high;  // exclusive
-  };
-  std::vector<Range> ranges = {{&lr, INFINITY},       {&momentum, 1}, {&eps, INFINITY},
-                               {&gradClip, INFINITY}, {&minLr, INFINITY}};
+  // Each in [0, 1) or [0, inf), as runtime/ppcrt/HyperParameters.h says.
+  std::vector<cl::opt<double> *> numbers = {&lr, &momentum, &eps, &gradClip, &minLr};
   if (weightDecay.getNumOccurrences())
-    ranges.push_back({&weightDecay, INFINITY});
-  for (const Range &r : ranges) {
-    double v = r.flag->getValue();
-    if (!std::isfinite(v) || v < 0 || v >= r.high)
-      return failure(reportError("--" + r.flag->ArgStr + " " + number(v) +
-                                 ": expected a finite number in [0, " + number(r.high) + ")"));
+    numbers.push_back(&weightDecay);
+  for (cl::opt<double> *flag : numbers) {
+    double v = flag->getValue(), high = INFINITY;
+    for (const ppcrt::HyperParameter &h : ppcrt::kHyperParameters)
+      if (flag->ArgStr == h.flag && h.fraction)
+        high = 1;
+    if (!std::isfinite(v) || v < 0 || v >= high)
+      return failure(reportError("--" + flag->ArgStr + " " + number(v) +
+                                 ": expected a finite number in [0, " + number(high) + ")"));
   }
   if (precision != "fp32" && precision != "bf16")
     return failure(reportError("--precision '" + precision + "': expected fp32 or bf16"));
