@@ -128,9 +128,23 @@ void guardDataFile(const ppc::TokenData &tokens, int worldRank) {
 /// its check, say): the lowest such rank reports it and every rank leaves
 /// MPI cleanly, so the error is one line, not interleaved with others or
 /// followed by MPI_Abort's banner. Collective: every rank must call it.
+/// The rank whose watchdog guards the runtime's own collectives, once it
+/// exists (before, a rank that hangs cannot have started a step).
+Rank *watchdogRank = nullptr;
+
+/// Runs one of the runtime's own collectives on the world, watched.
+void watched(const char *what, const std::function<void()> &call) {
+  if (watchdogRank)
+    watchdogRank->watched(what, call);
+  else
+    call();
+}
+
 void stopIfAny(const std::string &error, int worldRank) {
   int first = error.empty() ? INT_MAX : worldRank;
-  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  watched("the ranks' error check", [&] {
+    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  });
   if (first != INT_MAX)
     dieAll(error, first == worldRank);
 }
@@ -464,7 +478,9 @@ std::string firstNonFinite(const Program &program, Trainer &trainer) {
                                                    std::string(t.key)) -
                                   ordered.begin()));
   }
-  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  watched("finding the first non-finite tensor", [&] {
+    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  });
   return first == INT_MAX ? "" : ordered[size_t(first)];
 }
 
@@ -759,8 +775,10 @@ void saveCheckpoint(const RunContext &ctx, Trainer &trainer, const std::string &
   } mine{digest.bytes, {}};
   std::memcpy(mine.blake3, digest.blake3.data(), sizeof(mine.blake3));
   std::vector<Packed> digests(ctx.lead ? ctx.worldSize : 0);
-  MPI_Gather(&mine, sizeof(Packed), MPI_BYTE, digests.data(), sizeof(Packed), MPI_BYTE, 0,
-             MPI_COMM_WORLD);
+  watched("gathering the checkpoint's digests", [&] {
+    MPI_Gather(&mine, sizeof(Packed), MPI_BYTE, digests.data(), sizeof(Packed), MPI_BYTE, 0,
+               MPI_COMM_WORLD);
+  });
   if (ctx.lead) {
     llvm::json::Object index{{"format", "ppc-checkpoint"},
                              {"version", kCheckpointVersion},
@@ -1039,12 +1057,15 @@ void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Devic
   char *arena = static_cast<char *>(arenaMemory);
   // The ranks' arenas differ with pipelining; the log reports the largest.
   int64_t largestArena = rp.arenaBytes;
-  MPI_Allreduce(MPI_IN_PLACE, &largestArena, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  watched("comparing the ranks' arenas", [&] {
+    MPI_Allreduce(MPI_IN_PLACE, &largestArena, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  });
   int64_t tokensPerStep = ctx.program.globalBatch * ctx.program.seqLen;
   int64_t steps = flags.steps;
   for (int64_t s = start; s < steps; ++s) {
     auto begin = std::chrono::steady_clock::now();
     std::string kernelError = trainer.step(s, arena, tokens);
+    failpoint("step-done", ctx.worldRank);
     // An error a kernel found on some ranks (a token id outside the
     // vocabulary, say) ends every rank cleanly, before anything of the step
     // is reported or saved.
@@ -1062,7 +1083,8 @@ void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Devic
     // Every rank learns whether the step diverged (one integer from the
     // logging rank) and leaves MPI cleanly, so the error is the only line.
     int reason = int(stop.reason);
-    MPI_Bcast(&reason, 1, MPI_INT, ctx.logRank, MPI_COMM_WORLD);
+    watched("the step's verdict",
+            [&] { MPI_Bcast(&reason, 1, MPI_INT, ctx.logRank, MPI_COMM_WORLD); });
     if (StopReason(reason) == StopReason::Log)
       dieAll(stop.message, ctx.logs);
     if (StopReason(reason) != StopReason::None) {
@@ -1102,6 +1124,7 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   ppc::TokenData tokens = openData(flags, program, worldRank, lead);
   std::unique_ptr<Rank> rankOwner = device.connect(program, flags.timeout);
   Rank &rank = *rankOwner;
+  watchdogRank = &rank;
   int64_t ppCoord = coordinateOn(program, meshCoordinates(program, worldRank), "pp");
   const RankProgram &rp = program.programs[program.numPrograms == 1 ? 0 : ppCoord];
   auto trainerOwner = std::make_unique<Trainer>(program, device, rank, rp);
@@ -1120,8 +1143,9 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   if (!flags.exportPath.empty())
     exportTrained(ctx, trainer, flags.exportPath, flags.steps);
   trainerOwner.reset();
+  watched("the last barrier", [] { MPI_Barrier(MPI_COMM_WORLD); });
+  watchdogRank = nullptr;
   rankOwner.reset();
-  MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return 0;
 }

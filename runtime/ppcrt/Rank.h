@@ -18,6 +18,7 @@
 
 #include "runtime/ppcrt/Program.h"
 
+#include <functional>
 #include <memory>
 
 namespace ppcrt {
@@ -66,6 +67,11 @@ public:
   virtual void wait(Ticket ticket) { (void)ticket; }
   /// Ends a step: waits for every call and for the messages this rank sent.
   virtual void endStep() = 0;
+  /// Runs `call`, one of the runtime's own collectives on the world (the
+  /// ranks' error check after a step, the step's verdict, a checkpoint's
+  /// digests), under the same watchdog as the program's: a peer that hangs
+  /// between steps stops every rank too.
+  virtual void watched(const char *what, const std::function<void()> &call) = 0;
 };
 
 /// Records an error of the running program's CPU kernels (a gather index

@@ -366,6 +366,33 @@ def watchdog(ppc, tmp, timeout=4.0):
             assert stopped_lines, err[-2000:]
         assert took <= 2 * timeout + 10, f"took {took:.1f} s (timeout {timeout} s)"
 
+    # A rank that hangs between steps: after its step's collectives, before
+    # the ranks' error check (a collective of the runtime's own, which the
+    # watchdog guards too). Stopped at the same point every run (a failpoint),
+    # where a SIGSTOP above lands only by chance.
+    log = os.path.join(tmp, "watchdog-between.jsonl")
+    env = dict(os.environ, PPC_FAILPOINT="step-done:3:1:hang")
+    args = MPIRUN + ["-np", "4", exe, "--data", CORPUS, "--steps", "100", "--log", log,
+                     "--timeout", str(timeout)]
+    started = time.time()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        _, err = proc.communicate(timeout=4 * timeout + 60)
+    finally:
+        for pid in exe_pids(exe):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    took = time.time() - started
+    named = [l for l in err.splitlines()
+             if l.startswith("error: rank") and "(--timeout) in the ranks' error check" in l]
+    print(f"hang between steps: exit {proc.returncode} after {took:.1f} s; "
+          f"{len(named)} ranks named the check, e.g.\n  " + (named[0] if named else "(none)"))
+    assert proc.returncode != 0
+    assert named, err[-2000:]
+
 
 def hyper_overrides(ppc, tmp):
     """Hyper-parameters given to the executable train as if compiled in: --lr 2e-3
