@@ -47,7 +47,6 @@ static LogicalResult emitReductionGroup(const FusionGroup &group, EmitContext &c
   auto shape = loopShape(group);
   std::string name = ctx.freshName("fused", group.ops.front());
   LoopNest nest = collapse(shape, group.inputs);
-  int64_t depth = nest.sizes.size();
   llvm::raw_ostream &os = ctx.file();
   describeGroup(group, os);
   os << "struct " << name << " {\n";

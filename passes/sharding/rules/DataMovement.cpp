@@ -371,7 +371,7 @@ static ShardingRule topKIndicesRule(Operation *op) {
   TensorFactors searched =
       addFactorPerDim(rule, shape.slice(axis, 1), FactorKind::NeedReplication);
   TensorFactors found =
-      addFactorPerDim(rule, {topK.getK()}, FactorKind::NeedReplication);
+      addFactorPerDim(rule, {int64_t(topK.getK())}, FactorKind::NeedReplication);
   TensorFactors after = addFactorPerDim(rule, shape.drop_front(axis + 1));
   TensorFactors operand = before, result = before;
   llvm::append_range(operand, searched);
