@@ -43,7 +43,8 @@ static LogicalResult emitAllReduce(Operation *op, EmitContext &ctx) {
   auto reduce = llvm::cast<AllReduceOp>(op);
   auto [g, what] = groupOf(op, ctx);
   std::string in = ctx.ptr(reduce.getInput()), out = ctx.ptr(reduce.getResult());
-  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.allReduce({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
+  ctx.body() << "  " << ctx.ticket()
+             << llvm::formatv("rt.allReduce({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
                               dtype(reduce.getInput()), in, out,
                               numElements(shapeOf(reduce.getInput())),
                               reductionName(reduce.getReduction()), what);
@@ -56,10 +57,10 @@ static LogicalResult emitAllGather(Operation *op, EmitContext &ctx) {
   auto shape = shapeOf(gather.getInput());
   int64_t dim = gather.getDim();
   std::string in = ctx.ptr(gather.getInput()), out = ctx.ptr(gather.getResult());
-  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.allGather({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
-                              dtype(gather.getInput()), in, out,
-                              numElements(shape.take_front(dim)), numElements(shape.drop_front(dim)),
-                              what);
+  ctx.body() << "  " << ctx.ticket()
+             << llvm::formatv("rt.allGather({0}, {1}, {2}, {3}, {4}, {5}, {6});\n", g,
+                              dtype(gather.getInput()), in, out, numElements(shape.take_front(dim)),
+                              numElements(shape.drop_front(dim)), what);
   return success();
 }
 
@@ -69,9 +70,11 @@ static LogicalResult emitReduceScatter(Operation *op, EmitContext &ctx) {
   auto shape = shapeOf(scatter.getResult());
   int64_t dim = scatter.getDim();
   std::string in = ctx.ptr(scatter.getInput()), out = ctx.ptr(scatter.getResult());
-  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.reduceScatter({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7});\n",
-                              g, dtype(scatter.getInput()), in, out,
-                              numElements(shape.take_front(dim)), numElements(shape.drop_front(dim)),
+  ctx.body() << "  " << ctx.ticket()
+             << llvm::formatv("rt.reduceScatter({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7});\n", g,
+                              dtype(scatter.getInput()), in, out,
+                              numElements(shape.take_front(dim)),
+                              numElements(shape.drop_front(dim)),
                               reductionName(scatter.getReduction()), what);
   return success();
 }
@@ -83,8 +86,9 @@ static LogicalResult emitAllToAll(Operation *op, EmitContext &ctx) {
   std::string dims = ctx.freshName("dims", op);
   ctx.file() << "static const int64_t " << dims << "[] = " << braces(shape) << ";\n";
   std::string in = ctx.ptr(exchange.getInput()), out = ctx.ptr(exchange.getResult());
-  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.allToAll({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8});\n",
-                              g, dtype(exchange.getInput()), in, out, dims, shape.size(),
+  ctx.body() << "  " << ctx.ticket()
+             << llvm::formatv("rt.allToAll({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8});\n", g,
+                              dtype(exchange.getInput()), in, out, dims, shape.size(),
                               exchange.getSplit(), exchange.getConcat(), what);
   return success();
 }
@@ -117,20 +121,20 @@ static LogicalResult emitSend(Operation *op, EmitContext &ctx) {
   auto send = llvm::cast<SendOp>(op);
   std::string in = ctx.ptr(send.getInput());
   // A send is made from a copy on every target: nothing waits for it.
-  ctx.body() << "  " << llvm::formatv("rt.send({0}, {1}, {2}, {3}, {4}, {5});\n",
-                              quote(send.getAxis()), send.getPeer(), dtype(send.getInput()), in,
-                              numElements(shapeOf(send.getInput())),
-                              ctx.what(op, send.getAxis()));
+  ctx.body() << "  "
+             << llvm::formatv("rt.send({0}, {1}, {2}, {3}, {4}, {5});\n", quote(send.getAxis()),
+                              send.getPeer(), dtype(send.getInput()), in,
+                              numElements(shapeOf(send.getInput())), ctx.what(op, send.getAxis()));
   return success();
 }
 
 static LogicalResult emitRecv(Operation *op, EmitContext &ctx) {
   auto recv = llvm::cast<RecvOp>(op);
   std::string out = ctx.ptr(recv.getResult());
-  ctx.body() << "  " << ctx.ticket() << llvm::formatv("rt.recv({0}, {1}, {2}, {3}, {4}, {5});\n",
-                              quote(recv.getAxis()), recv.getPeer(), dtype(recv.getResult()),
-                              out, numElements(shapeOf(recv.getResult())),
-                              ctx.what(op, recv.getAxis()));
+  ctx.body() << "  " << ctx.ticket()
+             << llvm::formatv("rt.recv({0}, {1}, {2}, {3}, {4}, {5});\n", quote(recv.getAxis()),
+                              recv.getPeer(), dtype(recv.getResult()), out,
+                              numElements(shapeOf(recv.getResult())), ctx.what(op, recv.getAxis()));
   return success();
 }
 

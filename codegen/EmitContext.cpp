@@ -77,8 +77,7 @@ std::string quote(llvm::StringRef text) {
       // Three octal digits end the escape whatever follows (a hex escape
       // would swallow the next character if it is a hex digit).
       unsigned byte = (unsigned char)c;
-      out += {'\\', char('0' + (byte >> 6)), char('0' + ((byte >> 3) & 7)),
-              char('0' + (byte & 7))};
+      out += {'\\', char('0' + (byte >> 6)), char('0' + ((byte >> 3) & 7)), char('0' + (byte & 7))};
     }
   }
   return out + "\"";
@@ -118,8 +117,7 @@ std::string cppLiteral(Attribute value, Type type) {
   return "INT64_C(" + std::to_string(i.getValue().getSExtValue()) + ")";
 }
 
-void EmitContext::beginProgram(llvm::raw_ostream &body,
-                               llvm::DenseMap<Value, Value> storageMap,
+void EmitContext::beginProgram(llvm::raw_ostream &body, llvm::DenseMap<Value, Value> storageMap,
                                llvm::DenseMap<Value, int64_t> offsetMap) {
   bodyStream = &body;
   storage = std::move(storageMap);

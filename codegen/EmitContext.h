@@ -61,8 +61,7 @@ public:
   llvm::StringRef kernelLibrary() const { return spelling.kernels(); }
 
   /// Starts a program: `body` receives its statements.
-  void beginProgram(llvm::raw_ostream &body,
-                    llvm::DenseMap<mlir::Value, mlir::Value> storage,
+  void beginProgram(llvm::raw_ostream &body, llvm::DenseMap<mlir::Value, mlir::Value> storage,
                     llvm::DenseMap<mlir::Value, int64_t> offsets);
 
   /// The statement stream of the current program.

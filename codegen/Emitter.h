@@ -76,8 +76,7 @@ mlir::FailureOr<ProgramLayout> layOutProgram(mlir::func::FuncOp program,
 /// The layout of each training program of `module` (@train_step or
 /// @train_step_pp<r>, in trainingPrograms' order) for `target`: what the
 /// executable allocates, and what `ppc compile` prints.
-mlir::FailureOr<std::vector<ProgramLayout>>
-layOutPrograms(mlir::ModuleOp module, Target target);
+mlir::FailureOr<std::vector<ProgramLayout>> layOutPrograms(mlir::ModuleOp module, Target target);
 
 /// Writes the source of the executable for the training programs of
 /// `module`, laid out as `layouts` (layOutPrograms(module, info.target)),

@@ -74,8 +74,7 @@ std::string indexExpression(llvm::ArrayRef<int64_t> strides, llvm::StringRef var
   return expr.empty() ? std::string("0") : expr;
 }
 
-CollapsedReduction collapseReduction(llvm::ArrayRef<int64_t> shape,
-                                     llvm::ArrayRef<int64_t> axes) {
+CollapsedReduction collapseReduction(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> axes) {
   llvm::SmallVector<bool> reduced(shape.size(), false);
   for (int64_t axis : axes)
     reduced[axis] = true;

@@ -41,8 +41,7 @@ struct CollapsedReduction {
   llvm::SmallVector<int64_t> sizes;
   uint32_t mask = 0;
 };
-CollapsedReduction collapseReduction(llvm::ArrayRef<int64_t> shape,
-                                     llvm::ArrayRef<int64_t> axes);
+CollapsedReduction collapseReduction(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> axes);
 
 /// The targets' kernels of a group: at file level, and its call (or
 /// launch) in the body (their TargetSpelling::fusedGroup).

@@ -82,8 +82,8 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
       Value input = op.getOperand(0);
       Operation *def = input.getDefiningOp();
       auto it = def ? plan.groupOf.find(def) : plan.groupOf.end();
-      if (it != plan.groupOf.end() && input.hasOneUse() &&
-          !plan.groups[it->second].reduction && usesComeAfter(it->second, op)) {
+      if (it != plan.groupOf.end() && input.hasOneUse() && !plan.groups[it->second].reduction &&
+          usesComeAfter(it->second, op)) {
         plan.groups[it->second].ops.push_back(&op);
         plan.groups[it->second].reduction = &op;
         plan.groupOf[&op] = it->second;
@@ -126,8 +126,7 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
         group.inputs.push_back(operand);
       }
       for (Value result : op->getResults())
-        if (llvm::any_of(result.getUsers(),
-                         [&](Operation *user) { return !inGroup(user, g); }))
+        if (llvm::any_of(result.getUsers(), [&](Operation *user) { return !inGroup(user, g); }))
           group.outputs.push_back(result);
     }
   }

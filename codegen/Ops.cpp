@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Emitter.h"
 #include "codegen/EmitContext.h"
+#include "codegen/Emitter.h"
 #include "codegen/FusedKernel.h"
 #include "codegen/TargetSpelling.h"
 #include "executor/Tensor.h"
@@ -86,8 +86,8 @@ static LogicalResult emitReshape(Operation *op, EmitContext &ctx) {
 }
 
 /// A strided copy of `input` into `result` (transpose, slice, expand).
-static void stridedCopy(Operation *op, EmitContext &ctx, Value input, Value result,
-                        int64_t offset, ArrayRef<int64_t> strides) {
+static void stridedCopy(Operation *op, EmitContext &ctx, Value input, Value result, int64_t offset,
+                        ArrayRef<int64_t> strides) {
   std::string in = ctx.ptr(input), out = ctx.ptr(result);
   comment(ctx, op);
   ctx.body() << llvm::formatv("  {0}::stridedCopy({1}, {2}, {3}, {4});\n", ctx.kernelLibrary(), in,
@@ -157,8 +157,7 @@ static LogicalResult emitInsertSlice(Operation *op, EmitContext &ctx) {
   auto insert = llvm::cast<InsertSliceOp>(op);
   Value result = insert.getResult();
   llvm::SmallVector<int64_t> strides;
-  int64_t offset =
-      sliceStrides(shapeOf(result), insert.getStarts(), insert.getSteps(), strides);
+  int64_t offset = sliceStrides(shapeOf(result), insert.getStarts(), insert.getSteps(), strides);
   std::string source = ctx.ptr(insert.getSource()), dest = ctx.ptr(insert.getDest()),
               out = ctx.ptr(result);
   comment(ctx, op);
@@ -191,8 +190,7 @@ static LogicalResult emitConcat(Operation *op, EmitContext &ctx) {
 }
 
 /// gather and scatter_add: (outer, n, inner) views with numRows indices.
-template <typename OpT>
-static LogicalResult emitIndexed(Operation *op, EmitContext &ctx) {
+template <typename OpT> static LogicalResult emitIndexed(Operation *op, EmitContext &ctx) {
   auto indexed = llvm::cast<OpT>(op);
   Value indices = op->getOperand(1), result = op->getResult(0);
   if (!llvm::cast<ShapedType>(indices.getType()).getElementType().isInteger(64))
@@ -206,8 +204,8 @@ static LogicalResult emitIndexed(Operation *op, EmitContext &ctx) {
   comment(ctx, op);
   std::string failure = ctx.target().failure(ctx, op, "an index is out of range");
   ctx.body() << llvm::formatv("  {0}::{1}({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9});\n",
-                              ctx.kernelLibrary(), isGather ? "gather" : "scatterAdd", data, idx, out,
-                              outer, n, inner, rows, failure);
+                              ctx.kernelLibrary(), isGather ? "gather" : "scatterAdd", data, idx,
+                              out, outer, n, inner, rows, failure);
   return success();
 }
 
@@ -227,32 +225,30 @@ static LogicalResult emitTrilu(Operation *op, EmitContext &ctx) {
 static LogicalResult emitTopKIndices(Operation *op, EmitContext &ctx) {
   auto topK = llvm::cast<TopKIndicesOp>(op);
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  {0}::topKIndices({1}, {2}, {3}, {4}, {5});\n",
-                              ctx.kernelLibrary(), ctx.ptr(topK.getInput()), ctx.ptr(topK.getResult()),
-                              linesAlong(shapeOf(topK.getInput()), topK.getAxis()),
-                              topK.getK(), topK.getLargest() ? "true" : "false");
+  ctx.body() << llvm::formatv("  {0}::topKIndices({1}, {2}, {3}, {4}, {5});\n", ctx.kernelLibrary(),
+                              ctx.ptr(topK.getInput()), ctx.ptr(topK.getResult()),
+                              linesAlong(shapeOf(topK.getInput()), topK.getAxis()), topK.getK(),
+                              topK.getLargest() ? "true" : "false");
   return success();
 }
 
 static LogicalResult emitArgMax(Operation *op, EmitContext &ctx) {
   auto argMax = llvm::cast<ArgMaxOp>(op);
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  {0}::argMax({1}, {2}, {3}, {4}, {5});\n", ctx.kernelLibrary(),
-                              ctx.ptr(argMax.getInput()), ctx.ptr(argMax.getResult()),
-                              linesAlong(shapeOf(argMax.getInput()), argMax.getAxis()),
-                              argMax.getLargest() ? "true" : "false",
-                              argMax.getLast() ? "true" : "false");
+  ctx.body() << llvm::formatv(
+      "  {0}::argMax({1}, {2}, {3}, {4}, {5});\n", ctx.kernelLibrary(), ctx.ptr(argMax.getInput()),
+      ctx.ptr(argMax.getResult()), linesAlong(shapeOf(argMax.getInput()), argMax.getAxis()),
+      argMax.getLargest() ? "true" : "false", argMax.getLast() ? "true" : "false");
   return success();
 }
 
 static LogicalResult emitCumSum(Operation *op, EmitContext &ctx) {
   auto cumsum = llvm::cast<CumSumOp>(op);
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  {0}::cumsum({1}, {2}, {3}, {4}, {5});\n", ctx.kernelLibrary(),
-                              ctx.ptr(cumsum.getInput()), ctx.ptr(cumsum.getResult()),
-                              linesAlong(shapeOf(cumsum.getResult()), cumsum.getAxis()),
-                              cumsum.getExclusive() ? "true" : "false",
-                              cumsum.getReverse() ? "true" : "false");
+  ctx.body() << llvm::formatv(
+      "  {0}::cumsum({1}, {2}, {3}, {4}, {5});\n", ctx.kernelLibrary(), ctx.ptr(cumsum.getInput()),
+      ctx.ptr(cumsum.getResult()), linesAlong(shapeOf(cumsum.getResult()), cumsum.getAxis()),
+      cumsum.getExclusive() ? "true" : "false", cumsum.getReverse() ? "true" : "false");
   return success();
 }
 
@@ -311,9 +307,7 @@ static LogicalResult emitMatMul(Operation *op, EmitContext &ctx) {
 static LogicalResult emitEinsum(Operation *op, EmitContext &ctx) {
   auto einsum = llvm::cast<EinsumOp>(op);
   std::string error;
-  auto spec = parseEinsum(einsum.getEquation(), [&](const llvm::Twine &msg) {
-    error = msg.str();
-  });
+  auto spec = parseEinsum(einsum.getEquation(), [&](const llvm::Twine &msg) { error = msg.str(); });
   if (failed(spec))
     return ctx.unsupported(op, error);
   std::string labels = spec->output;
@@ -369,10 +363,10 @@ template <typename OpT> static LogicalResult emitSoftmax(Operation *op, EmitCont
   int64_t axis = softmax.getAxis();
   std::string in = ctx.ptr(softmax.getInput()), out = ctx.ptr(softmax.getResult());
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  {0}::softmax<{1}>({2}, {3}, {4}, {5}, {6});\n", ctx.kernelLibrary(),
-                              std::is_same_v<OpT, LogSoftmaxOp> ? "true" : "false", in, out,
-                              numElements(shape.take_front(axis)), shape[axis],
-                              numElements(shape.drop_front(axis + 1)));
+  ctx.body() << llvm::formatv(
+      "  {0}::softmax<{1}>({2}, {3}, {4}, {5}, {6});\n", ctx.kernelLibrary(),
+      std::is_same_v<OpT, LogSoftmaxOp> ? "true" : "false", in, out,
+      numElements(shape.take_front(axis)), shape[axis], numElements(shape.drop_front(axis + 1)));
   return success();
 }
 
@@ -421,8 +415,8 @@ static LogicalResult emitNllLoss(Operation *op, EmitContext &ctx) {
       ctx, op, "a target is out of range [0, " + std::to_string(shape[1]) + ")");
   ctx.body() << llvm::formatv("  {0}::nllLoss<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, "
                               "{0}::LossReduction::{9}, {10}, {11}, {12});\n",
-                              ctx.kernelLibrary(), type, in, target, weight, out, shape[0], shape[1],
-                              numElements(shape.drop_front(2)), reduction,
+                              ctx.kernelLibrary(), type, in, target, weight, out, shape[0],
+                              shape[1], numElements(shape.drop_front(2)), reduction,
                               ignore ? "true" : "false", ignore.value_or(0), failure);
   return success();
 }

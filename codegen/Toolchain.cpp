@@ -43,8 +43,8 @@ static std::vector<std::string> cudaBuildCommand(llvm::StringRef source, llvm::S
                                                  const std::vector<std::string> &archFlags) {
 #ifdef PPC_HAVE_CUDA
   const char *nvcc = std::getenv("PPC_NVCC");
-  std::vector<std::string> args = {nvcc ? nvcc : PPC_NVCC, "-std=c++17", "-O3",
-                                   "-I" PPC_SOURCE_DIR, "-w"};
+  std::vector<std::string> args = {nvcc ? nvcc : PPC_NVCC, "-std=c++17", "-O3", "-I" PPC_SOURCE_DIR,
+                                   "-w"};
   args.insert(args.end(), archFlags.begin(), archFlags.end());
   args.insert(args.end(), {source.str(), "-o", output.str()});
   // nvcc takes libraries named *.a or *.so; others (libonnx_proto.so.1)
@@ -71,11 +71,10 @@ static std::vector<std::string> cudaBuildCommand(llvm::StringRef source, llvm::S
 /// The system compiler's command: `compile` (flags and the source), then
 /// what every host build links.
 static std::vector<std::string> hostBuildCommand(std::vector<std::string> compile,
-                                                 llvm::StringRef output,
-                                                 const char *extraLibrary) {
+                                                 llvm::StringRef output, const char *extraLibrary) {
   const char *cxx = std::getenv("PPC_CXX");
-  std::vector<std::string> args = {cxx ? cxx : PPC_CXX_COMPILER, "-std=c++17",
-                                   PPC_OPENMP_FLAGS, "-I" PPC_SOURCE_DIR, "-w"};
+  std::vector<std::string> args = {cxx ? cxx : PPC_CXX_COMPILER, "-std=c++17", PPC_OPENMP_FLAGS,
+                                   "-I" PPC_SOURCE_DIR, "-w"};
   args.insert(args.end(), compile.begin(), compile.end());
   args.insert(args.end(), {"-o", output.str()});
   if (extraLibrary)
@@ -87,8 +86,7 @@ static std::vector<std::string> hostBuildCommand(std::vector<std::string> compil
   return args;
 }
 
-std::vector<std::string> buildCommand(Build build, llvm::StringRef source,
-                                      llvm::StringRef output,
+std::vector<std::string> buildCommand(Build build, llvm::StringRef source, llvm::StringRef output,
                                       const std::vector<std::string> &archFlags) {
   if (build == Build::Cuda)
     return cudaBuildCommand(source, output, archFlags);
@@ -117,8 +115,7 @@ llvm::Error buildExecutable(Build build, llvm::StringRef source, llvm::StringRef
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
                                                 llvm::StringRef(log)};
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, redirects, 0, 0,
-                                         &message);
+  int status = llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, redirects, 0, 0, &message);
   auto text = llvm::MemoryBuffer::getFile(log);
   llvm::sys::fs::remove(log);
   if (status == 0)

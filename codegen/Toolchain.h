@@ -42,8 +42,7 @@ bool haveCudaToolkit();
 llvm::Expected<std::vector<std::string>> cudaArchFlags(llvm::StringRef archs);
 
 /// The compiler command line that builds `source` into `output`.
-std::vector<std::string> buildCommand(Build build, llvm::StringRef source,
-                                      llvm::StringRef output,
+std::vector<std::string> buildCommand(Build build, llvm::StringRef source, llvm::StringRef output,
                                       const std::vector<std::string> &archFlags = {});
 
 /// Runs it; on failure, the error quotes the compiler's first lines.

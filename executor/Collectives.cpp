@@ -24,8 +24,8 @@ namespace {
 /// Copies `count` consecutive slices along `dim`, from position `srcStart`
 /// of `src` to position `dstStart` of `dst`; both have the same dtype and
 /// agree on every other dimension.
-void copySlices(const Tensor &src, int64_t srcStart, Tensor &dst,
-                int64_t dstStart, int64_t dim, int64_t count) {
+void copySlices(const Tensor &src, int64_t srcStart, Tensor &dst, int64_t dstStart, int64_t dim,
+                int64_t count) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < dim; ++d)
     outer *= src.shape()[d];
@@ -63,8 +63,7 @@ template <typename T> T maxOf(T x, T y) {
 /// Combines `values` elementwise in their order; integers wrap around.
 template <typename T>
 void combine(ReductionKind kind, llvm::ArrayRef<const Tensor *> values,
-             llvm::MutableArrayRef<T> out,
-             llvm::function_ref<T(const Tensor &, int64_t)> get) {
+             llvm::MutableArrayRef<T> out, llvm::function_ref<T(const Tensor &, int64_t)> get) {
   for (size_t i = 0; i < out.size(); ++i) {
     T acc = get(*values.front(), i);
     for (const Tensor *t : values.drop_front()) {
@@ -72,8 +71,7 @@ void combine(ReductionKind kind, llvm::ArrayRef<const Tensor *> values,
       if (kind == ReductionKind::Max)
         acc = maxOf(acc, x);
       else if constexpr (std::is_integral_v<T>)
-        acc = static_cast<T>(static_cast<uint64_t>(acc) +
-                             static_cast<uint64_t>(x));
+        acc = static_cast<T>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(x));
       else
         acc += x;
     }
@@ -83,8 +81,7 @@ void combine(ReductionKind kind, llvm::ArrayRef<const Tensor *> values,
 
 /// The elementwise reduction of `values` (equal shapes and dtypes) as a
 /// tensor of `dtype`, rounded once.
-Tensor reduce(ReductionKind kind, llvm::ArrayRef<const Tensor *> values,
-              DType dtype) {
+Tensor reduce(ReductionKind kind, llvm::ArrayRef<const Tensor *> values, DType dtype) {
   const Tensor &first = *values.front();
   Tensor result(dtype, first.shape());
   if (first.isFloat()) {
@@ -110,14 +107,12 @@ Tensor reduce(ReductionKind kind, llvm::ArrayRef<const Tensor *> values,
 /// the operands in group order.
 FailureOr<llvm::SmallVector<const Tensor *>>
 groupOperands(Operation *op, llvm::ArrayRef<int64_t> ranks,
-              llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-              const ExecOptions &options) {
+              llvm::ArrayRef<llvm::SmallVector<Tensor>> operands, const ExecOptions &options) {
   DType dtype = resultDType(op, 0, options);
   llvm::SmallVector<const Tensor *> values;
   for (auto [rank, rankOperands] : llvm::zip_equal(ranks, operands)) {
     if (rankOperands.size() != 1 || rankOperands.front().dtype() != dtype)
-      return op->emitError() << "rank " << rank << " has no operand of dtype "
-                             << dtypeName(dtype);
+      return op->emitError() << "rank " << rank << " has no operand of dtype " << dtypeName(dtype);
     values.push_back(&rankOperands.front());
   }
   return values;
@@ -125,14 +120,14 @@ groupOperands(Operation *op, llvm::ArrayRef<int64_t> ranks,
 
 /// Runs `perGroup(values, results)` on the group's checked operands, with
 /// `results` sized to the group.
-LogicalResult withGroupOperands(
-    Operation *op, llvm::ArrayRef<int64_t> ranks,
-    llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-    llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
-    const ExecOptions &options,
-    llvm::function_ref<void(llvm::ArrayRef<const Tensor *>,
-                            llvm::MutableArrayRef<llvm::SmallVector<Tensor>>)>
-        perGroup) {
+LogicalResult
+withGroupOperands(Operation *op, llvm::ArrayRef<int64_t> ranks,
+                  llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
+                  llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
+                  const ExecOptions &options,
+                  llvm::function_ref<void(llvm::ArrayRef<const Tensor *>,
+                                          llvm::MutableArrayRef<llvm::SmallVector<Tensor>>)>
+                      perGroup) {
   auto values = groupOperands(op, ranks, operands, options);
   if (failed(values))
     return failure();
@@ -142,84 +137,73 @@ LogicalResult withGroupOperands(
   return success();
 }
 
-LogicalResult
-allReduce(AllReduceOp op, llvm::ArrayRef<int64_t> ranks,
-          llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-          llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
-          const ExecOptions &options) {
+LogicalResult allReduce(AllReduceOp op, llvm::ArrayRef<int64_t> ranks,
+                        llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
+                        llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
+                        const ExecOptions &options) {
   DType dtype = resultDType(op, 0, options);
-  return withGroupOperands(
-      op, ranks, operands, results, options, [&](auto values, auto out) {
-        Tensor sum = reduce(op.getReduction(), values, dtype);
-        for (auto &rankResults : out)
-          rankResults.push_back(sum);
-      });
+  return withGroupOperands(op, ranks, operands, results, options, [&](auto values, auto out) {
+    Tensor sum = reduce(op.getReduction(), values, dtype);
+    for (auto &rankResults : out)
+      rankResults.push_back(sum);
+  });
 }
 
-LogicalResult
-allGather(AllGatherOp op, llvm::ArrayRef<int64_t> ranks,
-          llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-          llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
-          const ExecOptions &options) {
+LogicalResult allGather(AllGatherOp op, llvm::ArrayRef<int64_t> ranks,
+                        llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
+                        llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
+                        const ExecOptions &options) {
   DType dtype = resultDType(op, 0, options);
   int64_t dim = op.getDim();
-  return withGroupOperands(
-      op, ranks, operands, results, options, [&](auto values, auto out) {
-        Shape shape(values.front()->shape());
-        int64_t size = shape[dim];
-        shape[dim] *= values.size();
-        Tensor gathered(dtype, shape);
-        for (auto [position, value] : llvm::enumerate(values))
-          copySlices(*value, 0, gathered, position * size, dim, size);
-        for (auto &rankResults : out)
-          rankResults.push_back(gathered);
-      });
+  return withGroupOperands(op, ranks, operands, results, options, [&](auto values, auto out) {
+    Shape shape(values.front()->shape());
+    int64_t size = shape[dim];
+    shape[dim] *= values.size();
+    Tensor gathered(dtype, shape);
+    for (auto [position, value] : llvm::enumerate(values))
+      copySlices(*value, 0, gathered, position * size, dim, size);
+    for (auto &rankResults : out)
+      rankResults.push_back(gathered);
+  });
 }
 
-LogicalResult
-reduceScatter(ReduceScatterOp op, llvm::ArrayRef<int64_t> ranks,
-              llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-              llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
-              const ExecOptions &options) {
+LogicalResult reduceScatter(ReduceScatterOp op, llvm::ArrayRef<int64_t> ranks,
+                            llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
+                            llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
+                            const ExecOptions &options) {
   DType dtype = resultDType(op, 0, options);
-  return withGroupOperands(
-      op, ranks, operands, results, options, [&](auto values, auto out) {
-        Tensor sum = reduce(op.getReduction(), values, dtype);
-        for (auto [position, rankResults] : llvm::enumerate(out))
-          rankResults.push_back(
-              block(sum, op.getDim(), values.size(), position));
-      });
+  return withGroupOperands(op, ranks, operands, results, options, [&](auto values, auto out) {
+    Tensor sum = reduce(op.getReduction(), values, dtype);
+    for (auto [position, rankResults] : llvm::enumerate(out))
+      rankResults.push_back(block(sum, op.getDim(), values.size(), position));
+  });
 }
 
-LogicalResult
-allToAll(AllToAllOp op, llvm::ArrayRef<int64_t> ranks,
-         llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-         llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
-         const ExecOptions &options) {
+LogicalResult allToAll(AllToAllOp op, llvm::ArrayRef<int64_t> ranks,
+                       llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
+                       llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
+                       const ExecOptions &options) {
   DType dtype = resultDType(op, 0, options);
   int64_t split = op.getSplit(), concat = op.getConcat();
-  return withGroupOperands(
-      op, ranks, operands, results, options, [&](auto values, auto out) {
-        int64_t n = values.size();
-        for (auto [receiver, rankResults] : llvm::enumerate(out)) {
-          // The receiver at position i gets block i of every sender's split
-          // dimension, placed at the sender's position along concat.
-          Shape shape(values[receiver]->shape());
-          shape[split] /= n;
-          int64_t size = shape[concat];
-          shape[concat] *= n;
-          Tensor received(dtype, shape);
-          for (auto [sender, value] : llvm::enumerate(values))
-            copySlices(block(*value, split, n, receiver), 0, received,
-                       sender * size, concat, size);
-          rankResults.push_back(std::move(received));
-        }
-      });
+  return withGroupOperands(op, ranks, operands, results, options, [&](auto values, auto out) {
+    int64_t n = values.size();
+    for (auto [receiver, rankResults] : llvm::enumerate(out)) {
+      // The receiver at position i gets block i of every sender's split
+      // dimension, placed at the sender's position along concat.
+      Shape shape(values[receiver]->shape());
+      shape[split] /= n;
+      int64_t size = shape[concat];
+      shape[concat] *= n;
+      Tensor received(dtype, shape);
+      for (auto [sender, value] : llvm::enumerate(values))
+        copySlices(block(*value, split, n, receiver), 0, received, sender * size, concat, size);
+      rankResults.push_back(std::move(received));
+    }
+  });
 }
 
 LogicalResult allSlice(AllSliceOp op, int64_t position, int64_t groupSize,
-                       llvm::ArrayRef<Tensor> operands,
-                       llvm::SmallVectorImpl<Tensor> &results,
+                       llvm::ArrayRef<Tensor> operands, llvm::SmallVectorImpl<Tensor> &results,
                        const ExecOptions &options) {
   DType dtype = resultDType(op, 0, options);
   if (operands.size() != 1 || operands.front().dtype() != dtype)
@@ -228,10 +212,8 @@ LogicalResult allSlice(AllSliceOp op, int64_t position, int64_t groupSize,
   return success();
 }
 
-LogicalResult axisIndex(AxisIndexOp, int64_t position, int64_t,
-                        llvm::ArrayRef<Tensor>,
-                        llvm::SmallVectorImpl<Tensor> &results,
-                        const ExecOptions &) {
+LogicalResult axisIndex(AxisIndexOp, int64_t position, int64_t, llvm::ArrayRef<Tensor>,
+                        llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &) {
   Tensor index(DType::I64, {});
   index.setInt(0, position);
   results.push_back(std::move(index));
@@ -264,28 +246,25 @@ public:
 
 private:
   template <typename OpT>
-  void addGroup(LogicalResult (*fn)(
-      OpT, llvm::ArrayRef<int64_t>, llvm::ArrayRef<llvm::SmallVector<Tensor>>,
-      llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &,
-      const ExecOptions &)) {
-    kernels[TypeID::get<OpT>()].group =
-        [fn](Operation *op, llvm::ArrayRef<int64_t> ranks, auto operands,
-             auto &results, const ExecOptions &options) {
-          return fn(llvm::cast<OpT>(op), ranks, operands, results, options);
-        };
+  void addGroup(LogicalResult (*fn)(OpT, llvm::ArrayRef<int64_t>,
+                                    llvm::ArrayRef<llvm::SmallVector<Tensor>>,
+                                    llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &,
+                                    const ExecOptions &)) {
+    kernels[TypeID::get<OpT>()].group = [fn](Operation *op, llvm::ArrayRef<int64_t> ranks,
+                                             auto operands, auto &results,
+                                             const ExecOptions &options) {
+      return fn(llvm::cast<OpT>(op), ranks, operands, results, options);
+    };
   }
 
   template <typename OpT>
-  void addLocal(LogicalResult (*fn)(OpT, int64_t, int64_t,
-                                    llvm::ArrayRef<Tensor>,
-                                    llvm::SmallVectorImpl<Tensor> &,
-                                    const ExecOptions &)) {
-    kernels[TypeID::get<OpT>()].local =
-        [fn](Operation *op, int64_t position, int64_t groupSize, auto operands,
-             auto &results, const ExecOptions &options) {
-          return fn(llvm::cast<OpT>(op), position, groupSize, operands, results,
-                    options);
-        };
+  void addLocal(LogicalResult (*fn)(OpT, int64_t, int64_t, llvm::ArrayRef<Tensor>,
+                                    llvm::SmallVectorImpl<Tensor> &, const ExecOptions &)) {
+    kernels[TypeID::get<OpT>()].local = [fn](Operation *op, int64_t position, int64_t groupSize,
+                                             auto operands, auto &results,
+                                             const ExecOptions &options) {
+      return fn(llvm::cast<OpT>(op), position, groupSize, operands, results, options);
+    };
   }
 
   llvm::DenseMap<TypeID, CollectiveKernel> kernels;
@@ -303,8 +282,6 @@ FlatSymbolRefAttr collectiveMesh(Operation *op) {
   return op->getAttrOfType<FlatSymbolRefAttr>("mesh");
 }
 
-ArrayAttr collectiveAxes(Operation *op) {
-  return op->getAttrOfType<ArrayAttr>("axes");
-}
+ArrayAttr collectiveAxes(Operation *op) { return op->getAttrOfType<ArrayAttr>("axes"); }
 
 } // namespace ppc

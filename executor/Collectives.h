@@ -25,15 +25,13 @@ namespace ppc {
 using GroupCollectiveKernel = std::function<mlir::LogicalResult(
     mlir::Operation *op, llvm::ArrayRef<int64_t> ranks,
     llvm::ArrayRef<llvm::SmallVector<Tensor>> operands,
-    llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results,
-    const ExecOptions &options)>;
+    llvm::SmallVectorImpl<llvm::SmallVector<Tensor>> &results, const ExecOptions &options)>;
 
 /// Computes `op` for one rank without the others: the rank is at `position`
 /// of a group of `groupSize` ranks and has `operands`.
 using LocalCollectiveKernel = std::function<mlir::LogicalResult(
-    mlir::Operation *op, int64_t position, int64_t groupSize,
-    llvm::ArrayRef<Tensor> operands, llvm::SmallVectorImpl<Tensor> &results,
-    const ExecOptions &options)>;
+    mlir::Operation *op, int64_t position, int64_t groupSize, llvm::ArrayRef<Tensor> operands,
+    llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &options)>;
 
 /// A collective's kernel: exactly one of the two is set.
 struct CollectiveKernel {

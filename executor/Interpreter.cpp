@@ -16,14 +16,13 @@ namespace ppc {
 LogicalResult checkResults(Operation *op, llvm::ArrayRef<Tensor> results,
                            const ExecOptions &options) {
   if (results.size() != op->getNumResults())
-    return op->emitError() << "executor returned " << results.size()
-                           << " results, expected " << op->getNumResults();
+    return op->emitError() << "executor returned " << results.size() << " results, expected "
+                           << op->getNumResults();
   for (auto [i, t] : llvm::enumerate(results)) {
     auto type = llvm::cast<ShapedType>(op->getResult(i).getType());
     if (t.shape() != type.getShape() || t.dtype() != resultDType(op, i, options))
-      return op->emitError()
-             << "executor result " << i << " has dtype " << dtypeName(t.dtype())
-             << " and " << t.rank() << " dims, expected " << type;
+      return op->emitError() << "executor result " << i << " has dtype " << dtypeName(t.dtype())
+                             << " and " << t.rank() << " dims, expected " << type;
   }
   return success();
 }
@@ -32,8 +31,7 @@ LogicalResult checkResults(Operation *op, llvm::ArrayRef<Tensor> results,
 static int64_t hostMemoryBytes() {
   static const int64_t bytes = [] {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && size > 0 && pages <= INT64_MAX / size ? int64_t(pages) * size
-                                                             : INT64_MAX;
+    return pages > 0 && size > 0 && pages <= INT64_MAX / size ? int64_t(pages) * size : INT64_MAX;
   }();
   return bytes;
 }
@@ -48,23 +46,20 @@ LogicalResult checkHostSizes(Operation *op) {
       held = (dtypeName(*dtype) + " held in 8 bytes each").str();
     llvm::Expected<int64_t> bytes = checkedTensorBytes(shaped.getShape(), 8, held);
     if (!bytes)
-      return op->emitError()
-             << "result " << i << ": " << llvm::toString(bytes.takeError());
+      return op->emitError() << "result " << i << ": " << llvm::toString(bytes.takeError());
     // Within the limit but past what this machine has: an allocation that
     // would fail (and abort) or drive the machine into swap.
     if (*bytes > hostMemoryBytes())
-      return op->emitError() << "result " << i << ": shape "
-                             << shapeString(shaped.getShape()) << " of " << held
-                             << " takes " << *bytes
-                             << " bytes, more than this machine's memory ("
-                             << hostMemoryBytes() << " bytes)";
+      return op->emitError() << "result " << i << ": shape " << shapeString(shaped.getShape())
+                             << " of " << held << " takes " << *bytes
+                             << " bytes, more than this machine's memory (" << hostMemoryBytes()
+                             << " bytes)";
   }
   return success();
 }
 
 LogicalResult runKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
-                        llvm::SmallVectorImpl<Tensor> &results,
-                        const ExecOptions &options) {
+                        llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &options) {
   if (failed(checkHostSizes(op)))
     return failure();
   const Kernel *kernel = KernelRegistry::get().lookup(op);
@@ -73,8 +68,7 @@ LogicalResult runKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                            << "' combines the ranks of a mesh; run the program "
                               "with the SPMD executor";
   if (!kernel)
-    return op->emitError() << "the reference executor has no kernel for '"
-                           << op->getName() << "'";
+    return op->emitError() << "the reference executor has no kernel for '" << op->getName() << "'";
   if (failed((*kernel)(op, operands, results, options)))
     return failure();
   return checkResults(op, results, options);
@@ -85,12 +79,12 @@ static int64_t storageBytes(const Tensor &tensor) {
   return tensor.numElements() * byteWidth(tensor.dtype());
 }
 
-FailureOr<ExecutionFrame>
-ExecutionFrame::create(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
+FailureOr<ExecutionFrame> ExecutionFrame::create(func::FuncOp func,
+                                                 llvm::ArrayRef<Tensor> arguments) {
   Block &body = func.getBody().front();
   if (arguments.size() != body.getNumArguments())
-    return func.emitError() << "expected " << body.getNumArguments()
-                            << " arguments, got " << arguments.size();
+    return func.emitError() << "expected " << body.getNumArguments() << " arguments, got "
+                            << arguments.size();
   ExecutionFrame frame;
   for (auto [arg, tensor] : llvm::zip(body.getArguments(), arguments)) {
     frame.values[arg] = tensor;
@@ -103,8 +97,7 @@ ExecutionFrame::create(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
   return frame;
 }
 
-FailureOr<llvm::SmallVector<Tensor>>
-ExecutionFrame::takeOperands(Operation &op) {
+FailureOr<llvm::SmallVector<Tensor>> ExecutionFrame::takeOperands(Operation &op) {
   opTaken = &op;
   bytesAtOp = heldBytes;
   peak = std::max(peak, bytesAtOp);
@@ -124,8 +117,7 @@ ExecutionFrame::takeOperands(Operation &op) {
   return operands;
 }
 
-void ExecutionFrame::setResults(Operation &op,
-                                llvm::MutableArrayRef<Tensor> results) {
+void ExecutionFrame::setResults(Operation &op, llvm::MutableArrayRef<Tensor> results) {
   // An op without operands (ppc.recv) may skip takeOperands.
   if (opTaken != &op)
     bytesAtOp = heldBytes;
@@ -151,9 +143,9 @@ LogicalResult ExecutionFrame::runOp(Operation &op, const ExecOptions &options) {
   return success();
 }
 
-FailureOr<llvm::SmallVector<Tensor>>
-runFunction(func::FuncOp func, llvm::ArrayRef<Tensor> arguments,
-            const ExecOptions &options, RunStats *stats) {
+FailureOr<llvm::SmallVector<Tensor>> runFunction(func::FuncOp func,
+                                                 llvm::ArrayRef<Tensor> arguments,
+                                                 const ExecOptions &options, RunStats *stats) {
   auto frame = ExecutionFrame::create(func, arguments);
   if (failed(frame))
     return failure();
@@ -171,10 +163,8 @@ runFunction(func::FuncOp func, llvm::ArrayRef<Tensor> arguments,
 }
 
 FailureOr<bool> foldWithExecutor(Operation *op, OpBuilder &builder,
-                                 llvm::SmallVectorImpl<Value> *replacements,
-                                 int64_t maxElements) {
-  if (llvm::isa<ConstantOp>(op) || op->getNumResults() == 0 ||
-      !KernelRegistry::get().lookup(op))
+                                 llvm::SmallVectorImpl<Value> *replacements, int64_t maxElements) {
+  if (llvm::isa<ConstantOp>(op) || op->getNumResults() == 0 || !KernelRegistry::get().lookup(op))
     return false;
   for (Type t : op->getResultTypes()) {
     auto shaped = llvm::dyn_cast<ShapedType>(t);
@@ -186,8 +176,7 @@ FailureOr<bool> foldWithExecutor(Operation *op, OpBuilder &builder,
     auto constant = v.getDefiningOp<ConstantOp>();
     // Operands are held at 8 bytes per element too: a huge splat reduced to
     // a small result is left to the program.
-    if (!constant ||
-        llvm::cast<ShapedType>(v.getType()).getNumElements() > maxElements)
+    if (!constant || llvm::cast<ShapedType>(v.getType()).getNumElements() > maxElements)
       return false;
     auto tensor = Tensor::fromAttr(constant.getValue());
     if (failed(tensor))
@@ -200,8 +189,7 @@ FailureOr<bool> foldWithExecutor(Operation *op, OpBuilder &builder,
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(op);
   for (auto [v, t] : llvm::zip(op->getResults(), results)) {
-    auto constant =
-        builder.create<ConstantOp>(op->getLoc(), t.toAttr(op->getContext()));
+    auto constant = builder.create<ConstantOp>(op->getLoc(), t.toAttr(op->getContext()));
     v.replaceAllUsesWith(constant.getResult());
     if (replacements)
       replacements->push_back(constant.getResult());

@@ -18,9 +18,10 @@ struct RunStats {
 /// in the storage dtypes of `options`) and returns its results. Errors (an op
 /// without a kernel, an out-of-range index) are emitted at the op. A run that
 /// succeeds fills `stats` when given.
-mlir::FailureOr<llvm::SmallVector<Tensor>>
-runFunction(mlir::func::FuncOp func, llvm::ArrayRef<Tensor> arguments,
-            const ExecOptions &options, RunStats *stats = nullptr);
+mlir::FailureOr<llvm::SmallVector<Tensor>> runFunction(mlir::func::FuncOp func,
+                                                       llvm::ArrayRef<Tensor> arguments,
+                                                       const ExecOptions &options,
+                                                       RunStats *stats = nullptr);
 
 /// The live values of one run of a function body: the arguments, then each
 /// op's results, each freed after its last use. `runFunction` steps one
@@ -29,8 +30,8 @@ class ExecutionFrame {
 public:
   /// A frame for `func`'s body holding `arguments`; an argument-count
   /// mismatch is an error at the function.
-  static mlir::FailureOr<ExecutionFrame>
-  create(mlir::func::FuncOp func, llvm::ArrayRef<Tensor> arguments);
+  static mlir::FailureOr<ExecutionFrame> create(mlir::func::FuncOp func,
+                                                llvm::ArrayRef<Tensor> arguments);
 
   /// The values of `op`'s operands, in order; the last use of a value moves
   /// it out of the frame, earlier uses copy it.
@@ -70,16 +71,13 @@ private:
 mlir::LogicalResult checkHostSizes(mlir::Operation *op);
 
 /// Runs `op`'s kernel on `operands` and checks the results (`checkResults`).
-mlir::LogicalResult runKernel(mlir::Operation *op,
-                              llvm::ArrayRef<Tensor> operands,
-                              llvm::SmallVectorImpl<Tensor> &results,
-                              const ExecOptions &options);
+mlir::LogicalResult runKernel(mlir::Operation *op, llvm::ArrayRef<Tensor> operands,
+                              llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &options);
 
 /// Checks that `results` has one tensor per result of `op`, each of the
 /// result's shape and storage dtype; a mismatch (an executor bug) becomes a
 /// diagnostic at the op rather than a wrong value.
-mlir::LogicalResult checkResults(mlir::Operation *op,
-                                 llvm::ArrayRef<Tensor> results,
+mlir::LogicalResult checkResults(mlir::Operation *op, llvm::ArrayRef<Tensor> results,
                                  const ExecOptions &options);
 
 /// Replaces `op` by constants when every operand is a `ppc.constant`, the
@@ -87,10 +85,9 @@ mlir::LogicalResult checkResults(mlir::Operation *op,
 /// returns true when it did, with the new constants in `replacements` when
 /// given. Folding computes exactly as the program would (declared dtypes, no
 /// f64 promotion).
-mlir::FailureOr<bool>
-foldWithExecutor(mlir::Operation *op, mlir::OpBuilder &builder,
-                 llvm::SmallVectorImpl<mlir::Value> *replacements = nullptr,
-                 int64_t maxElements = int64_t(1) << 22);
+mlir::FailureOr<bool> foldWithExecutor(mlir::Operation *op, mlir::OpBuilder &builder,
+                                       llvm::SmallVectorImpl<mlir::Value> *replacements = nullptr,
+                                       int64_t maxElements = int64_t(1) << 22);
 
 } // namespace ppc
 

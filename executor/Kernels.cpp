@@ -38,8 +38,7 @@ DType resultDType(Operation *op, unsigned index, const ExecOptions &options) {
 }
 
 int64_t broadcastIndex(int64_t flat, llvm::ArrayRef<int64_t> outShape,
-                       llvm::ArrayRef<int64_t> outStrides,
-                       llvm::ArrayRef<int64_t> inShape,
+                       llvm::ArrayRef<int64_t> outStrides, llvm::ArrayRef<int64_t> inShape,
                        llvm::ArrayRef<int64_t> inStrides) {
   size_t offset = outShape.size() - inShape.size();
   int64_t index = 0;

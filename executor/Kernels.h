@@ -26,16 +26,15 @@ struct ExecOptions {
 };
 
 using Kernel = std::function<mlir::LogicalResult(
-    mlir::Operation *op, llvm::ArrayRef<Tensor> operands,
-    llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &options)>;
+    mlir::Operation *op, llvm::ArrayRef<Tensor> operands, llvm::SmallVectorImpl<Tensor> &results,
+    const ExecOptions &options)>;
 
 class KernelRegistry {
 public:
   /// The registry with every kernel of the executor.
   static const KernelRegistry &get();
 
-  template <typename OpT>
-  void add(Kernel kernel) {
+  template <typename OpT> void add(Kernel kernel) {
     kernels[mlir::TypeID::get<OpT>()] = std::move(kernel);
   }
   /// The kernel of `op`, or null when the executor cannot run it.
@@ -59,8 +58,7 @@ DType resultDType(mlir::Operation *op, unsigned index, const ExecOptions &option
 /// Maps a flat index of a tensor of shape `outShape` to the flat index of an
 /// operand of shape `inShape` that broadcasts to it.
 int64_t broadcastIndex(int64_t flat, llvm::ArrayRef<int64_t> outShape,
-                       llvm::ArrayRef<int64_t> outStrides,
-                       llvm::ArrayRef<int64_t> inShape,
+                       llvm::ArrayRef<int64_t> outStrides, llvm::ArrayRef<int64_t> inShape,
                        llvm::ArrayRef<int64_t> inStrides);
 
 } // namespace ppc

@@ -7,7 +7,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
-
 using llvm::Error;
 using llvm::Expected;
 using llvm::StringRef;
@@ -15,8 +14,7 @@ using llvm::StringRef;
 namespace ppc {
 
 static Error npyError(StringRef name, const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "file '" + name + "': " + message);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "file '" + name + "': " + message);
 }
 
 namespace {
@@ -26,10 +24,9 @@ struct DescrEntry {
 };
 // Several spellings read as one dtype; the first one per dtype is written.
 const DescrEntry kDescrs[] = {
-    {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
-    {"|b1", DType::I1},  {"|i1", DType::I8},  {"<i2", DType::I16},
-    {"<i4", DType::I32}, {"<i8", DType::I64}, {"|u1", DType::U8},
-    {"<u2", DType::U16}, {"<u4", DType::U32}, {"<u8", DType::U64},
+    {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16}, {"|b1", DType::I1},
+    {"|i1", DType::I8},  {"<i2", DType::I16}, {"<i4", DType::I32}, {"<i8", DType::I64},
+    {"|u1", DType::U8},  {"<u2", DType::U16}, {"<u4", DType::U32}, {"<u8", DType::U64},
     {"<b1", DType::I1},  {"<i1", DType::I8},  {"<u1", DType::U8},
 };
 } // namespace
@@ -75,8 +72,7 @@ Expected<Tensor> parseNpy(StringRef bytes, StringRef name) {
     if (bytes.size() < 12)
       return npyError(name, "truncated .npy header");
     headerLen = uint32_t(uint8_t(bytes[8])) | (uint32_t(uint8_t(bytes[9])) << 8) |
-                (uint32_t(uint8_t(bytes[10])) << 16) |
-                (uint32_t(uint8_t(bytes[11])) << 24);
+                (uint32_t(uint8_t(bytes[10])) << 16) | (uint32_t(uint8_t(bytes[11])) << 24);
     offset = 12;
   } else {
     return npyError(name, "unsupported .npy version " + llvm::Twine(int(major)));
@@ -117,8 +113,8 @@ Expected<Tensor> parseNpy(StringRef bytes, StringRef name) {
   uint64_t need = numElements(shape) * byteWidth(*dtype);
   if (data.size() != need)
     return npyError(name, "holds " + llvm::Twine(data.size()) + " data bytes, but " +
-                              llvm::Twine(shape.size() ? "shape " : "a scalar ") +
-                              *shapeText + " of " + d + " needs " + llvm::Twine(need));
+                              llvm::Twine(shape.size() ? "shape " : "a scalar ") + *shapeText +
+                              " of " + d + " needs " + llvm::Twine(need));
   return Tensor::fromBytes(*dtype, shape, data.data());
 }
 
@@ -139,9 +135,9 @@ std::string formatNpy(const Tensor &tensor) {
   else if (tensor.rank() == 1)
     shape.resize(shape.size() - 1);
   shape += ")";
-  std::string header = ("{'descr': '" + npyDescr(dtype) +
-                        "', 'fortran_order': False, 'shape': " + shape + ", }")
-                           .str();
+  std::string header =
+      ("{'descr': '" + npyDescr(dtype) + "', 'fortran_order': False, 'shape': " + shape + ", }")
+          .str();
   // Magic (6) + version (2) + length (2) + header + '\n', padded to 64.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

@@ -21,10 +21,7 @@ namespace {
 
 std::string str(llvm::ArrayRef<int64_t> shape) {
   return "[" +
-         llvm::join(llvm::map_range(
-                        shape, [](int64_t d) { return std::to_string(d); }),
-                    ",") +
-         "]";
+         llvm::join(llvm::map_range(shape, [](int64_t d) { return std::to_string(d); }), ",") + "]";
 }
 
 /// `'name' ` for a named message, "" otherwise.
@@ -36,11 +33,10 @@ std::string quotedName(StringRef name) {
 /// same op, or ops with the same name, inherent attributes and types (group
 /// members that run different functions).
 bool sameCollective(Operation *a, Operation *b) {
-  return a == b ||
-         (a->getName() == b->getName() &&
-          a->getPropertiesAsAttribute() == b->getPropertiesAsAttribute() &&
-          a->getOperandTypes() == b->getOperandTypes() &&
-          a->getResultTypes() == b->getResultTypes());
+  return a == b || (a->getName() == b->getName() &&
+                    a->getPropertiesAsAttribute() == b->getPropertiesAsAttribute() &&
+                    a->getOperandTypes() == b->getOperandTypes() &&
+                    a->getResultTypes() == b->getResultTypes());
 }
 
 /// A tensor sent and not yet received, with the send that sent it.
@@ -84,11 +80,9 @@ private:
   /// Runs the collective `op` that `rank` reached: at once for a local one,
   /// else when the last member of its group reaches it. Returns whether it
   /// ran (otherwise `rank` waits).
-  FailureOr<bool> collective(int64_t rank, Operation &op,
-                             const CollectiveKernel &kernel);
+  FailureOr<bool> collective(int64_t rank, Operation &op, const CollectiveKernel &kernel);
   /// Runs the collective that every rank of `group` waits at.
-  LogicalResult meet(llvm::ArrayRef<int64_t> group,
-                     const CollectiveKernel &kernel);
+  LogicalResult meet(llvm::ArrayRef<int64_t> group, const CollectiveKernel &kernel);
   LogicalResult send(int64_t rank, SendOp op);
   /// Takes the next message from the peer; returns false (the rank waits)
   /// when there is none.
@@ -107,9 +101,8 @@ private:
   std::map<std::pair<int64_t, int64_t>, std::deque<Message>> mailboxes;
 };
 
-LogicalResult
-MeshRun::start(llvm::ArrayRef<func::FuncOp> programOfRank,
-               llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank) {
+LogicalResult MeshRun::start(llvm::ArrayRef<func::FuncOp> programOfRank,
+                             llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank) {
   ranks.reserve(programOfRank.size());
   for (auto [rank, program] : llvm::enumerate(programOfRank)) {
     currentRank = rank;
@@ -189,23 +182,19 @@ LogicalResult MeshRun::advance(int64_t rank, bool &progressed) {
 
 LogicalResult MeshRun::checkMesh(Operation *op, StringRef meshName) {
   if (meshName != mesh.getSymName())
-    return op->emitError() << "runs on mesh @" << meshName
-                           << ", but the program runs on mesh @"
+    return op->emitError() << "runs on mesh @" << meshName << ", but the program runs on mesh @"
                            << mesh.getSymName();
   return success();
 }
 
-FailureOr<bool> MeshRun::collective(int64_t rank, Operation &op,
-                                    const CollectiveKernel &kernel) {
+FailureOr<bool> MeshRun::collective(int64_t rank, Operation &op, const CollectiveKernel &kernel) {
   RankState &state = ranks[rank];
-  if (failed(checkMesh(&op, collectiveMesh(&op).getValue())) ||
-      failed(checkHostSizes(&op)))
+  if (failed(checkMesh(&op, collectiveMesh(&op).getValue())) || failed(checkHostSizes(&op)))
     return failure();
   ArrayAttr axes = collectiveAxes(&op);
   llvm::SmallVector<StringRef> names = axisNames(axes);
   auto badAxes = [&] {
-    return op.emitError() << "axes " << axes
-                          << " are not distinct axes of mesh @"
+    return op.emitError() << "axes " << axes << " are not distinct axes of mesh @"
                           << mesh.getSymName();
   };
 
@@ -218,8 +207,7 @@ FailureOr<bool> MeshRun::collective(int64_t rank, Operation &op,
     if (failed(operands))
       return failure();
     llvm::SmallVector<Tensor> results;
-    if (failed(
-            kernel.local(&op, *position, *size, *operands, results, options)) ||
+    if (failed(kernel.local(&op, *position, *size, *operands, results, options)) ||
         failed(checkResults(&op, results, options)))
       return failure();
     state.frame.setResults(op, results);
@@ -245,16 +233,12 @@ FailureOr<bool> MeshRun::collective(int64_t rank, Operation &op,
     currentRank = -1;
     InFlightDiagnostic diag = op.emitError();
     diag << "group over " << axes << " (ranks "
-         << llvm::join(
-                llvm::map_range(state.group,
-                                [](int64_t r) { return std::to_string(r); }),
-                ", ")
+         << llvm::join(llvm::map_range(state.group, [](int64_t r) { return std::to_string(r); }),
+                       ", ")
          << ") meets at different collectives: rank " << member << " waits at '"
-         << other.waitingAt->getName() << "' " << other.waitingAt->getLoc()
-         << ", rank " << rank << " reaches '" << op.getName() << "' "
-         << op.getLoc();
-    diag.attachNote(other.waitingAt->getLoc())
-        << "rank " << member << " waits here";
+         << other.waitingAt->getName() << "' " << other.waitingAt->getLoc() << ", rank " << rank
+         << " reaches '" << op.getName() << "' " << op.getLoc();
+    diag.attachNote(other.waitingAt->getLoc()) << "rank " << member << " waits here";
     return diag;
   }
   if (!everyoneIsHere)
@@ -267,8 +251,7 @@ FailureOr<bool> MeshRun::collective(int64_t rank, Operation &op,
   return true;
 }
 
-LogicalResult MeshRun::meet(llvm::ArrayRef<int64_t> group,
-                            const CollectiveKernel &kernel) {
+LogicalResult MeshRun::meet(llvm::ArrayRef<int64_t> group, const CollectiveKernel &kernel) {
   llvm::SmallVector<llvm::SmallVector<Tensor>> operands;
   operands.reserve(group.size());
   for (int64_t member : group) {
@@ -298,15 +281,13 @@ LogicalResult MeshRun::meet(llvm::ArrayRef<int64_t> group,
   return success();
 }
 
-template <typename OpT>
-FailureOr<int64_t> MeshRun::peerOf(int64_t rank, OpT op) {
+template <typename OpT> FailureOr<int64_t> MeshRun::peerOf(int64_t rank, OpT op) {
   if (failed(checkMesh(op, op.getMesh())))
     return failure();
   std::optional<int64_t> peer = op.getPeerRank(mesh, rank);
   if (!peer)
-    return op.emitError() << "peer " << static_cast<int64_t>(op.getPeer())
-                          << " on axis '" << op.getAxis()
-                          << "' is not a rank of mesh @" << mesh.getSymName();
+    return op.emitError() << "peer " << static_cast<int64_t>(op.getPeer()) << " on axis '"
+                          << op.getAxis() << "' is not a rank of mesh @" << mesh.getSymName();
   return *peer;
 }
 
@@ -340,10 +321,9 @@ FailureOr<bool> MeshRun::receive(int64_t rank, RecvOp op) {
   const Tensor &tensor = message.tensor;
   if (tensor.dtype() != dtype || tensor.shape() != type.getShape()) {
     InFlightDiagnostic diag = op.emitError();
-    diag << "message " << quotedName(message.send.getValueName())
-         << "from rank " << *peer << " is " << dtypeName(tensor.dtype()) << " "
-         << str(tensor.shape()) << ", expected " << dtypeName(dtype) << " "
-         << str(type.getShape());
+    diag << "message " << quotedName(message.send.getValueName()) << "from rank " << *peer << " is "
+         << dtypeName(tensor.dtype()) << " " << str(tensor.shape()) << ", expected "
+         << dtypeName(dtype) << " " << str(type.getShape());
     if (!op.getValueName().empty())
       diag << " for '" << printable(op.getValueName()) << "'";
     diag.attachNote(message.send.getLoc()) << "sent here by rank " << *peer;
@@ -369,14 +349,12 @@ LogicalResult MeshRun::reportDeadlock() {
       continue;
     }
     first = first ? first : state.waitingAt;
-    os << waiting << "rank " << rank << " waits at "
-       << state.waitingAt->getName() << " " << state.waitingAt->getLoc();
+    os << waiting << "rank " << rank << " waits at " << state.waitingAt->getName() << " "
+       << state.waitingAt->getLoc();
   }
   if (!returned.empty())
     os << "; returned: rank" << (returned.size() > 1 ? "s " : " ")
-       << llvm::join(llvm::map_range(
-                         returned, [](int64_t r) { return std::to_string(r); }),
-                     ", ");
+       << llvm::join(llvm::map_range(returned, [](int64_t r) { return std::to_string(r); }), ", ");
   return first->emitError(os.str());
 }
 
@@ -389,9 +367,8 @@ LogicalResult MeshRun::checkMailboxesEmpty() {
     auto [sender, receiver] = ends;
     InFlightDiagnostic diag = messages.front().send.emitError();
     diag << "rank " << sender << " sent " << messages.size() << " message"
-         << (messages.size() > 1 ? "s" : "") << " to rank " << receiver
-         << " that " << (messages.size() > 1 ? "were" : "was")
-         << " never received";
+         << (messages.size() > 1 ? "s" : "") << " to rank " << receiver << " that "
+         << (messages.size() > 1 ? "were" : "was") << " never received";
     if (StringRef name = messages.front().send.getValueName(); !name.empty())
       diag << " (first: '" << printable(name) << "')";
   }
@@ -402,14 +379,12 @@ LogicalResult MeshRun::checkMailboxesEmpty() {
 
 FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>>
 runMesh(llvm::ArrayRef<func::FuncOp> programOfRank, MeshOp mesh,
-        llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank,
-        const ExecOptions &options,
+        llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank, const ExecOptions &options,
         llvm::SmallVectorImpl<int64_t> *peakBytesPerRank) {
   int64_t numRanks = mesh.getNumRanks();
   if (static_cast<int64_t>(programOfRank.size()) != numRanks)
-    return mesh.emitError()
-           << "mesh @" << mesh.getSymName() << " has " << numRanks
-           << " ranks, but programs were given for " << programOfRank.size();
+    return mesh.emitError() << "mesh @" << mesh.getSymName() << " has " << numRanks
+                            << " ranks, but programs were given for " << programOfRank.size();
   if (static_cast<int64_t>(argsPerRank.size()) != numRanks)
     return func::FuncOp(programOfRank.front()).emitError()
            << "mesh @" << mesh.getSymName() << " has " << numRanks
@@ -438,10 +413,8 @@ runMesh(llvm::ArrayRef<func::FuncOp> programOfRank, MeshOp mesh,
 }
 
 FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>>
-runSpmd(func::FuncOp func, MeshOp mesh,
-        llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank,
-        const ExecOptions &options,
-        llvm::SmallVectorImpl<int64_t> *peakBytesPerRank) {
+runSpmd(func::FuncOp func, MeshOp mesh, llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank,
+        const ExecOptions &options, llvm::SmallVectorImpl<int64_t> *peakBytesPerRank) {
   llvm::SmallVector<func::FuncOp> programs(mesh.getNumRanks(), func);
   return runMesh(programs, mesh, argsPerRank, options, peakBytesPerRank);
 }
@@ -464,8 +437,7 @@ llvm::Error error(const llvm::Twine &message) {
 }
 
 llvm::SmallVector<StringRef> names(llvm::ArrayRef<StringAttr> axes) {
-  return llvm::to_vector(
-      llvm::map_range(axes, [](StringAttr a) { return a.getValue(); }));
+  return llvm::to_vector(llvm::map_range(axes, [](StringAttr a) { return a.getValue(); }));
 }
 
 /// Where `rank`'s part of each dimension lies: the index, among the parts,
@@ -475,23 +447,19 @@ struct DimPart {
   int64_t part, blocks;
 };
 
-llvm::SmallVector<DimPart> partsOf(ShardingAttr sharding, MeshOp mesh,
-                                   int64_t rank) {
+llvm::SmallVector<DimPart> partsOf(ShardingAttr sharding, MeshOp mesh, int64_t rank) {
   llvm::SmallVector<DimPart> parts;
   for (auto [d, axes] : llvm::enumerate(sharding.getDimAxes()))
-    parts.push_back(
-        {*mesh.getIndexInGroup(rank, names(axes)), sharding.getBlocks(d)});
+    parts.push_back({*mesh.getIndexInGroup(rank, names(axes)), sharding.getBlocks(d)});
   return parts;
 }
 
 /// Calls `fn(localFlat, globalFlat)` for every element a rank holds, given
 /// its parts of a tensor of `globalShape`.
-void forEachLocalElement(llvm::ArrayRef<int64_t> localShape,
-                         llvm::ArrayRef<int64_t> globalShape,
+void forEachLocalElement(llvm::ArrayRef<int64_t> localShape, llvm::ArrayRef<int64_t> globalShape,
                          llvm::ArrayRef<DimPart> parts,
                          llvm::function_ref<void(int64_t, int64_t)> fn) {
-  Shape localStrides = stridesOf(localShape),
-        globalStrides = stridesOf(globalShape);
+  Shape localStrides = stridesOf(localShape), globalStrides = stridesOf(globalShape);
   int64_t count = 1;
   for (int64_t d : localShape)
     count *= d;
@@ -501,8 +469,7 @@ void forEachLocalElement(llvm::ArrayRef<int64_t> localShape,
       int64_t i = (local / localStrides[d]) % localShape[d];
       int64_t partSize = localShape[d] / parts[d].blocks;
       int64_t block = i / partSize, offset = i % partSize;
-      global += (block * (globalShape[d] / parts[d].blocks) +
-                 parts[d].part * partSize + offset) *
+      global += (block * (globalShape[d] / parts[d].blocks) + parts[d].part * partSize + offset) *
                 globalStrides[d];
     }
     fn(local, global);
@@ -520,61 +487,53 @@ void addElement(const Tensor &src, int64_t from, Tensor &dst, int64_t to) {
   if (src.isFloat())
     dst.floats()[to] += src.floats()[from];
   else
-    dst.ints()[to] =
-        static_cast<int64_t>(static_cast<uint64_t>(dst.ints()[to]) +
-                             static_cast<uint64_t>(src.ints()[from]));
+    dst.ints()[to] = static_cast<int64_t>(static_cast<uint64_t>(dst.ints()[to]) +
+                                          static_cast<uint64_t>(src.ints()[from]));
 }
 
 } // namespace
 
-llvm::Expected<Tensor> shardTensor(const Tensor &global, ShardingAttr sharding,
-                                   MeshOp mesh, int64_t rank) {
+llvm::Expected<Tensor> shardTensor(const Tensor &global, ShardingAttr sharding, MeshOp mesh,
+                                   int64_t rank) {
   auto localShape = sharding.getLocalShape(mesh, global.shape());
   if (failed(localShape))
-    return error("sharding " + str(sharding) +
-                 " does not fit a tensor of shape " + str(global.shape()) +
-                 " on mesh @" + mesh.getSymName());
+    return error("sharding " + str(sharding) + " does not fit a tensor of shape " +
+                 str(global.shape()) + " on mesh @" + mesh.getSymName());
   if (rank < 0 || rank >= mesh.getNumRanks())
-    return error(
-        llvm::formatv("rank {0} is not on mesh @{1}", rank, mesh.getSymName()));
+    return error(llvm::formatv("rank {0} is not on mesh @{1}", rank, mesh.getSymName()));
   Tensor local(global.dtype(), *localShape);
   if (*mesh.getIndexInGroup(rank, names(sharding.getPartialAxes())) != 0)
     return local;
-  forEachLocalElement(
-      *localShape, global.shape(), partsOf(sharding, mesh, rank),
-      [&](int64_t l, int64_t g) { copyElement(global, g, local, l); });
+  forEachLocalElement(*localShape, global.shape(), partsOf(sharding, mesh, rank),
+                      [&](int64_t l, int64_t g) { copyElement(global, g, local, l); });
   return local;
 }
 
-llvm::Expected<Tensor> unshardTensor(llvm::ArrayRef<Tensor> perRank,
-                                     ShardingAttr sharding, MeshOp mesh) {
+llvm::Expected<Tensor> unshardTensor(llvm::ArrayRef<Tensor> perRank, ShardingAttr sharding,
+                                     MeshOp mesh) {
   if (static_cast<int64_t>(perRank.size()) != mesh.getNumRanks())
-    return error(
-        llvm::formatv("mesh @{0} has {1} ranks, but {2} tensors were given",
-                      mesh.getSymName(), mesh.getNumRanks(), perRank.size()));
+    return error(llvm::formatv("mesh @{0} has {1} ranks, but {2} tensors were given",
+                               mesh.getSymName(), mesh.getNumRanks(), perRank.size()));
   const Tensor &first = perRank.front();
   Shape globalShape(first.shape());
   if (globalShape.size() != sharding.getRank())
-    return error("sharding " + str(sharding) +
-                 " does not fit a tensor of shape " + str(first.shape()));
-  for (auto [d, size, axes] :
-       llvm::enumerate(globalShape, sharding.getDimAxes())) {
+    return error("sharding " + str(sharding) + " does not fit a tensor of shape " +
+                 str(first.shape()));
+  for (auto [d, size, axes] : llvm::enumerate(globalShape, sharding.getDimAxes())) {
     if (size % sharding.getBlocks(d) != 0)
-      return error("sharding " + str(sharding) +
-                   " does not fit a local tensor of shape " +
+      return error("sharding " + str(sharding) + " does not fit a local tensor of shape " +
                    str(first.shape()));
     auto parts = mesh.getGroupSize(names(axes));
     if (failed(parts))
-      return error("sharding " + str(sharding) + " uses axes that mesh @" +
-                   mesh.getSymName() + " does not have");
+      return error("sharding " + str(sharding) + " uses axes that mesh @" + mesh.getSymName() +
+                   " does not have");
     size *= *parts;
   }
   for (auto [rank, t] : llvm::enumerate(perRank))
     if (t.shape() != first.shape() || t.dtype() != first.dtype())
-      return error(
-          llvm::formatv("rank {0} holds {1} {2}, but rank 0 holds {3} {4}",
-                        rank, dtypeName(t.dtype()), str(t.shape()),
-                        dtypeName(first.dtype()), str(first.shape())));
+      return error(llvm::formatv("rank {0} holds {1} {2}, but rank 0 holds {3} {4}", rank,
+                                 dtypeName(t.dtype()), str(t.shape()), dtypeName(first.dtype()),
+                                 str(first.shape())));
 
   // Ranks off coordinate 0 of a replicated axis hold copies; skip them.
   llvm::SmallVector<unsigned> replicated;
@@ -585,11 +544,9 @@ llvm::Expected<Tensor> unshardTensor(llvm::ArrayRef<Tensor> perRank,
   Tensor global(first.dtype(), globalShape);
   for (auto [rank, local] : llvm::enumerate(perRank)) {
     llvm::SmallVector<int64_t> coordinates = mesh.getCoordinates(rank);
-    if (llvm::any_of(replicated,
-                     [&](unsigned axis) { return coordinates[axis] != 0; }))
+    if (llvm::any_of(replicated, [&](unsigned axis) { return coordinates[axis] != 0; }))
       continue;
-    forEachLocalElement(local.shape(), globalShape,
-                        partsOf(sharding, mesh, rank),
+    forEachLocalElement(local.shape(), globalShape, partsOf(sharding, mesh, rank),
                         [&](int64_t l, int64_t g) {
                           if (partial)
                             addElement(local, l, global, g);

@@ -38,30 +38,27 @@ namespace ppc {
 /// appended.
 mlir::FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>>
 runMesh(llvm::ArrayRef<mlir::func::FuncOp> programOfRank, MeshOp mesh,
-        llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank,
-        const ExecOptions &options,
+        llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank, const ExecOptions &options,
         llvm::SmallVectorImpl<int64_t> *peakBytesPerRank = nullptr);
 
 /// Runs the SPMD program `func` on every rank of `mesh` (`runMesh` with
 /// `func` for every rank).
 mlir::FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>>
-runSpmd(mlir::func::FuncOp func, MeshOp mesh,
-        llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank,
-        const ExecOptions &options,
-        llvm::SmallVectorImpl<int64_t> *peakBytesPerRank = nullptr);
+runSpmd(mlir::func::FuncOp func, MeshOp mesh, llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank,
+        const ExecOptions &options, llvm::SmallVectorImpl<int64_t> *peakBytesPerRank = nullptr);
 
 /// The local tensor that `rank` holds of `global` under `sharding`: the
 /// block of each split dimension at the rank's position in the group of
 /// that dimension's axes. A value partial over some axes is held whole by
 /// the rank at position 0 of that group and as zeros by the others.
-llvm::Expected<Tensor> shardTensor(const Tensor &global, ShardingAttr sharding,
-                                   MeshOp mesh, int64_t rank);
+llvm::Expected<Tensor> shardTensor(const Tensor &global, ShardingAttr sharding, MeshOp mesh,
+                                   int64_t rank);
 
 /// The full value from every rank's local tensor under `sharding` (the
 /// inverse of `shardTensor`): blocks placed, partial axes summed in double
 /// and rounded once, replicated axes read at coordinate 0.
-llvm::Expected<Tensor> unshardTensor(llvm::ArrayRef<Tensor> perRank,
-                                     ShardingAttr sharding, MeshOp mesh);
+llvm::Expected<Tensor> unshardTensor(llvm::ArrayRef<Tensor> perRank, ShardingAttr sharding,
+                                     MeshOp mesh);
 
 } // namespace ppc
 

@@ -14,8 +14,7 @@ using namespace mlir;
 namespace ppc {
 
 bool isFloat(DType dtype) {
-  return dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F32 ||
-         dtype == DType::F64;
+  return dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F32 || dtype == DType::F64;
 }
 
 llvm::StringRef dtypeName(DType dtype) {
@@ -93,8 +92,7 @@ double roundFloat(DType dtype, double value) {
     llvm::APFloat f(value);
     bool lost;
     f.convert(semantics(dtype), llvm::APFloat::rmNearestTiesToEven, &lost);
-    f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
-              &lost);
+    f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
     return f.convertToDouble();
   }
   default:
@@ -142,8 +140,7 @@ Shape stridesOf(llvm::ArrayRef<int64_t> shape) {
   return strides;
 }
 
-llvm::Expected<int64_t> tensorBytes(DType dtype,
-                                    llvm::ArrayRef<int64_t> shape) {
+llvm::Expected<int64_t> tensorBytes(DType dtype, llvm::ArrayRef<int64_t> shape) {
   return checkedTensorBytes(shape, byteWidth(dtype), dtypeName(dtype));
 }
 
@@ -152,14 +149,12 @@ llvm::Error Tensor::checkShape(DType dtype, llvm::ArrayRef<int64_t> shape) {
     return bytes.takeError();
   // Every element is a double or an int64_t here, whatever the dtype.
   std::string held = (dtypeName(dtype) + " held in 8 bytes each").str();
-  if (llvm::Expected<int64_t> bytes = checkedTensorBytes(shape, 8, held);
-      !bytes)
+  if (llvm::Expected<int64_t> bytes = checkedTensorBytes(shape, 8, held); !bytes)
     return bytes.takeError();
   return llvm::Error::success();
 }
 
-llvm::Expected<Tensor> Tensor::allocate(DType dtype,
-                                        llvm::ArrayRef<int64_t> shape) {
+llvm::Expected<Tensor> Tensor::allocate(DType dtype, llvm::ArrayRef<int64_t> shape) {
   if (llvm::Error e = checkShape(dtype, shape))
     return std::move(e);
   return Tensor(dtype, shape);
@@ -230,8 +225,7 @@ Tensor Tensor::reshaped(llvm::ArrayRef<int64_t> shape) const {
   return result;
 }
 
-Tensor Tensor::fromBytes(DType dtype, llvm::ArrayRef<int64_t> shape,
-                         const char *data) {
+Tensor Tensor::fromBytes(DType dtype, llvm::ArrayRef<int64_t> shape, const char *data) {
   Tensor tensor(dtype, shape);
   auto load = [&](int64_t i, auto zero) {
     decltype(zero) v;
@@ -287,9 +281,7 @@ Tensor Tensor::fromBytes(DType dtype, llvm::ArrayRef<int64_t> shape,
 std::string Tensor::toBytes() const {
   std::string bytes;
   bytes.reserve(numElements_ * byteWidth(dtype_));
-  auto store = [&](auto v) {
-    bytes.append(reinterpret_cast<const char *>(&v), sizeof(v));
-  };
+  auto store = [&](auto v) { bytes.append(reinterpret_cast<const char *>(&v), sizeof(v)); };
   for (int64_t i = 0; i < numElements_; ++i) {
     switch (dtype_) {
     case DType::F32:
@@ -341,8 +333,7 @@ FailureOr<Tensor> Tensor::fromAttr(ElementsAttr attr) {
     for (auto [i, v] : llvm::enumerate(*values)) {
       bool lost;
       llvm::APFloat d = v;
-      d.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
-                &lost);
+      d.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
       result.floats_[i] = d.convertToDouble();
     }
   } else {
@@ -351,8 +342,7 @@ FailureOr<Tensor> Tensor::fromAttr(ElementsAttr attr) {
       return failure();
     bool isUnsigned = type.getElementType().isUnsignedInteger() || *dtype == DType::I1;
     for (auto [i, v] : llvm::enumerate(*values))
-      result.ints_[i] = isUnsigned ? static_cast<int64_t>(v.getZExtValue())
-                                   : v.getSExtValue();
+      result.ints_[i] = isUnsigned ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue();
   }
   return result;
 }

@@ -11,10 +11,10 @@
 #define PPC_EXECUTOR_TENSOR_H
 
 #include "ir/ShapeRules.h"
-#include "runtime/ppcrt/DType.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "runtime/ppcrt/DType.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
@@ -59,8 +59,7 @@ public:
   /// kMaxTensorBytes (runtime/CheckedSize.h).
   static llvm::Error checkShape(DType dtype, llvm::ArrayRef<int64_t> shape);
   /// A zero-filled tensor of a shape not yet checked (checkShape).
-  static llvm::Expected<Tensor> allocate(DType dtype,
-                                         llvm::ArrayRef<int64_t> shape);
+  static llvm::Expected<Tensor> allocate(DType dtype, llvm::ArrayRef<int64_t> shape);
 
   DType dtype() const { return dtype_; }
   llvm::ArrayRef<int64_t> shape() const { return shape_; }
@@ -91,8 +90,7 @@ public:
 
   /// A tensor from `numElements(shape) * byteWidth(dtype)` little-endian
   /// bytes in the ONNX/numpy layout (bool as one byte, f16/bf16 as bits).
-  static Tensor fromBytes(DType dtype, llvm::ArrayRef<int64_t> shape,
-                          const char *data);
+  static Tensor fromBytes(DType dtype, llvm::ArrayRef<int64_t> shape, const char *data);
   /// The tensor's bytes in that layout.
   std::string toBytes() const;
 

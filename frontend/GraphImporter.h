@@ -11,11 +11,9 @@ namespace ppc {
 
 class GraphImporter {
 public:
-  GraphImporter(const OnnxModel &model, mlir::MLIRContext &context,
-                const ImportOptions &options,
+  GraphImporter(const OnnxModel &model, mlir::MLIRContext &context, const ImportOptions &options,
                 llvm::function_ref<void(const llvm::Twine &)> emitError)
-      : model(model), context(context), options(options), emitError(emitError),
-        builder(&context) {}
+      : model(model), context(context), options(options), emitError(emitError), builder(&context) {}
 
   mlir::OwningOpRef<mlir::ModuleOp> run();
 

@@ -42,8 +42,7 @@ inputsToBind(const OnnxModel &model, llvm::ArrayRef<std::string> flags,
       return failure();
     }
     if (!graphInput(model, name)) {
-      emitError("--bind '" + flag + "': the model has no graph input '" +
-                printable(name) + "'");
+      emitError("--bind '" + flag + "': the model has no graph input '" + printable(name) + "'");
       return failure();
     }
     bindings[name] = value.str();
@@ -57,8 +56,7 @@ LogicalResult bindInputs(const OnnxModel &model, const llvm::StringMap<std::stri
   for (const auto &entry : bindings) {
     llvm::StringRef name = entry.getKey(), value = entry.getValue();
     auto fail = [&](const llvm::Twine &message) {
-      emitError("input '" + printable(name) + "' (bound to " +
-                printable(value) + "): " + message);
+      emitError("input '" + printable(name) + "' (bound to " + printable(value) + "): " + message);
       return failure();
     };
     const onnx::ValueInfoProto *info = graphInput(model, name);
@@ -77,8 +75,7 @@ LogicalResult bindInputs(const OnnxModel &model, const llvm::StringMap<std::stri
       auto it = options.dimSizes.find(dim.dim_param());
       if (it == options.dimSizes.end())
         return fail("dimension '" + printable(dim.dim_param()) +
-                    "' has no size; set it with --dim " +
-                    printable(dim.dim_param()) + "=N");
+                    "' has no size; set it with --dim " + printable(dim.dim_param()) + "=N");
       shape.push_back(it->second);
     }
     // The constant is built here, in host memory: its size is checked first.

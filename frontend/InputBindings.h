@@ -33,8 +33,7 @@ inputsToBind(const OnnxModel &model, llvm::ArrayRef<std::string> flags,
 /// Puts the value of every input of `bindings` into
 /// `options.constantInputs`, shaped as the input is declared (symbolic
 /// dimensions from `options.dimSizes`). Reports a problem naming the input.
-mlir::LogicalResult bindInputs(const OnnxModel &model,
-                               const llvm::StringMap<std::string> &bindings,
+mlir::LogicalResult bindInputs(const OnnxModel &model, const llvm::StringMap<std::string> &bindings,
                                ImportOptions &options,
                                llvm::function_ref<void(const llvm::Twine &)> emitError);
 

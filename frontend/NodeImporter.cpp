@@ -15,8 +15,7 @@ using namespace mlir;
 namespace ppc {
 
 NodeImporter::NodeImporter(GraphImporter &graph, const onnx::NodeProto &node,
-                           llvm::StringRef displayName, OpBuilder &builder,
-                           int64_t opset)
+                           llvm::StringRef displayName, OpBuilder &builder, int64_t opset)
     : graph_(graph), node_(node), displayName_(displayName), builder_(builder),
       loc_(NameLoc::get(builder.getStringAttr(displayName))), opset_(opset) {}
 
@@ -68,11 +67,10 @@ FailureOr<Tensor> NodeImporter::constantInput(int i) {
   if (!tensor) {
     // A float initializer is a parameter unless frozen, and parameters are
     // not constants.
-    std::string hint =
-        graph_.isParameter(node_.input(i))
-            ? " (it is a float initializer, which trains; --freeze '" +
-                  printable(node_.input(i)) + "' makes it one)"
-            : "";
+    std::string hint = graph_.isParameter(node_.input(i))
+                           ? " (it is a float initializer, which trains; --freeze '" +
+                                 printable(node_.input(i)) + "' makes it one)"
+                           : "";
     (void)error("input " + llvm::Twine(i) + " ('" + printable(node_.input(i)) +
                 "') must be a compile-time constant" + hint);
     return failure();
@@ -113,8 +111,7 @@ float NodeImporter::floatAttr(llvm::StringRef name, float defaultValue) const {
   return a ? a->f() : defaultValue;
 }
 
-std::string NodeImporter::stringAttr(llvm::StringRef name,
-                                     llvm::StringRef defaultValue) const {
+std::string NodeImporter::stringAttr(llvm::StringRef name, llvm::StringRef defaultValue) const {
   const auto *a = attr(name);
   return a ? a->s() : defaultValue.str();
 }
@@ -127,8 +124,7 @@ llvm::SmallVector<int64_t> NodeImporter::intsAttr(llvm::StringRef name) const {
 }
 
 bool NodeImporter::outputUsed(int i) const {
-  return i < node_.output_size() && !node_.output(i).empty() &&
-         graph_.isRead(node_.output(i));
+  return i < node_.output_size() && !node_.output(i).empty() && graph_.isRead(node_.output(i));
 }
 
 void NodeImporter::setOutput(int i, Value value) {
@@ -166,8 +162,8 @@ Value NodeImporter::constant(const Tensor &tensor) {
 Value NodeImporter::splat(const Tensor &scalar, llvm::ArrayRef<int64_t> shape) {
   DenseElementsAttr one = graph_.imported(scalar).reshaped({}).toAttr(context());
   auto type = RankedTensorType::get(shape, one.getElementType());
-  return builder_.create<ConstantOp>(
-      loc_, DenseElementsAttr::get(type, one.getSplatValue<Attribute>()));
+  return builder_.create<ConstantOp>(loc_,
+                                     DenseElementsAttr::get(type, one.getSplatValue<Attribute>()));
 }
 
 FailureOr<Tensor> NodeImporter::allocateConstant(DType dtype, llvm::ArrayRef<int64_t> shape,
@@ -194,24 +190,22 @@ Value NodeImporter::scalarLike(Value like, double value) {
 }
 
 LogicalResult NodeImporter::error(const llvm::Twine &message) {
-  graph_.report("node '" + printable(displayName_) + "' (" +
-                printable(node_.op_type()) + "): " + message);
+  graph_.report("node '" + printable(displayName_) + "' (" + printable(node_.op_type()) +
+                "): " + message);
   return failure();
 }
 
-FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis, int64_t rank,
-                                               llvm::StringRef what) {
+FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis, int64_t rank, llvm::StringRef what) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
-    (void)error(what + " " + llvm::Twine(axis) + " is out of range for rank " +
-                llvm::Twine(rank));
+    (void)error(what + " " + llvm::Twine(axis) + " is out of range for rank " + llvm::Twine(rank));
     return failure();
   }
   return axis < 0 ? axis + rank : axis;
 }
 
-FailureOr<Value> NodeImporter::finish(
-    OperationState &state,
-    llvm::function_ref<LogicalResult(llvm::SmallVectorImpl<Type> &)> infer) {
+FailureOr<Value>
+NodeImporter::finish(OperationState &state,
+                     llvm::function_ref<LogicalResult(llvm::SmallVectorImpl<Type> &)> infer) {
   // Shape rules and verifiers report through diagnostics; keep the first one
   // and report it against this node.
   std::string diagnostic;

@@ -27,9 +27,8 @@ class GraphImporter;
 
 class NodeImporter {
 public:
-  NodeImporter(GraphImporter &graph, const onnx::NodeProto &node,
-               llvm::StringRef displayName, mlir::OpBuilder &builder,
-               int64_t opset);
+  NodeImporter(GraphImporter &graph, const onnx::NodeProto &node, llvm::StringRef displayName,
+               mlir::OpBuilder &builder, int64_t opset);
 
   const onnx::NodeProto &node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -69,8 +68,7 @@ public:
 
   //===--- creating ops ---------------------------------------------------===//
   /// Creates a single-result op whose result type is inferred.
-  template <typename OpT, typename... Args>
-  mlir::FailureOr<mlir::Value> create(Args &&...args) {
+  template <typename OpT, typename... Args> mlir::FailureOr<mlir::Value> create(Args &&...args) {
     mlir::OperationState state(loc_, OpT::getOperationName());
     OpT::build(builder_, state, mlir::TypeRange{builder_.getNoneType()},
                std::forward<Args>(args)...);
@@ -114,14 +112,12 @@ public:
   /// Reports "node '<name>' (<OpType>): <message>" and returns failure.
   mlir::LogicalResult error(const llvm::Twine &message);
   /// Maps an ONNX axis in [-rank, rank) to [0, rank).
-  mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
-                                         llvm::StringRef what = "axis");
+  mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank, llvm::StringRef what = "axis");
 
 private:
   mlir::FailureOr<mlir::Value>
   finish(mlir::OperationState &state,
-         llvm::function_ref<mlir::LogicalResult(llvm::SmallVectorImpl<mlir::Type> &)>
-             infer);
+         llvm::function_ref<mlir::LogicalResult(llvm::SmallVectorImpl<mlir::Type> &)> infer);
 
   GraphImporter &graph_;
   const onnx::NodeProto &node_;

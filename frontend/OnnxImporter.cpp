@@ -77,8 +77,7 @@ llvm::Expected<Tensor> OnnxModel::loadInitializer(llvm::StringRef name) const {
   const onnx::TensorProto *proto = initializer(name);
   if (!proto)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "no initializer named '" + printable(name) +
-                                       "'");
+                                   "no initializer named '" + printable(name) + "'");
   return decodeTensorProto(*proto, directory_);
 }
 
@@ -130,28 +129,24 @@ llvm::SmallVector<llvm::StringRef> OpImporterTable::opTypes() const {
 //===----------------------------------------------------------------------===//
 
 static std::string nodeName(const onnx::NodeProto &node, int index) {
-  return node.name().empty() ? node.op_type() + "_" + std::to_string(index)
-                             : node.name();
+  return node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
 }
 
 /// "node '<name>' (<OpType>)", both printable: how errors name a node.
-static std::string nodeWhere(const onnx::NodeProto &node, int index,
-                             llvm::StringRef opType) {
-  return "node '" + printable(nodeName(node, index)) + "' (" +
-         printable(opType) + ")";
+static std::string nodeWhere(const onnx::NodeProto &node, int index, llvm::StringRef opType) {
+  return "node '" + printable(nodeName(node, index)) + "' (" + printable(opType) + ")";
 }
 
 LogicalResult GraphImporter::checkOpset() {
   opset = model.opset();
   if (opset == 0) {
-    report("file '" + printable(model.path()) +
-           "': the model imports no ai.onnx opset");
+    report("file '" + printable(model.path()) + "': the model imports no ai.onnx opset");
     return failure();
   }
   if (opset < kMinOpset || opset > kMaxOpset) {
-    report("file '" + printable(model.path()) + "': opset " +
-           llvm::Twine(opset) + " is not supported (ppc imports opsets " +
-           llvm::Twine(kMinOpset) + " to " + llvm::Twine(kMaxOpset) + ")");
+    report("file '" + printable(model.path()) + "': opset " + llvm::Twine(opset) +
+           " is not supported (ppc imports opsets " + llvm::Twine(kMinOpset) + " to " +
+           llvm::Twine(kMaxOpset) + ")");
     return failure();
   }
   return success();
@@ -173,21 +168,36 @@ LogicalResult GraphImporter::checkSupportedOps() {
 
 static const char *attributeTypeName(int type) {
   switch (type) {
-  case onnx::AttributeProto::FLOAT: return "FLOAT";
-  case onnx::AttributeProto::INT: return "INT";
-  case onnx::AttributeProto::STRING: return "STRING";
-  case onnx::AttributeProto::TENSOR: return "TENSOR";
-  case onnx::AttributeProto::GRAPH: return "GRAPH";
-  case onnx::AttributeProto::FLOATS: return "FLOATS";
-  case onnx::AttributeProto::INTS: return "INTS";
-  case onnx::AttributeProto::STRINGS: return "STRINGS";
-  case onnx::AttributeProto::TENSORS: return "TENSORS";
-  case onnx::AttributeProto::GRAPHS: return "GRAPHS";
-  case onnx::AttributeProto::SPARSE_TENSOR: return "SPARSE_TENSOR";
-  case onnx::AttributeProto::SPARSE_TENSORS: return "SPARSE_TENSORS";
-  case onnx::AttributeProto::TYPE_PROTO: return "TYPE_PROTO";
-  case onnx::AttributeProto::TYPE_PROTOS: return "TYPE_PROTOS";
-  default: return "UNDEFINED";
+  case onnx::AttributeProto::FLOAT:
+    return "FLOAT";
+  case onnx::AttributeProto::INT:
+    return "INT";
+  case onnx::AttributeProto::STRING:
+    return "STRING";
+  case onnx::AttributeProto::TENSOR:
+    return "TENSOR";
+  case onnx::AttributeProto::GRAPH:
+    return "GRAPH";
+  case onnx::AttributeProto::FLOATS:
+    return "FLOATS";
+  case onnx::AttributeProto::INTS:
+    return "INTS";
+  case onnx::AttributeProto::STRINGS:
+    return "STRINGS";
+  case onnx::AttributeProto::TENSORS:
+    return "TENSORS";
+  case onnx::AttributeProto::GRAPHS:
+    return "GRAPHS";
+  case onnx::AttributeProto::SPARSE_TENSOR:
+    return "SPARSE_TENSOR";
+  case onnx::AttributeProto::SPARSE_TENSORS:
+    return "SPARSE_TENSORS";
+  case onnx::AttributeProto::TYPE_PROTO:
+    return "TYPE_PROTO";
+  case onnx::AttributeProto::TYPE_PROTOS:
+    return "TYPE_PROTOS";
+  default:
+    return "UNDEFINED";
   }
 }
 
@@ -227,8 +237,7 @@ LogicalResult GraphImporter::checkGraph() {
         auto later = producer.find(in);
         report(where + ": input '" + printable(in) + "' is " +
                (later == producer.end()
-                    ? std::string(
-                          "not defined by any node, initializer or graph input")
+                    ? std::string("not defined by any node, initializer or graph input")
                     : "defined after it, by node '" + printable(later->second) +
                           "' (nodes must be in topological order)"));
         return failure();
@@ -242,8 +251,7 @@ LogicalResult GraphImporter::checkGraph() {
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     const onnx::OpSchema *schema =
         onnx::OpSchemaRegistry::Schema(node.op_type(), int(opset), domain);
-    const onnx::OpSchema *latest =
-        onnx::OpSchemaRegistry::Schema(node.op_type(), INT_MAX, domain);
+    const onnx::OpSchema *latest = onnx::OpSchemaRegistry::Schema(node.op_type(), INT_MAX, domain);
     // An op newer than the ONNX library ppc was built with is checked by
     // its importer alone.
     if (!latest)
@@ -266,16 +274,14 @@ LogicalResult GraphImporter::checkGraph() {
       if (expected == schema->attributes().end() && opset > newestKnown)
         continue;
       if (expected == schema->attributes().end()) {
-        report(where + ": '" + printable(a.name()) +
-               "' is not an attribute of " + printable(node.op_type()) +
-               " at opset " + llvm::Twine(schema->since_version()));
+        report(where + ": '" + printable(a.name()) + "' is not an attribute of " +
+               printable(node.op_type()) + " at opset " + llvm::Twine(schema->since_version()));
         return failure();
       }
       if (int(a.type()) != int(expected->second.type)) {
         report(where + ": attribute '" + printable(a.name()) + "' is " +
-               attributeTypeName(a.type()) + "; " + printable(node.op_type()) +
-               "'s '" + printable(a.name()) + "' is " +
-               attributeTypeName(expected->second.type));
+               attributeTypeName(a.type()) + "; " + printable(node.op_type()) + "'s '" +
+               printable(a.name()) + "' is " + attributeTypeName(expected->second.type));
         return failure();
       }
     }
@@ -294,8 +300,7 @@ LogicalResult GraphImporter::checkInitializers() {
   return success(ok);
 }
 
-FailureOr<RankedTensorType>
-GraphImporter::inputType(const onnx::ValueInfoProto &info) {
+FailureOr<RankedTensorType> GraphImporter::inputType(const onnx::ValueInfoProto &info) {
   auto fail = [&](const llvm::Twine &message) {
     report("input '" + printable(info.name()) + "': " + message);
     return failure();
@@ -315,10 +320,8 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
     } else if (dim.has_dim_param()) {
       auto it = options.dimSizes.find(dim.dim_param());
       if (it == options.dimSizes.end())
-        return fail("dimension " + llvm::Twine(i) + " is symbolic ('" +
-                    printable(dim.dim_param()) +
-                    "'); set its size with --dim " +
-                    printable(dim.dim_param()) + "=N");
+        return fail("dimension " + llvm::Twine(i) + " is symbolic ('" + printable(dim.dim_param()) +
+                    "'); set its size with --dim " + printable(dim.dim_param()) + "=N");
       shape.push_back(it->second);
     } else {
       return fail("dimension " + llvm::Twine(i) + " has no size");
@@ -341,16 +344,14 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
   for (const auto &info : graph.input()) {
     if (model.initializer(info.name()))
       continue; // Old exporters list initializers among the inputs.
-    if (auto it = options.constantInputs.find(info.name());
-        it != options.constantInputs.end()) {
+    if (auto it = options.constantInputs.find(info.name()); it != options.constantInputs.end()) {
       auto type = inputType(info);
       if (failed(type)) {
         ok = false;
         continue;
       }
       auto dtype = *dtypeOf(type->getElementType());
-      if (imported(it->second).dtype() != dtype ||
-          it->second.shape() != type->getShape()) {
+      if (imported(it->second).dtype() != dtype || it->second.shape() != type->getShape()) {
         report("input '" + printable(info.name()) +
                "': the constant given for it does not "
                "match its declared type");
@@ -364,26 +365,24 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
       continue;
     }
     argTypes.push_back(*type);
-    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        PpcDialect::kInputAttrName, builder.getStringAttr(info.name()))));
+    argAttrs.push_back(builder.getDictionaryAttr(
+        builder.getNamedAttr(PpcDialect::kInputAttrName, builder.getStringAttr(info.name()))));
     argNames.push_back(info.name());
   }
   for (const auto &init : graph.initializer()) {
     if (!isParameter(init.name()))
       continue;
     DType dtype = *dtypeFromOnnx(init.data_type());
-    auto type =
-        RankedTensorType::get(*tensorProtoShape(init), elementType(dtype));
+    auto type = RankedTensorType::get(*tensorProtoShape(init), elementType(dtype));
     // Checked in its file's dtype already; promoted to f64 it doubles.
     if (auto bytes = tensorTypeBytes(type); !bytes) {
-      report("initializer '" + printable(init.name()) +
-             "': " + llvm::toString(bytes.takeError()));
+      report("initializer '" + printable(init.name()) + "': " + llvm::toString(bytes.takeError()));
       ok = false;
       continue;
     }
     argTypes.push_back(type);
-    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        PpcDialect::kParamAttrName, builder.getStringAttr(init.name()))));
+    argAttrs.push_back(builder.getDictionaryAttr(
+        builder.getNamedAttr(PpcDialect::kParamAttrName, builder.getStringAttr(init.name()))));
     argNames.push_back(init.name());
   }
   if (!ok)
@@ -391,8 +390,7 @@ LogicalResult GraphImporter::createFunction(ModuleOp module) {
 
   builder.setInsertionPointToEnd(module.getBody());
   auto loc = FileLineColLoc::get(&context, model.path(), 0, 0);
-  func = builder.create<func::FuncOp>(loc, "forward",
-                                      builder.getFunctionType(argTypes, {}));
+  func = builder.create<func::FuncOp>(loc, "forward", builder.getFunctionType(argTypes, {}));
   func.setAllArgAttrs(argAttrs);
   Block *entry = func.addEntryBlock();
   for (auto [name, arg] : llvm::zip(argNames, entry->getArguments()))
@@ -410,8 +408,7 @@ Value GraphImporter::lookup(llvm::StringRef name) {
   auto it = values.find(name);
   if (it != values.end())
     return it->second;
-  if (auto bound = options.constantInputs.find(name);
-      bound != options.constantInputs.end()) {
+  if (auto bound = options.constantInputs.find(name); bound != options.constantInputs.end()) {
     auto loc = NameLoc::get(builder.getStringAttr(name));
     Value v = builder.create<ConstantOp>(loc, imported(bound->second).toAttr(&context));
     define(name, v);
@@ -458,18 +455,16 @@ LogicalResult GraphImporter::importNodes() {
       std::string expected =
           entry->minInputs == entry->maxInputs
               ? std::to_string(entry->minInputs)
-              : std::to_string(entry->minInputs) + " to " +
-                    std::to_string(entry->maxInputs);
-      return importer.error("expects " + expected + " inputs, got " +
-                            llvm::Twine(n));
+              : std::to_string(entry->minInputs) + " to " + std::to_string(entry->maxInputs);
+      return importer.error("expects " + expected + " inputs, got " + llvm::Twine(n));
     }
     if (failed(entry->fn(importer)))
       return failure();
     for (int o = 0; o < node.output_size(); ++o) {
       const std::string &out = node.output(o);
       if (!out.empty() && !values.count(out) && isRead(out))
-        return importer.error("output " + llvm::Twine(o) + " ('" +
-                              printable(out) + "') is not supported by ppc");
+        return importer.error("output " + llvm::Twine(o) + " ('" + printable(out) +
+                              "') is not supported by ppc");
     }
   }
   return success();
@@ -481,17 +476,15 @@ LogicalResult GraphImporter::createReturn() {
   for (const auto &out : model.proto().graph().output()) {
     Value v = lookup(out.name());
     if (!v) {
-      report("graph output '" + printable(out.name()) +
-             "' is not produced by any node");
+      report("graph output '" + printable(out.name()) + "' is not produced by any node");
       return failure();
     }
     results.push_back(v);
-    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        PpcDialect::kOutputAttrName, builder.getStringAttr(out.name()))));
+    resultAttrs.push_back(builder.getDictionaryAttr(
+        builder.getNamedAttr(PpcDialect::kOutputAttrName, builder.getStringAttr(out.name()))));
   }
   builder.create<func::ReturnOp>(func.getLoc(), results);
-  func.setType(builder.getFunctionType(func.getArgumentTypes(),
-                                       ValueRange(results).getTypes()));
+  func.setType(builder.getFunctionType(func.getArgumentTypes(), ValueRange(results).getTypes()));
   func.setAllResultAttrs(resultAttrs);
   return success();
 }
@@ -505,8 +498,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   (*module)->setAttr(PpcDialect::kSourceAttrName,
                      builder.getStringAttr(llvm::sys::path::filename(model.path())));
   (*module)->setAttr(PpcDialect::kOpsetAttrName, builder.getI64IntegerAttr(opset));
-  if (failed(createFunction(*module)) || failed(importNodes()) ||
-      failed(createReturn()))
+  if (failed(createFunction(*module)) || failed(importNodes()) || failed(createReturn()))
     return nullptr;
   std::string diagnostic;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
@@ -515,17 +507,15 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     return success();
   });
   if (failed(verify(*module))) {
-    report("file '" + printable(model.path()) +
-           "': imported IR is invalid: " + diagnostic);
+    report("file '" + printable(model.path()) + "': imported IR is invalid: " + diagnostic);
     return nullptr;
   }
   return module;
 }
 
-OwningOpRef<ModuleOp>
-importOnnxModel(const OnnxModel &model, MLIRContext &context,
-                const ImportOptions &options,
-                llvm::function_ref<void(const llvm::Twine &)> emitError) {
+OwningOpRef<ModuleOp> importOnnxModel(const OnnxModel &model, MLIRContext &context,
+                                      const ImportOptions &options,
+                                      llvm::function_ref<void(const llvm::Twine &)> emitError) {
   loadImportDialects(context);
   return GraphImporter(model, context, options, emitError).run();
 }

@@ -11,9 +11,9 @@
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <onnx/onnx_pb.h>
 #include <optional>
 #include <vector>
-#include <onnx/onnx_pb.h>
 
 namespace ppc {
 
@@ -72,8 +72,7 @@ struct ImportOptions {
 /// folded. Every problem is reported through `emitError` as one line naming
 /// the node, tensor or input at fault; on any, the result is null.
 mlir::OwningOpRef<mlir::ModuleOp>
-importOnnxModel(const OnnxModel &model, mlir::MLIRContext &context,
-                const ImportOptions &options,
+importOnnxModel(const OnnxModel &model, mlir::MLIRContext &context, const ImportOptions &options,
                 llvm::function_ref<void(const llvm::Twine &)> emitError);
 
 /// Loads the dialects the importer produces.

@@ -10,7 +10,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
-
 using llvm::createStringError;
 using llvm::Error;
 using llvm::Expected;
@@ -20,8 +19,7 @@ namespace ppc {
 
 static Error tensorError(const onnx::TensorProto &proto, const llvm::Twine &message) {
   return createStringError(inconvertibleErrorCode(),
-                           "tensor '" + printable(proto.name()) +
-                               "': " + message);
+                           "tensor '" + printable(proto.name()) + "': " + message);
 }
 
 Expected<DType> dtypeFromOnnx(int32_t dataType) {
@@ -73,8 +71,8 @@ std::optional<DType> dtypeFromOnnxOrNull(int32_t dataType) {
 
 int32_t onnxDataType(DType dtype) {
   using T = onnx::TensorProto;
-  static const int32_t types[] = {T::FLOAT16, T::BFLOAT16, T::FLOAT,  T::DOUBLE, T::BOOL,
-                                  T::INT8,    T::INT16,    T::INT32,  T::INT64,  T::UINT8,
+  static const int32_t types[] = {T::FLOAT16, T::BFLOAT16, T::FLOAT, T::DOUBLE, T::BOOL,
+                                  T::INT8,    T::INT16,    T::INT32, T::INT64,  T::UINT8,
                                   T::UINT16,  T::UINT32,   T::UINT64};
   return types[static_cast<int>(dtype)];
 }
@@ -91,8 +89,7 @@ Expected<Shape> tensorProtoShape(const onnx::TensorProto &proto) {
 
 /// True when `path` (relative) has no `..` component.
 static bool staysInside(llvm::StringRef path) {
-  for (auto it = llvm::sys::path::begin(path), e = llvm::sys::path::end(path);
-       it != e; ++it)
+  for (auto it = llvm::sys::path::begin(path), e = llvm::sys::path::end(path); it != e; ++it)
     if (*it == "..")
       return false;
   return true;
@@ -111,8 +108,7 @@ Expected<ExternalLocation> resolveExternalData(const onnx::TensorProto &proto,
       // At most INT64_MAX, so that offset + length cannot wrap.
       uint64_t n;
       if (value.getAsInteger(10, n) || n > uint64_t(INT64_MAX))
-        return tensorError(proto, "external data " + entry.key() + " '" +
-                                      printable(value) +
+        return tensorError(proto, "external data " + entry.key() + " '" + printable(value) +
                                       "' is not a non-negative integer");
       (entry.key() == "offset" ? result.offset : result.length) = n;
       hasLength |= entry.key() == "length";
@@ -127,10 +123,9 @@ Expected<ExternalLocation> resolveExternalData(const onnx::TensorProto &proto,
     return tensorError(proto, "external data location '" + printable(location) +
                                   "' contains a NUL or control character");
   if (llvm::sys::path::is_absolute(location) || location[0] == '/' || location[0] == '\\')
-    return tensorError(proto,
-                       "external data location '" + printable(location) +
-                           "' is an absolute path; it must be relative to "
-                           "the model's directory");
+    return tensorError(proto, "external data location '" + printable(location) +
+                                  "' is an absolute path; it must be relative to "
+                                  "the model's directory");
   if (!staysInside(location))
     return tensorError(proto, "external data location '" + printable(location) +
                                   "' escapes the model's directory");
@@ -146,18 +141,16 @@ Expected<ExternalLocation> resolveExternalData(const onnx::TensorProto &proto,
                                   "': " + llvm::toString(size.takeError()));
   uint64_t fileSize = *size;
   if (result.offset > fileSize)
-    return tensorError(proto,
-                       llvm::formatv("external data offset {0} is past the "
-                                     "end of '{1}' ({2} bytes)",
-                                     result.offset, printable(path), fileSize));
+    return tensorError(proto, llvm::formatv("external data offset {0} is past the "
+                                            "end of '{1}' ({2} bytes)",
+                                            result.offset, printable(path), fileSize));
   if (!hasLength)
     result.length = fileSize - result.offset;
   if (result.length > fileSize - result.offset)
-    return tensorError(
-        proto, llvm::formatv("external data range [{0}, {1}) is past "
-                             "the end of '{2}' ({3} bytes)",
-                             result.offset, result.offset + result.length,
-                             printable(path), fileSize));
+    return tensorError(proto, llvm::formatv("external data range [{0}, {1}) is past "
+                                            "the end of '{2}' ({3} bytes)",
+                                            result.offset, result.offset + result.length,
+                                            printable(path), fileSize));
   result.path = std::string(path);
   return result;
 }
@@ -199,27 +192,24 @@ Error validateTensorProto(const onnx::TensorProto &proto, llvm::StringRef modelD
     if (location->length != bytes)
       return tensorError(proto, llvm::formatv("external data has {0} bytes, but "
                                               "{1} elements of {2} need {3}",
-                                              location->length, n,
-                                              dtypeName(*dtype), bytes));
+                                              location->length, n, dtypeName(*dtype), bytes));
     return Error::success();
   }
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != bytes)
-      return tensorError(proto, llvm::formatv("raw_data has {0} bytes, but {1} "
-                                              "elements of {2} need {3}",
-                                              proto.raw_data().size(), n,
-                                              dtypeName(*dtype), bytes));
+      return tensorError(proto,
+                         llvm::formatv("raw_data has {0} bytes, but {1} "
+                                       "elements of {2} need {3}",
+                                       proto.raw_data().size(), n, dtypeName(*dtype), bytes));
     return Error::success();
   }
   int64_t have = typedFieldSize(proto, *dtype);
   if (have != n)
-    return tensorError(proto, llvm::formatv("holds {0} values, but its shape needs {1}",
-                                            have, n));
+    return tensorError(proto, llvm::formatv("holds {0} values, but its shape needs {1}", have, n));
   return Error::success();
 }
 
-Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto,
-                                   llvm::StringRef modelDir) {
+Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto, llvm::StringRef modelDir) {
   if (Error e = validateTensorProto(proto, modelDir))
     return std::move(e);
   DType dtype = *dtypeFromOnnx(proto.data_type());
@@ -236,12 +226,11 @@ Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto,
       return location.takeError();
     // Opened beneath the model's directory by the kernel: a symbolic link
     // swapped in since resolveExternalData's checks is refused here.
-    auto buffer = readFileBeneath(modelDir, location->relative,
-                                  std::pair<uint64_t, uint64_t>(location->offset,
-                                                                location->length));
+    auto buffer =
+        readFileBeneath(modelDir, location->relative,
+                        std::pair<uint64_t, uint64_t>(location->offset, location->length));
     if (!buffer)
-      return tensorError(proto, "cannot read external data '" +
-                                    printable(location->path) +
+      return tensorError(proto, "cannot read external data '" + printable(location->path) +
                                     "': " + llvm::toString(buffer.takeError()));
     return Tensor::fromBytes(dtype, tensor.shape(), (*buffer)->getBufferStart());
   }

@@ -38,17 +38,15 @@ struct ExternalLocation {
 /// Validates the external-data entries of `proto` against `modelDir` and
 /// returns the resolved file range (whose length is checked against the
 /// file's size and the tensor's shape).
-llvm::Expected<ExternalLocation>
-resolveExternalData(const onnx::TensorProto &proto, llvm::StringRef modelDir);
+llvm::Expected<ExternalLocation> resolveExternalData(const onnx::TensorProto &proto,
+                                                     llvm::StringRef modelDir);
 
 /// Checks that `proto`'s data has exactly as many bytes or elements as its
 /// dtype and shape need, without loading external data.
-llvm::Error validateTensorProto(const onnx::TensorProto &proto,
-                                llvm::StringRef modelDir);
+llvm::Error validateTensorProto(const onnx::TensorProto &proto, llvm::StringRef modelDir);
 
 /// Decodes `proto` into a tensor. `modelDir` anchors external data.
-llvm::Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto,
-                                         llvm::StringRef modelDir);
+llvm::Expected<Tensor> decodeTensorProto(const onnx::TensorProto &proto, llvm::StringRef modelDir);
 
 /// The shape of `proto` (dims), checked to be non-negative.
 llvm::Expected<Shape> tensorProtoShape(const onnx::TensorProto &proto);

@@ -35,8 +35,8 @@ readMetadata(const OnnxModel &model, llvm::function_ref<void(const llvm::Twine &
     if (prop.key() != kTrainingMetadataKey)
       continue;
     auto fail = [&](const llvm::Twine &message) {
-      emitError("file '" + printable(model.path()) + "': metadata '" +
-                kTrainingMetadataKey + "': " + message);
+      emitError("file '" + printable(model.path()) + "': metadata '" + kTrainingMetadataKey +
+                "': " + message);
       return failure();
     };
     auto json = llvm::json::parse(prop.value());
@@ -49,8 +49,8 @@ readMetadata(const OnnxModel &model, llvm::function_ref<void(const llvm::Twine &
       return fail("expected \"format\": 1 (written by a newer ppc_export?)");
     Metadata metadata;
     llvm::StringSet<> seen;
-    for (auto [key, list] : {std::pair{"parameters", &metadata.parameters},
-                             std::pair{"frozen", &metadata.frozen}}) {
+    for (auto [key, list] :
+         {std::pair{"parameters", &metadata.parameters}, std::pair{"frozen", &metadata.frozen}}) {
       const llvm::json::Array *names = object->getArray(key);
       if (!names)
         return fail(llvm::Twine("expected a list \"") + key + "\"");
@@ -60,8 +60,7 @@ readMetadata(const OnnxModel &model, llvm::function_ref<void(const llvm::Twine &
           return fail(llvm::Twine("\"") + key + "\" must hold initializer names");
         const onnx::TensorProto *init = model.initializer(*text);
         if (!init || !isFloatInitializer(*init))
-          return fail(llvm::Twine("\"") + key + "\" names '" +
-                      printable(*text) +
+          return fail(llvm::Twine("\"") + key + "\" names '" + printable(*text) +
                       "', which is not a float initializer of the graph");
         if (!seen.insert(*text).second)
           return fail("'" + printable(*text) + "' is listed twice");
@@ -116,8 +115,7 @@ std::string scopeOf(llvm::StringRef nodeName, llvm::StringRef owner) {
     llvm::SmallVector<llvm::StringRef> pieces;
     part.split(pieces, '.');
     for (llvm::StringRef piece : pieces) {
-      if (o < ownerParts.size() && piece != ownerParts[o] &&
-          piece.starts_with(ownerParts[o]) &&
+      if (o < ownerParts.size() && piece != ownerParts[o] && piece.starts_with(ownerParts[o]) &&
           piece.drop_front(ownerParts[o].size()).starts_with("_")) {
         llvm::StringRef suffix = piece.drop_front(ownerParts[o].size() + 1);
         if (!suffix.empty() && llvm::all_of(suffix, [](char c) { return c >= '0' && c <= '9'; }))
@@ -167,14 +165,13 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
     auto it = aliases.find(init.name());
     if (it == aliases.end())
       continue;
-    signs.push_back(
-        llvm::formatv("initializer '{0}' is one parameter standing for {1} "
-                      "({2} in all): torch.onnx.export in eval mode merged "
-                      "parameters of equal value, and ppc would train them "
-                      "as one; {3}, or pass --untie",
-                      printable(init.name()), quotedList(it->second),
-                      it->second.size() + 1, kReexport)
-            .str());
+    signs.push_back(llvm::formatv("initializer '{0}' is one parameter standing for {1} "
+                                  "({2} in all): torch.onnx.export in eval mode merged "
+                                  "parameters of equal value, and ppc would train them "
+                                  "as one; {3}, or pass --untie",
+                                  printable(init.name()), quotedList(it->second),
+                                  it->second.size() + 1, kReexport)
+                        .str());
   }
 
   // The same without the Identity nodes (an optimizer removed them): one
@@ -211,14 +208,13 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
       std::vector<std::string> nodes;
       for (const Use &use : uses)
         nodes.push_back(use.node);
-      signs.push_back(
-          llvm::formatv("initializer '{0}' is operand {1} of {2} {3} nodes in "
-                        "different modules ({4}): torch.onnx.export in eval "
-                        "mode may have merged parameters of equal value, and "
-                        "ppc would train them as one; {5}",
-                        printable(init.name()), role.second, uses.size(),
-                        printable(role.first), quotedList(nodes), kReexport)
-              .str());
+      signs.push_back(llvm::formatv("initializer '{0}' is operand {1} of {2} {3} nodes in "
+                                    "different modules ({4}): torch.onnx.export in eval "
+                                    "mode may have merged parameters of equal value, and "
+                                    "ppc would train them as one; {5}",
+                                    printable(init.name()), role.second, uses.size(),
+                                    printable(role.first), quotedList(nodes), kReexport)
+                          .str());
       break;
     }
   }
@@ -227,8 +223,7 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
   // stores it: an initializer equal to the transpose of a gathered table.
   llvm::StringSet<> gathered;
   for (const auto &node : graph.node())
-    if (node.op_type() == "Gather" && node.input_size() == 2 &&
-        parameters.contains(node.input(0)))
+    if (node.op_type() == "Gather" && node.input_size() == 2 && parameters.contains(node.input(0)))
       gathered.insert(node.input(0));
   for (const auto &tableName : gathered.keys()) {
     const onnx::TensorProto *table = model.initializer(tableName);
@@ -236,9 +231,8 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
       continue;
     std::optional<Tensor> tableValue;
     for (const auto &init : graph.initializer()) {
-      if (init.name() == tableName || !parameters.contains(init.name()) ||
-          init.dims_size() != 2 || init.dims(0) != table->dims(1) ||
-          init.dims(1) != table->dims(0))
+      if (init.name() == tableName || !parameters.contains(init.name()) || init.dims_size() != 2 ||
+          init.dims(0) != table->dims(1) || init.dims(1) != table->dims(0))
         continue;
       if (!tableValue) {
         auto value = model.loadInitializer(tableName);
@@ -261,14 +255,12 @@ std::vector<std::string> inferenceExportSigns(const OnnxModel &model,
         for (int64_t c = 0; c < cols && transposed; ++c)
           transposed = tableValue->getDouble(r * cols + c) == copy->getDouble(c * rows + r);
       if (transposed)
-        signs.push_back(
-            llvm::formatv("initializer '{0}' is the transpose of the embedding "
-                          "table '{1}': constant folding split a tied "
-                          "embedding from its LM head, and ppc would train "
-                          "them apart; {2}",
-                          printable(init.name()), printable(tableName),
-                          kReexport)
-                .str());
+        signs.push_back(llvm::formatv("initializer '{0}' is the transpose of the embedding "
+                                      "table '{1}': constant folding split a tied "
+                                      "embedding from its LM head, and ppc would train "
+                                      "them apart; {2}",
+                                      printable(init.name()), printable(tableName), kReexport)
+                            .str());
     }
   }
   return signs;
@@ -298,9 +290,8 @@ chooseParameters(const OnnxModel &model, const ParameterChoice &choice,
       listed.insert(name);
     for (const std::string &name : floats)
       if (!listed.contains(name))
-        emitWarning("initializer '" + printable(name) + "' is not in the '" +
-                    kTrainingMetadataKey + "' metadata of '" +
-                    printable(model.path()) + "'; it is frozen (--train '" +
+        emitWarning("initializer '" + printable(name) + "' is not in the '" + kTrainingMetadataKey +
+                    "' metadata of '" + printable(model.path()) + "'; it is frozen (--train '" +
                     printable(name) + "' trains it)");
   } else {
     for (const std::string &name : floats)
@@ -321,8 +312,7 @@ chooseParameters(const OnnxModel &model, const ParameterChoice &choice,
           onMatch(name);
         }
       if (!matched) {
-        emitError("--" + flag + " '" + text +
-                  "': matches no float initializer of '" +
+        emitError("--" + flag + " '" + text + "': matches no float initializer of '" +
                   printable(model.path()) + "'");
         ok = false;
       }

@@ -19,8 +19,7 @@ namespace ppc {
 
 llvm::SmallVector<StringRef> axisNames(ArrayAttr axes) {
   return llvm::to_vector(
-      llvm::map_range(axes.getAsRange<StringAttr>(),
-                      [](StringAttr a) { return a.getValue(); }));
+      llvm::map_range(axes.getAsRange<StringAttr>(), [](StringAttr a) { return a.getValue(); }));
 }
 
 //===----------------------------------------------------------------------===//
@@ -29,8 +28,8 @@ llvm::SmallVector<StringRef> axisNames(ArrayAttr axes) {
 
 LogicalResult MeshOp::verify() {
   if (getAxes().size() != getShape().size())
-    return emitOpError() << "has " << getAxes().size() << " axes but "
-                         << getShape().size() << " sizes";
+    return emitOpError() << "has " << getAxes().size() << " axes but " << getShape().size()
+                         << " sizes";
   llvm::StringSet<> seen;
   for (auto [name, size] : llvm::zip(getAxisNames(), getShape())) {
     if (name.empty())
@@ -44,9 +43,7 @@ LogicalResult MeshOp::verify() {
   return success();
 }
 
-llvm::SmallVector<StringRef> MeshOp::getAxisNames() {
-  return axisNames(getAxes());
-}
+llvm::SmallVector<StringRef> MeshOp::getAxisNames() { return axisNames(getAxes()); }
 
 std::optional<unsigned> MeshOp::getAxisIndex(StringRef axis) {
   for (auto [index, name] : llvm::enumerate(getAxes().getAsRange<StringAttr>()))
@@ -90,8 +87,7 @@ int64_t MeshOp::getRankAt(ArrayRef<int64_t> coordinates) {
 
 /// The positions of `axes` in the mesh's axis list; fails on an unknown or
 /// repeated axis.
-static FailureOr<llvm::SmallVector<unsigned>>
-axisIndices(MeshOp mesh, ArrayRef<StringRef> axes) {
+static FailureOr<llvm::SmallVector<unsigned>> axisIndices(MeshOp mesh, ArrayRef<StringRef> axes) {
   llvm::SmallVector<unsigned> indices;
   for (StringRef axis : axes) {
     std::optional<unsigned> index = mesh.getAxisIndex(axis);
@@ -112,8 +108,7 @@ FailureOr<int64_t> MeshOp::getGroupSize(ArrayRef<StringRef> axes) {
   return size;
 }
 
-FailureOr<int64_t> MeshOp::getIndexInGroup(int64_t rank,
-                                           ArrayRef<StringRef> axes) {
+FailureOr<int64_t> MeshOp::getIndexInGroup(int64_t rank, ArrayRef<StringRef> axes) {
   auto indices = axisIndices(*this, axes);
   if (failed(indices))
     return failure();
@@ -124,8 +119,7 @@ FailureOr<int64_t> MeshOp::getIndexInGroup(int64_t rank,
   return position;
 }
 
-FailureOr<llvm::SmallVector<int64_t>>
-MeshOp::getGroup(int64_t rank, ArrayRef<StringRef> axes) {
+FailureOr<llvm::SmallVector<int64_t>> MeshOp::getGroup(int64_t rank, ArrayRef<StringRef> axes) {
   auto indices = axisIndices(*this, axes);
   FailureOr<int64_t> size = getGroupSize(axes);
   if (failed(indices) || failed(size))
@@ -148,10 +142,8 @@ MeshOp::getGroup(int64_t rank, ArrayRef<StringRef> axes) {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-FailureOr<int64_t> verifyCollectiveMesh(Operation *op,
-                                        SymbolTableCollection &symbolTable,
-                                        FlatSymbolRefAttr meshName,
-                                        ArrayAttr axes) {
+FailureOr<int64_t> verifyCollectiveMesh(Operation *op, SymbolTableCollection &symbolTable,
+                                        FlatSymbolRefAttr meshName, ArrayAttr axes) {
   auto mesh = symbolTable.lookupNearestSymbolFrom<MeshOp>(op, meshName);
   if (!mesh) {
     op->emitOpError() << "names " << meshName << ", which is not a ppc.mesh";
@@ -161,8 +153,8 @@ FailureOr<int64_t> verifyCollectiveMesh(Operation *op,
   for (StringRef axis : axisNames(axes)) {
     std::optional<int64_t> axisSize = mesh.getAxisSize(axis);
     if (!axisSize) {
-      op->emitOpError() << "axis '" << axis << "' is not an axis of mesh "
-                        << meshName << " (" << mesh.getAxes() << ")";
+      op->emitOpError() << "axis '" << axis << "' is not an axis of mesh " << meshName << " ("
+                        << mesh.getAxes() << ")";
       return failure();
     }
     size *= *axisSize;
@@ -182,66 +174,54 @@ static LogicalResult verifyAxisList(Operation *op, ArrayAttr axes) {
   return success();
 }
 
-static LogicalResult verifyDimIndex(Operation *op, StringRef what, int64_t dim,
-                                    int64_t rank) {
+static LogicalResult verifyDimIndex(Operation *op, StringRef what, int64_t dim, int64_t rank) {
   if (dim < 0 || dim >= rank)
-    return op->emitOpError()
-           << what << " = " << dim << " is out of range for rank " << rank;
+    return op->emitOpError() << what << " = " << dim << " is out of range for rank " << rank;
   return success();
 }
 
 /// Operand and result have the same rank and agree on every dimension
 /// except `changed`.
-static LogicalResult verifySameOtherDims(Operation *op, ShapedType input,
-                                         ShapedType result,
+static LogicalResult verifySameOtherDims(Operation *op, ShapedType input, ShapedType result,
                                          ArrayRef<int64_t> changed) {
   if (input.getRank() != result.getRank())
-    return op->emitOpError() << "operand has rank " << input.getRank()
-                             << " but result has rank " << result.getRank();
+    return op->emitOpError() << "operand has rank " << input.getRank() << " but result has rank "
+                             << result.getRank();
   for (int64_t d = 0; d < input.getRank(); ++d)
-    if (!llvm::is_contained(changed, d) &&
-        input.getDimSize(d) != result.getDimSize(d))
-      return op->emitOpError()
-             << "operand and result differ in dimension " << d << " ("
-             << input.getDimSize(d) << " vs " << result.getDimSize(d) << ")";
+    if (!llvm::is_contained(changed, d) && input.getDimSize(d) != result.getDimSize(d))
+      return op->emitOpError() << "operand and result differ in dimension " << d << " ("
+                               << input.getDimSize(d) << " vs " << result.getDimSize(d) << ")";
   return success();
 }
 
-static LogicalResult verifyScaledDim(Operation *op, int64_t dim, int64_t actual,
-                                     int64_t expected, StringRef rule) {
+static LogicalResult verifyScaledDim(Operation *op, int64_t dim, int64_t actual, int64_t expected,
+                                     StringRef rule) {
   if (actual != expected)
-    return op->emitOpError()
-           << "result dimension " << dim << " is " << actual << ", expected "
-           << expected << " (" << rule << ")";
+    return op->emitOpError() << "result dimension " << dim << " is " << actual << ", expected "
+                             << expected << " (" << rule << ")";
   return success();
 }
 
 /// Local checks of a collective that changes one dimension `dim`.
-static LogicalResult verifyOneDimOp(Operation *op, ArrayAttr axes,
-                                    Type inputType, Type resultType,
+static LogicalResult verifyOneDimOp(Operation *op, ArrayAttr axes, Type inputType, Type resultType,
                                     int64_t dim) {
   auto input = llvm::cast<ShapedType>(inputType);
   auto result = llvm::cast<ShapedType>(resultType);
-  if (failed(verifyAxisList(op, axes)) ||
-      failed(verifyDimIndex(op, "dim", dim, input.getRank())))
+  if (failed(verifyAxisList(op, axes)) || failed(verifyDimIndex(op, "dim", dim, input.getRank())))
     return failure();
   return verifySameOtherDims(op, input, result, {dim});
 }
 
 /// The result's `dim` is the operand's divided by the group size.
-static LogicalResult verifyDividedDim(Operation *op, Type inputType,
-                                      Type resultType, int64_t dim,
+static LogicalResult verifyDividedDim(Operation *op, Type inputType, Type resultType, int64_t dim,
                                       int64_t groupSize) {
   int64_t size = llvm::cast<ShapedType>(inputType).getDimSize(dim);
   if (size % groupSize != 0)
-    return op->emitOpError()
-           << "operand dimension " << dim << " (" << size
-           << ") does not divide by the group size " << groupSize;
-  return verifyScaledDim(op, dim,
-                         llvm::cast<ShapedType>(resultType).getDimSize(dim),
-                         size / groupSize,
-                         "operand dimension divided by the group size " +
-                             std::to_string(groupSize));
+    return op->emitOpError() << "operand dimension " << dim << " (" << size
+                             << ") does not divide by the group size " << groupSize;
+  return verifyScaledDim(
+      op, dim, llvm::cast<ShapedType>(resultType).getDimSize(dim), size / groupSize,
+      "operand dimension divided by the group size " + std::to_string(groupSize));
 }
 
 LogicalResult AllReduceOp::verify() { return verifyAxisList(*this, getAxes()); }
@@ -249,8 +229,7 @@ LogicalResult AllReduceOp::verify() { return verifyAxisList(*this, getAxes()); }
 LogicalResult AllReduceOp::verifyGroupSize(int64_t) { return success(); }
 
 LogicalResult AllGatherOp::verify() {
-  return verifyOneDimOp(*this, getAxes(), getInput().getType(),
-                        getResult().getType(), getDim());
+  return verifyOneDimOp(*this, getAxes(), getInput().getType(), getResult().getType(), getDim());
 }
 
 LogicalResult AllGatherOp::verifyGroupSize(int64_t groupSize) {
@@ -258,18 +237,15 @@ LogicalResult AllGatherOp::verifyGroupSize(int64_t groupSize) {
   auto result = llvm::cast<ShapedType>(getResult().getType());
   return verifyScaledDim(*this, getDim(), result.getDimSize(getDim()),
                          input.getDimSize(getDim()) * groupSize,
-                         "operand dimension times the group size " +
-                             std::to_string(groupSize));
+                         "operand dimension times the group size " + std::to_string(groupSize));
 }
 
 LogicalResult ReduceScatterOp::verify() {
-  return verifyOneDimOp(*this, getAxes(), getInput().getType(),
-                        getResult().getType(), getDim());
+  return verifyOneDimOp(*this, getAxes(), getInput().getType(), getResult().getType(), getDim());
 }
 
 LogicalResult ReduceScatterOp::verifyGroupSize(int64_t groupSize) {
-  return verifyDividedDim(*this, getInput().getType(), getResult().getType(),
-                          getDim(), groupSize);
+  return verifyDividedDim(*this, getInput().getType(), getResult().getType(), getDim(), groupSize);
 }
 
 LogicalResult AllToAllOp::verify() {
@@ -279,9 +255,8 @@ LogicalResult AllToAllOp::verify() {
       failed(verifyDimIndex(*this, "split", getSplit(), input.getRank())) ||
       failed(verifyDimIndex(*this, "concat", getConcat(), input.getRank())))
     return failure();
-  return verifySameOtherDims(
-      *this, input, result,
-      {static_cast<int64_t>(getSplit()), static_cast<int64_t>(getConcat())});
+  return verifySameOtherDims(*this, input, result,
+                             {static_cast<int64_t>(getSplit()), static_cast<int64_t>(getConcat())});
 }
 
 LogicalResult AllToAllOp::verifyGroupSize(int64_t groupSize) {
@@ -289,30 +264,26 @@ LogicalResult AllToAllOp::verifyGroupSize(int64_t groupSize) {
   auto result = llvm::cast<ShapedType>(getResult().getType());
   int64_t split = getSplit(), concat = getConcat();
   if (input.getDimSize(split) % groupSize != 0)
-    return emitOpError() << "operand dimension " << split << " ("
-                         << input.getDimSize(split)
+    return emitOpError() << "operand dimension " << split << " (" << input.getDimSize(split)
                          << ") does not divide by the group size " << groupSize;
   llvm::SmallVector<int64_t> expected(input.getShape());
   expected[split] /= groupSize;
   expected[concat] *= groupSize;
   for (int64_t dim : {split, concat})
-    if (failed(
-            verifyScaledDim(*this, dim, result.getDimSize(dim), expected[dim],
-                            "split divides and concat multiplies by the group "
-                            "size " +
-                                std::to_string(groupSize))))
+    if (failed(verifyScaledDim(*this, dim, result.getDimSize(dim), expected[dim],
+                               "split divides and concat multiplies by the group "
+                               "size " +
+                                   std::to_string(groupSize))))
       return failure();
   return success();
 }
 
 LogicalResult AllSliceOp::verify() {
-  return verifyOneDimOp(*this, getAxes(), getInput().getType(),
-                        getResult().getType(), getDim());
+  return verifyOneDimOp(*this, getAxes(), getInput().getType(), getResult().getType(), getDim());
 }
 
 LogicalResult AllSliceOp::verifyGroupSize(int64_t groupSize) {
-  return verifyDividedDim(*this, getInput().getType(), getResult().getType(),
-                          getDim(), groupSize);
+  return verifyDividedDim(*this, getInput().getType(), getResult().getType(), getDim(), groupSize);
 }
 
 LogicalResult AxisIndexOp::verify() { return verifyAxisList(*this, getAxes()); }
@@ -325,21 +296,18 @@ LogicalResult AxisIndexOp::verifyGroupSize(int64_t) { return success(); }
 
 /// Checks that `mesh` names a `ppc.mesh` with an axis `axis` and that `peer`
 /// is a coordinate on it.
-static LogicalResult verifyPeer(Operation *op,
-                                SymbolTableCollection &symbolTable,
-                                FlatSymbolRefAttr meshName, StringRef axis,
-                                int64_t peer) {
+static LogicalResult verifyPeer(Operation *op, SymbolTableCollection &symbolTable,
+                                FlatSymbolRefAttr meshName, StringRef axis, int64_t peer) {
   auto mesh = symbolTable.lookupNearestSymbolFrom<MeshOp>(op, meshName);
   if (!mesh)
-    return op->emitOpError()
-           << "names " << meshName << ", which is not a ppc.mesh";
+    return op->emitOpError() << "names " << meshName << ", which is not a ppc.mesh";
   std::optional<int64_t> size = mesh.getAxisSize(axis);
   if (!size)
-    return op->emitOpError() << "axis '" << axis << "' is not an axis of mesh "
-                             << meshName << " (" << mesh.getAxes() << ")";
+    return op->emitOpError() << "axis '" << axis << "' is not an axis of mesh " << meshName << " ("
+                             << mesh.getAxes() << ")";
   if (peer < 0 || peer >= *size)
-    return op->emitOpError() << "peer " << peer << " is out of range [0, "
-                             << *size << ") of axis '" << axis << "'";
+    return op->emitOpError() << "peer " << peer << " is out of range [0, " << *size << ") of axis '"
+                             << axis << "'";
   return success();
 }
 
@@ -348,8 +316,7 @@ static StringRef valueNameOf(Operation *op) {
   return name ? name.getValue() : StringRef();
 }
 
-static std::optional<int64_t> peerRankOf(MeshOp mesh, int64_t rank,
-                                         StringRef axis, int64_t peer) {
+static std::optional<int64_t> peerRankOf(MeshOp mesh, int64_t rank, StringRef axis, int64_t peer) {
   std::optional<unsigned> index = mesh.getAxisIndex(axis);
   if (!index || peer < 0 || peer >= mesh.getShape()[*index] || rank < 0 ||
       rank >= mesh.getNumRanks())
@@ -360,8 +327,7 @@ static std::optional<int64_t> peerRankOf(MeshOp mesh, int64_t rank,
 }
 
 LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyPeer(*this, symbolTable, getMeshAttr(), getAxis(),
-                    static_cast<int64_t>(getPeer()));
+  return verifyPeer(*this, symbolTable, getMeshAttr(), getAxis(), static_cast<int64_t>(getPeer()));
 }
 
 StringRef SendOp::getValueName() { return valueNameOf(*this); }
@@ -375,8 +341,7 @@ MeshOp SendOp::getMeshOp() {
 }
 
 LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyPeer(*this, symbolTable, getMeshAttr(), getAxis(),
-                    static_cast<int64_t>(getPeer()));
+  return verifyPeer(*this, symbolTable, getMeshAttr(), getAxis(), static_cast<int64_t>(getPeer()));
 }
 
 StringRef RecvOp::getValueName() { return valueNameOf(*this); }

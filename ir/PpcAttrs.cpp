@@ -30,8 +30,7 @@ void PpcDialect::registerAttributes() {
 /// Axis names print bare when they lex as one keyword, else quoted.
 static void printAxisName(AsmPrinter &printer, StringAttr axis) {
   StringRef name = axis.getValue();
-  bool bare = !name.empty() &&
-              (llvm::isAlpha(name.front()) || name.front() == '_') &&
+  bool bare = !name.empty() && (llvm::isAlpha(name.front()) || name.front() == '_') &&
               llvm::all_of(name, [](char c) {
                 return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
               });
@@ -43,13 +42,11 @@ static void printAxisName(AsmPrinter &printer, StringAttr axis) {
 
 static void printAxisList(AsmPrinter &printer, ArrayRef<StringAttr> axes) {
   printer << '[';
-  llvm::interleaveComma(axes, printer,
-                        [&](StringAttr axis) { printAxisName(printer, axis); });
+  llvm::interleaveComma(axes, printer, [&](StringAttr axis) { printAxisName(printer, axis); });
   printer << ']';
 }
 
-static ParseResult parseAxisList(AsmParser &parser,
-                                 SmallVectorImpl<StringAttr> &axes) {
+static ParseResult parseAxisList(AsmParser &parser, SmallVectorImpl<StringAttr> &axes) {
   return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
     std::string name;
     if (parser.parseKeywordOrString(&name))
@@ -60,8 +57,7 @@ static ParseResult parseAxisList(AsmParser &parser,
 }
 
 /// A dimension: `[axes]`, or `B * [axes]` for one split in B blocks.
-static ParseResult parseDim(AsmParser &parser, SmallVectorImpl<StringAttr> &axes,
-                            int64_t &blocks) {
+static ParseResult parseDim(AsmParser &parser, SmallVectorImpl<StringAttr> &axes, int64_t &blocks) {
   blocks = 1;
   OptionalParseResult count = parser.parseOptionalInteger(blocks);
   if (count.has_value() && (failed(*count) || parser.parseStar()))
@@ -71,8 +67,7 @@ static ParseResult parseDim(AsmParser &parser, SmallVectorImpl<StringAttr> &axes
 
 /// All-one blocks are stored as none, so equal shardings are one attribute.
 static ArrayRef<int64_t> canonicalBlocks(ArrayRef<int64_t> blocks) {
-  return llvm::all_of(blocks, [](int64_t b) { return b == 1; }) ? ArrayRef<int64_t>()
-                                                                 : blocks;
+  return llvm::all_of(blocks, [](int64_t b) { return b == 1; }) ? ArrayRef<int64_t>() : blocks;
 }
 
 Attribute ShardingAttr::parse(AsmParser &parser, Type) {
@@ -80,22 +75,19 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   SmallVector<SmallVector<StringAttr>> dims;
   SmallVector<int64_t> blocks;
   SmallVector<StringAttr> partial;
-  if (parser.parseLess() || parser.parseAttribute(mesh) ||
-      parser.parseComma() ||
+  if (parser.parseLess() || parser.parseAttribute(mesh) || parser.parseComma() ||
       parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
         return parseDim(parser, dims.emplace_back(), blocks.emplace_back());
       }))
     return {};
   if (succeeded(parser.parseOptionalComma()) &&
-      (parser.parseKeyword("partial") || parser.parseEqual() ||
-       parseAxisList(parser, partial)))
+      (parser.parseKeyword("partial") || parser.parseEqual() || parseAxisList(parser, partial)))
     return {};
   if (parser.parseGreater())
     return {};
   SmallVector<ArrayRef<StringAttr>> dimRefs(dims.begin(), dims.end());
-  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
-                    parser.getContext(), mesh, dimRefs, partial,
-                    canonicalBlocks(blocks));
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); }, parser.getContext(),
+                    mesh, dimRefs, partial, canonicalBlocks(blocks));
 }
 
 void ShardingAttr::print(AsmPrinter &printer) const {
@@ -122,10 +114,8 @@ void ShardingAttr::print(AsmPrinter &printer) const {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                   FlatSymbolRefAttr mesh,
-                                   ArrayRef<ArrayRef<StringAttr>> dimAxes,
-                                   ArrayRef<StringAttr> partialAxes,
-                                   ArrayRef<int64_t> dimBlocks) {
+                                   FlatSymbolRefAttr mesh, ArrayRef<ArrayRef<StringAttr>> dimAxes,
+                                   ArrayRef<StringAttr> partialAxes, ArrayRef<int64_t> dimBlocks) {
   if (!mesh)
     return emitError() << "sharding needs a mesh";
   if (!dimBlocks.empty() && dimBlocks.size() != dimAxes.size())
@@ -140,8 +130,7 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (!axis || axis.getValue().empty())
       return emitError() << "sharding has an empty axis name";
     if (!seen.insert(axis.getValue()).second)
-      return emitError() << "sharding uses mesh axis '" << axis.getValue()
-                         << "' more than once";
+      return emitError() << "sharding uses mesh axis '" << axis.getValue() << "' more than once";
     return success();
   };
   for (ArrayRef<StringAttr> axes : dimAxes)
@@ -156,24 +145,22 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 ShardingAttr ShardingAttr::get(MLIRContext *context, StringRef mesh,
                                ArrayRef<SmallVector<StringRef>> dimAxes,
-                               ArrayRef<StringRef> partialAxes,
-                               ArrayRef<int64_t> dimBlocks) {
+                               ArrayRef<StringRef> partialAxes, ArrayRef<int64_t> dimBlocks) {
   auto toAttrs = [&](ArrayRef<StringRef> names) {
-    return llvm::to_vector(llvm::map_range(
-        names, [&](StringRef name) { return StringAttr::get(context, name); }));
+    return llvm::to_vector(
+        llvm::map_range(names, [&](StringRef name) { return StringAttr::get(context, name); }));
   };
   SmallVector<SmallVector<StringAttr>> dims;
   for (ArrayRef<StringRef> axes : dimAxes)
     dims.push_back(toAttrs(axes));
   SmallVector<ArrayRef<StringAttr>> dimRefs(dims.begin(), dims.end());
-  return get(context, FlatSymbolRefAttr::get(context, mesh), dimRefs,
-             toAttrs(partialAxes), canonicalBlocks(dimBlocks));
+  return get(context, FlatSymbolRefAttr::get(context, mesh), dimRefs, toAttrs(partialAxes),
+             canonicalBlocks(dimBlocks));
 }
 
 bool ShardingAttr::isReplicated() const {
   return getPartialAxes().empty() &&
-         llvm::all_of(getDimAxes(),
-                      [](ArrayRef<StringAttr> axes) { return axes.empty(); });
+         llvm::all_of(getDimAxes(), [](ArrayRef<StringAttr> axes) { return axes.empty(); });
 }
 
 std::optional<unsigned> ShardingAttr::getDimOfAxis(StringRef axis) const {
@@ -184,12 +171,11 @@ std::optional<unsigned> ShardingAttr::getDimOfAxis(StringRef axis) const {
 }
 
 bool ShardingAttr::isPartialOver(StringRef axis) const {
-  return llvm::any_of(getPartialAxes(),
-                      [&](StringAttr a) { return a.getValue() == axis; });
+  return llvm::any_of(getPartialAxes(), [&](StringAttr a) { return a.getValue() == axis; });
 }
 
-FailureOr<SmallVector<int64_t>>
-ShardingAttr::getLocalShape(MeshOp mesh, ArrayRef<int64_t> globalShape) const {
+FailureOr<SmallVector<int64_t>> ShardingAttr::getLocalShape(MeshOp mesh,
+                                                            ArrayRef<int64_t> globalShape) const {
   if (globalShape.size() != getRank())
     return failure();
   for (StringAttr axis : getPartialAxes())
@@ -197,8 +183,7 @@ ShardingAttr::getLocalShape(MeshOp mesh, ArrayRef<int64_t> globalShape) const {
       return failure();
   SmallVector<int64_t> local;
   for (auto [d, size, axes] : llvm::enumerate(globalShape, getDimAxes())) {
-    auto names = llvm::to_vector(
-        llvm::map_range(axes, [](StringAttr a) { return a.getValue(); }));
+    auto names = llvm::to_vector(llvm::map_range(axes, [](StringAttr a) { return a.getValue(); }));
     FailureOr<int64_t> parts = mesh.getGroupSize(names);
     if (failed(parts) || size % (*parts * getBlocks(d)) != 0)
       return failure();

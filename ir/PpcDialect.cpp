@@ -20,8 +20,8 @@ void PpcDialect::initialize() {
   registerAttributes();
 }
 
-Operation *PpcDialect::materializeConstant(OpBuilder &builder, Attribute value,
-                                           Type type, Location loc) {
+Operation *PpcDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                           Location loc) {
   auto elements = llvm::dyn_cast<ElementsAttr>(value);
   if (!elements || elements.getType() != type)
     return nullptr;
@@ -30,9 +30,8 @@ Operation *PpcDialect::materializeConstant(OpBuilder &builder, Attribute value,
 
 /// Checks a sharding against the type of the value it describes and,
 /// when `anchor` sits in a symbol table, against the mesh it names.
-static LogicalResult
-verifyShardingOf(Operation *anchor, ShardingAttr sharding, Type type,
-                 llvm::function_ref<InFlightDiagnostic()> emitError) {
+static LogicalResult verifyShardingOf(Operation *anchor, ShardingAttr sharding, Type type,
+                                      llvm::function_ref<InFlightDiagnostic()> emitError) {
   auto tensor = llvm::dyn_cast<RankedTensorType>(type);
   if (!tensor)
     return emitError() << "a sharding needs a ranked tensor, got " << type;
@@ -41,16 +40,13 @@ verifyShardingOf(Operation *anchor, ShardingAttr sharding, Type type,
                        << " dimensions, but the value has type " << type;
   if (!SymbolTable::getNearestSymbolTable(anchor))
     return success();
-  auto mesh =
-      SymbolTable::lookupNearestSymbolFrom<MeshOp>(anchor, sharding.getMesh());
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(anchor, sharding.getMesh());
   if (!mesh)
-    return emitError() << "sharding names " << sharding.getMesh()
-                       << ", which is not a ppc.mesh";
+    return emitError() << "sharding names " << sharding.getMesh() << ", which is not a ppc.mesh";
   auto checkAxis = [&](StringAttr axis) -> LogicalResult {
     if (!mesh.getAxisIndex(axis.getValue()))
-      return emitError() << "sharding uses axis '" << axis.getValue()
-                         << "', which mesh " << sharding.getMesh()
-                         << " does not have";
+      return emitError() << "sharding uses axis '" << axis.getValue() << "', which mesh "
+                         << sharding.getMesh() << " does not have";
     return success();
   };
   for (llvm::ArrayRef<StringAttr> axes : sharding.getDimAxes())
@@ -65,22 +61,19 @@ verifyShardingOf(Operation *anchor, ShardingAttr sharding, Type type,
 
 /// `ppc.sharding` on argument or result `index` of a function: a sharding
 /// of that argument's or result's type.
-static LogicalResult verifyFunctionSharding(Operation *op, NamedAttribute attr,
-                                            unsigned index, bool isResult) {
+static LogicalResult verifyFunctionSharding(Operation *op, NamedAttribute attr, unsigned index,
+                                            bool isResult) {
   auto sharding = llvm::dyn_cast<ShardingAttr>(attr.getValue());
   if (!sharding)
-    return op->emitError() << "'" << PpcDialect::kShardingAttrName
-                           << "' must be a #ppc.sharding";
+    return op->emitError() << "'" << PpcDialect::kShardingAttrName << "' must be a #ppc.sharding";
   auto function = llvm::dyn_cast<FunctionOpInterface>(op);
   if (!function)
     return success();
-  llvm::ArrayRef<Type> types =
-      isResult ? function.getResultTypes() : function.getArgumentTypes();
+  llvm::ArrayRef<Type> types = isResult ? function.getResultTypes() : function.getArgumentTypes();
   if (index >= types.size())
     return success();
   return verifyShardingOf(op, sharding, types[index], [&] {
-    return op->emitError() << (isResult ? "result " : "argument ") << index
-                           << ": ";
+    return op->emitError() << (isResult ? "result " : "argument ") << index << ": ";
   });
 }
 
@@ -89,24 +82,20 @@ static LogicalResult verifyFunctionSharding(Operation *op, NamedAttribute attr,
 /// must be a non-empty string. `ppc.step` marks the step argument;
 /// `ppc.hyper` names a hyper-parameter argument ("lr", "beta1", ...);
 /// `ppc.sharding` says how the value is split over a mesh.
-static LogicalResult
-verifyNameAttr(Operation *op, NamedAttribute attr, unsigned index,
-               bool isResult, llvm::ArrayRef<llvm::StringLiteral> allowed) {
+static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr, unsigned index,
+                                    bool isResult, llvm::ArrayRef<llvm::StringLiteral> allowed) {
   if (!llvm::is_contained(allowed, attr.getName().getValue()))
-    return op->emitError() << "unknown ppc attribute '" << attr.getName().getValue()
-                           << "' here";
+    return op->emitError() << "unknown ppc attribute '" << attr.getName().getValue() << "' here";
   if (attr.getName().getValue() == PpcDialect::kShardingAttrName)
     return verifyFunctionSharding(op, attr, index, isResult);
   if (attr.getName().getValue() == PpcDialect::kStepAttrName) {
     if (!llvm::isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << PpcDialect::kStepAttrName
-                             << "' must be a unit attribute";
+      return op->emitError() << "'" << PpcDialect::kStepAttrName << "' must be a unit attribute";
     return success();
   }
   auto name = llvm::dyn_cast<StringAttr>(attr.getValue());
   if (!name || name.getValue().empty())
-    return op->emitError() << "'" << attr.getName().getValue()
-                           << "' must be a non-empty string";
+    return op->emitError() << "'" << attr.getName().getValue() << "' must be a non-empty string";
   return success();
 }
 
@@ -120,18 +109,15 @@ static LogicalResult verifyArgumentSize(Operation *op, unsigned index) {
   if (!shaped || !shaped.hasRank())
     return success();
   if (llvm::Expected<int64_t> bytes = tensorTypeBytes(shaped); !bytes)
-    return op->emitError() << "argument " << index << ": "
-                           << llvm::toString(bytes.takeError());
+    return op->emitError() << "argument " << index << ": " << llvm::toString(bytes.takeError());
   return success();
 }
 
-LogicalResult PpcDialect::verifyRegionArgAttribute(Operation *op, unsigned,
-                                                   unsigned argIndex,
+LogicalResult PpcDialect::verifyRegionArgAttribute(Operation *op, unsigned, unsigned argIndex,
                                                    NamedAttribute attr) {
-  if (failed(
-          verifyNameAttr(op, attr, argIndex, /*isResult=*/false,
-                         {kInputAttrName, kParamAttrName, kStateAttrName,
-                          kStepAttrName, kHyperAttrName, kShardingAttrName})))
+  if (failed(verifyNameAttr(op, attr, argIndex, /*isResult=*/false,
+                            {kInputAttrName, kParamAttrName, kStateAttrName, kStepAttrName,
+                             kHyperAttrName, kShardingAttrName})))
     return failure();
   // Once per argument: a sharding accompanies one of the others.
   if (attr.getName().getValue() == kShardingAttrName)
@@ -139,37 +125,28 @@ LogicalResult PpcDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   return verifyArgumentSize(op, argIndex);
 }
 
-LogicalResult PpcDialect::verifyRegionResultAttribute(Operation *op, unsigned,
-                                                      unsigned resultIndex,
+LogicalResult PpcDialect::verifyRegionResultAttribute(Operation *op, unsigned, unsigned resultIndex,
                                                       NamedAttribute attr) {
-  return verifyNameAttr(op, attr, resultIndex, /*isResult=*/true,
-                        {kOutputAttrName, kParamAttrName, kGradAttrName,
-                         kStateAttrName, kShardingAttrName});
+  return verifyNameAttr(
+      op, attr, resultIndex, /*isResult=*/true,
+      {kOutputAttrName, kParamAttrName, kGradAttrName, kStateAttrName, kShardingAttrName});
 }
 
 /// `ppc.shardings` on an op: one sharding per result. Other discardable
 /// `ppc.*` attributes on ops (the module's `ppc.source` and `ppc.opset`)
 /// are not checked here.
-LogicalResult PpcDialect::verifyOperationAttribute(Operation *op,
-                                                   NamedAttribute attr) {
+LogicalResult PpcDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
   if (attr.getName().getValue() != kShardingsAttrName)
     return success();
   auto array = llvm::dyn_cast<ArrayAttr>(attr.getValue());
-  if (!array || !llvm::all_of(array, [](Attribute a) {
-        return llvm::isa<ShardingAttr>(a);
-      }))
-    return op->emitOpError() << "'" << kShardingsAttrName
-                             << "' must be an array of #ppc.sharding";
+  if (!array || !llvm::all_of(array, [](Attribute a) { return llvm::isa<ShardingAttr>(a); }))
+    return op->emitOpError() << "'" << kShardingsAttrName << "' must be an array of #ppc.sharding";
   if (array.size() != op->getNumResults())
-    return op->emitOpError()
-           << "'" << kShardingsAttrName << "' has " << array.size()
-           << " shardings for " << op->getNumResults() << " results";
-  for (auto [index, sharding] :
-       llvm::enumerate(array.getAsRange<ShardingAttr>()))
-    if (failed(
-            verifyShardingOf(op, sharding, op->getResult(index).getType(), [&] {
-              return op->emitOpError() << "result " << index << ": ";
-            })))
+    return op->emitOpError() << "'" << kShardingsAttrName << "' has " << array.size()
+                             << " shardings for " << op->getNumResults() << " results";
+  for (auto [index, sharding] : llvm::enumerate(array.getAsRange<ShardingAttr>()))
+    if (failed(verifyShardingOf(op, sharding, op->getResult(index).getType(),
+                                [&] { return op->emitOpError() << "result " << index << ": "; })))
       return failure();
   return success();
 }

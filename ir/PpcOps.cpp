@@ -25,16 +25,14 @@ struct LocErrors {
 };
 } // namespace
 
-static FailureOr<RankedTensorType> rankedType(std::optional<Location> location,
-                                              Value value) {
+static FailureOr<RankedTensorType> rankedType(std::optional<Location> location, Value value) {
   auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
   if (!type || !type.hasStaticShape())
     return emitOptionalError(location, "expected a statically shaped tensor");
   return type;
 }
 
-LogicalResult inferBroadcastResult(MLIRContext *context,
-                                   std::optional<Location> location,
+LogicalResult inferBroadcastResult(MLIRContext *context, std::optional<Location> location,
                                    ValueRange operands, bool boolResult,
                                    llvm::SmallVectorImpl<Type> &types) {
   llvm::SmallVector<llvm::ArrayRef<int64_t>> shapes;
@@ -47,8 +45,8 @@ LogicalResult inferBroadcastResult(MLIRContext *context,
   auto shape = broadcastShapes(shapes, LocErrors{location});
   if (failed(shape))
     return failure();
-  Type element = boolResult ? IntegerType::get(context, 1)
-                            : getElementTypeOrSelf(operands.back().getType());
+  Type element =
+      boolResult ? IntegerType::get(context, 1) : getElementTypeOrSelf(operands.back().getType());
   types.push_back(RankedTensorType::get(*shape, element));
   return success();
 }
@@ -67,15 +65,12 @@ LogicalResult inferReduceResult(std::optional<Location> location, Value input,
 }
 
 /// The shape of a strided slice of `shape` (ppc.slice, ppc.insert_slice).
-static FailureOr<Shape> sliceShape(llvm::ArrayRef<int64_t> shape,
-                                   llvm::ArrayRef<int64_t> starts,
-                                   llvm::ArrayRef<int64_t> limits,
-                                   llvm::ArrayRef<int64_t> steps,
+static FailureOr<Shape> sliceShape(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> starts,
+                                   llvm::ArrayRef<int64_t> limits, llvm::ArrayRef<int64_t> steps,
                                    ErrorFn error) {
   size_t rank = shape.size();
   if (starts.size() != rank || limits.size() != rank || steps.size() != rank) {
-    error("starts, limits and steps need one entry per dimension (rank " +
-          llvm::Twine(rank) + ")");
+    error("starts, limits and steps need one entry per dimension (rank " + llvm::Twine(rank) + ")");
     return failure();
   }
   Shape result;
@@ -93,8 +88,7 @@ llvm::Expected<int64_t> tensorTypeBytes(ShapedType type) {
   int64_t bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
   std::string name;
   llvm::raw_string_ostream(name) << element;
-  return checkedTensorBytes(type.getShape(),
-                            std::max<int64_t>(1, (bits + 7) / 8), name);
+  return checkedTensorBytes(type.getShape(), std::max<int64_t>(1, (bits + 7) / 8), name);
 }
 
 int64_t boundedTensorBytes(Type type) {
@@ -115,8 +109,7 @@ LogicalResult verifyBoundedResults(Operation *op) {
     if (!shaped || !shaped.hasRank())
       continue;
     if (llvm::Expected<int64_t> bytes = tensorTypeBytes(shaped); !bytes)
-      return op->emitError()
-             << "result " << i << ": " << llvm::toString(bytes.takeError());
+      return op->emitError() << "result " << i << ": " << llvm::toString(bytes.takeError());
   }
   return success();
 }
@@ -124,8 +117,7 @@ LogicalResult verifyBoundedResults(Operation *op) {
 /// Checks `axis` against `rank` for ops whose axis is a non-negative index.
 static LogicalResult checkAxis(Operation *op, int64_t axis, int64_t rank) {
   if (axis < 0 || axis >= rank)
-    return op->emitOpError() << "axis " << axis << " out of range for rank "
-                             << rank;
+    return op->emitOpError() << "axis " << axis << " out of range for rank " << rank;
   return success();
 }
 
@@ -150,10 +142,8 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 // WhereOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult WhereOp::inferReturnTypes(MLIRContext *context,
-                                        std::optional<Location> location,
-                                        Adaptor adaptor,
-                                        llvm::SmallVectorImpl<Type> &types) {
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                        Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
   return inferBroadcastResult(context, location, adaptor.getOperands(),
                               /*boolResult=*/false, types);
 }
@@ -162,10 +152,8 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *context,
 // MatMulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> location,
-                                         Adaptor adaptor,
-                                         llvm::SmallVectorImpl<Type> &types) {
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
   auto lhs = rankedType(location, adaptor.getLhs());
   auto rhs = rankedType(location, adaptor.getRhs());
   if (failed(lhs) || failed(rhs))
@@ -234,10 +222,8 @@ double EinsumOp::getFlops(llvm::ArrayRef<llvm::ArrayRef<int64_t>> operands) {
   return flops;
 }
 
-LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> location,
-                                         Adaptor adaptor,
-                                         llvm::SmallVectorImpl<Type> &types) {
+LogicalResult EinsumOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
   LocErrors errors{location};
   auto spec = parseEinsum(adaptor.getEquation(), errors);
   if (failed(spec))
@@ -266,29 +252,22 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
 // Softmax and LogSoftmax
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxOp::verify() {
-  return checkAxis(*this, getAxis(), getType().getRank());
-}
+LogicalResult SoftmaxOp::verify() { return checkAxis(*this, getAxis(), getType().getRank()); }
 
-LogicalResult LogSoftmaxOp::verify() {
-  return checkAxis(*this, getAxis(), getType().getRank());
-}
+LogicalResult LogSoftmaxOp::verify() { return checkAxis(*this, getAxis(), getType().getRank()); }
 
 //===----------------------------------------------------------------------===//
 // LayerNormOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> location,
-                                            Adaptor adaptor,
-                                            llvm::SmallVectorImpl<Type> &types) {
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
   auto input = rankedType(location, adaptor.getInput());
   if (failed(input))
     return failure();
   int64_t rank = input->getRank(), axis = adaptor.getAxis();
   if (axis < 0 || axis >= rank)
-    return emitOptionalError(location, "axis ", axis, " out of range for rank ",
-                             rank);
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ", rank);
   llvm::ArrayRef<int64_t> normalized = input->getShape().drop_front(axis);
   for (Value v : {adaptor.getScale(), adaptor.getBias()}) {
     if (!v)
@@ -298,9 +277,8 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
       return failure();
     if (type->getElementType() != input->getElementType() ||
         !broadcastsTo(type->getShape(), normalized))
-      return emitOptionalError(location,
-                               "scale and bias must broadcast to the normalized "
-                               "shape and share the input's element type");
+      return emitOptionalError(location, "scale and bias must broadcast to the normalized "
+                                         "shape and share the input's element type");
   }
   types.push_back(*input);
   return success();
@@ -314,8 +292,7 @@ LogicalResult ReshapeOp::verify() {
   auto in = getInput().getType(), out = getType();
   if (in.getNumElements() != out.getNumElements())
     return emitOpError() << "cannot reshape " << in << " (" << in.getNumElements()
-                         << " elements) to " << out << " ("
-                         << out.getNumElements() << " elements)";
+                         << " elements) to " << out << " (" << out.getNumElements() << " elements)";
   return success();
 }
 
@@ -323,10 +300,8 @@ LogicalResult ReshapeOp::verify() {
 // TransposeOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> location,
-                                            Adaptor adaptor,
-                                            llvm::SmallVectorImpl<Type> &types) {
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
   auto input = rankedType(location, adaptor.getInput());
   if (failed(input))
     return failure();
@@ -334,13 +309,11 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   int64_t rank = input->getRank();
   llvm::SmallVector<bool> seen(rank, false);
   if (static_cast<int64_t>(perm.size()) != rank)
-    return emitOptionalError(location, "perm has ", perm.size(),
-                             " entries for rank ", rank);
+    return emitOptionalError(location, "perm has ", perm.size(), " entries for rank ", rank);
   Shape shape;
   for (int64_t p : perm) {
     if (p < 0 || p >= rank || seen[p])
-      return emitOptionalError(location, "perm is not a permutation of [0, ",
-                               rank, ")");
+      return emitOptionalError(location, "perm is not a permutation of [0, ", rank, ")");
     seen[p] = true;
     shape.push_back(input->getDimSize(p));
   }
@@ -352,18 +325,15 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 // ConcatOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> location,
-                                         Adaptor adaptor,
-                                         llvm::SmallVectorImpl<Type> &types) {
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
   // ODS guarantees at least one operand (Variadic with a non-empty format).
   auto first = rankedType(location, adaptor.getInputs().front());
   if (failed(first))
     return failure();
   int64_t axis = adaptor.getAxis(), rank = first->getRank();
   if (axis < 0 || axis >= rank)
-    return emitOptionalError(location, "axis ", axis, " out of range for rank ",
-                             rank);
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ", rank);
   Shape shape(first->getShape());
   shape[axis] = 0;
   for (Value v : adaptor.getInputs()) {
@@ -374,11 +344,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
       return emitOptionalError(location, "concat operands differ in rank");
     for (int64_t d = 0; d < rank; ++d)
       if (d != axis && type->getDimSize(d) != shape[d])
-        return emitOptionalError(location, "concat operands differ in dimension ",
-                                 d, " (", shape[d], " vs ", type->getDimSize(d),
-                                 ")");
-    std::optional<int64_t> sum =
-        llvm::checkedAdd(shape[axis], type->getDimSize(axis));
+        return emitOptionalError(location, "concat operands differ in dimension ", d, " (",
+                                 shape[d], " vs ", type->getDimSize(d), ")");
+    std::optional<int64_t> sum = llvm::checkedAdd(shape[axis], type->getDimSize(axis));
     if (!sum)
       return emitOptionalError(location, "concat result dimension ", axis,
                                " has more elements than an int64 holds");
@@ -392,16 +360,13 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
 // SliceOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> location,
-                                        Adaptor adaptor,
-                                        llvm::SmallVectorImpl<Type> &types) {
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                        Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
   auto input = rankedType(location, adaptor.getInput());
   if (failed(input))
     return failure();
-  auto shape =
-      sliceShape(input->getShape(), adaptor.getStarts(), adaptor.getLimits(),
-                 adaptor.getSteps(), LocErrors{location});
+  auto shape = sliceShape(input->getShape(), adaptor.getStarts(), adaptor.getLimits(),
+                          adaptor.getSteps(), LocErrors{location});
   if (failed(shape))
     return failure();
   types.push_back(RankedTensorType::get(*shape, input->getElementType()));
@@ -413,16 +378,14 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
 //===----------------------------------------------------------------------===//
 
 LogicalResult InsertSliceOp::verify() {
-  auto shape = sliceShape(
-      getDest().getType().getShape(), getStarts(), getLimits(), getSteps(),
-      [&](const llvm::Twine &msg) { (void)emitOpError(msg); });
+  auto shape = sliceShape(getDest().getType().getShape(), getStarts(), getLimits(), getSteps(),
+                          [&](const llvm::Twine &msg) { (void)emitOpError(msg); });
   if (failed(shape))
     return failure();
   if (getSource().getType().getShape() != llvm::ArrayRef<int64_t>(*shape))
     return emitOpError() << "source " << getSource().getType()
                          << " does not have the slice's shape "
-                         << RankedTensorType::get(*shape,
-                                                  getType().getElementType());
+                         << RankedTensorType::get(*shape, getType().getElementType());
   return success();
 }
 
@@ -430,18 +393,15 @@ LogicalResult InsertSliceOp::verify() {
 // GatherOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> location,
-                                         Adaptor adaptor,
-                                         llvm::SmallVectorImpl<Type> &types) {
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
   auto data = rankedType(location, adaptor.getData());
   auto indices = rankedType(location, adaptor.getIndices());
   if (failed(data) || failed(indices))
     return failure();
   int64_t axis = adaptor.getAxis();
   if (axis < 0 || axis >= data->getRank())
-    return emitOptionalError(location, "axis ", axis, " out of range for rank ",
-                             data->getRank());
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ", data->getRank());
   Shape shape(data->getShape().take_front(axis));
   llvm::append_range(shape, indices->getShape());
   llvm::append_range(shape, data->getShape().drop_front(axis + 1));
@@ -464,10 +424,9 @@ LogicalResult ScatterAddOp::verify() {
   if (getUpdates().getType().getShape() != llvm::ArrayRef<int64_t>(expected))
     return emitOpError() << "updates " << getUpdates().getType()
                          << " do not match the gather shape "
-                         << RankedTensorType::get(expected,
-                                                  result.getElementType())
-                         << " of indices " << getIndices().getType() << " into "
-                         << result << " along axis " << axis;
+                         << RankedTensorType::get(expected, result.getElementType())
+                         << " of indices " << getIndices().getType() << " into " << result
+                         << " along axis " << axis;
   return success();
 }
 
@@ -477,8 +436,7 @@ LogicalResult ScatterAddOp::verify() {
 
 LogicalResult ExpandOp::verify() {
   if (!broadcastsTo(getInput().getType().getShape(), getType().getShape()))
-    return emitOpError() << getInput().getType() << " does not broadcast to "
-                         << getType();
+    return emitOpError() << getInput().getType() << " does not broadcast to " << getType();
   return success();
 }
 
@@ -503,8 +461,7 @@ LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
     return failure();
   int64_t axis = adaptor.getAxis();
   if (axis < 0 || axis >= input->getRank())
-    return emitOptionalError(location, "axis ", axis, " out of range for rank ",
-                             input->getRank());
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ", input->getRank());
   if (input->getDimSize(axis) < 1)
     return emitOptionalError(location, "axis ", axis, " is empty: it has no largest element");
   Shape shape(input->getShape());
@@ -518,19 +475,16 @@ LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
 //===----------------------------------------------------------------------===//
 
 LogicalResult TopKIndicesOp::inferReturnTypes(MLIRContext *context,
-                                              std::optional<Location> location,
-                                              Adaptor adaptor,
+                                              std::optional<Location> location, Adaptor adaptor,
                                               llvm::SmallVectorImpl<Type> &types) {
   auto input = rankedType(location, adaptor.getInput());
   if (failed(input))
     return failure();
   int64_t axis = adaptor.getAxis(), k = adaptor.getK();
   if (axis < 0 || axis >= input->getRank())
-    return emitOptionalError(location, "axis ", axis, " out of range for rank ",
-                             input->getRank());
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ", input->getRank());
   if (k < 0 || k > input->getDimSize(axis))
-    return emitOptionalError(location, "k = ", k, " is not in [0, ",
-                             input->getDimSize(axis), "]");
+    return emitOptionalError(location, "k = ", k, " is not in [0, ", input->getDimSize(axis), "]");
   Shape shape(input->getShape());
   shape[axis] = k;
   types.push_back(RankedTensorType::get(shape, IntegerType::get(context, 64)));
@@ -552,10 +506,8 @@ LogicalResult CumSumOp::verify() {
 // NllLossOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> location,
-                                          Adaptor adaptor,
-                                          llvm::SmallVectorImpl<Type> &types) {
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                          Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
   auto input = rankedType(location, adaptor.getInput());
   auto target = rankedType(location, adaptor.getTarget());
   if (failed(input) || failed(target))
@@ -565,9 +517,8 @@ LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
   Shape expected(input->getShape());
   expected.erase(expected.begin() + 1);
   if (target->getShape() != llvm::ArrayRef<int64_t>(expected))
-    return emitOptionalError(location,
-                             "nll_loss target shape must be the input shape "
-                             "without its class dimension");
+    return emitOptionalError(location, "nll_loss target shape must be the input shape "
+                                       "without its class dimension");
   if (Value weight = adaptor.getWeight()) {
     auto type = rankedType(location, weight);
     if (failed(type))

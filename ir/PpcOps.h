@@ -23,26 +23,22 @@ llvm::SmallVector<llvm::StringRef> axisNames(mlir::ArrayAttr axes);
 /// Checks that `mesh` names a `ppc.mesh` visible from `op` and that `axes`
 /// are axes of it; returns the size of a group over `axes`. Errors are
 /// emitted at `op`.
-mlir::FailureOr<int64_t>
-verifyCollectiveMesh(mlir::Operation *op,
-                     mlir::SymbolTableCollection &symbolTable,
-                     mlir::FlatSymbolRefAttr mesh, mlir::ArrayAttr axes);
+mlir::FailureOr<int64_t> verifyCollectiveMesh(mlir::Operation *op,
+                                              mlir::SymbolTableCollection &symbolTable,
+                                              mlir::FlatSymbolRefAttr mesh, mlir::ArrayAttr axes);
 
 /// Marks the collectives (and `ppc.axis_index`): ops whose result depends on
 /// the other ranks of a mesh group. The SPMD executor computes them across
 /// ranks; the single-rank executor and autodiff do not handle them.
 template <typename ConcreteType>
-class CollectiveTrait
-    : public mlir::OpTrait::TraitBase<ConcreteType, CollectiveTrait> {};
+class CollectiveTrait : public mlir::OpTrait::TraitBase<ConcreteType, CollectiveTrait> {};
 
 /// Linearity (Ppc_LinearInFirst, Ppc_LinearInEach, Ppc_Additive in
 /// PpcOps.td): which operands partial sums may flow through.
 template <typename ConcreteType>
-class LinearInFirstTrait
-    : public mlir::OpTrait::TraitBase<ConcreteType, LinearInFirstTrait> {};
+class LinearInFirstTrait : public mlir::OpTrait::TraitBase<ConcreteType, LinearInFirstTrait> {};
 template <typename ConcreteType>
-class LinearInEachTrait
-    : public mlir::OpTrait::TraitBase<ConcreteType, LinearInEachTrait> {};
+class LinearInEachTrait : public mlir::OpTrait::TraitBase<ConcreteType, LinearInEachTrait> {};
 template <typename ConcreteType>
 class AdditiveTrait : public mlir::OpTrait::TraitBase<ConcreteType, AdditiveTrait> {};
 
@@ -56,8 +52,7 @@ bool isLinearIn(mlir::Operation *op, unsigned i);
 /// Marks the collectives that move data between ranks (Ppc_Communicates in
 /// PpcOps.td): all but ppc.all_slice and ppc.axis_index.
 template <typename ConcreteType>
-class CommunicatesTrait
-    : public mlir::OpTrait::TraitBase<ConcreteType, CommunicatesTrait> {};
+class CommunicatesTrait : public mlir::OpTrait::TraitBase<ConcreteType, CommunicatesTrait> {};
 
 /// The bytes of a value of `type`, a statically shaped tensor whose elements
 /// take their bit width rounded up to bytes (i1: one): checkedTensorBytes
@@ -78,12 +73,9 @@ mlir::LogicalResult verifyBoundedResults(mlir::Operation *op);
 /// On every ppc op: its results are tensors within the size limit, so no
 /// later size computation overflows (verifyBoundedResults).
 template <typename ConcreteType>
-class BoundedTensorsTrait
-    : public mlir::OpTrait::TraitBase<ConcreteType, BoundedTensorsTrait> {
+class BoundedTensorsTrait : public mlir::OpTrait::TraitBase<ConcreteType, BoundedTensorsTrait> {
 public:
-  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
-    return verifyBoundedResults(op);
-  }
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) { return verifyBoundedResults(op); }
 };
 } // namespace ppc
 

@@ -28,8 +28,7 @@ int64_t numElements(llvm::ArrayRef<int64_t> shape) {
   return n;
 }
 
-FailureOr<Shape> broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
-                                 ErrorFn error) {
+FailureOr<Shape> broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes, ErrorFn error) {
   size_t rank = 0;
   for (auto s : shapes)
     rank = std::max(rank, s.size());
@@ -63,17 +62,15 @@ bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to) {
   return true;
 }
 
-FailureOr<Shape> matmulShape(llvm::ArrayRef<int64_t> lhs,
-                             llvm::ArrayRef<int64_t> rhs, ErrorFn error) {
+FailureOr<Shape> matmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
+                             ErrorFn error) {
   if (lhs.size() < 2 || rhs.size() < 2) {
-    error("matmul operands need rank >= 2, got " + shapeStr(lhs) + " and " +
-          shapeStr(rhs));
+    error("matmul operands need rank >= 2, got " + shapeStr(lhs) + " and " + shapeStr(rhs));
     return failure();
   }
   int64_t k1 = lhs.back(), k2 = rhs[rhs.size() - 2];
   if (k1 != k2) {
-    error("matmul contraction sizes differ: " + shapeStr(lhs) + " @ " +
-          shapeStr(rhs));
+    error("matmul contraction sizes differ: " + shapeStr(lhs) + " @ " + shapeStr(rhs));
     return failure();
   }
   auto batch = broadcastShapes({lhs.drop_back(2), rhs.drop_back(2)}, error);
@@ -85,14 +82,13 @@ FailureOr<Shape> matmulShape(llvm::ArrayRef<int64_t> lhs,
   return result;
 }
 
-FailureOr<Shape> reduceShape(llvm::ArrayRef<int64_t> input,
-                             llvm::ArrayRef<int64_t> axes, bool keepdims,
-                             ErrorFn error) {
+FailureOr<Shape> reduceShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> axes,
+                             bool keepdims, ErrorFn error) {
   int64_t rank = input.size();
   for (auto [i, a] : llvm::enumerate(axes)) {
     if (a < 0 || a >= rank || (i > 0 && axes[i - 1] >= a)) {
-      error("reduction axes must be sorted, unique and in [0, " +
-            llvm::Twine(rank) + "), got " + shapeStr(axes));
+      error("reduction axes must be sorted, unique and in [0, " + llvm::Twine(rank) + "), got " +
+            shapeStr(axes));
       return failure();
     }
   }
@@ -106,8 +102,8 @@ FailureOr<Shape> reduceShape(llvm::ArrayRef<int64_t> input,
   return result;
 }
 
-FailureOr<int64_t> sliceSize(int64_t dim, int64_t start, int64_t limit,
-                             int64_t step, ErrorFn error) {
+FailureOr<int64_t> sliceSize(int64_t dim, int64_t start, int64_t limit, int64_t step,
+                             ErrorFn error) {
   if (step == 0) {
     error("slice step must be non-zero");
     return failure();
@@ -132,8 +128,7 @@ FailureOr<int64_t> sliceSize(int64_t dim, int64_t start, int64_t limit,
 FailureOr<EinsumSpec> parseEinsum(llvm::StringRef equation, ErrorFn error) {
   auto [lhs, rhs] = equation.split("->");
   if (lhs.size() == equation.size()) {
-    error("einsum equation '" + printable(equation) +
-          "' must be explicit (contain '->')");
+    error("einsum equation '" + printable(equation) + "' must be explicit (contain '->')");
     return failure();
   }
   EinsumSpec spec;
@@ -150,8 +145,7 @@ FailureOr<EinsumSpec> parseEinsum(llvm::StringRef equation, ErrorFn error) {
   }
   rhs = rhs.trim();
   if (!llvm::all_of(rhs, isLabel)) {
-    error("einsum output '" + printable(rhs) +
-          "' must consist of letters only");
+    error("einsum output '" + printable(rhs) + "' must consist of letters only");
     return failure();
   }
   std::set<char> seen;
@@ -165,26 +159,23 @@ FailureOr<EinsumSpec> parseEinsum(llvm::StringRef equation, ErrorFn error) {
   return spec;
 }
 
-FailureOr<Shape> einsumShape(const EinsumSpec &spec,
-                             llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
+FailureOr<Shape> einsumShape(const EinsumSpec &spec, llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
                              ErrorFn error) {
   if (spec.inputs.size() != shapes.size()) {
-    error(llvm::formatv("einsum has {0} terms but {1} operands",
-                        spec.inputs.size(), shapes.size()));
+    error(
+        llvm::formatv("einsum has {0} terms but {1} operands", spec.inputs.size(), shapes.size()));
     return failure();
   }
   std::map<char, int64_t> sizes;
   for (auto [term, shape] : llvm::zip(spec.inputs, shapes)) {
     if (term.size() != shape.size()) {
-      error("einsum term '" + term + "' does not match operand shape " +
-            shapeStr(shape));
+      error("einsum term '" + term + "' does not match operand shape " + shapeStr(shape));
       return failure();
     }
     for (auto [c, d] : llvm::zip(term, shape)) {
       auto [it, inserted] = sizes.try_emplace(c, d);
       if (!inserted && it->second != d) {
-        error(llvm::formatv("einsum label '{0}' has sizes {1} and {2}", c,
-                            it->second, d));
+        error(llvm::formatv("einsum label '{0}' has sizes {1} and {2}", c, it->second, d));
         return failure();
       }
     }

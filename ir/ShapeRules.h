@@ -29,17 +29,16 @@ mlir::FailureOr<Shape> broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> s
 bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
 
 /// Shape of a batched matmul; both ranks >= 2.
-mlir::FailureOr<Shape> matmulShape(llvm::ArrayRef<int64_t> lhs,
-                                   llvm::ArrayRef<int64_t> rhs, ErrorFn error);
-
-/// Shape of a reduction over sorted unique non-negative `axes`.
-mlir::FailureOr<Shape> reduceShape(llvm::ArrayRef<int64_t> input,
-                                   llvm::ArrayRef<int64_t> axes, bool keepdims,
+mlir::FailureOr<Shape> matmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
                                    ErrorFn error);
 
+/// Shape of a reduction over sorted unique non-negative `axes`.
+mlir::FailureOr<Shape> reduceShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> axes,
+                                   bool keepdims, ErrorFn error);
+
 /// Number of elements of a strided slice of a dimension; fails on bounds.
-mlir::FailureOr<int64_t> sliceSize(int64_t dim, int64_t start, int64_t limit,
-                                   int64_t step, ErrorFn error);
+mlir::FailureOr<int64_t> sliceSize(int64_t dim, int64_t start, int64_t limit, int64_t step,
+                                   ErrorFn error);
 
 /// A parsed explicit einsum equation: one label list per input and output.
 struct EinsumSpec {
@@ -52,8 +51,7 @@ mlir::FailureOr<EinsumSpec> parseEinsum(llvm::StringRef equation, ErrorFn error)
 
 /// Output shape of an einsum; checks label counts and sizes.
 mlir::FailureOr<Shape> einsumShape(const EinsumSpec &spec,
-                                   llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
-                                   ErrorFn error);
+                                   llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes, ErrorFn error);
 
 /// The product of a shape that is already bounded: an IR type (every ppc op
 /// verifies its results, BoundedTensorsTrait) or a shape that passed

@@ -27,8 +27,7 @@ LogicalResult appendCrossEntropy(func::FuncOp func, unsigned tokensIndex) {
   Value logits = ret.getOperand(0);
   auto logitsType = llvm::cast<RankedTensorType>(logits.getType());
   auto tokensType = llvm::cast<RankedTensorType>(func.getArgument(tokensIndex).getType());
-  int64_t b = logitsType.getDimSize(0), t = logitsType.getDimSize(1),
-          v = logitsType.getDimSize(2);
+  int64_t b = logitsType.getDimSize(0), t = logitsType.getDimSize(1), v = logitsType.getDimSize(2);
   OpBuilder builder(func.getContext());
   Location loc = NameLoc::get(builder.getStringAttr("cross_entropy"));
   func.insertArgument(tokensIndex + 1, tokensType,
@@ -86,8 +85,7 @@ struct AppendLossPass : impl::AppendLossBase<AppendLossPass> {
     if (!isLogits || integerInputs != 1 ||
         llvm::cast<RankedTensorType>(func.getArgument(*tokens).getType()).getShape() !=
             type.getShape().drop_back()) {
-      func.emitError() << "graph output '" << printable(outputName) << "' ("
-                       << type
+      func.emitError() << "graph output '" << printable(outputName) << "' (" << type
                        << ") is neither a scalar loss nor logits [B, T, V] "
                           "computed from one integer input [B, T]";
       return signalPassFailure();

@@ -29,11 +29,11 @@ private:
   /// The hyper-parameters the step takes as arguments, with their values:
   /// those that are not structural zeros (momentum, weight decay and clipping
   /// compiled as 0 are left out of the update altogether).
-  llvm::SmallVector<std::pair<llvm::StringRef, double>> hyperParameters(
-      const OptimizerConfig &config);
+  llvm::SmallVector<std::pair<llvm::StringRef, double>>
+  hyperParameters(const OptimizerConfig &config);
   Value learningRate(OpBuilder &b, Location loc, Value stepF64, Value peak, Value minimum);
-  Value microBatchSlice(OpBuilder &b, Location loc, Value batch,
-                        RankedTensorType microType, int64_t j);
+  Value microBatchSlice(OpBuilder &b, Location loc, Value batch, RankedTensorType microType,
+                        int64_t j);
 };
 
 /// Micro-batch `j` of `batch` [dp * M * b, ...]: viewed as [dp, M, b, ...],
@@ -56,8 +56,7 @@ FailureOr<OptimizerConfig> BuildTrainStepPass::optimizerConfig(Operation *anchor
   if (optimizer == "sgd")
     config.kind = OptimizerConfig::Kind::Sgd;
   else if (optimizer != "adamw")
-    return anchor->emitError() << "optimizer '" << optimizer
-                               << "' is not one of sgd, adamw";
+    return anchor->emitError() << "optimizer '" << optimizer << "' is not one of sgd, adamw";
   config.momentum = momentum;
   config.beta1 = beta1;
   config.beta2 = beta2;
@@ -102,13 +101,13 @@ Value BuildTrainStepPass::learningRate(OpBuilder &b, Location loc, Value s, Valu
     Value progress = b.create<DivOp>(loc, b.create<SubOp>(loc, s, c(warmupSteps)), c(span));
     Value cosine = b.create<CosOp>(loc, b.create<MulOp>(loc, progress, c(M_PI)));
     Value factor = b.create<MulOp>(loc, c(0.5), b.create<AddOp>(loc, c(1.0), cosine));
-    decayed = b.create<AddOp>(
-        loc, minimum, b.create<MulOp>(loc, b.create<SubOp>(loc, peak, minimum), factor));
+    decayed = b.create<AddOp>(loc, minimum,
+                              b.create<MulOp>(loc, b.create<SubOp>(loc, peak, minimum), factor));
   }
   if (warmupSteps == 0)
     return decayed;
-  Value warm = b.create<DivOp>(
-      loc, b.create<MulOp>(loc, peak, b.create<AddOp>(loc, s, c(1.0))), c(warmupSteps));
+  Value warm = b.create<DivOp>(loc, b.create<MulOp>(loc, peak, b.create<AddOp>(loc, s, c(1.0))),
+                               c(warmupSteps));
   Value inWarmup = b.create<LessOp>(loc, s, c(warmupSteps));
   return b.create<WhereOp>(loc, inWarmup, warm, decayed);
 }
@@ -160,8 +159,7 @@ void BuildTrainStepPass::runOnOperation() {
     }
     if (type.getDimSize(0) % dataParallel != 0) {
       grad.emitError() << "graph input " << i << " has a batch of " << type.getDimSize(0)
-                       << ", which the " << dataParallel
-                       << " data-parallel ranks cannot share";
+                       << ", which the " << dataParallel << " data-parallel ranks cannot share";
       return signalPassFailure();
     }
     llvm::SmallVector<int64_t> shape(type.getShape());
@@ -175,8 +173,8 @@ void BuildTrainStepPass::runOnOperation() {
   for (auto [name, value] : hypers) {
     (void)value;
     argTypes.push_back(RankedTensorType::get({}, b.getF64Type()));
-    argAttrs.push_back(b.getDictionaryAttr(
-        b.getNamedAttr(PpcDialect::kHyperAttrName, b.getStringAttr(name))));
+    argAttrs.push_back(
+        b.getDictionaryAttr(b.getNamedAttr(PpcDialect::kHyperAttrName, b.getStringAttr(name))));
   }
 
   b.setInsertionPointAfter(grad);
@@ -206,14 +204,12 @@ void BuildTrainStepPass::runOnOperation() {
       Value whole = input(n);
       if (microBatches > 1)
         whole = microBatchSlice(b, loc, whole,
-                                llvm::cast<RankedTensorType>(grad.getArgument(i).getType()),
-                                j);
+                                llvm::cast<RankedTensorType>(grad.getArgument(i).getType()), j);
       mapping.map(grad.getArgument(i), whole);
     }
     for (Operation &op : grad.getBody().front().without_terminator())
       b.clone(op, mapping);
-    for (Operation *op = last ? last->getNextNode() : &body->front(); op;
-         op = op->getNextNode())
+    for (Operation *op = last ? last->getNextNode() : &body->front(); op; op = op->getNextNode())
       op->setAttr(kMicroBatchAttrName, b.getI64IntegerAttr(j));
     Value loss = mapping.lookup(gradReturn.getOperand(0));
     lossSum = lossSum ? b.create<AddOp>(loc, lossSum, loss).getResult() : loss;
@@ -227,8 +223,7 @@ void BuildTrainStepPass::runOnOperation() {
     if (microBatches == 1)
       return sum;
     Type element = getElementTypeOrSelf(sum.getType());
-    return b.create<DivOp>(loc, sum,
-                           castScalar(b, loc, f64Scalar(b, loc, microBatches), element));
+    return b.create<DivOp>(loc, sum, castScalar(b, loc, f64Scalar(b, loc, microBatches), element));
   };
   Value loss = mean(lossSum);
   llvm::SmallVector<Value> grads;
@@ -268,8 +263,8 @@ void BuildTrainStepPass::runOnOperation() {
       g = b.create<MulOp>(loc, g, castScalar(b, loc, coef, getElementTypeOrSelf(g.getType())));
   }
 
-  Value stepF64 = b.create<CastOp>(loc, RankedTensorType::get({}, b.getF64Type()),
-                                   body->getArgument(0));
+  Value stepF64 =
+      b.create<CastOp>(loc, RankedTensorType::get({}, b.getF64Type()), body->getArgument(0));
   StepScalars scalars{learningRate(b, loc, stepF64, hyper("lr"), hyper("min_lr")),
                       b.create<AddOp>(loc, stepF64, f64Scalar(b, loc, 1.0)),
                       hyper("beta1"),
@@ -295,12 +290,11 @@ void BuildTrainStepPass::runOnOperation() {
   results.push_back(castScalar(b, loc, scalars.lr, lossType));
   b.create<func::ReturnOp>(loc, results);
   step.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
-  llvm::SmallVector<DictionaryAttr> resultAttrs(argAttrs.begin() + 1,
-                                                argAttrs.begin() + 1 + newParams.size() +
-                                                    newStates.size());
+  llvm::SmallVector<DictionaryAttr> resultAttrs(
+      argAttrs.begin() + 1, argAttrs.begin() + 1 + newParams.size() + newStates.size());
   for (StringRef name : {"loss", "grad_norm", "lr"})
-    resultAttrs.push_back(b.getDictionaryAttr(
-        b.getNamedAttr(PpcDialect::kOutputAttrName, b.getStringAttr(name))));
+    resultAttrs.push_back(
+        b.getDictionaryAttr(b.getNamedAttr(PpcDialect::kOutputAttrName, b.getStringAttr(name))));
   step.setAllResultAttrs(resultAttrs);
 
   // The step function is the program now.

@@ -39,8 +39,7 @@ struct GemmsInBf16Pass : impl::GemmsInBf16Base<GemmsInBf16Pass> {
         return b.create<CastOp>(op.getLoc(), withElement(v.getType(), bf16), v);
       };
       Value lhs = toBf16(op.getLhs()), rhs = toBf16(op.getRhs());
-      auto product =
-          b.create<MatMulOp>(op.getLoc(), withElement(op.getType(), bf16), lhs, rhs);
+      auto product = b.create<MatMulOp>(op.getLoc(), withElement(op.getType(), bf16), lhs, rhs);
       auto back = b.create<CastOp>(op.getLoc(), op.getType(), product.getResult());
       op.getResult().replaceAllUsesWith(back.getResult());
       op.erase();

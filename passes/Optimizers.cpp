@@ -9,8 +9,8 @@ namespace ppc {
 
 Value f64Scalar(OpBuilder &builder, Location loc, double value) {
   auto type = RankedTensorType::get({}, builder.getF64Type());
-  return builder.create<ConstantOp>(
-      loc, DenseElementsAttr::get(type, builder.getF64FloatAttr(value)));
+  return builder.create<ConstantOp>(loc,
+                                    DenseElementsAttr::get(type, builder.getF64FloatAttr(value)));
 }
 
 Value castScalar(OpBuilder &builder, Location loc, Value scalar, Type elementType) {
@@ -46,10 +46,9 @@ struct Arith {
 };
 } // namespace
 
-void buildParameterUpdate(OpBuilder &builder, Location loc,
-                          const OptimizerConfig &config, const StepScalars &scalars,
-                          Value param, Value grad, llvm::ArrayRef<Value> state,
-                          llvm::SmallVectorImpl<Value> &results) {
+void buildParameterUpdate(OpBuilder &builder, Location loc, const OptimizerConfig &config,
+                          const StepScalars &scalars, Value param, Value grad,
+                          llvm::ArrayRef<Value> state, llvm::SmallVectorImpl<Value> &results) {
   Arith a{builder, loc, getElementTypeOrSelf(param.getType())};
   Arith f64{builder, loc, builder.getF64Type()};
   if (config.kind == OptimizerConfig::Kind::Sgd) {
@@ -76,8 +75,8 @@ void buildParameterUpdate(OpBuilder &builder, Location loc,
   Value p = param;
   if (scalars.weightDecay)
     p = a.mul(param, a.s(f64.sub(one, f64.mul(scalars.lr, scalars.weightDecay))));
-  Value m = a.add(a.mul(state[0], a.s(scalars.beta1)),
-                  a.mul(grad, a.s(f64.sub(one, scalars.beta1))));
+  Value m =
+      a.add(a.mul(state[0], a.s(scalars.beta1)), a.mul(grad, a.s(f64.sub(one, scalars.beta1))));
   Value v = a.add(a.mul(state[1], a.s(scalars.beta2)),
                   a.mul(a.mul(grad, grad), a.s(f64.sub(one, scalars.beta2))));
   Value bc1 = f64.sub(one, builder.create<PowOp>(loc, scalars.beta1, scalars.t));

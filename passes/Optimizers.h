@@ -39,16 +39,15 @@ struct StepScalars {
 /// then the new state to `results`.
 void buildParameterUpdate(mlir::OpBuilder &builder, mlir::Location loc,
                           const OptimizerConfig &config, const StepScalars &scalars,
-                          mlir::Value param, mlir::Value grad,
-                          llvm::ArrayRef<mlir::Value> state,
+                          mlir::Value param, mlir::Value grad, llvm::ArrayRef<mlir::Value> state,
                           llvm::SmallVectorImpl<mlir::Value> &results);
 
 /// A rank-0 f64 constant.
 mlir::Value f64Scalar(mlir::OpBuilder &builder, mlir::Location loc, double value);
 
 /// `scalar` (rank-0 f64) cast to a rank-0 tensor of `elementType`.
-mlir::Value castScalar(mlir::OpBuilder &builder, mlir::Location loc,
-                       mlir::Value scalar, mlir::Type elementType);
+mlir::Value castScalar(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value scalar,
+                       mlir::Type elementType);
 
 } // namespace ppc
 

@@ -35,12 +35,10 @@ llvm::SmallVector<Tensor> randomArguments(func::FuncOp func, uint64_t seed,
   return args;
 }
 
-FailureOr<FunctionDifference> compareFunctions(func::FuncOp before,
-                                               func::FuncOp after, uint64_t seed,
-                                               const ExecOptions &options) {
+FailureOr<FunctionDifference> compareFunctions(func::FuncOp before, func::FuncOp after,
+                                               uint64_t seed, const ExecOptions &options) {
   if (before.getFunctionType() != after.getFunctionType())
-    return after.emitError() << "signature changed from "
-                             << before.getFunctionType();
+    return after.emitError() << "signature changed from " << before.getFunctionType();
   llvm::SmallVector<Tensor> args = randomArguments(before, seed, options);
   auto expected = runFunction(before, args, options);
   if (failed(expected))
@@ -60,8 +58,7 @@ FailureOr<FunctionDifference> compareFunctions(func::FuncOp before,
       maxAbs = std::max(maxAbs, std::isfinite(x - y) ? std::abs(x - y) : INFINITY);
     }
     diff.maxAbs = std::max(diff.maxAbs, maxAbs);
-    diff.maxRelative =
-        std::max(diff.maxRelative, scale > 0 ? maxAbs / scale : maxAbs);
+    diff.maxRelative = std::max(diff.maxRelative, scale > 0 ? maxAbs / scale : maxAbs);
   }
   return diff;
 }
@@ -116,8 +113,8 @@ void PassValidationInstrumentation::runAfterPass(Pass *pass, Operation *op) {
       continue;
     }
     bool ok = diff->maxRelative <= tolerance;
-    os << llvm::formatv(": max abs diff {0:e2}, max relative diff {1:e2}{2}\n",
-                        diff->maxAbs, diff->maxRelative,
+    os << llvm::formatv(": max abs diff {0:e2}, max relative diff {1:e2}{2}\n", diff->maxAbs,
+                        diff->maxRelative,
                         ok ? "" : llvm::formatv(" exceeds {0:e1}", tolerance).str());
     if (!ok)
       *anyFailed = true;

@@ -35,8 +35,7 @@ struct FunctionDifference {
 /// measures how far their results are apart; fails (with a diagnostic) when
 /// either cannot run or the signatures differ.
 mlir::FailureOr<FunctionDifference> compareFunctions(mlir::func::FuncOp before,
-                                                     mlir::func::FuncOp after,
-                                                     uint64_t seed,
+                                                     mlir::func::FuncOp after, uint64_t seed,
                                                      const ExecOptions &options);
 
 /// Compares every function before and after each pass and prints one line

@@ -83,8 +83,7 @@ void registerPpcPassesAndPipelines() {
       "ppc-import-pipeline", "cleanup after ONNX import (as ppc import runs it)",
       buildImportPipeline);
   PassPipelineRegistration<TrainingPipelineOptions>(
-      "ppc-training-pipeline",
-      "@forward to @train_step (as ppc simulate and ppc compile run it)",
+      "ppc-training-pipeline", "@forward to @train_step (as ppc simulate and ppc compile run it)",
       buildTrainingPipeline);
   PassPipelineRegistration<ParallelizePipelineOptions>(
       "ppc-parallelize-pipeline",
@@ -106,9 +105,7 @@ llvm::SmallVector<func::FuncOp> trainingPrograms(ModuleOp module) {
   return programs;
 }
 
-
-std::optional<double> hyperParameter(const TrainingPipelineOptions &options,
-                                     llvm::StringRef name) {
+std::optional<double> hyperParameter(const TrainingPipelineOptions &options, llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<double>>(name)
       .Case("lr", options.lr)
       .Case("min_lr", options.minLr)

@@ -8,15 +8,14 @@
 #ifndef PPC_PASSES_PIPELINES_H
 #define PPC_PASSES_PIPELINES_H
 
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace ppc {
 
-struct ImportPipelineOptions
-    : public mlir::PassPipelineOptions<ImportPipelineOptions> {
+struct ImportPipelineOptions : public mlir::PassPipelineOptions<ImportPipelineOptions> {
   Option<int64_t> maxFoldElements{
       *this, "max-fold-elements",
       llvm::cl::desc("largest constant (in elements) that folding produces"),
@@ -25,55 +24,43 @@ struct ImportPipelineOptions
 
 /// Cleans freshly imported IR: folds constant subgraphs, canonicalizes and
 /// removes common subexpressions.
-void buildImportPipeline(mlir::OpPassManager &pm,
-                         const ImportPipelineOptions &options);
+void buildImportPipeline(mlir::OpPassManager &pm, const ImportPipelineOptions &options);
 
-struct TrainingPipelineOptions
-    : public mlir::PassPipelineOptions<TrainingPipelineOptions> {
+struct TrainingPipelineOptions : public mlir::PassPipelineOptions<TrainingPipelineOptions> {
   Option<std::string> optimizer{*this, "optimizer", llvm::cl::desc("sgd or adamw"),
                                 llvm::cl::init("adamw")};
-  Option<double> lr{*this, "lr", llvm::cl::desc("peak learning rate"),
-                    llvm::cl::init(1e-3)};
-  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
-                          llvm::cl::init(0.0)};
+  Option<double> lr{*this, "lr", llvm::cl::desc("peak learning rate"), llvm::cl::init(1e-3)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"), llvm::cl::init(0.9)};
-  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
-                       llvm::cl::init(0.999)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"), llvm::cl::init(0.999)};
   Option<double> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"), llvm::cl::init(1e-8)};
   Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("weight decay"),
                              llvm::cl::init(0.01)};
-  Option<double> gradClip{*this, "grad-clip",
-                          llvm::cl::desc("global gradient norm limit (0: off)"),
+  Option<double> gradClip{*this, "grad-clip", llvm::cl::desc("global gradient norm limit (0: off)"),
                           llvm::cl::init(0.0)};
-  Option<std::string> lrSchedule{*this, "lr-schedule",
-                                 llvm::cl::desc("constant or cosine"),
+  Option<std::string> lrSchedule{*this, "lr-schedule", llvm::cl::desc("constant or cosine"),
                                  llvm::cl::init("constant")};
-  Option<int64_t> warmupSteps{*this, "warmup-steps",
-                              llvm::cl::desc("steps of linear warm-up"), llvm::cl::init(0)};
+  Option<int64_t> warmupSteps{*this, "warmup-steps", llvm::cl::desc("steps of linear warm-up"),
+                              llvm::cl::init(0)};
   Option<int64_t> totalSteps{*this, "total-steps",
-                             llvm::cl::desc("steps the cosine schedule spans"),
-                             llvm::cl::init(1)};
+                             llvm::cl::desc("steps the cosine schedule spans"), llvm::cl::init(1)};
   Option<double> minLr{*this, "min-lr", llvm::cl::desc("final cosine learning rate"),
                        llvm::cl::init(0.0)};
-  Option<int64_t> microBatches{*this, "micro-batches",
-                               llvm::cl::desc("micro-batches per step"),
+  Option<int64_t> microBatches{*this, "micro-batches", llvm::cl::desc("micro-batches per step"),
                                llvm::cl::init(1)};
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32 or bf16 (GEMMs in bf16, master weights f32)"),
                                 llvm::cl::init("fp32")};
   Option<int64_t> dataParallel{*this, "data-parallel",
-                               llvm::cl::desc("size of the data-parallel axis"),
-                               llvm::cl::init(1)};
+                               llvm::cl::desc("size of the data-parallel axis"), llvm::cl::init(1)};
 };
 
 /// Turns the imported @forward into @train_step: the loss (appended when the
 /// model outputs logits), reverse-mode gradients, micro-batch accumulation
 /// and the optimizer update; then cleans up.
-void buildTrainingPipeline(mlir::OpPassManager &pm,
-                           const TrainingPipelineOptions &options);
+void buildTrainingPipeline(mlir::OpPassManager &pm, const TrainingPipelineOptions &options);
 
-struct ParallelizePipelineOptions
-    : public mlir::PassPipelineOptions<ParallelizePipelineOptions> {
+struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<ParallelizePipelineOptions> {
   Option<int64_t> dataParallel{*this, "dp", llvm::cl::desc("data-parallel ranks"),
                                llvm::cl::init(1)};
   Option<int64_t> tensorParallel{*this, "tp", llvm::cl::desc("tensor-parallel ranks"),
@@ -90,11 +77,9 @@ struct ParallelizePipelineOptions
                                 llvm::cl::desc("reduce-scatter tp partial sums along the "
                                                "sequence dimension"),
                                 llvm::cl::init(false)};
-  Option<int64_t> zero{*this, "zero",
-                       llvm::cl::desc("ZeRO stage 0-3 (-1: the lowest that fits)"),
+  Option<int64_t> zero{*this, "zero", llvm::cl::desc("ZeRO stage 0-3 (-1: the lowest that fits)"),
                        llvm::cl::init(-1)};
-  Option<std::string> schedule{*this, "schedule",
-                               llvm::cl::desc("gpipe, 1f1b or interleaved"),
+  Option<std::string> schedule{*this, "schedule", llvm::cl::desc("gpipe, 1f1b or interleaved"),
                                llvm::cl::init("1f1b")};
   Option<int64_t> virtualStages{*this, "virtual-stages",
                                 llvm::cl::desc("virtual stages per pipeline rank (0: the "
@@ -106,14 +91,12 @@ struct ParallelizePipelineOptions
 /// layout, partitions into the per-rank SPMD program, cuts it into pipeline
 /// stages when pp > 1, and buckets the gradient all-reduces. Adds nothing on
 /// a mesh of one rank.
-void buildParallelizePipeline(mlir::OpPassManager &pm,
-                              const ParallelizePipelineOptions &options);
+void buildParallelizePipeline(mlir::OpPassManager &pm, const ParallelizePipelineOptions &options);
 
 /// The value `options` give the hyper-parameter argument `name` of the
 /// training step ("lr", "min_lr", "beta1", "beta2", "eps", "momentum",
 /// "weight_decay", "grad_clip"; BuildTrainStep's `ppc.hyper`).
-std::optional<double> hyperParameter(const TrainingPipelineOptions &options,
-                                     llvm::StringRef name);
+std::optional<double> hyperParameter(const TrainingPipelineOptions &options, llvm::StringRef name);
 
 /// The training programs of `module` after the training pipeline (and
 /// partitioning): @train_step, or @train_step_pp<r> for each pipeline rank

@@ -54,8 +54,7 @@ inline std::string shapeString(llvm::ArrayRef<int64_t> shape) {
 /// or the product of its non-zero dimensions overflows int64 (so that every
 /// row-major stride of the shape fits in an int64 too, even when a zero
 /// dimension makes the tensor empty).
-inline std::optional<int64_t>
-checkedElementCount(llvm::ArrayRef<int64_t> shape) {
+inline std::optional<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> shape) {
   int64_t extent = 1;
   bool empty = false;
   for (int64_t d : shape) {
@@ -84,25 +83,21 @@ inline llvm::Expected<int64_t> checkedTensorBytes(llvm::ArrayRef<int64_t> shape,
                                                   llvm::StringRef elementName) {
   auto fail = [&](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "shape " + shapeString(shape) + " " +
-                                       message);
+                                   "shape " + shapeString(shape) + " " + message);
   };
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i] < 0)
-      return fail(
-          llvm::formatv("has a negative dimension {0} ({1})", i, shape[i])
-              .str());
+      return fail(llvm::formatv("has a negative dimension {0} ({1})", i, shape[i]).str());
   std::optional<int64_t> elements = checkedElementCount(shape);
   if (!elements)
     return fail("has more elements than an int64 holds");
   std::optional<int64_t> bytes = llvm::checkedMul(*elements, elementBytes);
   if (!bytes || *bytes > kMaxTensorBytes)
-    return fail(
-        llvm::formatv("of {0} ({1} elements) takes {2} bytes; ppc allows one "
-                      "tensor at most 2^40 (1 TiB)",
-                      elementName, *elements,
-                      bytes ? std::to_string(*bytes) : "more than 2^63")
-            .str());
+    return fail(llvm::formatv("of {0} ({1} elements) takes {2} bytes; ppc allows one "
+                              "tensor at most 2^40 (1 TiB)",
+                              elementName, *elements,
+                              bytes ? std::to_string(*bytes) : "more than 2^63")
+                    .str());
   return *bytes;
 }
 

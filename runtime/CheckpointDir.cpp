@@ -5,8 +5,8 @@
 #include "runtime/RegularFile.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -39,9 +39,7 @@ static std::string stepName(int64_t step) {
   return name;
 }
 
-std::string checkpointPath(llvm::StringRef dir, int64_t step) {
-  return join(dir, stepName(step));
-}
+std::string checkpointPath(llvm::StringRef dir, int64_t step) { return join(dir, stepName(step)); }
 
 std::string stagingPath(llvm::StringRef dir, int64_t step) {
   return join(dir, ".staging-" + stepName(step));
@@ -49,14 +47,11 @@ std::string stagingPath(llvm::StringRef dir, int64_t step) {
 
 std::string shardFileName(int64_t rank) {
   std::string name;
-  llvm::raw_string_ostream(name)
-      << llvm::format("rank-%05" PRId64 ".safetensors", rank);
+  llvm::raw_string_ostream(name) << llvm::format("rank-%05" PRId64 ".safetensors", rank);
   return name;
 }
 
-static std::error_code errnoCode() {
-  return std::error_code(errno, std::generic_category());
-}
+static std::error_code errnoCode() { return std::error_code(errno, std::generic_category()); }
 
 /// Makes the entries of directory `path` (new files, renames) durable.
 static std::error_code syncDirectory(llvm::StringRef path) {
@@ -72,14 +67,12 @@ static std::error_code syncDirectory(llvm::StringRef path) {
 
 /// Writes `index` to `path` on one line (`ppc checkpoint inspect` is the
 /// readable view) and fsyncs it.
-static llvm::Error writeIndex(llvm::StringRef path,
-                              const llvm::json::Object &index) {
+static llvm::Error writeIndex(llvm::StringRef path, const llvm::json::Object &index) {
   int fd;
   if (std::error_code ec = llvm::sys::fs::openFileForWrite(path, fd))
     return pathError("checkpoint index", path, ec.message());
   llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-  os << llvm::formatv("{0}", llvm::json::Value(llvm::json::Object(index)))
-     << "\n";
+  os << llvm::formatv("{0}", llvm::json::Value(llvm::json::Object(index))) << "\n";
   os.flush();
   std::error_code ec = os.error();
   if (!ec && ::fsync(fd) != 0)
@@ -104,18 +97,15 @@ static bool isComplete(llvm::StringRef checkpoint) {
 llvm::Expected<std::string> prepareStaging(llvm::StringRef dir, int64_t step) {
   std::string staging = stagingPath(dir, step);
   if (llvm::sys::fs::exists(staging))
-    if (std::error_code ec =
-            llvm::sys::fs::remove_directories(staging, /*IgnoreErrors=*/false))
+    if (std::error_code ec = llvm::sys::fs::remove_directories(staging, /*IgnoreErrors=*/false))
       return pathError("checkpoint staging directory", staging,
                        "cannot remove the stale one: " + ec.message());
   if (std::error_code ec = llvm::sys::fs::create_directories(staging))
-    return pathError("checkpoint staging directory", staging,
-                     "cannot create: " + ec.message());
+    return pathError("checkpoint staging directory", staging, "cannot create: " + ec.message());
   return staging;
 }
 
-llvm::Error commitCheckpoint(llvm::StringRef dir, int64_t step,
-                             const llvm::json::Object &index) {
+llvm::Error commitCheckpoint(llvm::StringRef dir, int64_t step, const llvm::json::Object &index) {
   std::string staging = stagingPath(dir, step);
   std::string target = checkpointPath(dir, step);
   if (!llvm::sys::fs::is_directory(staging))
@@ -134,27 +124,23 @@ llvm::Error commitCheckpoint(llvm::StringRef dir, int64_t step,
   if (llvm::Error error = writeIndex(join(staging, "index.json"), index))
     return error;
   if (std::error_code ec = syncDirectory(staging))
-    return pathError("checkpoint staging directory", staging,
-                     "cannot fsync: " + ec.message());
+    return pathError("checkpoint staging directory", staging, "cannot fsync: " + ec.message());
   failpoint("staging-complete");
   if (std::error_code ec = llvm::sys::fs::rename(staging, target))
     return pathError("checkpoint", target,
                      "cannot rename '" + staging + "' to it: " + ec.message());
   failpoint("committed");
   if (std::error_code ec = syncDirectory(dir))
-    return pathError("checkpoint directory", dir,
-                     "cannot fsync: " + ec.message());
+    return pathError("checkpoint directory", dir, "cannot fsync: " + ec.message());
   return llvm::Error::success();
 }
 
-llvm::Expected<llvm::json::Object>
-readCheckpointIndex(llvm::StringRef checkpoint) {
+llvm::Expected<llvm::json::Object> readCheckpointIndex(llvm::StringRef checkpoint) {
   std::string path = join(checkpoint, "index.json");
   auto buffer = ppc::readRegularFile(path);
   if (!buffer)
     return pathError("checkpoint index", path, llvm::toString(buffer.takeError()));
-  llvm::Expected<llvm::json::Value> value =
-      llvm::json::parse((*buffer)->getBuffer());
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse((*buffer)->getBuffer());
   if (!value)
     return pathError("checkpoint index", path,
                      "not valid JSON: " + llvm::toString(value.takeError()));
@@ -162,7 +148,6 @@ readCheckpointIndex(llvm::StringRef checkpoint) {
     return std::move(*object);
   return pathError("checkpoint index", path, "not a JSON object");
 }
-
 
 /// The complete checkpoints in `dir` as (step, path), oldest first, and
 /// optionally the step directories without an index. Only names
@@ -175,13 +160,12 @@ listCheckpoints(llvm::StringRef dir,
   if (!llvm::sys::fs::exists(dir))
     return checkpoints;
   std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
     llvm::StringRef digits = name;
     int64_t step;
-    if (!digits.consume_front("step-") || digits.getAsInteger(10, step) ||
-        step < 0 || name != stepName(step))
+    if (!digits.consume_front("step-") || digits.getAsInteger(10, step) || step < 0 ||
+        name != stepName(step))
       continue;
     if (isComplete(it->path()))
       checkpoints.emplace_back(step, it->path());
@@ -274,8 +258,7 @@ checkpointShards(llvm::StringRef checkpoint, int64_t step, const llvm::json::Obj
       const llvm::json::Object *object = entry.getAsObject();
       std::optional<llvm::StringRef> named = object ? object->getString("name") : std::nullopt;
       std::optional<int64_t> bytes = object ? object->getInteger("bytes") : std::nullopt;
-      std::optional<llvm::StringRef> blake3 =
-          object ? object->getString("blake3") : std::nullopt;
+      std::optional<llvm::StringRef> blake3 = object ? object->getString("blake3") : std::nullopt;
       if (named != llvm::StringRef(shard.file) || !bytes || *bytes < 0 || !blake3 ||
           blake3->size() != 64 || !llvm::all_of(*blake3, llvm::isHexDigit))
         return bad("\"files\"[" + llvm::Twine(r) + "] is not {\"name\": \"" + shard.file +
@@ -322,10 +305,8 @@ llvm::Error pruneCheckpoints(llvm::StringRef dir, int keep) {
       if (std::error_code ec = llvm::sys::fs::remove_directories(path, /*IgnoreErrors=*/false))
         return pathError("checkpoint", path,
                          "cannot remove the incomplete one (no index.json): " + ec.message());
-  size_t stale =
-      checkpoints->size() - std::min<size_t>(keep, checkpoints->size());
-  for (const auto &[step, path] :
-       llvm::ArrayRef(*checkpoints).take_front(stale)) {
+  size_t stale = checkpoints->size() - std::min<size_t>(keep, checkpoints->size());
+  for (const auto &[step, path] : llvm::ArrayRef(*checkpoints).take_front(stale)) {
     // Unlinking index.json durably first means that a crash midway leaves an
     // incomplete checkpoint, which readers skip, not one missing shards.
     // (A step whose index.json is corrupt counts as complete here as for

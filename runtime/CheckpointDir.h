@@ -61,8 +61,7 @@ std::string shardFileName(int64_t rank);
 /// and the staging directory, renames that to checkpointPath(dir, step)
 /// (failing if a complete one exists; an incomplete one is replaced) and
 /// fsyncs `dir`. Rank 0 only.
-llvm::Error commitCheckpoint(llvm::StringRef dir, int64_t step,
-                             const llvm::json::Object &index);
+llvm::Error commitCheckpoint(llvm::StringRef dir, int64_t step, const llvm::json::Object &index);
 
 /// The step and path of the newest complete checkpoint in `dir`: the
 /// step-NNNNNNNN directory with the largest step that has an index.json.
@@ -72,8 +71,7 @@ llvm::Expected<std::optional<std::pair<int64_t, std::string>>>
 findLatestCheckpoint(llvm::StringRef dir, std::vector<std::string> *skipped = nullptr);
 
 /// Reads and parses `checkpoint`/index.json.
-llvm::Expected<llvm::json::Object>
-readCheckpointIndex(llvm::StringRef checkpoint);
+llvm::Expected<llvm::json::Object> readCheckpointIndex(llvm::StringRef checkpoint);
 
 /// A file's size and BLAKE3 digest (64 lowercase hex digits).
 struct FileDigest {

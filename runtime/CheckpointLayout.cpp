@@ -150,7 +150,8 @@ llvm::Expected<CheckpointLayout> readCheckpointLayout(llvm::StringRef checkpoint
       if (!global || global->size() > size_t(kMaxRank) || !sharding || !blocks ||
           sharding->size() != global->size() || blocks->size() != global->size())
         return field("\"shape\", \"sharding\" and \"blocks\" are not lists of one length, at "
-                     "most " + llvm::Twine(kMaxRank));
+                     "most " +
+                     llvm::Twine(kMaxRank));
       if (!bytesOf(*global, *dtype))
         return field("its size overflows");
       block.layout.globalShape = *global;
@@ -175,15 +176,14 @@ llvm::Expected<CheckpointLayout> readCheckpointLayout(llvm::StringRef checkpoint
             llvm::MulOverflow(layout.mesh.blockCount(split), (*blocks)[d], parts) ||
             (*global)[d] % parts != 0)
           return field("dimension " + llvm::Twine(d) + " (" + llvm::Twine((*global)[d]) +
-                       ") does not split into " + llvm::Twine((*blocks)[d]) +
-                       " blocks over '" + split + "'");
+                       ") does not split into " + llvm::Twine((*blocks)[d]) + " blocks over '" +
+                       split + "'");
         block.layout.shape.push_back((*global)[d] / layout.mesh.blockCount(split));
       }
       // A shard holds its blocks in its own bytes: the index cannot claim
       // more (so no global value read later can be absurdly large).
       int64_t localBytes = *bytesOf(block.layout.shape, *dtype);
-      if (llvm::AddOverflow(shardBytes, localBytes, shardBytes) ||
-          shardBytes > shard.digest->bytes)
+      if (llvm::AddOverflow(shardBytes, localBytes, shardBytes) || shardBytes > shard.digest->bytes)
         return field("its blocks hold more bytes than the shard (" +
                      llvm::Twine(shard.digest->bytes) + ")");
       std::vector<SavedBlock> &blocksOfKey = layout.tensors[key.str()];
@@ -208,9 +208,10 @@ llvm::Expected<const SafetensorsFile *> CheckpointReader::shard(int64_t rank) {
   if (!file)
     return file.takeError();
   // What the shard says of itself must be what the index says of it.
-  for (auto [key, want] : {std::pair<const char *, std::string>{"step", std::to_string(layout.step)},
-                           {"rank", std::to_string(rank)},
-                           {"fingerprint", layout.fingerprint}}) {
+  for (auto [key, want] :
+       {std::pair<const char *, std::string>{"step", std::to_string(layout.step)},
+        {"rank", std::to_string(rank)},
+        {"fingerprint", layout.fingerprint}}) {
     auto it = file->metadata().find(key);
     if (it == file->metadata().end() || it->second != want)
       return llvm::createStringError("checkpoint shard '" + path + "': its metadata " + key +

@@ -30,8 +30,7 @@ namespace ppcrt {
 /// for the compiler's meshes (ir/ MeshOp) and the runtime's (MeshLayout):
 /// the coordinates of `rank` on a mesh of `axes` axes of sizes `shape`, and
 /// the rank at `coordinates`.
-inline void meshCoordinates(int64_t rank, const int64_t *shape, size_t axes,
-                            int64_t *coordinates) {
+inline void meshCoordinates(int64_t rank, const int64_t *shape, size_t axes, int64_t *coordinates) {
   for (size_t a = axes; a-- > 0;) {
     coordinates[a] = rank % shape[a];
     rank /= shape[a];
@@ -104,8 +103,7 @@ void forEachBlockRun(const MeshLayout &mesh, const BlockLayout &t,
     int64_t perGlobal = t.globalShape[d] / t.blocks[d], perLocal = t.shape[d] / t.blocks[d];
     map[d].reserve(t.shape[d]);
     for (int64_t l = 0; l < t.shape[d]; ++l)
-      map[d].push_back(((l / perLocal) * perGlobal + index * perLocal + l % perLocal) *
-                       strides[d]);
+      map[d].push_back(((l / perLocal) * perGlobal + index * perLocal + l % perLocal) * strides[d]);
   }
   // Innermost runs: perLocal consecutive local elements are consecutive
   // globally too.

@@ -9,8 +9,7 @@ namespace ppc {
 
 llvm::Expected<Mesh> parseMesh(llvm::StringRef text) {
   auto fail = [&](const llvm::Twine &why) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "--mesh '" + text + "': " + why);
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "--mesh '" + text + "': " + why);
   };
   Mesh mesh;
   auto parseSize = [](llvm::StringRef s, int64_t &out) {

@@ -30,8 +30,8 @@ namespace detail {
 /// paragraph separators, and the bidirectional embeddings, overrides and
 /// isolates that make text display in another order than it is read.
 inline bool isFormatCodePoint(llvm::UTF32 c) {
-  return (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029 ||
-         (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+  return (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029 || (c >= 0x202a && c <= 0x202e) ||
+         (c >= 0x2066 && c <= 0x2069);
 }
 } // namespace detail
 
@@ -59,8 +59,7 @@ inline std::string printable(llvm::StringRef text) {
     }
     const llvm::UTF8 *start = at;
     llvm::UTF32 codePoint;
-    if (llvm::convertUTF8Sequence(&at, end, &codePoint,
-                                  llvm::strictConversion) !=
+    if (llvm::convertUTF8Sequence(&at, end, &codePoint, llvm::strictConversion) !=
         llvm::conversionOK) {
       shown += llvm::formatv("\\x{0:x-2}", unsigned(*start)).str();
       at = start + 1;

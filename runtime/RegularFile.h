@@ -94,8 +94,7 @@ inline int openBeneathByComponents(int dir, const std::string &relative) {
 
 /// fstat of the open `fd`, which must be a regular file with at most
 /// `maxLinks` hard links; closes `fd` on an error.
-inline llvm::Expected<struct stat> checkRegularFile(int fd,
-                                                    std::optional<nlink_t> maxLinks) {
+inline llvm::Expected<struct stat> checkRegularFile(int fd, std::optional<nlink_t> maxLinks) {
   auto fail = [&](const llvm::Twine &message) {
     ::close(fd);
     return llvm::createStringError(message);
@@ -116,8 +115,7 @@ inline llvm::Expected<struct stat> checkRegularFile(int fd,
 /// Maps the regular file open at `fd` (closing it), whole or `slice`
 /// ({offset, length}); `maxLinks` refuses files with more hard links.
 inline llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
-mapRegularFile(int fd, const std::string &name,
-               std::optional<std::pair<uint64_t, uint64_t>> slice,
+mapRegularFile(int fd, const std::string &name, std::optional<std::pair<uint64_t, uint64_t>> slice,
                std::optional<nlink_t> maxLinks = std::nullopt) {
   auto fail = [](const llvm::Twine &message) { return llvm::createStringError(message); };
   auto checked = checkRegularFile(fd, maxLinks);
@@ -134,10 +132,10 @@ mapRegularFile(int fd, const std::string &name,
   // Back to blocking reads: a regular file never blocks, and mapping or
   // reading it must not see EAGAIN.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  auto buffer = slice ? llvm::MemoryBuffer::getOpenFileSlice(fd, name, slice->second,
-                                                            int64_t(slice->first))
-                      : llvm::MemoryBuffer::getOpenFile(fd, name, uint64_t(st.st_size),
-                                                        /*RequiresNullTerminator=*/false);
+  auto buffer =
+      slice ? llvm::MemoryBuffer::getOpenFileSlice(fd, name, slice->second, int64_t(slice->first))
+            : llvm::MemoryBuffer::getOpenFile(fd, name, uint64_t(st.st_size),
+                                              /*RequiresNullTerminator=*/false);
   ::close(fd);
   if (!buffer)
     return fail(buffer.getError().message());

@@ -19,16 +19,14 @@
 namespace ppcrt {
 
 static llvm::Error fileError(llvm::StringRef path, const llvm::Twine &message) {
-  return llvm::createStringError("safetensors file '" + ppc::printable(path) +
-                                 "': " + message);
+  return llvm::createStringError("safetensors file '" + ppc::printable(path) + "': " + message);
 }
 
 /// The bytes of a tensor (ppc::checkedTensorBytes): an error when a
 /// dimension is negative, the size overflows (a corrupt header could
 /// otherwise wrap it around to a size that passes the bounds checks) or it
 /// passes ppc's limit on one tensor.
-static llvm::Expected<int64_t> tensorBytes(DType dtype,
-                                           llvm::ArrayRef<int64_t> shape) {
+static llvm::Expected<int64_t> tensorBytes(DType dtype, llvm::ArrayRef<int64_t> shape) {
   return ppc::checkedTensorBytes(shape, dtypeBytes(dtype), safetensorsName(dtype));
 }
 
@@ -46,24 +44,22 @@ static std::error_code syncAndClose(llvm::raw_fd_ostream &os, int fd) {
   return ec;
 }
 
-llvm::Error
-writeSafetensors(llvm::StringRef path, llvm::ArrayRef<TensorView> tensors,
-                 const std::map<std::string, std::string> &metadata) {
+llvm::Error writeSafetensors(llvm::StringRef path, llvm::ArrayRef<TensorView> tensors,
+                             const std::map<std::string, std::string> &metadata) {
   // Tensor i's data is [offsets[i], offsets[i + 1]).
   std::vector<int64_t> offsets = {0};
   llvm::StringSet<> names;
   for (const TensorView &tensor : tensors) {
     if (tensor.name == "__metadata__" || !names.insert(tensor.name).second)
-      return fileError(path, "tensor name '" + ppc::printable(tensor.name) +
-                                 "' is reserved or repeated");
+      return fileError(path,
+                       "tensor name '" + ppc::printable(tensor.name) + "' is reserved or repeated");
     llvm::Expected<int64_t> bytes = tensorBytes(tensor.dtype, tensor.shape);
     if (!bytes)
       return fileError(path, "tensor '" + ppc::printable(tensor.name) +
                                  "': " + llvm::toString(bytes.takeError()));
     std::optional<int64_t> end = llvm::checkedAdd(offsets.back(), *bytes);
     if (!end)
-      return fileError(path,
-                       "the tensors add up to more bytes than an int64 holds");
+      return fileError(path, "the tensors add up to more bytes than an int64 holds");
     offsets.push_back(*end);
   }
 
@@ -108,8 +104,7 @@ writeSafetensors(llvm::StringRef path, llvm::ArrayRef<TensorView> tensors,
 }
 
 /// The header entry `name` of a file whose data section is `data`.
-static llvm::Expected<TensorView> parseTensor(llvm::StringRef path,
-                                              llvm::StringRef name,
+static llvm::Expected<TensorView> parseTensor(llvm::StringRef path, llvm::StringRef name,
                                               const llvm::json::Value &entry,
                                               llvm::StringRef data) {
   auto tensorError = [&](const llvm::Twine &message) {
@@ -123,8 +118,7 @@ static llvm::Expected<TensorView> parseTensor(llvm::StringRef path,
     return tensorError("has no dtype");
   std::optional<DType> dtype = dtypeFromSafetensorsName(*dtypeField);
   if (!dtype)
-    return tensorError("has unknown dtype '" + ppc::printable(*dtypeField) +
-                       "'");
+    return tensorError("has unknown dtype '" + ppc::printable(*dtypeField) + "'");
 
   std::vector<int64_t> shape;
   const llvm::json::Array *shapeField = fields->getArray("shape");
@@ -150,16 +144,15 @@ static llvm::Expected<TensorView> parseTensor(llvm::StringRef path,
   if (!begin || !end || *begin < 0 || *end < *begin)
     return tensorError("has no data_offsets [begin, end] with begin <= end");
   if (*end - *begin != *expected)
-    return tensorError("has " + llvm::Twine(*end - *begin) +
-                       " bytes, expected " + llvm::Twine(*expected));
+    return tensorError("has " + llvm::Twine(*end - *begin) + " bytes, expected " +
+                       llvm::Twine(*expected));
   if (static_cast<uint64_t>(*end) > data.size())
     return tensorError("ends at byte " + llvm::Twine(*end) + " of only " +
                        llvm::Twine(data.size()) + " bytes of data");
   return TensorView{name.str(), *dtype, std::move(shape), data.data() + *begin};
 }
 
-static llvm::Error parseMetadata(llvm::StringRef path,
-                                 const llvm::json::Value &value,
+static llvm::Error parseMetadata(llvm::StringRef path, const llvm::json::Value &value,
                                  std::map<std::string, std::string> &metadata) {
   const llvm::json::Object *entries = value.getAsObject();
   if (!entries)
@@ -167,8 +160,7 @@ static llvm::Error parseMetadata(llvm::StringRef path,
   for (const auto &[key, entry] : *entries) {
     std::optional<llvm::StringRef> text = entry.getAsString();
     if (!text)
-      return fileError(path, "__metadata__ '" + ppc::printable(key.str()) +
-                                 "' is not a string");
+      return fileError(path, "__metadata__ '" + ppc::printable(key.str()) + "' is not a string");
     metadata[key.str()] = text->str();
   }
   return llvm::Error::success();
@@ -189,18 +181,15 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::parse(std::unique_ptr<llvm::Mem
 
   llvm::StringRef bytes = file.buffer->getBuffer();
   if (bytes.size() < 8)
-    return fileError(path, llvm::Twine(bytes.size()) +
-                               " bytes is too short for a header length");
+    return fileError(path, llvm::Twine(bytes.size()) + " bytes is too short for a header length");
   uint64_t headerBytes = llvm::support::endian::read64le(bytes.data());
   if (headerBytes > bytes.size() - 8)
     return fileError(path, "header length " + llvm::Twine(headerBytes) +
-                               " runs past the end of the file (" +
-                               llvm::Twine(bytes.size()) + " bytes)");
-  llvm::Expected<llvm::json::Value> header =
-      llvm::json::parse(bytes.substr(8, headerBytes));
+                               " runs past the end of the file (" + llvm::Twine(bytes.size()) +
+                               " bytes)");
+  llvm::Expected<llvm::json::Value> header = llvm::json::parse(bytes.substr(8, headerBytes));
   if (!header)
-    return fileError(path, "header is not valid JSON: " +
-                               llvm::toString(header.takeError()));
+    return fileError(path, "header is not valid JSON: " + llvm::toString(header.takeError()));
   const llvm::json::Object *entries = header->getAsObject();
   if (!entries)
     return fileError(path, "header is not a JSON object");
@@ -220,10 +209,9 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::parse(std::unique_ptr<llvm::Mem
   // JSON objects are unordered; the data is not. Ties are empty tensors.
   llvm::sort(file.views, [](const TensorView &a, const TensorView &b) {
     auto order = [](const TensorView &view) {
-      return std::make_tuple(
-          static_cast<const char *>(view.data),
-          llvm::cantFail(tensorBytes(view.dtype, view.shape)),
-          llvm::StringRef(view.name));
+      return std::make_tuple(static_cast<const char *>(view.data),
+                             llvm::cantFail(tensorBytes(view.dtype, view.shape)),
+                             llvm::StringRef(view.name));
     };
     return order(a) < order(b);
   });

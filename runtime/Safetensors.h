@@ -43,9 +43,8 @@ struct TensorView {
 
 /// Writes `tensors` (in that order) and `metadata` to `path`, then fsyncs
 /// the file. Fails with an error naming `path`.
-llvm::Error
-writeSafetensors(llvm::StringRef path, llvm::ArrayRef<TensorView> tensors,
-                 const std::map<std::string, std::string> &metadata);
+llvm::Error writeSafetensors(llvm::StringRef path, llvm::ArrayRef<TensorView> tensors,
+                             const std::map<std::string, std::string> &metadata);
 
 /// A validated, memory-mapped safetensors file whose views point into the
 /// mapping.

@@ -22,15 +22,14 @@ llvm::Expected<TokenData> TokenData::open(llvm::StringRef path, llvm::StringRef 
     data.width = 4, data.isSigned = true;
   else
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "--data-dtype '" + dtype +
-                                       "': expected u8, u16 or i32");
+                                   "--data-dtype '" + dtype + "': expected u8, u16 or i32");
   auto buffer = readRegularFile(path);
   if (!buffer)
     return dataError(path, llvm::toString(buffer.takeError()));
   size_t bytes = (*buffer)->getBufferSize();
   if (bytes % data.width != 0)
-    return dataError(path, llvm::Twine(bytes) + " bytes is not a whole number of " +
-                               dtype + " tokens");
+    return dataError(path,
+                     llvm::Twine(bytes) + " bytes is not a whole number of " + dtype + " tokens");
   data.buffer = std::move(*buffer);
   data.path = path.str();
   data.count = bytes / data.width;
@@ -58,13 +57,11 @@ int64_t TokenData::token(int64_t i) const {
 llvm::Error TokenData::checkSequence(int64_t seq) const {
   if (count < seq + 2)
     return dataError(path, "holds " + llvm::Twine(count) + " tokens; windows of " +
-                               llvm::Twine(seq) + " need at least " +
-                               llvm::Twine(seq + 2));
+                               llvm::Twine(seq) + " need at least " + llvm::Twine(seq + 2));
   return llvm::Error::success();
 }
 
-int64_t TokenData::offset(int64_t step, int64_t globalBatch, int64_t seq,
-                          int64_t sample) const {
+int64_t TokenData::offset(int64_t step, int64_t globalBatch, int64_t seq, int64_t sample) const {
   // Unsigned arithmetic: (s*B + b) * T grows past 2^63 only after ~1e18 tokens.
   uint64_t start = (static_cast<uint64_t>(step) * globalBatch + sample) * seq;
   return static_cast<int64_t>(start % static_cast<uint64_t>(count - seq - 1));

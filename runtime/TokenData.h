@@ -28,8 +28,8 @@ public:
   /// The first token of global sample `sample` of step `step`.
   int64_t offset(int64_t step, int64_t globalBatch, int64_t seq, int64_t sample) const;
   /// Writes the `seq` input tokens and `seq` labels of that sample.
-  void window(int64_t step, int64_t globalBatch, int64_t seq, int64_t sample,
-              int64_t *inputs, int64_t *labels) const;
+  void window(int64_t step, int64_t globalBatch, int64_t seq, int64_t sample, int64_t *inputs,
+              int64_t *labels) const;
   /// Checks that windows of `seq` tokens fit (n >= seq + 2).
   llvm::Error checkSequence(int64_t seq) const;
   /// The file's bytes as mapped (or read), and its path.

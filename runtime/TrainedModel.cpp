@@ -134,8 +134,8 @@ llvm::Error writeTrainedModel(llvm::StringRef modelPath, bool untie,
                    "' has another shape than the trained value (another model?)");
     DType dtype = it->second.dtype;
     std::optional<DType> target = floatType(init.data_type());
-    bool isFloat = dtype == DType::F32 || dtype == DType::F64 || dtype == DType::F16 ||
-                   dtype == DType::BF16;
+    bool isFloat =
+        dtype == DType::F32 || dtype == DType::F64 || dtype == DType::F16 || dtype == DType::BF16;
     if (!target || !isFloat)
       return error(context + ": initializer '" + init.name() +
                    "' has an element type the trained value cannot be written as");
@@ -151,8 +151,8 @@ llvm::Error writeTrainedModel(llvm::StringRef modelPath, bool untie,
   }
   for (const auto &[name, full] : params)
     if (!written.count(name))
-      return error(context + ": the model '" + llvm::Twine(modelPath) +
-                   "' has no initializer '" + name + "' for the trained parameter");
+      return error(context + ": the model '" + llvm::Twine(modelPath) + "' has no initializer '" +
+                   name + "' for the trained parameter");
   std::string bytes;
   if (!model.SerializeToString(&bytes))
     return error(context + ": file '" + path + "': the model is too large for one ONNX file");

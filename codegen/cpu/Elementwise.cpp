@@ -7,14 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Emitter.h"
 #include "codegen/EmitContext.h"
+#include "codegen/Emitter.h"
 #include "codegen/FusedKernel.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
-
 
 using namespace mlir;
 
@@ -72,12 +71,10 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
     // so the result is the unfused one bit for bit (one thread).
     kind = fusableReduction(group.reduction).str();
     std::string element = ctx.elementType(group.reduction->getOperand(0));
-    accType = llvm::formatv("ppcrt::cpu::ReduceAccumulator<ppcrt::cpu::ReduceKind::{0}, {1}>",
-                            kind, element)
+    accType = llvm::formatv("ppcrt::cpu::ReduceAccumulator<ppcrt::cpu::ReduceKind::{0}, {1}>", kind,
+                            element)
                   .str();
-    os << indent
-       << llvm::formatv("using A = {0};\n", accType)
-       << indent
+    os << indent << llvm::formatv("using A = {0};\n", accType) << indent
        << llvm::formatv("std::vector<A> acc({0}, ppcrt::cpu::reduceIdentity<ppcrt::cpu::"
                         "ReduceKind::{1}, A>());\n",
                         accSize, kind);
@@ -85,8 +82,7 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
     os << indent << "#pragma omp parallel for if (" << total << " >= 32768)\n";
   }
   for (int64_t l = 0; l < depth; ++l) {
-    os << indent << llvm::formatv("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})\n", l,
-                                  nest.sizes[l]);
+    os << indent << llvm::formatv("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})\n", l, nest.sizes[l]);
     indent += "  ";
   }
   os << indent << "{\n";
@@ -95,8 +91,9 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   llvm::DenseMap<Value, std::string> reg;
   for (auto [k, v] : llvm::enumerate(group.inputs)) {
     std::string r = "x" + std::to_string(k);
-    os << inner << llvm::formatv("const {0} {1} = in{2}[{3}];\n", ctx.elementType(v), r, k,
-                                 index(nest.inputStrides[k]));
+    os << inner
+       << llvm::formatv("const {0} {1} = in{2}[{3}];\n", ctx.elementType(v), r, k,
+                        index(nest.inputStrides[k]));
     reg[v] = r;
   }
   if (failed(emitChain(group, ctx, os, reg, inner)))
@@ -125,8 +122,8 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
                             "A(int64_t(acc[j]) / {0}))",
                             reducedCount)
                   .str();
-    os << llvm::formatv("  for (int64_t j = 0; j < {0}; ++j)\n    out{1}[j] = {2}({3});\n",
-                        accSize, k, type, value);
+    os << llvm::formatv("  for (int64_t j = 0; j < {0}; ++j)\n    out{1}[j] = {2}({3});\n", accSize,
+                        k, type, value);
   }
   os << "}\n";
 

@@ -29,8 +29,8 @@ public:
   LogicalResult supports(Operation *, EmitContext &) const override { return success(); }
 
   std::string failure(EmitContext &, Operation *op, const std::string &what) const override {
-    return quote("node '" + nodeName(op) + "' (" + op->getName().stripDialect().str() + "): " +
-                 what);
+    return quote("node '" + nodeName(op) + "' (" + op->getName().stripDialect().str() +
+                 "): " + what);
   }
 
   void matmul(EmitContext &ctx, Operation *op, const GemmCall &call) const override {

@@ -33,8 +33,7 @@ static void coordinates(llvm::raw_ostream &os, const std::string &flat,
     if (l == 0)
       os << "    const int64_t c0 = rest;\n";
     else
-      os << llvm::formatv("    const int64_t c{0} = rest % {1};\n    rest /= {1};\n", l,
-                          sizes[l]);
+      os << llvm::formatv("    const int64_t c{0} = rest % {1};\n    rest /= {1};\n", l, sizes[l]);
   }
   os << "    (void)rest;\n";
 }
@@ -70,13 +69,12 @@ static LogicalResult emitReductionGroup(const FusionGroup &group, EmitContext &c
     return failure();
   for (auto [k, v] : llvm::enumerate(group.outputs))
     if (v != result)
-      os << llvm::formatv("    out{0}[flat] = {1}({2});\n", k, ctx.elementType(v),
-                          reg.lookup(v));
+      os << llvm::formatv("    out{0}[flat] = {1}({2});\n", k, ctx.elementType(v), reg.lookup(v));
   os << "    return " << reg.lookup(reduced) << ";\n  }\n};\n";
 
   // The launch: the reduction's collapsed shape and mask, as emitReduce's.
-  CollapsedReduction collapsed = collapseReduction(
-      shape, reduction->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef());
+  CollapsedReduction collapsed =
+      collapseReduction(shape, reduction->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef());
   llvm::SmallVector<std::string> members;
   for (Value v : group.inputs)
     members.push_back(ctx.ptr(v));
@@ -140,8 +138,7 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   for (auto [k, v] : llvm::enumerate(group.inputs)) {
     std::string r = "x" + std::to_string(k);
     if (perLane[k])
-      os << llvm::formatv("      const {0} {1} = {0}(p{2}.v[lane]);\n", registerType(v, ctx), r,
-                          k);
+      os << llvm::formatv("      const {0} {1} = {0}(p{2}.v[lane]);\n", registerType(v, ctx), r, k);
     else
       os << llvm::formatv("      const {0} {1} = s{2};\n", registerType(v, ctx), r, k);
     reg[v] = r;
@@ -149,12 +146,12 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   if (failed(emitChain(group, ctx, os, reg, "      ")))
     return failure();
   for (auto [k, v] : llvm::enumerate(group.outputs))
-    os << llvm::formatv("      q{0}.v[lane] = {1}({2});\n", k, ctx.elementType(v),
-                        reg.lookup(v));
+    os << llvm::formatv("      q{0}.v[lane] = {1}({2});\n", k, ctx.elementType(v), reg.lookup(v));
   os << "    }\n";
   for (auto [k, v] : llvm::enumerate(group.outputs))
-    os << llvm::formatv("    *reinterpret_cast<ppcrt::cuda::Pack<{0}, {1}> *>(out{2} + {3}) = q{2};\n",
-                        ctx.elementType(v), vector, k, index(dense));
+    os << llvm::formatv(
+        "    *reinterpret_cast<ppcrt::cuda::Pack<{0}, {1}> *>(out{2} + {3}) = q{2};\n",
+        ctx.elementType(v), vector, k, index(dense));
   os << "  }\n}\n";
 
   // The launch, at the place of the group's last op.

@@ -84,9 +84,9 @@ public:
       operands.push_back("nullptr");
     llvm::SmallVector<std::string> strideRows;
     for (size_t t = 0; t < 4; ++t)
-      strideRows.push_back(t < call.strides.size() ? braces(call.strides[t])
-                                                   : braces(llvm::SmallVector<int64_t>(
-                                                         call.sizes.size(), 0)));
+      strideRows.push_back(t < call.strides.size()
+                               ? braces(call.strides[t])
+                               : braces(llvm::SmallVector<int64_t>(call.sizes.size(), 0)));
     ctx.body() << llvm::formatv(
         "  ppcrt::cuda::einsum(ppcrt::cuda::EinsumOperands<{0}>{{{{{1}}}, {2}, "
         "ppcrt::cuda::EinsumSpec{{{3}, {4}, {5}, {6}, {{{7}}}, {8});\n",

@@ -35,15 +35,13 @@ template <typename T> static llvm::MutableArrayRef<T> elements(Tensor &tensor) {
 static double multiply(double x, double y) { return x * y; }
 
 static int64_t multiply(int64_t x, int64_t y) {
-  return static_cast<int64_t>(static_cast<uint64_t>(x) *
-                              static_cast<uint64_t>(y));
+  return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
 }
 
 static double add(double x, double y) { return x + y; }
 
 static int64_t add(int64_t x, int64_t y) {
-  return static_cast<int64_t>(static_cast<uint64_t>(x) +
-                              static_cast<uint64_t>(y));
+  return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
 }
 
 //===----------------------------------------------------------------------===//
@@ -52,25 +50,21 @@ static int64_t add(int64_t x, int64_t y) {
 
 /// Batched matmul: the batch broadcast is resolved once per batch, then an
 /// i-k-j loop runs over contiguous rows of the right operand and the result.
-template <typename T>
-static void matmul(const Tensor &lhs, const Tensor &rhs, Tensor &result) {
+template <typename T> static void matmul(const Tensor &lhs, const Tensor &rhs, Tensor &result) {
   llvm::ArrayRef<int64_t> shape = result.shape();
   int64_t rank = shape.size();
   int64_t m = shape[rank - 2], n = shape[rank - 1], k = lhs.shape().back();
-  llvm::ArrayRef<int64_t> batchShape = shape.drop_back(2),
-                          lhsBatch = lhs.shape().drop_back(2),
+  llvm::ArrayRef<int64_t> batchShape = shape.drop_back(2), lhsBatch = lhs.shape().drop_back(2),
                           rhsBatch = rhs.shape().drop_back(2);
   Shape batchStrides = stridesOf(batchShape), lhsStrides = stridesOf(lhsBatch),
         rhsStrides = stridesOf(rhsBatch);
   llvm::ArrayRef<T> a = elements<T>(lhs), b = elements<T>(rhs);
   llvm::MutableArrayRef<T> c = elements<T>(result);
   for (int64_t batch = 0, e = numElements(batchShape); batch < e; ++batch) {
-    const T *aBatch = a.data() + broadcastIndex(batch, batchShape, batchStrides,
-                                                lhsBatch, lhsStrides) *
-                                     m * k;
-    const T *bBatch = b.data() + broadcastIndex(batch, batchShape, batchStrides,
-                                                rhsBatch, rhsStrides) *
-                                     k * n;
+    const T *aBatch =
+        a.data() + broadcastIndex(batch, batchShape, batchStrides, lhsBatch, lhsStrides) * m * k;
+    const T *bBatch =
+        b.data() + broadcastIndex(batch, batchShape, batchStrides, rhsBatch, rhsStrides) * k * n;
     T *cBatch = c.data() + batch * m * n;
     for (int64_t i = 0; i < m; ++i) {
       T *cRow = cBatch + i * n;
@@ -85,12 +79,10 @@ static void matmul(const Tensor &lhs, const Tensor &rhs, Tensor &result) {
   result.roundToDType();
 }
 
-static LogicalResult matmulKernel(Operation *op,
-                                  llvm::ArrayRef<Tensor> operands,
+static LogicalResult matmulKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                   llvm::SmallVectorImpl<Tensor> &results,
                                   const ExecOptions &options) {
-  Tensor result(resultDType(op, 0, options),
-                llvm::cast<MatMulOp>(op).getType().getShape());
+  Tensor result(resultDType(op, 0, options), llvm::cast<MatMulOp>(op).getType().getShape());
   if (result.isFloat())
     matmul<double>(operands[0], operands[1], result);
   else
@@ -109,8 +101,7 @@ static LogicalResult matmulKernel(Operation *op,
 /// sum of the strides of the dimensions carrying the label that steps, so a
 /// label repeated within a term walks that term's diagonal.
 template <typename T>
-static void einsum(const EinsumSpec &spec, llvm::ArrayRef<Tensor> operands,
-                   Tensor &result) {
+static void einsum(const EinsumSpec &spec, llvm::ArrayRef<Tensor> operands, Tensor &result) {
   std::string labels = spec.output;
   for (const std::string &term : spec.inputs)
     for (char c : term)
@@ -121,8 +112,7 @@ static void einsum(const EinsumSpec &spec, llvm::ArrayRef<Tensor> operands,
   // strides[t][l]: the step of operand t's flat index when label l steps;
   // entry numOperands is the result.
   std::vector<Shape> strides(numOperands + 1, Shape(numLabels, 0));
-  auto addTerm = [&](llvm::StringRef term, llvm::ArrayRef<int64_t> shape,
-                     Shape &termStrides) {
+  auto addTerm = [&](llvm::StringRef term, llvm::ArrayRef<int64_t> shape, Shape &termStrides) {
     Shape dimStrides = stridesOf(shape);
     for (auto [d, c] : llvm::enumerate(term)) {
       size_t l = labels.find(c);
@@ -158,14 +148,12 @@ static void einsum(const EinsumSpec &spec, llvm::ArrayRef<Tensor> operands,
   result.roundToDType();
 }
 
-static LogicalResult einsumKernel(Operation *op,
-                                  llvm::ArrayRef<Tensor> operands,
+static LogicalResult einsumKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                   llvm::SmallVectorImpl<Tensor> &results,
                                   const ExecOptions &options) {
   auto einsumOp = llvm::cast<EinsumOp>(op);
-  auto spec = parseEinsum(einsumOp.getEquation(), [&](const llvm::Twine &msg) {
-    (void)op->emitError(msg);
-  });
+  auto spec = parseEinsum(einsumOp.getEquation(),
+                          [&](const llvm::Twine &msg) { (void)op->emitError(msg); });
   if (failed(spec))
     return failure();
   Tensor result(resultDType(op, 0, options), einsumOp.getType().getShape());

@@ -60,9 +60,8 @@ static void stridedStore(llvm::ArrayRef<T> in, llvm::MutableArrayRef<T> out,
 
 /// The result of `op` read from `input` through `offset` and `strides` (see
 /// stridedCopy): transpose, slice and expand differ only in those.
-static Tensor stridedView(Operation *op, const ExecOptions &options,
-                          const Tensor &input, int64_t offset,
-                          llvm::ArrayRef<int64_t> strides) {
+static Tensor stridedView(Operation *op, const ExecOptions &options, const Tensor &input,
+                          int64_t offset, llvm::ArrayRef<int64_t> strides) {
   auto shape = llvm::cast<ShapedType>(op->getResult(0).getType()).getShape();
   Tensor result(resultDType(op, 0, options), shape);
   if (result.isFloat())
@@ -74,27 +73,21 @@ static Tensor stridedView(Operation *op, const ExecOptions &options,
 
 /// Copies `count` elements of `from`, starting at `fromIndex`, to `to` at
 /// `toIndex`; both tensors have the same dtype.
-static void copyElements(const Tensor &from, int64_t fromIndex, Tensor &to,
-                         int64_t toIndex, int64_t count) {
+static void copyElements(const Tensor &from, int64_t fromIndex, Tensor &to, int64_t toIndex,
+                         int64_t count) {
   if (from.isFloat())
-    std::copy_n(from.floats().begin() + fromIndex, count,
-                to.floats().begin() + toIndex);
+    std::copy_n(from.floats().begin() + fromIndex, count, to.floats().begin() + toIndex);
   else
-    std::copy_n(from.ints().begin() + fromIndex, count,
-                to.ints().begin() + toIndex);
+    std::copy_n(from.ints().begin() + fromIndex, count, to.ints().begin() + toIndex);
 }
 
-static LogicalResult reshapeKernel(Operation *op,
-                                   llvm::ArrayRef<Tensor> operands,
-                                   llvm::SmallVectorImpl<Tensor> &results,
-                                   const ExecOptions &) {
-  results.push_back(
-      operands[0].reshaped(llvm::cast<ReshapeOp>(op).getType().getShape()));
+static LogicalResult reshapeKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                   llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &) {
+  results.push_back(operands[0].reshaped(llvm::cast<ReshapeOp>(op).getType().getShape()));
   return success();
 }
 
-static LogicalResult transposeKernel(Operation *op,
-                                     llvm::ArrayRef<Tensor> operands,
+static LogicalResult transposeKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                      llvm::SmallVectorImpl<Tensor> &results,
                                      const ExecOptions &options) {
   const Tensor &input = operands[0];
@@ -107,12 +100,10 @@ static LogicalResult transposeKernel(Operation *op,
 
 /// The flat offset of a slice's first element in a tensor of shape `shape`
 /// and the flat strides of its dimensions there.
-static int64_t sliceStrides(llvm::ArrayRef<int64_t> shape,
-                            llvm::ArrayRef<int64_t> starts,
+static int64_t sliceStrides(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> starts,
                             llvm::ArrayRef<int64_t> steps, Shape &strides) {
   int64_t offset = 0;
-  for (auto [start, step, stride] :
-       llvm::zip(starts, steps, stridesOf(shape))) {
+  for (auto [start, step, stride] : llvm::zip(starts, steps, stridesOf(shape))) {
     offset += start * stride;
     strides.push_back(step * stride);
   }
@@ -125,38 +116,32 @@ static LogicalResult sliceKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
   auto slice = llvm::cast<SliceOp>(op);
   const Tensor &input = operands[0];
   Shape strides;
-  int64_t offset =
-      sliceStrides(input.shape(), slice.getStarts(), slice.getSteps(), strides);
+  int64_t offset = sliceStrides(input.shape(), slice.getStarts(), slice.getSteps(), strides);
   results.push_back(stridedView(op, options, input, offset, strides));
   return success();
 }
 
-static LogicalResult insertSliceKernel(Operation *op,
-                                       llvm::ArrayRef<Tensor> operands,
+static LogicalResult insertSliceKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                        llvm::SmallVectorImpl<Tensor> &results,
                                        const ExecOptions &) {
   auto insert = llvm::cast<InsertSliceOp>(op);
   const Tensor &source = operands[0];
   Tensor result = operands[1];
   Shape strides;
-  int64_t offset = sliceStrides(result.shape(), insert.getStarts(),
-                                insert.getSteps(), strides);
+  int64_t offset = sliceStrides(result.shape(), insert.getStarts(), insert.getSteps(), strides);
   if (result.isFloat())
-    stridedStore(source.floats(), result.floats(), source.shape(), offset,
-                 strides);
+    stridedStore(source.floats(), result.floats(), source.shape(), offset, strides);
   else
     stridedStore(source.ints(), result.ints(), source.shape(), offset, strides);
   results.push_back(std::move(result));
   return success();
 }
 
-static LogicalResult expandKernel(Operation *op,
-                                  llvm::ArrayRef<Tensor> operands,
+static LogicalResult expandKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                   llvm::SmallVectorImpl<Tensor> &results,
                                   const ExecOptions &options) {
   const Tensor &input = operands[0];
-  int64_t rank = llvm::cast<ExpandOp>(op).getType().getRank(),
-          offset = rank - input.rank();
+  int64_t rank = llvm::cast<ExpandOp>(op).getType().getRank(), offset = rank - input.rank();
   Shape inStrides = stridesOf(input.shape());
   // Broadcast dimensions (missing or of size 1) read the same element.
   Shape strides(rank, 0);
@@ -167,8 +152,7 @@ static LogicalResult expandKernel(Operation *op,
   return success();
 }
 
-static LogicalResult concatKernel(Operation *op,
-                                  llvm::ArrayRef<Tensor> operands,
+static LogicalResult concatKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                   llvm::SmallVectorImpl<Tensor> &results,
                                   const ExecOptions &options) {
   auto concat = llvm::cast<ConcatOp>(op);
@@ -190,8 +174,7 @@ static LogicalResult concatKernel(Operation *op,
 
 /// The rows `indices` name along an axis of size `n`, negative ones counted
 /// from the end; an index outside [-n, n) is an error at `op`.
-static FailureOr<Shape> axisRows(Operation *op, const Tensor &indices,
-                                 int64_t n) {
+static FailureOr<Shape> axisRows(Operation *op, const Tensor &indices, int64_t n) {
   Shape rows;
   for (int64_t idx : indices.ints()) {
     if (idx < -n || idx >= n)
@@ -202,8 +185,7 @@ static FailureOr<Shape> axisRows(Operation *op, const Tensor &indices,
   return rows;
 }
 
-static LogicalResult gatherKernel(Operation *op,
-                                  llvm::ArrayRef<Tensor> operands,
+static LogicalResult gatherKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                   llvm::SmallVectorImpl<Tensor> &results,
                                   const ExecOptions &options) {
   auto gather = llvm::cast<GatherOp>(op);
@@ -219,8 +201,7 @@ static LogicalResult gatherKernel(Operation *op,
   int64_t numRows = rows->size();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < numRows; ++i)
-      copyElements(data, (o * n + (*rows)[i]) * inner, result,
-                   (o * numRows + i) * inner, inner);
+      copyElements(data, (o * n + (*rows)[i]) * inner, result, (o * numRows + i) * inner, inner);
   results.push_back(std::move(result));
   return success();
 }
@@ -229,24 +210,20 @@ static LogicalResult gatherKernel(Operation *op,
 /// `rows[i]` of `out` (an (outer, n, inner) view), in `T`: double, or
 /// uint64_t so that integer sums wrap around instead of overflowing.
 template <typename T, typename Elements>
-static void scatterAdd(llvm::ArrayRef<Elements> updates,
-                       llvm::MutableArrayRef<Elements> out,
-                       llvm::ArrayRef<int64_t> rows, int64_t outer, int64_t n,
-                       int64_t inner) {
+static void scatterAdd(llvm::ArrayRef<Elements> updates, llvm::MutableArrayRef<Elements> out,
+                       llvm::ArrayRef<int64_t> rows, int64_t outer, int64_t n, int64_t inner) {
   int64_t numRows = rows.size();
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < numRows; ++i) {
       const Elements *from = updates.data() + (o * numRows + i) * inner;
       Elements *to = out.data() + (o * n + rows[i]) * inner;
       for (int64_t j = 0; j < inner; ++j)
-        to[j] = static_cast<Elements>(static_cast<T>(to[j]) +
-                                      static_cast<T>(from[j]));
+        to[j] = static_cast<Elements>(static_cast<T>(to[j]) + static_cast<T>(from[j]));
     }
   }
 }
 
-static LogicalResult scatterAddKernel(Operation *op,
-                                      llvm::ArrayRef<Tensor> operands,
+static LogicalResult scatterAddKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                       llvm::SmallVectorImpl<Tensor> &results,
                                       const ExecOptions &options) {
   auto scatter = llvm::cast<ScatterAddOp>(op);
@@ -260,8 +237,7 @@ static LogicalResult scatterAddKernel(Operation *op,
     return failure();
   Tensor result(resultDType(op, 0, options), shape);
   if (result.isFloat())
-    scatterAdd<double>(updates.floats(), result.floats(), *rows, outer, n,
-                       inner);
+    scatterAdd<double>(updates.floats(), result.floats(), *rows, outer, n, inner);
   else
     scatterAdd<uint64_t>(updates.ints(), result.ints(), *rows, outer, n, inner);
   result.roundToDType();
@@ -277,8 +253,7 @@ static LogicalResult triluKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
   bool upper = trilu.getUpper();
   int64_t k = trilu.getKAttr().getInt();
   llvm::ArrayRef<int64_t> shape = input.shape();
-  int64_t rank = shape.size(), numRows = shape[rank - 2],
-          numCols = shape[rank - 1];
+  int64_t rank = shape.size(), numRows = shape[rank - 2], numCols = shape[rank - 1];
   Tensor result(resultDType(op, 0, options), shape);
   for (int64_t i = 0; i < input.numElements(); ++i) {
     int64_t row = i / numCols % numRows, col = i % numCols;

@@ -35,8 +35,7 @@ template <typename T> static T load(const Tensor &tensor, int64_t index) {
 }
 
 /// Stores a computed value, rounding or wrapping it to the tensor's dtype.
-template <typename T>
-static void store(Tensor &tensor, int64_t index, T value) {
+template <typename T> static void store(Tensor &tensor, int64_t index, T value) {
   if constexpr (std::is_floating_point_v<T>)
     tensor.setDouble(index, value);
   else
@@ -144,13 +143,9 @@ template <typename T> static bool isNaN(T x) {
 }
 
 /// max and min propagate NaN, as numpy and PyTorch do.
-template <typename T> static T maximum(T x, T y) {
-  return isNaN(x) || x > y ? x : y;
-}
+template <typename T> static T maximum(T x, T y) { return isNaN(x) || x > y ? x : y; }
 
-template <typename T> static T minimum(T x, T y) {
-  return isNaN(x) || x < y ? x : y;
-}
+template <typename T> static T minimum(T x, T y) { return isNaN(x) || x < y ? x : y; }
 
 template <typename T> static T absolute(T x) {
   if constexpr (std::is_floating_point_v<T>)
@@ -198,41 +193,38 @@ static LogicalResult castKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
 /// A kernel applying `fn` to every element; `fn` takes and returns the
 /// compute type of the operand.
 template <typename Fn> static Kernel unaryKernel(Fn fn) {
-  return
-      [fn](Operation *op, llvm::ArrayRef<Tensor> operands,
-           llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &options) {
-        const Tensor &input = operands[0];
-        Tensor result(resultDType(op, 0, options), input.shape());
-        visitComputeType(input.dtype(), [&](auto zero) {
-          using T = decltype(zero);
-          for (int64_t i = 0; i < input.numElements(); ++i)
-            store(result, i, fn(load<T>(input, i)));
-        });
-        results.push_back(std::move(result));
-        return success();
-      };
+  return [fn](Operation *op, llvm::ArrayRef<Tensor> operands,
+              llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &options) {
+    const Tensor &input = operands[0];
+    Tensor result(resultDType(op, 0, options), input.shape());
+    visitComputeType(input.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      for (int64_t i = 0; i < input.numElements(); ++i)
+        store(result, i, fn(load<T>(input, i)));
+    });
+    results.push_back(std::move(result));
+    return success();
+  };
 }
 
 /// A kernel for the ops that ODS restricts to float tensors.
 static Kernel floatUnaryKernel(double (*fn)(double)) {
-  return
-      [fn](Operation *op, llvm::ArrayRef<Tensor> operands,
-           llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &options) {
-        const Tensor &input = operands[0];
-        Tensor result(resultDType(op, 0, options), input.shape());
-        for (int64_t i = 0; i < input.numElements(); ++i)
-          result.setDouble(i, fn(input.floats()[i]));
-        results.push_back(std::move(result));
-        return success();
-      };
+  return [fn](Operation *op, llvm::ArrayRef<Tensor> operands,
+              llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &options) {
+    const Tensor &input = operands[0];
+    Tensor result(resultDType(op, 0, options), input.shape());
+    for (int64_t i = 0; i < input.numElements(); ++i)
+      result.setDouble(i, fn(input.floats()[i]));
+    results.push_back(std::move(result));
+    return success();
+  };
 }
 
 /// A kernel applying `fn` to the broadcast operands; `fn` takes the compute
 /// type of the operands and returns it or bool.
 template <typename Fn> static Kernel binaryKernel(Fn fn) {
   return [fn](Operation *op, llvm::ArrayRef<Tensor> operands,
-              llvm::SmallVectorImpl<Tensor> &results,
-              const ExecOptions &options) {
+              llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &options) {
     const Tensor &lhs = operands[0], &rhs = operands[1];
     auto shape = llvm::cast<ShapedType>(op->getResult(0).getType()).getShape();
     Tensor result(resultDType(op, 0, options), shape);
@@ -260,8 +252,7 @@ static LogicalResult whereKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
   auto shape = llvm::cast<WhereOp>(op).getType().getShape();
   Tensor result(resultDType(op, 0, options), shape);
   std::vector<int64_t> c = broadcastMap(condition.shape(), shape),
-                       xi = broadcastMap(x.shape(), shape),
-                       yi = broadcastMap(y.shape(), shape);
+                       xi = broadcastMap(x.shape(), shape), yi = broadcastMap(y.shape(), shape);
   // x, y and the result share their dtype, so values are copied unchanged.
   for (int64_t i = 0; i < result.numElements(); ++i) {
     bool pick = condition.ints()[c[i]];
@@ -289,26 +280,19 @@ void registerElementwiseKernels(KernelRegistry &registry) {
   registry.add<LogOp>(floatUnaryKernel([](double x) { return std::log(x); }));
   registry.add<ErfOp>(floatUnaryKernel([](double x) { return std::erf(x); }));
   registry.add<TanhOp>(floatUnaryKernel([](double x) { return std::tanh(x); }));
-  registry.add<SigmoidOp>(
-      floatUnaryKernel([](double x) { return 1 / (1 + std::exp(-x)); }));
+  registry.add<SigmoidOp>(floatUnaryKernel([](double x) { return 1 / (1 + std::exp(-x)); }));
   registry.add<SinOp>(floatUnaryKernel([](double x) { return std::sin(x); }));
   registry.add<CosOp>(floatUnaryKernel([](double x) { return std::cos(x); }));
-  registry.add<FloorOp>(
-      floatUnaryKernel([](double x) { return std::floor(x); }));
+  registry.add<FloorOp>(floatUnaryKernel([](double x) { return std::floor(x); }));
   registry.add<CeilOp>(floatUnaryKernel([](double x) { return std::ceil(x); }));
 
   registry.add<AddOp>(binaryKernel([](auto x, auto y) { return add(x, y); }));
-  registry.add<SubOp>(
-      binaryKernel([](auto x, auto y) { return subtract(x, y); }));
-  registry.add<MulOp>(
-      binaryKernel([](auto x, auto y) { return multiply(x, y); }));
-  registry.add<DivOp>(
-      binaryKernel([](auto x, auto y) { return divide(x, y); }));
+  registry.add<SubOp>(binaryKernel([](auto x, auto y) { return subtract(x, y); }));
+  registry.add<MulOp>(binaryKernel([](auto x, auto y) { return multiply(x, y); }));
+  registry.add<DivOp>(binaryKernel([](auto x, auto y) { return divide(x, y); }));
   registry.add<PowOp>(binaryKernel([](auto x, auto y) { return power(x, y); }));
-  registry.add<MaxOp>(
-      binaryKernel([](auto x, auto y) { return maximum(x, y); }));
-  registry.add<MinOp>(
-      binaryKernel([](auto x, auto y) { return minimum(x, y); }));
+  registry.add<MaxOp>(binaryKernel([](auto x, auto y) { return maximum(x, y); }));
+  registry.add<MinOp>(binaryKernel([](auto x, auto y) { return minimum(x, y); }));
   registry.add<EqualOp>(binaryKernel([](auto x, auto y) { return x == y; }));
   registry.add<LessOp>(binaryKernel([](auto x, auto y) { return x < y; }));
   registry.add<GreaterOp>(binaryKernel([](auto x, auto y) { return x > y; }));

@@ -7,8 +7,7 @@ using namespace mlir;
 
 namespace ppc {
 
-static LogicalResult nllLossKernel(Operation *op,
-                                   llvm::ArrayRef<Tensor> operands,
+static LogicalResult nllLossKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                    llvm::SmallVectorImpl<Tensor> &results,
                                    const ExecOptions &options) {
   auto nllLoss = llvm::cast<NllLossOp>(op);
@@ -30,8 +29,8 @@ static LogicalResult nllLossKernel(Operation *op,
       if (ignoreIndex && t == *ignoreIndex)
         continue;
       if (t < 0 || t >= numClasses)
-        return op->emitError() << "nll_loss target " << t
-                               << " out of range [0, " << numClasses << ")";
+        return op->emitError() << "nll_loss target " << t << " out of range [0, " << numClasses
+                               << ")";
       double w = weight ? weight->floats()[t] : 1.0;
       losses[i] = -input.floats()[(n * numClasses + t) * inner + j] * w;
       lossSum += losses[i];
@@ -57,8 +56,6 @@ static LogicalResult nllLossKernel(Operation *op,
   return success();
 }
 
-void registerLossKernels(KernelRegistry &registry) {
-  registry.add<NllLossOp>(nllLossKernel);
-}
+void registerLossKernels(KernelRegistry &registry) { registry.add<NllLossOp>(nllLossKernel); }
 
 } // namespace ppc

@@ -19,8 +19,7 @@ namespace ppc {
 /// softmax or log_softmax along the op's axis, in the max-subtracted form,
 /// over the (outer, axis, inner) decomposition of the input.
 template <typename OpT>
-static LogicalResult softmaxKernel(Operation *op,
-                                   llvm::ArrayRef<Tensor> operands,
+static LogicalResult softmaxKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                    llvm::SmallVectorImpl<Tensor> &results,
                                    const ExecOptions &options) {
   constexpr bool isLog = std::is_same_v<OpT, LogSoftmaxOp>;
@@ -45,8 +44,7 @@ static LogicalResult softmaxKernel(Operation *op,
         sum += exps[k];
       }
       for (int64_t k = 0; k < size; ++k)
-        result.setDouble(base + k * inner,
-                         isLog ? shifted[k] - std::log(sum) : exps[k] / sum);
+        result.setDouble(base + k * inner, isLog ? shifted[k] - std::log(sum) : exps[k] / sum);
     }
   }
   results.push_back(std::move(result));
@@ -55,19 +53,15 @@ static LogicalResult softmaxKernel(Operation *op,
 
 /// For each element of the normalized shape, the flat index of the scale or
 /// bias element broadcast to it.
-static std::vector<int64_t> paramIndices(const Tensor &param,
-                                         llvm::ArrayRef<int64_t> normalized) {
-  Shape strides = stridesOf(normalized),
-        paramStrides = stridesOf(param.shape());
+static std::vector<int64_t> paramIndices(const Tensor &param, llvm::ArrayRef<int64_t> normalized) {
+  Shape strides = stridesOf(normalized), paramStrides = stridesOf(param.shape());
   std::vector<int64_t> indices(numElements(normalized));
   for (int64_t i = 0, e = indices.size(); i < e; ++i)
-    indices[i] =
-        broadcastIndex(i, normalized, strides, param.shape(), paramStrides);
+    indices[i] = broadcastIndex(i, normalized, strides, param.shape(), paramStrides);
   return indices;
 }
 
-static LogicalResult layerNormKernel(Operation *op,
-                                     llvm::ArrayRef<Tensor> operands,
+static LogicalResult layerNormKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                      llvm::SmallVectorImpl<Tensor> &results,
                                      const ExecOptions &options) {
   auto layerNorm = llvm::cast<LayerNormOp>(op);
@@ -77,8 +71,7 @@ static LogicalResult layerNormKernel(Operation *op,
   llvm::ArrayRef<int64_t> shape = input.shape();
   int64_t axis = layerNorm.getAxis();
   llvm::ArrayRef<int64_t> normalized = shape.drop_front(axis);
-  int64_t outer = numElements(shape.take_front(axis)),
-          size = numElements(normalized);
+  int64_t outer = numElements(shape.take_front(axis)), size = numElements(normalized);
   std::vector<int64_t> scaleIndex = paramIndices(scale, normalized);
   std::vector<int64_t> biasIndex;
   if (bias)

@@ -32,8 +32,7 @@ struct Sum {
   template <typename T> static T identity() { return 0; }
   template <typename T> static T combine(T x, T y) {
     if constexpr (std::is_integral_v<T>)
-      return static_cast<T>(static_cast<uint64_t>(x) +
-                            static_cast<uint64_t>(y));
+      return static_cast<T>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
     else
       return x + y;
   }
@@ -43,8 +42,7 @@ struct Prod {
   template <typename T> static T identity() { return 1; }
   template <typename T> static T combine(T x, T y) {
     if constexpr (std::is_integral_v<T>)
-      return static_cast<T>(static_cast<uint64_t>(x) *
-                            static_cast<uint64_t>(y));
+      return static_cast<T>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
     else
       return x * y;
   }
@@ -58,9 +56,7 @@ struct Max {
     else
       return std::numeric_limits<T>::min();
   }
-  template <typename T> static T combine(T x, T y) {
-    return isNaN(x) || x > y ? x : y;
-  }
+  template <typename T> static T combine(T x, T y) { return isNaN(x) || x > y ? x : y; }
 };
 
 struct Min {
@@ -70,9 +66,7 @@ struct Min {
     else
       return std::numeric_limits<T>::max();
   }
-  template <typename T> static T combine(T x, T y) {
-    return isNaN(x) || x < y ? x : y;
-  }
+  template <typename T> static T combine(T x, T y) { return isNaN(x) || x < y ? x : y; }
 };
 } // namespace
 
@@ -86,8 +80,7 @@ template <typename T> static std::vector<T> valuesAs(const Tensor &tensor) {
 /// Reduces `values`, of shape `shape`, over `axes`; the reduced dimensions
 /// keep size 1. Returns the number of elements combined into each result.
 template <typename Reduction, typename T>
-static int64_t reduce(std::vector<T> &values, Shape shape,
-                      llvm::ArrayRef<int64_t> axes) {
+static int64_t reduce(std::vector<T> &values, Shape shape, llvm::ArrayRef<int64_t> axes) {
   int64_t count = 1;
   for (int64_t axis : llvm::reverse(axes)) {
     llvm::ArrayRef<int64_t> dims = shape;
@@ -110,8 +103,7 @@ static int64_t reduce(std::vector<T> &values, Shape shape,
 }
 
 template <typename OpT, typename Reduction>
-static LogicalResult reduceKernel(Operation *op,
-                                  llvm::ArrayRef<Tensor> operands,
+static LogicalResult reduceKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                   llvm::SmallVectorImpl<Tensor> &results,
                                   const ExecOptions &options) {
   auto reduceOp = llvm::cast<OpT>(op);
@@ -120,8 +112,7 @@ static LogicalResult reduceKernel(Operation *op,
   auto run = [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> values = valuesAs<T>(input);
-    int64_t count =
-        reduce<Reduction>(values, Shape(input.shape()), reduceOp.getAxes());
+    int64_t count = reduce<Reduction>(values, Shape(input.shape()), reduceOp.getAxes());
     for (int64_t i = 0, e = values.size(); i < e; ++i) {
       T value = values[i];
       if constexpr (std::is_same_v<OpT, ReduceMeanOp>) {

@@ -8,8 +8,7 @@ using namespace mlir;
 
 namespace ppc {
 
-template <typename OpT>
-static LogicalResult importUnary(NodeImporter &n) {
+template <typename OpT> static LogicalResult importUnary(NodeImporter &n) {
   auto x = n.input(0);
   if (failed(x))
     return failure();
@@ -24,8 +23,7 @@ static LogicalResult checkNoLegacyBroadcast(NodeImporter &n) {
   return success();
 }
 
-template <typename OpT>
-static LogicalResult importBinary(NodeImporter &n) {
+template <typename OpT> static LogicalResult importBinary(NodeImporter &n) {
   if (failed(checkNoLegacyBroadcast(n)))
     return failure();
   auto lhs = n.input(0), rhs = n.input(1);
@@ -35,8 +33,7 @@ static LogicalResult importBinary(NodeImporter &n) {
 }
 
 /// `not(op(lhs, rhs))`: LessOrEqual and GreaterOrEqual.
-template <typename OpT>
-static LogicalResult importNegatedCompare(NodeImporter &n) {
+template <typename OpT> static LogicalResult importNegatedCompare(NodeImporter &n) {
   auto lhs = n.input(0), rhs = n.input(1);
   if (failed(lhs) || failed(rhs))
     return failure();
@@ -47,8 +44,7 @@ static LogicalResult importNegatedCompare(NodeImporter &n) {
 }
 
 /// Max, Min and Sum take any number of inputs; they fold left.
-template <typename OpT>
-static FailureOr<Value> foldInputs(NodeImporter &n) {
+template <typename OpT> static FailureOr<Value> foldInputs(NodeImporter &n) {
   auto acc = n.input(0);
   for (int i = 1; i < n.numInputs() && succeeded(acc); ++i) {
     auto next = n.input(i);
@@ -59,8 +55,7 @@ static FailureOr<Value> foldInputs(NodeImporter &n) {
   return acc;
 }
 
-template <typename OpT>
-static LogicalResult importVariadic(NodeImporter &n) {
+template <typename OpT> static LogicalResult importVariadic(NodeImporter &n) {
   return n.result(foldInputs<OpT>(n));
 }
 

@@ -43,11 +43,9 @@ static FailureOr<Value> flatElementIndices(NodeImporter &n, Value data, Value in
                                            int64_t axis) {
   auto dataType = NodeImporter::typeOf(data), indexType = NodeImporter::typeOf(indices);
   int64_t rank = dataType.getRank();
-  if (indexType.getRank() != rank)
-  {
-    (void)n.error(llvm::formatv("indices have rank {0}, the data rank {1}",
-                                indexType.getRank(), rank)
-                      .str());
+  if (indexType.getRank() != rank) {
+    (void)n.error(
+        llvm::formatv("indices have rank {0}, the data rank {1}", indexType.getRank(), rank).str());
     return failure();
   }
   llvm::ArrayRef<int64_t> dataShape = dataType.getShape(), indexShape = indexType.getShape();
@@ -55,8 +53,7 @@ static FailureOr<Value> flatElementIndices(NodeImporter &n, Value data, Value in
   for (int64_t d = rank - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * dataShape[d + 1];
   for (int64_t d = 0; d < rank; ++d)
-    if (d != axis && indexShape[d] > dataShape[d])
-    {
+    if (d != axis && indexShape[d] > dataShape[d]) {
       (void)n.error(llvm::formatv("indices dimension {0} ({1}) exceeds the data's ({2})", d,
                                   indexShape[d], dataShape[d])
                         .str());
@@ -100,8 +97,7 @@ static FailureOr<Value> flatElementIndices(NodeImporter &n, Value data, Value in
 /// GatherElements as a gather from the flattened data at the flat positions
 /// of the indices: every behaviour is then the gather's, and with constant
 /// indices (GPT-J's rotary table) it all folds.
-static FailureOr<Value> gatherElements(NodeImporter &n, Value data, Value indices,
-                                       int64_t axis) {
+static FailureOr<Value> gatherElements(NodeImporter &n, Value data, Value indices, int64_t axis) {
   auto flat = flatElementIndices(n, data, indices, axis);
   if (failed(flat))
     return failure();
@@ -137,8 +133,7 @@ static LogicalResult importScatterElements(NodeImporter &n) {
     return failure();
   std::string reduction = n.stringAttr("reduction", "none");
   if (reduction != "none" && reduction != "add")
-    return n.error("reduction '" + printable(reduction) +
-                   "' is not supported (none and add are)");
+    return n.error("reduction '" + printable(reduction) + "' is not supported (none and add are)");
   auto flat = flatElementIndices(n, *data, *indices, *axis);
   if (failed(flat))
     return failure();
@@ -158,8 +153,7 @@ static LogicalResult importScatterElements(NodeImporter &n) {
   one.setInt(0, 1);
   auto ones = n.splat(one, NodeImporter::typeOf(*updates).getShape());
   auto countType = RankedTensorType::get({total}, n.builder().getI64Type());
-  auto hits = n.createTyped<ScatterAddOp>(countType, ones, *flat,
-                                          int64_t(0));
+  auto hits = n.createTyped<ScatterAddOp>(countType, ones, *flat, int64_t(0));
   if (failed(hits))
     return failure();
   auto hitShape = n.reshape(*hits, dataType.getShape());
@@ -280,10 +274,10 @@ static LogicalResult importOneHot(NodeImporter &n) {
   auto flatValues = n.reshape(*values, {2});
   if (failed(hot) || failed(flatValues))
     return failure();
-  auto off = n.create<SliceOp>(*flatValues, llvm::ArrayRef<int64_t>{0},
-                               llvm::ArrayRef<int64_t>{1}, llvm::ArrayRef<int64_t>{1});
-  auto on = n.create<SliceOp>(*flatValues, llvm::ArrayRef<int64_t>{1},
-                              llvm::ArrayRef<int64_t>{2}, llvm::ArrayRef<int64_t>{1});
+  auto off = n.create<SliceOp>(*flatValues, llvm::ArrayRef<int64_t>{0}, llvm::ArrayRef<int64_t>{1},
+                               llvm::ArrayRef<int64_t>{1});
+  auto on = n.create<SliceOp>(*flatValues, llvm::ArrayRef<int64_t>{1}, llvm::ArrayRef<int64_t>{2},
+                              llvm::ArrayRef<int64_t>{1});
   if (failed(off) || failed(on))
     return failure();
   auto offScalar = n.reshape(*off, {}), onScalar = n.reshape(*on, {});
@@ -301,11 +295,10 @@ static LogicalResult importNonZero(NodeImporter &n) {
     return failure();
   std::optional<Tensor> value = n.constantValue(*x);
   if (!value)
-    return n.error(
-        "the result's shape depends on the data and ppc compiles static shapes "
-        "(a mixture-of-experts router needs its dense form: export with "
-        "python/ppc_export.py), so input 0 ('" +
-        printable(n.node().input(0)) + "') must be a compile-time constant");
+    return n.error("the result's shape depends on the data and ppc compiles static shapes "
+                   "(a mixture-of-experts router needs its dense form: export with "
+                   "python/ppc_export.py), so input 0 ('" +
+                   printable(n.node().input(0)) + "') must be a compile-time constant");
   // A scalar counts as one element of one dimension (numpy's nonzero).
   Shape shape(value->shape());
   if (shape.empty())

@@ -78,9 +78,8 @@ static FailureOr<std::string> explicitEinsum(NodeImporter &n, std::string equati
   llvm::SmallVector<llvm::StringRef> terms;
   lhs.split(terms, ',');
   if (terms.size() != ranks.size())
-    return n.error("equation '" + printable(equation) + "' has " +
-                   llvm::Twine(terms.size()) + " terms for " +
-                   llvm::Twine(ranks.size()) + " inputs");
+    return n.error("equation '" + printable(equation) + "' has " + llvm::Twine(terms.size()) +
+                   " terms for " + llvm::Twine(ranks.size()) + " inputs");
   std::string used;
   for (char c : equation)
     if (llvm::isAlpha(c))
@@ -92,10 +91,9 @@ static FailureOr<std::string> explicitEinsum(NodeImporter &n, std::string equati
     if (!term.contains("..."))
       continue;
     if (letters > rank)
-      return n.error("equation term '" + printable(term) + "' has " +
-                     llvm::Twine(letters) +
-                     " letters besides its ellipsis, but input " +
-                     llvm::Twine(i) + " has rank " + llvm::Twine(rank));
+      return n.error("equation term '" + printable(term) + "' has " + llvm::Twine(letters) +
+                     " letters besides its ellipsis, but input " + llvm::Twine(i) + " has rank " +
+                     llvm::Twine(rank));
     ellipsisRank = std::max(ellipsisRank, rank - letters);
   }
   std::string fresh;
@@ -149,8 +147,7 @@ static LogicalResult importEinsum(NodeImporter &n) {
 /// Reduce ops: axes from an input (ReduceSum from opset 13, the others from
 /// 18) or an attribute; empty axes reduce everything unless
 /// noop_with_empty_axes.
-template <typename OpT>
-static LogicalResult importReduce(NodeImporter &n) {
+template <typename OpT> static LogicalResult importReduce(NodeImporter &n) {
   auto x = n.input(0);
   if (failed(x))
     return failure();
@@ -187,8 +184,7 @@ static LogicalResult importReduce(NodeImporter &n) {
 /// From opset 13 softmax runs along one axis (default -1). Before, the input
 /// is coerced to 2-D at `axis` (default 1) and normalized over the second
 /// dimension: a reshape around a softmax on the flattened trailing part.
-template <typename OpT>
-static LogicalResult importSoftmax(NodeImporter &n) {
+template <typename OpT> static LogicalResult importSoftmax(NodeImporter &n) {
   auto x = n.input(0);
   if (failed(x))
     return failure();

@@ -14,9 +14,8 @@ namespace ppc {
 /// LayerNormalization whose Mean and InvStdDev outputs are read: its defining
 /// composition, computed in `stash_type` (float by default) as ONNX
 /// specifies, with Y cast back to the input's type.
-static LogicalResult importLayerNormWithStatistics(NodeImporter &n, Value x,
-                                                   Value scale, Value bias,
-                                                   int64_t axis) {
+static LogicalResult importLayerNormWithStatistics(NodeImporter &n, Value x, Value scale,
+                                                   Value bias, int64_t axis) {
   auto stash = dtypeFromOnnx(n.intAttr("stash_type", onnx::TensorProto::FLOAT));
   if (!stash)
     return n.error(llvm::toString(stash.takeError()));
@@ -39,8 +38,7 @@ static LogicalResult importLayerNormWithStatistics(NodeImporter &n, Value x,
   auto variance = n.create<ReduceMeanOp>(*squared, axes, true);
   if (failed(variance))
     return failure();
-  auto shifted =
-      n.create<AddOp>(*variance, n.scalarLike(*variance, n.floatAttr("epsilon", 1e-5f)));
+  auto shifted = n.create<AddOp>(*variance, n.scalarLike(*variance, n.floatAttr("epsilon", 1e-5f)));
   if (failed(shifted))
     return failure();
   auto stddev = n.create<SqrtOp>(*shifted);
@@ -89,8 +87,7 @@ static FailureOr<LossReduction> lossReduction(NodeImporter &n) {
   std::string name = n.stringAttr("reduction", "mean");
   if (auto r = symbolizeLossReduction(name))
     return *r;
-  return n.error("reduction '" + printable(name) +
-                 "' is not one of none, sum, mean");
+  return n.error("reduction '" + printable(name) + "' is not one of none, sum, mean");
 }
 
 static IntegerAttr ignoreIndex(NodeImporter &n) {
@@ -111,8 +108,7 @@ static LogicalResult importNllLoss(NodeImporter &n) {
   auto reduction = lossReduction(n);
   if (failed(input) || failed(target) || failed(weight) || failed(reduction))
     return failure();
-  return n.result(n.create<NllLossOp>(*input, *target, *weight, *reduction,
-                                      ignoreIndex(n)));
+  return n.result(n.create<NllLossOp>(*input, *target, *weight, *reduction, ignoreIndex(n)));
 }
 
 /// SoftmaxCrossEntropyLoss = nll_loss(log_softmax(scores, axis 1)); the
@@ -129,8 +125,7 @@ static LogicalResult importSoftmaxCrossEntropy(NodeImporter &n) {
   if (failed(logProbs))
     return failure();
   n.setOutput(1, *logProbs);
-  return n.result(n.create<NllLossOp>(*logProbs, *labels, *weight, *reduction,
-                                      ignoreIndex(n)));
+  return n.result(n.create<NllLossOp>(*logProbs, *labels, *weight, *reduction, ignoreIndex(n)));
 }
 
 /// Gelu (opset 20) as its defining formula.
@@ -160,8 +155,7 @@ static LogicalResult importGelu(NodeImporter &n) {
       return failure();
     inner = n.create<TanhOp>(*cube);
   } else {
-    return n.error("approximate '" + printable(approximate) +
-                   "' is not one of none, tanh");
+    return n.error("approximate '" + printable(approximate) + "' is not one of none, tanh");
   }
   if (failed(inner) || failed(half))
     return failure();

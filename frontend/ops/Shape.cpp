@@ -108,23 +108,18 @@ static LogicalResult importConstantOfShape(NodeImporter &n) {
 /// Range's element count before clamping at 0, ceil((limit - start) / delta):
 /// for integers computed in 128 bits, where limit - start cannot wrap, and
 /// exact as a double up to 2^53, far past what is allowed; NaN for NaN bounds.
-static double rangeCount(const Tensor &start, const Tensor &limit,
-                         const Tensor &delta) {
+static double rangeCount(const Tensor &start, const Tensor &limit, const Tensor &delta) {
   if (start.isFloat())
-    return std::ceil((limit.getDouble(0) - start.getDouble(0)) /
-                     delta.getDouble(0));
-  __int128 span = __int128(limit.getInt(0)) - start.getInt(0),
-           step = delta.getInt(0);
+    return std::ceil((limit.getDouble(0) - start.getDouble(0)) / delta.getDouble(0));
+  __int128 span = __int128(limit.getInt(0)) - start.getInt(0), step = delta.getInt(0);
   return double(span / step + (span % step != 0 && (span < 0) == (step < 0)));
 }
 
 static LogicalResult importRange(NodeImporter &n) {
-  auto start = n.constantInput(0), limit = n.constantInput(1),
-       delta = n.constantInput(2);
+  auto start = n.constantInput(0), limit = n.constantInput(1), delta = n.constantInput(2);
   if (failed(start) || failed(limit) || failed(delta))
     return failure();
-  if (start->numElements() != 1 || limit->numElements() != 1 ||
-      delta->numElements() != 1)
+  if (start->numElements() != 1 || limit->numElements() != 1 || delta->numElements() != 1)
     return n.error("start, limit and delta must be scalars");
   double d = delta->getDouble(0);
   if (d == 0)
@@ -132,11 +127,10 @@ static LogicalResult importRange(NodeImporter &n) {
   // More than 2^40 elements take more than 2^40 bytes in any dtype.
   double count = rangeCount(*start, *limit, *delta);
   if (!(count <= double(kMaxTensorBytes)))
-    return n.error(
-        llvm::formatv("the result would have {0:e} elements; ppc allows one "
-                      "tensor at most 2^40 bytes (1 TiB)",
-                      count)
-            .str());
+    return n.error(llvm::formatv("the result would have {0:e} elements; ppc allows one "
+                                 "tensor at most 2^40 bytes (1 TiB)",
+                                 count)
+                       .str());
   int64_t elements = count > 0 ? int64_t(count) : 0;
   auto allocated = n.allocateConstant(start->dtype(), {elements}, "the result");
   if (failed(allocated))
@@ -169,8 +163,7 @@ static LogicalResult importReshape(NodeImporter &n) {
   for (auto [i, d] : llvm::enumerate(*target)) {
     if (d == 0 && !allowZero) {
       if (i >= static_cast<size_t>(type.getRank()))
-        return n.error("shape entry " + llvm::Twine(i) +
-                       " is 0 (copy) but the input has rank " +
+        return n.error("shape entry " + llvm::Twine(i) + " is 0 (copy) but the input has rank " +
                        llvm::Twine(type.getRank()));
       d = type.getDimSize(i);
     } else if (d == -1) {
@@ -185,8 +178,7 @@ static LogicalResult importReshape(NodeImporter &n) {
   }
   std::optional<int64_t> known = checkedElementCount(shape);
   if (!known)
-    return n.error("shape " + shapeString(shape) +
-                   " has more elements than an int64 holds");
+    return n.error("shape " + shapeString(shape) + " has more elements than an int64 holds");
   if (inferred >= 0) {
     if (*known == 0 || type.getNumElements() % *known != 0)
       return n.error("cannot infer the -1 dimension reshaping " +
@@ -203,12 +195,11 @@ static LogicalResult importFlatten(NodeImporter &n) {
   auto shape = NodeImporter::typeOf(*x).getShape();
   int64_t rank = shape.size(), axis = n.intAttr("axis", 1);
   if (axis < -rank || axis > rank)
-    return n.error("axis " + llvm::Twine(axis) + " is out of range for rank " +
-                   llvm::Twine(rank));
+    return n.error("axis " + llvm::Twine(axis) + " is out of range for rank " + llvm::Twine(rank));
   if (axis < 0)
     axis += rank;
-  return n.result(n.reshape(*x, {numElements(shape.take_front(axis)),
-                                 numElements(shape.drop_front(axis))}));
+  return n.result(
+      n.reshape(*x, {numElements(shape.take_front(axis)), numElements(shape.drop_front(axis))}));
 }
 
 /// Squeeze/Unsqueeze axes: an input from opset 13 on, an attribute before.
@@ -235,8 +226,8 @@ static LogicalResult importSqueeze(NodeImporter &n) {
     if (failed(axis))
       return failure();
     if (shape[*axis] != 1)
-      return n.error("cannot squeeze dimension " + llvm::Twine(*axis) +
-                     " of size " + llvm::Twine(shape[*axis]));
+      return n.error("cannot squeeze dimension " + llvm::Twine(*axis) + " of size " +
+                     llvm::Twine(shape[*axis]));
     drop[*axis] = true;
   }
   Shape result;
@@ -291,8 +282,7 @@ static LogicalResult importConcat(NodeImporter &n) {
   }
   if (!n.hasAttr("axis"))
     return n.error("attribute 'axis' is required");
-  auto axis = n.normalizeAxis(n.intAttr("axis", 0),
-                              NodeImporter::typeOf(inputs[0]).getRank());
+  auto axis = n.normalizeAxis(n.intAttr("axis", 0), NodeImporter::typeOf(inputs[0]).getRank());
   if (failed(axis))
     return failure();
   if (inputs.size() == 1) {
@@ -303,11 +293,10 @@ static LogicalResult importConcat(NodeImporter &n) {
 }
 
 /// A slice of `x` along `axis` only: [start, start + size).
-static FailureOr<Value> sliceAxis(NodeImporter &n, Value x, int64_t axis,
-                                  int64_t start, int64_t size) {
+static FailureOr<Value> sliceAxis(NodeImporter &n, Value x, int64_t axis, int64_t start,
+                                  int64_t size) {
   auto shape = NodeImporter::typeOf(x).getShape();
-  llvm::SmallVector<int64_t> starts(shape.size(), 0), limits(shape),
-      steps(shape.size(), 1);
+  llvm::SmallVector<int64_t> starts(shape.size(), 0), limits(shape), steps(shape.size(), 1);
   starts[axis] = start;
   limits[axis] = start + size;
   return n.create<SliceOp>(x, starts, limits, steps);
@@ -341,15 +330,14 @@ static LogicalResult importSplit(NodeImporter &n) {
       return n.error("the node has no outputs to split into");
     int64_t chunk = n.hasAttr("num_outputs") ? (dim + parts - 1) / parts : dim / parts;
     if (!n.hasAttr("num_outputs") && dim % parts != 0)
-      return n.error("dimension " + llvm::Twine(*axis) + " of size " +
-                     llvm::Twine(dim) + " does not split evenly into " +
-                     llvm::Twine(parts));
+      return n.error("dimension " + llvm::Twine(*axis) + " of size " + llvm::Twine(dim) +
+                     " does not split evenly into " + llvm::Twine(parts));
     for (int64_t i = 0, left = dim; i < parts; ++i, left -= chunk)
       sizes.push_back(std::min(chunk, left));
   }
   if (static_cast<int64_t>(sizes.size()) != outputs)
-    return n.error("split has " + llvm::Twine(sizes.size()) + " sizes for " +
-                   llvm::Twine(outputs) + " outputs");
+    return n.error("split has " + llvm::Twine(sizes.size()) + " sizes for " + llvm::Twine(outputs) +
+                   " outputs");
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0)
@@ -360,8 +348,8 @@ static LogicalResult importSplit(NodeImporter &n) {
     total = *sum;
   }
   if (total != dim)
-    return n.error("split sizes add up to " + llvm::Twine(total) +
-                   ", not the dimension's " + llvm::Twine(dim));
+    return n.error("split sizes add up to " + llvm::Twine(total) + ", not the dimension's " +
+                   llvm::Twine(dim));
   int64_t start = 0;
   for (auto [i, size] : llvm::enumerate(sizes)) {
     auto part = sliceAxis(n, *x, *axis, start, size);
@@ -421,8 +409,7 @@ static LogicalResult importSlice(NodeImporter &n) {
     if (failed(axis))
       return failure();
     if (*axis >= rank)
-      return n.error("axis " + llvm::Twine(axes[i]) +
-                     " is out of range for rank 0");
+      return n.error("axis " + llvm::Twine(axes[i]) + " is out of range for rank 0");
     if (seen[*axis])
       return n.error("axis " + llvm::Twine(*axis) + " repeats");
     seen[*axis] = true;
@@ -457,8 +444,7 @@ static LogicalResult importGather(NodeImporter &n) {
   auto data = n.input(0), indices = n.input(1);
   if (failed(data) || failed(indices))
     return failure();
-  auto axis = n.normalizeAxis(n.intAttr("axis", 0),
-                              NodeImporter::typeOf(*data).getRank());
+  auto axis = n.normalizeAxis(n.intAttr("axis", 0), NodeImporter::typeOf(*data).getRank());
   if (failed(axis))
     return failure();
   return n.result(n.create<GatherOp>(*data, *indices, *axis));
@@ -475,9 +461,9 @@ static LogicalResult importTile(NodeImporter &n) {
   auto type = NodeImporter::typeOf(*x);
   int64_t rank = type.getRank();
   if (int64_t(repeats->size()) != rank)
-    return n.error(llvm::formatv("repeats has {0} values for an input of rank {1}",
-                                 repeats->size(), rank)
-                       .str());
+    return n.error(
+        llvm::formatv("repeats has {0} values for an input of rank {1}", repeats->size(), rank)
+            .str());
   Shape split, expanded, merged;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t r = (*repeats)[d];
@@ -485,8 +471,7 @@ static LogicalResult importTile(NodeImporter &n) {
       return n.error(llvm::formatv("repeats[{0}] is {1}; expected >= 0", d, r).str());
     std::optional<int64_t> size = llvm::checkedMul(r, type.getDimSize(d));
     if (!size)
-      return n.error(llvm::formatv("repeats[{0}] = {1} makes dimension {0} overflow", d, r)
-                         .str());
+      return n.error(llvm::formatv("repeats[{0}] = {1} makes dimension {0} overflow", d, r).str());
     split.append({1, type.getDimSize(d)});
     expanded.append({r, type.getDimSize(d)});
     merged.push_back(*size);
@@ -512,8 +497,8 @@ static LogicalResult importExpand(NodeImporter &n) {
   if (failed(x) || failed(target))
     return failure();
   auto type = NodeImporter::typeOf(*x);
-  auto shape = broadcastShapes({type.getShape(), *target},
-                               [&](const llvm::Twine &m) { (void)n.error(m); });
+  auto shape =
+      broadcastShapes({type.getShape(), *target}, [&](const llvm::Twine &m) { (void)n.error(m); });
   if (failed(shape))
     return failure();
   if (type.getShape() == llvm::ArrayRef<int64_t>(*shape)) {

@@ -17,9 +17,7 @@ namespace ppc {
 
 namespace {
 
-bool isFloatTensor(Value v) {
-  return llvm::isa<FloatType>(getElementTypeOrSelf(v.getType()));
-}
+bool isFloatTensor(Value v) { return llvm::isa<FloatType>(getElementTypeOrSelf(v.getType())); }
 
 /// Values on a path from a parameter to the loss: only they need adjoints.
 llvm::DenseSet<Value> activeValues(func::FuncOp func, Value loss,
@@ -77,9 +75,8 @@ LogicalResult differentiate(func::FuncOp func) {
   }
   llvm::DenseMap<Value, Value> adjoint;
   adjoint[loss] = builder.create<ConstantOp>(
-      loss.getLoc(),
-      DenseElementsAttr::get(llvm::cast<RankedTensorType>(loss.getType()),
-                             builder.getFloatAttr(getElementTypeOrSelf(loss), 1.0)));
+      loss.getLoc(), DenseElementsAttr::get(llvm::cast<RankedTensorType>(loss.getType()),
+                                            builder.getFloatAttr(getElementTypeOrSelf(loss), 1.0)));
   // Everything built from here on is the backward of one forward op (the
   // seed, of the op that computes the loss).
   auto markBackward = [&](Operation *from, int64_t index) {
@@ -134,12 +131,11 @@ LogicalResult differentiate(func::FuncOp func) {
     if (!grad)
       grad = zerosLike(builder, func.getLoc(), llvm::cast<RankedTensorType>(arg.getType()));
     results.push_back(grad);
-    resultAttrs.push_back(builder.getDictionaryAttr(
-        builder.getNamedAttr(PpcDialect::kGradAttrName, name)));
+    resultAttrs.push_back(
+        builder.getDictionaryAttr(builder.getNamedAttr(PpcDialect::kGradAttrName, name)));
   }
   ret->setOperands(results);
-  func.setType(builder.getFunctionType(func.getArgumentTypes(),
-                                       ValueRange(results).getTypes()));
+  func.setType(builder.getFunctionType(func.getArgumentTypes(), ValueRange(results).getTypes()));
   func.setAllResultAttrs(resultAttrs);
   return success();
 }

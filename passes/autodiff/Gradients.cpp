@@ -35,14 +35,12 @@ bool GradientRegistry::isNonDifferentiable(Operation *op) const {
       return true;
   // Without a float result (comparisons, casts to integers) no adjoint flows
   // back, whatever the op.
-  return op->getNumResults() > 0 &&
-         llvm::none_of(op->getResultTypes(), [](Type type) {
+  return op->getNumResults() > 0 && llvm::none_of(op->getResultTypes(), [](Type type) {
            return llvm::isa<FloatType>(getElementTypeOrSelf(type));
          });
 }
 
-Value unbroadcast(OpBuilder &builder, Location loc, Value grad,
-                  RankedTensorType target) {
+Value unbroadcast(OpBuilder &builder, Location loc, Value grad, RankedTensorType target) {
   auto type = llvm::cast<RankedTensorType>(grad.getType());
   if (type == target)
     return grad;
@@ -60,8 +58,7 @@ Value unbroadcast(OpBuilder &builder, Location loc, Value grad,
   return grad;
 }
 
-Value scalarConstant(OpBuilder &builder, Location loc, Type elementType,
-                     double value) {
+Value scalarConstant(OpBuilder &builder, Location loc, Type elementType, double value) {
   auto type = RankedTensorType::get({}, elementType);
   Attribute element;
   if (auto floatType = llvm::dyn_cast<FloatType>(elementType))
@@ -73,8 +70,7 @@ Value scalarConstant(OpBuilder &builder, Location loc, Type elementType,
 
 Value zerosLike(OpBuilder &builder, Location loc, RankedTensorType type) {
   return builder.create<ConstantOp>(
-      loc,
-      DenseElementsAttr::get(type, builder.getZeroAttr(type.getElementType())));
+      loc, DenseElementsAttr::get(type, builder.getZeroAttr(type.getElementType())));
 }
 
 } // namespace ppc

@@ -42,14 +42,12 @@ public:
   /// The registry with every rule.
   static const GradientRegistry &get();
 
-  template <typename OpT>
-  void add(GradientRule rule) {
+  template <typename OpT> void add(GradientRule rule) {
     rules[mlir::TypeID::get<OpT>()] = std::move(rule);
   }
   /// Ops that are constant or piecewise constant in their float operands
   /// (comparisons, casts to integers, floor, ...) contribute no gradient.
-  template <typename OpT>
-  void addNonDifferentiable() {
+  template <typename OpT> void addNonDifferentiable() {
     nonDifferentiable.insert(mlir::TypeID::get<OpT>());
   }
   const GradientRule *lookup(mlir::Operation *op) const;
@@ -70,16 +68,15 @@ void registerLossGradients(GradientRegistry &registry);
 
 /// Sums `grad` (of a broadcast result) over the dimensions along which a
 /// value of type `target` was broadcast, and reshapes it to `target`.
-mlir::Value unbroadcast(mlir::OpBuilder &builder, mlir::Location loc,
-                        mlir::Value grad, mlir::RankedTensorType target);
+mlir::Value unbroadcast(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value grad,
+                        mlir::RankedTensorType target);
 
 /// A rank-0 constant `value` of `like`'s element type.
-mlir::Value scalarConstant(mlir::OpBuilder &builder, mlir::Location loc,
-                           mlir::Type elementType, double value);
+mlir::Value scalarConstant(mlir::OpBuilder &builder, mlir::Location loc, mlir::Type elementType,
+                           double value);
 
 /// A constant of `type` filled with zeros.
-mlir::Value zerosLike(mlir::OpBuilder &builder, mlir::Location loc,
-                      mlir::RankedTensorType type);
+mlir::Value zerosLike(mlir::OpBuilder &builder, mlir::Location loc, mlir::RankedTensorType type);
 
 } // namespace ppc
 

@@ -22,9 +22,8 @@ using namespace mlir;
 namespace ppc {
 
 static constexpr std::array<BufferKind, 6> kAllKinds = {
-    BufferKind::Parameter,      BufferKind::Gradient,
-    BufferKind::OptimizerState, BufferKind::Activation,
-    BufferKind::Communication,  BufferKind::Input};
+    BufferKind::Parameter,  BufferKind::Gradient,      BufferKind::OptimizerState,
+    BufferKind::Activation, BufferKind::Communication, BufferKind::Input};
 
 llvm::StringRef bufferKindName(BufferKind kind) {
   switch (kind) {
@@ -57,8 +56,7 @@ static std::optional<BufferKind> kindOfTag(llvm::StringRef tag) {
 
 BufferKind classify(Value value) {
   if (auto arg = llvm::dyn_cast<BlockArgument>(value)) {
-    auto func = llvm::dyn_cast_or_null<FunctionOpInterface>(
-        arg.getOwner()->getParentOp());
+    auto func = llvm::dyn_cast_or_null<FunctionOpInterface>(arg.getOwner()->getParentOp());
     if (func && arg.getOwner()->isEntryBlock()) {
       unsigned i = arg.getArgNumber();
       if (func.getArgAttr(i, PpcDialect::kParamAttrName))
@@ -72,8 +70,7 @@ BufferKind classify(Value value) {
   if (auto tag = op->getAttrOfType<StringAttr>(kMemoryAttrName))
     if (auto kind = kindOfTag(tag.getValue()))
       return *kind;
-  if (gradientOf(value, kMicroBatchGradAttrName) ||
-      gradientOf(value, kStepGradAttrName))
+  if (gradientOf(value, kMicroBatchGradAttrName) || gradientOf(value, kStepGradAttrName))
     return BufferKind::Gradient;
   if (op->hasTrait<CollectiveTrait>() || llvm::isa<RecvOp>(op))
     return BufferKind::Communication;
@@ -100,22 +97,17 @@ namespace {
 /// costs the sum of the live ranges, not the square of the buffer count.
 class LiveRangeIndex {
 public:
-  explicit LiveRangeIndex(int64_t numOps)
-      : size(std::max<int64_t>(numOps, 1)), nodes(4 * size) {}
+  explicit LiveRangeIndex(int64_t numOps) : size(std::max<int64_t>(numOps, 1)), nodes(4 * size) {}
 
-  void insert(int64_t begin, int64_t end, unsigned id) {
-    insert(1, 0, size - 1, begin, end, id);
-  }
+  void insert(int64_t begin, int64_t end, unsigned id) { insert(1, 0, size - 1, begin, end, id); }
 
   /// Calls `fn` with every buffer meeting [begin, end], some more than once.
-  template <typename Fn>
-  void forEachMeeting(int64_t begin, int64_t end, Fn &&fn) const {
+  template <typename Fn> void forEachMeeting(int64_t begin, int64_t end, Fn &&fn) const {
     forEachMeeting(1, 0, size - 1, begin, end, fn);
   }
 
 private:
-  void insert(size_t node, int64_t lo, int64_t hi, int64_t begin, int64_t end,
-              unsigned id) {
+  void insert(size_t node, int64_t lo, int64_t hi, int64_t begin, int64_t end, unsigned id) {
     if (end < lo || hi < begin)
       return;
     if (begin <= lo && hi <= end) {
@@ -128,8 +120,8 @@ private:
   }
 
   template <typename Fn>
-  void forEachMeeting(size_t node, int64_t lo, int64_t hi, int64_t begin,
-                      int64_t end, Fn &fn) const {
+  void forEachMeeting(size_t node, int64_t lo, int64_t hi, int64_t begin, int64_t end,
+                      Fn &fn) const {
     if (end < lo || hi < begin)
       return;
     for (unsigned id : nodes[node])
@@ -192,9 +184,8 @@ static bool assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
         meeting.push_back(other);
       }
     });
-    llvm::sort(meeting, [&](unsigned x, unsigned y) {
-      return buffers[x].offset < buffers[y].offset;
-    });
+    llvm::sort(meeting,
+               [&](unsigned x, unsigned y) { return buffers[x].offset < buffers[y].offset; });
     // First fit: the lowest gap between the meeting buffers that holds it.
     // A placed buffer's end is at most the arena, whose sums were checked.
     int64_t offset = base, end = base;
@@ -217,15 +208,13 @@ static bool assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
   return true;
 }
 
-FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment,
-                                 const StorageHooks &hooks) {
+FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, const StorageHooks &hooks) {
   MemoryPlan plan;
   if (func.isExternal())
     return plan;
   auto overflow = [&]() -> FailureOr<MemoryPlan> {
-    return func.emitError()
-           << "memory plan of @" << func.getSymName()
-           << ": the bytes live at once add up to more than an int64 holds";
+    return func.emitError() << "memory plan of @" << func.getSymName()
+                            << ": the bytes live at once add up to more than an int64 holds";
   };
   alignment = std::max<int64_t>(alignment, 1);
   Block &body = func.getBody().front();
@@ -234,15 +223,12 @@ FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment,
   for (Operation &op : body)
     index[&op] = numOps++;
   plan.numOps = numOps;
-  auto position = [&](Operation *op) {
-    return index[hooks.runsAt ? hooks.runsAt(op) : op];
-  };
+  auto position = [&](Operation *op) { return index[hooks.runsAt ? hooks.runsAt(op) : op]; };
 
   llvm::DenseMap<Value, unsigned> bufferOf;
   auto add = [&](Value v, int64_t begin) {
     bufferOf[v] = plan.buffers.size();
-    plan.buffers.push_back(
-        {v, boundedTensorBytes(v.getType()), begin, begin, classify(v), 0});
+    plan.buffers.push_back({v, boundedTensorBytes(v.getType()), begin, begin, classify(v), 0});
   };
   for (BlockArgument arg : body.getArguments())
     add(arg, 0);
@@ -316,21 +302,18 @@ static std::string humanBytes(int64_t bytes) {
   return llvm::formatv("{0:F2} {1} ({2} B)", scaled, units[unit], bytes).str();
 }
 
-void printMemoryTable(const MemoryPlan &plan, llvm::StringRef title,
-                      llvm::raw_ostream &os) {
+void printMemoryTable(const MemoryPlan &plan, llvm::StringRef title, llvm::raw_ostream &os) {
   os << "memory plan: " << title << "\n";
   os << llvm::formatv("  {0,-17}{1,-30}{2}\n", "kind", "at peak", "own max");
   for (BufferKind kind : kAllKinds)
-    os << llvm::formatv(
-        "  {0,-17}{1,-30}{2}\n", bufferKindName(kind),
-        humanBytes(plan.atPeak.count(kind) ? plan.atPeak.at(kind) : 0),
-        humanBytes(plan.maxByKind.count(kind) ? plan.maxByKind.at(kind) : 0));
-  os << llvm::formatv("  {0,-17}{1} at op {2} of {3}\n", "peak",
-                      humanBytes(plan.peakBytes), plan.peakOp, plan.numOps);
-  double fragmentation =
-      plan.peakBytes ? double(plan.arenaBytes) / double(plan.peakBytes) : 1.0;
-  os << llvm::formatv("  {0,-17}{1}, fragmentation {2:F3}\n", "arena",
-                      humanBytes(plan.arenaBytes), fragmentation);
+    os << llvm::formatv("  {0,-17}{1,-30}{2}\n", bufferKindName(kind),
+                        humanBytes(plan.atPeak.count(kind) ? plan.atPeak.at(kind) : 0),
+                        humanBytes(plan.maxByKind.count(kind) ? plan.maxByKind.at(kind) : 0));
+  os << llvm::formatv("  {0,-17}{1} at op {2} of {3}\n", "peak", humanBytes(plan.peakBytes),
+                      plan.peakOp, plan.numOps);
+  double fragmentation = plan.peakBytes ? double(plan.arenaBytes) / double(plan.peakBytes) : 1.0;
+  os << llvm::formatv("  {0,-17}{1}, fragmentation {2:F3}\n", "arena", humanBytes(plan.arenaBytes),
+                      fragmentation);
 }
 
 llvm::json::Value memoryPlanJson(const MemoryPlan &plan) {
@@ -368,8 +351,7 @@ void annotateOffsets(const MemoryPlan &plan, func::FuncOp func) {
   for (auto &[op, offsets] : resultOffsets)
     op->setAttr(kOffsetAttrName, builder.getDenseI64ArrayAttr(offsets));
   func->setAttr(kArgOffsetsAttrName, builder.getDenseI64ArrayAttr(argOffsets));
-  func->setAttr(kArenaBytesAttrName,
-                builder.getI64IntegerAttr(plan.arenaBytes));
+  func->setAttr(kArenaBytesAttrName, builder.getI64IntegerAttr(plan.arenaBytes));
 }
 
 } // namespace ppc

@@ -30,14 +30,7 @@ inline constexpr llvm::StringLiteral kArgOffsetsAttrName = "ppc.arg_offsets";
 inline constexpr llvm::StringLiteral kArenaBytesAttrName = "ppc.arena_bytes";
 
 /// What a buffer holds, for reports.
-enum class BufferKind {
-  Parameter,
-  Gradient,
-  OptimizerState,
-  Activation,
-  Communication,
-  Input
-};
+enum class BufferKind { Parameter, Gradient, OptimizerState, Activation, Communication, Input };
 
 /// "parameters", "gradients", "optimizer state", "activations",
 /// "communication", "inputs".
@@ -127,15 +120,13 @@ struct MemoryPlan {
 /// Values are sized by boundedTensorBytes (each within kMaxTensorBytes) and
 /// summed with overflow checks: a program whose live bytes or arena would
 /// not fit in an int64 is an error emitted at `func`.
-mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func,
-                                       int64_t alignment = 1,
+mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func, int64_t alignment = 1,
                                        const StorageHooks &hooks = {});
 
 /// One-screen table: the title line `memory plan: <title>`, one row per kind
 /// (bytes at the peak, its own maximum), the peak and its op, the arena and
 /// the fragmentation (arena / peak), in KiB/MiB/GiB with the exact bytes.
-void printMemoryTable(const MemoryPlan &plan, llvm::StringRef title,
-                      llvm::raw_ostream &os);
+void printMemoryTable(const MemoryPlan &plan, llvm::StringRef title, llvm::raw_ostream &os);
 
 /// The plan for reports: {"peak_bytes", "arena_bytes", "peak_op", "at_peak":
 /// {kind: bytes}, "max_by_kind": {kind: bytes}}, every kind present, keyed by

@@ -53,7 +53,6 @@ namespace ppc {
 
 namespace {
 
-
 /// Where an op runs in one rank's program: its slot in the rank's order
 /// (the epilogue is the last), then program order.
 struct Position {
@@ -242,16 +241,15 @@ LogicalResult Splitter::assignStages() {
     std::string mesh = llvm::formatv("{0}x{1}x{2}", dp, tp, schedule.ranks).str();
     std::string most =
         numUnits / v >= 1
-            ? llvm::formatv("at most {0} pipeline ranks (--mesh {1}x{2}x{0})", numUnits / v,
-                            dp, tp)
+            ? llvm::formatv("at most {0} pipeline ranks (--mesh {1}x{2}x{0})", numUnits / v, dp, tp)
                   .str()
             : llvm::formatv("at most {0} stages in all", numUnits).str();
     InFlightDiagnostic diag = module.emitError()
                               << "--mesh " << mesh << ": " << stages << " pipeline stages";
     if (v > 1)
       diag << " (" << v << " virtual stages per rank)";
-    return diag << ", but the model has only " << numUnits
-                << " forward ops that run on a stage; " << most;
+    return diag << ", but the model has only " << numUnits << " forward ops that run on a stage; "
+                << most;
   }
   std::vector<double> cost(numUnits, 0);
   for (auto &[op, anchor] : anchors)
@@ -418,12 +416,11 @@ void Splitter::memoryPerUnit(int64_t numUnits, std::vector<double> &states,
   // A parameter's states: itself, its gradient, its optimizer state.
   llvm::StringMap<double> stateBytes;
   for (BlockArgument arg : body.getArguments())
-    if (auto state = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                       PpcDialect::kStateAttrName))
+    if (auto state =
+            step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), PpcDialect::kStateAttrName))
       stateBytes[state.getValue().split(':').second] += tensorBytes(arg);
   for (BlockArgument arg : body.getArguments()) {
-    auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                  PpcDialect::kParamAttrName);
+    auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), PpcDialect::kParamAttrName);
     if (!name)
       continue;
     int64_t first = -1;
@@ -487,16 +484,17 @@ void Splitter::findParameterHomes() {
   // Stages to ranks; a state lives with its parameter.
   llvm::StringMap<unsigned> paramByName;
   for (BlockArgument arg : body.getArguments())
-    if (auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                      PpcDialect::kParamAttrName)) {
+    if (auto name =
+            step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), PpcDialect::kParamAttrName)) {
       paramByName[name.getValue()] = arg.getArgNumber();
       auto it = home.find(arg.getArgNumber());
       home[arg.getArgNumber()] = it == home.end() ? 0 : schedule.rankOf(it->second);
     }
   for (BlockArgument arg : body.getArguments())
-    if (auto state = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                       PpcDialect::kStateAttrName))
-      home[arg.getArgNumber()] = home.lookup(paramByName.lookup(state.getValue().split(':').second));
+    if (auto state =
+            step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), PpcDialect::kStateAttrName))
+      home[arg.getArgNumber()] =
+          home.lookup(paramByName.lookup(state.getValue().split(':').second));
 }
 
 int64_t Splitter::rankOfValue(Value v) {
@@ -630,8 +628,8 @@ void Splitter::collectNeeds() {
       int64_t from = rankOfValue(v);
       if (stationary.contains(v) || from < 0 || from == to)
         continue;
-      Position sent = llvm::isa<BlockArgument>(v) ? Position{0, -1, 2}
-                                                  : placed[v.getDefiningOp()].second;
+      Position sent =
+          llvm::isa<BlockArgument>(v) ? Position{0, -1, 2} : placed[v.getDefiningOp()].second;
       sent.part = 2;
       channels[{from, to}].push_back({sent, v});
     }
@@ -650,8 +648,8 @@ std::string Splitter::slotName(int64_t rank, int64_t slot) const {
   if (slot == epilogueSlot(slotsOfRank[rank]))
     return "step";
   const pipeline::Action &a = slotsOfRank[rank][slot];
-  return (a.kind == pipeline::Action::Backward ? "B" : "F") + std::to_string(a.microBatch) +
-         "@s" + std::to_string(a.stage);
+  return (a.kind == pipeline::Action::Backward ? "B" : "F") + std::to_string(a.microBatch) + "@s" +
+         std::to_string(a.stage);
 }
 
 /// The dimension a value replicated over tp is sent in slices along: its
@@ -661,11 +659,12 @@ int64_t sliceDimForTp(Value v, int64_t tp) {
     return -1;
   auto type = llvm::cast<RankedTensorType>(v.getType());
   Operation *def = v.getDefiningOp();
-  auto shardings = def ? def->getAttrOfType<ArrayAttr>(PpcDialect::kShardingsAttrName) : ArrayAttr();
+  auto shardings =
+      def ? def->getAttrOfType<ArrayAttr>(PpcDialect::kShardingsAttrName) : ArrayAttr();
   if (!shardings)
     return -1;
-  Layout layout = fromAttr(llvm::cast<ShardingAttr>(
-      shardings[llvm::cast<OpResult>(v).getResultNumber()]));
+  Layout layout =
+      fromAttr(llvm::cast<ShardingAttr>(shardings[llvm::cast<OpResult>(v).getResultNumber()]));
   for (const AxisList &axes : layout.dims)
     if (llvm::is_contained(axes, "tp"))
       return -1;
@@ -728,9 +727,9 @@ LogicalResult Splitter::buildRank(int64_t rank) {
   for (unsigned i : argsOfRank[rank])
     argTypes.push_back(body.getArgument(i).getType());
   builder.setInsertionPoint(step);
-  auto fn = builder.create<func::FuncOp>(
-      step.getLoc(), (step.getSymName() + "_pp" + std::to_string(rank)).str(),
-      builder.getFunctionType(argTypes, {}));
+  auto fn = builder.create<func::FuncOp>(step.getLoc(),
+                                         (step.getSymName() + "_pp" + std::to_string(rank)).str(),
+                                         builder.getFunctionType(argTypes, {}));
   for (auto [n, i] : llvm::enumerate(argsOfRank[rank]))
     fn.setArgAttrs(n, step.getArgAttrDict(i));
   Block *entry = fn.addEntryBlock();
@@ -828,13 +827,14 @@ LogicalResult Splitter::run() {
     if (failed(buildRank(r)))
       return failure();
   Builder b(module.getContext());
-  module->setAttr(PpcDialect::kScheduleAttrName,
-                  b.getDictionaryAttr({
-                      b.getNamedAttr("kind", b.getStringAttr(pipeline::scheduleName(schedule.kind))),
-                      b.getNamedAttr("ranks", b.getI64IntegerAttr(schedule.ranks)),
-                      b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(schedule.virtualStages)),
-                      b.getNamedAttr("micro_batches", b.getI64IntegerAttr(schedule.microBatches)),
-                  }));
+  module->setAttr(
+      PpcDialect::kScheduleAttrName,
+      b.getDictionaryAttr({
+          b.getNamedAttr("kind", b.getStringAttr(pipeline::scheduleName(schedule.kind))),
+          b.getNamedAttr("ranks", b.getI64IntegerAttr(schedule.ranks)),
+          b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(schedule.virtualStages)),
+          b.getNamedAttr("micro_batches", b.getI64IntegerAttr(schedule.microBatches)),
+      }));
   step.erase();
   return success();
 }
@@ -860,8 +860,9 @@ struct PipelinePass : impl::PipelineBase<PipelinePass> {
                          << "' is not one of gpipe, 1f1b, interleaved";
       return signalPassFailure();
     }
-    int64_t v = virtualStages > 0 ? virtualStages
-                                  : *kind == pipeline::ScheduleKind::Interleaved ? 2 : 1;
+    int64_t v = virtualStages > 0                              ? virtualStages
+                : *kind == pipeline::ScheduleKind::Interleaved ? 2
+                                                               : 1;
     int64_t m = 0;
     step.walk([&](Operation *op) {
       if (auto mb = intAttrOf(op, kMicroBatchAttrName))
@@ -878,8 +879,7 @@ struct PipelinePass : impl::PipelineBase<PipelinePass> {
     }
     if (p == 1 && v == 1)
       return;
-    if (failed(Splitter(module, step, std::move(sizes), std::move(*schedule), memoryPerRank)
-                   .run()))
+    if (failed(Splitter(module, step, std::move(sizes), std::move(*schedule), memoryPerRank).run()))
       return signalPassFailure();
   }
 };

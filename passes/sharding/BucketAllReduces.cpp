@@ -48,9 +48,7 @@ struct BucketAllReducesPass : impl::BucketAllReducesBase<BucketAllReducesPass> {
       groups[os.str()].push_back(op);
     });
     for (auto &[key, ops] : groups) {
-      llvm::stable_sort(ops, [&](AllReduceOp a, AllReduceOp b) {
-        return readyAt(a) < readyAt(b);
-      });
+      llvm::stable_sort(ops, [&](AllReduceOp a, AllReduceOp b) { return readyAt(a) < readyAt(b); });
       std::vector<AllReduceOp> bucket;
       int64_t bytes = 0;
       auto flush = [&] {
@@ -113,9 +111,9 @@ struct BucketAllReducesPass : impl::BucketAllReducesBase<BucketAllReducesPass> {
     int64_t offset = 0;
     for (AllReduceOp op : bucket) {
       int64_t n = op.getType().getNumElements();
-      Value part = b.create<SliceOp>(loc, reduced, llvm::ArrayRef<int64_t>{offset},
-                                     llvm::ArrayRef<int64_t>{offset + n},
-                                     llvm::ArrayRef<int64_t>{1});
+      Value part =
+          b.create<SliceOp>(loc, reduced, llvm::ArrayRef<int64_t>{offset},
+                            llvm::ArrayRef<int64_t>{offset + n}, llvm::ArrayRef<int64_t>{1});
       if (op.getType().getRank() != 1)
         part = b.create<ReshapeOp>(loc, op.getType(), part);
       op.replaceAllUsesWith(part);

@@ -58,8 +58,8 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
     double n = record.groupSize;
     // S: the full tensor: the result of a gather, the operand of a scatter
     // or reduction, either for all-to-all.
-    Type full = llvm::isa<AllGatherOp>(op) ? op->getResult(0).getType()
-                                           : op->getOperand(0).getType();
+    Type full =
+        llvm::isa<AllGatherOp>(op) ? op->getResult(0).getType() : op->getOperand(0).getType();
     record.elements = llvm::cast<ShapedType>(full).getNumElements();
     double factor = llvm::isa<AllReduceOp>(op) ? 2 * (n - 1) / n : (n - 1) / n;
     record.bytesPerRank = factor * bytesOf(full);
@@ -124,9 +124,8 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
   double psi = report.parameterBytesPerRank;
   double k = psi > 0 ? stateBytesWhole / psi : 0;
   double z = report.zero, d = dp;
-  report.modelStateFormula = psi * ((z >= 3 ? 1 / d : 1) + (z >= 2 ? 1 / d : 1) +
-                                    k * (z >= 1 ? 1 / d : 1)) +
-                              copies;
+  report.modelStateFormula =
+      psi * ((z >= 3 ? 1 / d : 1) + (z >= 2 ? 1 / d : 1) + k * (z >= 1 ? 1 / d : 1)) + copies;
   if (auto plan = step->getAttrOfType<DictionaryAttr>(PpcDialect::kPlanAttrName))
     for (NamedAttribute entry : plan) {
       if (auto f = llvm::dyn_cast<FloatAttr>(entry.getValue()))
@@ -140,14 +139,13 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
 llvm::json::Object programToJson(const CommunicationReport &report, MeshOp mesh) {
   llvm::json::Array collectives;
   for (const CollectiveRecord &c : report.collectives)
-    collectives.push_back(llvm::json::Object{
-        {"op", c.kind},
-        {"axes", llvm::json::Array(c.axes)},
-        {"elements", c.elements},
-        {"group_size", c.groupSize},
-        {"bytes_per_rank", c.bytesPerRank},
-        {"node", c.node},
-        {"value", c.value}});
+    collectives.push_back(llvm::json::Object{{"op", c.kind},
+                                             {"axes", llvm::json::Array(c.axes)},
+                                             {"elements", c.elements},
+                                             {"group_size", c.groupSize},
+                                             {"bytes_per_rank", c.bytesPerRank},
+                                             {"node", c.node},
+                                             {"value", c.value}});
   llvm::json::Object byAxis;
   for (const auto &[axes, bytes] : report.bytesByAxis)
     byAxis[axes] = bytes;
@@ -158,38 +156,36 @@ llvm::json::Object programToJson(const CommunicationReport &report, MeshOp mesh)
   double psi = report.parameterBytesPerRank, share = dp > 1 ? (dp - 1.0) / dp : 0.0;
   double m = report.microBatches;
   double plain = 2 * psi * share;
-  double formula = report.zero == 3 ? 3 * m * psi * share
+  double formula = report.zero == 3   ? 3 * m * psi * share
                    : report.zero == 2 ? (m + 1) * psi * share
                                       : plain;
   llvm::json::Object plan;
   for (const auto &[key, value] : report.plan)
     plan[key] = value;
   double measured = report.bytesByAxis.count("dp") ? report.bytesByAxis.at("dp") : 0.0;
-  double states =
-      report.parameterStateBytes + report.gradientBytes + report.optimizerStateBytes;
+  double states = report.parameterStateBytes + report.gradientBytes + report.optimizerStateBytes;
   llvm::json::Object object{
       {"per_rank_per_step", llvm::json::Object{{"collectives", std::move(collectives)},
                                                {"bytes_by_axes", std::move(byAxis)}}},
       {"plan", std::move(plan)},
-      {"data_parallel", llvm::json::Object{{"zero", report.zero},
-                                           {"micro_batches", report.microBatches},
-                                           {"parameter_bytes", report.parameterBytes},
-                                           {"parameter_bytes_per_rank",
-                                            report.parameterBytesPerRank},
-                                           {"plain_formula_bytes", plain},
-                                           {"formula_bytes", formula},
-                                           {"measured_bytes", measured},
-                                           {"ratio", formula > 0 ? measured / formula : 0.0},
-                                           {"ratio_to_plain",
-                                            plain > 0 ? measured / plain : 0.0}}},
-      {"model_states", llvm::json::Object{{"parameters", report.parameterStateBytes},
-                                          {"gradients", report.gradientBytes},
-                                          {"optimizer_state", report.optimizerStateBytes},
-                                          {"total", states},
-                                          {"formula", report.modelStateFormula},
-                                          {"ratio", report.modelStateFormula > 0
-                                                        ? states / report.modelStateFormula
-                                                        : 0.0}}},
+      {"data_parallel",
+       llvm::json::Object{{"zero", report.zero},
+                          {"micro_batches", report.microBatches},
+                          {"parameter_bytes", report.parameterBytes},
+                          {"parameter_bytes_per_rank", report.parameterBytesPerRank},
+                          {"plain_formula_bytes", plain},
+                          {"formula_bytes", formula},
+                          {"measured_bytes", measured},
+                          {"ratio", formula > 0 ? measured / formula : 0.0},
+                          {"ratio_to_plain", plain > 0 ? measured / plain : 0.0}}},
+      {"model_states",
+       llvm::json::Object{
+           {"parameters", report.parameterStateBytes},
+           {"gradients", report.gradientBytes},
+           {"optimizer_state", report.optimizerStateBytes},
+           {"total", states},
+           {"formula", report.modelStateFormula},
+           {"ratio", report.modelStateFormula > 0 ? states / report.modelStateFormula : 0.0}}},
       {"parameters", std::move(parameters)}};
   if (report.pipelineRank >= 0) {
     object["pipeline_rank"] = report.pipelineRank;
@@ -199,8 +195,8 @@ llvm::json::Object programToJson(const CommunicationReport &report, MeshOp mesh)
 }
 
 llvm::json::Value reportToJson(llvm::ArrayRef<CommunicationReport> programs,
-                               llvm::ArrayRef<llvm::json::Object> extra, MeshOp mesh,
-                               int64_t steps, llvm::StringRef schedule) {
+                               llvm::ArrayRef<llvm::json::Object> extra, MeshOp mesh, int64_t steps,
+                               llvm::StringRef schedule) {
   llvm::json::Object mesh_;
   for (StringRef axis : mesh.getAxisNames())
     mesh_[axis] = *mesh.getAxisSize(axis);

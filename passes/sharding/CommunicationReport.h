@@ -78,8 +78,8 @@ llvm::json::Object programToJson(const CommunicationReport &report, MeshOp mesh)
 /// The whole report: the mesh, steps, and the programs (one, or one per
 /// pipeline rank under "pipeline_ranks", each with its `extra` object merged).
 llvm::json::Value reportToJson(llvm::ArrayRef<CommunicationReport> programs,
-                               llvm::ArrayRef<llvm::json::Object> extra, MeshOp mesh,
-                               int64_t steps, llvm::StringRef schedule);
+                               llvm::ArrayRef<llvm::json::Object> extra, MeshOp mesh, int64_t steps,
+                               llvm::StringRef schedule);
 
 } // namespace ppc
 

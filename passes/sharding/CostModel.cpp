@@ -1,9 +1,9 @@
 //===- CostModel.cpp - what a sharding plan costs per step ----------------===//
 
 #include "passes/sharding/CostModel.h"
-#include "passes/sharding/LocalForms.h"
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
+#include "passes/sharding/LocalForms.h"
 
 #include <cmath>
 #include <limits>
@@ -21,8 +21,7 @@ double DeviceModel::bandwidth(llvm::ArrayRef<std::string> axes) const {
   return slowest;
 }
 
-double bytesPerRank(ConversionStep::Kind kind, int64_t elements, int64_t elementBytes,
-                    int64_t n) {
+double bytesPerRank(ConversionStep::Kind kind, int64_t elements, int64_t elementBytes, int64_t n) {
   double bytes = static_cast<double>(elements) * elementBytes;
   switch (kind) {
   case ConversionStep::AllReduce:
@@ -54,7 +53,8 @@ int64_t tensorBytes(Value v) { return boundedTensorBytes(v.getType()); }
 
 double localOpSeconds(Operation *op, const DeviceModel &device, const AxisSizes &sizes) {
   auto collective = [&](ConversionStep::Kind kind, Value whole, llvm::ArrayRef<StringRef> axes) {
-    ConversionStep step{kind, {}, -1, 1, llvm::cast<RankedTensorType>(whole.getType()).getNumElements()};
+    ConversionStep step{
+        kind, {}, -1, 1, llvm::cast<RankedTensorType>(whole.getType()).getNumElements()};
     for (StringRef a : axes)
       step.axes.push_back(a.str());
     return device.seconds(step, elementBytes(whole), sizes);
@@ -172,13 +172,11 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
   // Where results end up, and the hints that follow.
   auto ret = step.getBody().front().getTerminator();
   llvm::SmallVector<Layout> resultLayouts = returnLayouts(step, arguments);
-  auto hints = layoutHints(step.getBody().front(), resultLayouts,
-                           [&](Operation *op) -> const ShardingRule * {
-                             auto it = opIndex.find(op);
-                             return it != opIndex.end() && rules[it->second]
-                                        ? &*rules[it->second]
-                                        : nullptr;
-                           });
+  auto hints = layoutHints(
+      step.getBody().front(), resultLayouts, [&](Operation *op) -> const ShardingRule * {
+        auto it = opIndex.find(op);
+        return it != opIndex.end() && rules[it->second] ? &*rules[it->second] : nullptr;
+      });
 
   double live = 0;
   cost.peakBytes = argumentBytes;
@@ -228,8 +226,8 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
         auto shape = localShape(global, decided.operands[i], sizes);
         local.push_back(shape ? *shape : llvm::SmallVector<int64_t>(global));
       }
-      flops = contraction.getFlops(llvm::SmallVector<llvm::ArrayRef<int64_t>>(local.begin(),
-                                                                              local.end()));
+      flops = contraction.getFlops(
+          llvm::SmallVector<llvm::ArrayRef<int64_t>>(local.begin(), local.end()));
     }
     if (flops > 0)
       cost.computeSeconds += flops / device.flops;

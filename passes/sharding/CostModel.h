@@ -47,15 +47,13 @@ struct DeviceModel {
   /// The bandwidth of a collective over `axes`: the slowest axis's.
   double bandwidth(llvm::ArrayRef<std::string> axes) const;
   /// Seconds for one conversion step (all_slice is a local copy).
-  double seconds(const ConversionStep &step, int64_t elementBytes,
-                 const AxisSizes &sizes) const;
+  double seconds(const ConversionStep &step, int64_t elementBytes, const AxisSizes &sizes) const;
 };
 
 /// Bytes each rank sends for a collective on `elements` elements (the
 /// reduced tensor, or the gathered one) over `n` ranks: all-reduce
 /// 2(n-1)/n, all-gather (n-1)/n of the whole, all-slice nothing.
-double bytesPerRank(ConversionStep::Kind kind, int64_t elements, int64_t elementBytes,
-                    int64_t n);
+double bytesPerRank(ConversionStep::Kind kind, int64_t elements, int64_t elementBytes, int64_t n);
 
 /// Bytes of a tensor value of static shape (i1 counts one byte):
 /// boundedTensorBytes of its type.

@@ -61,9 +61,9 @@ FailureOr<AxisSizes> declareMesh(ModuleOp module, int64_t dp, int64_t tp, int64_
   auto mesh = module.lookupSymbol<MeshOp>("mesh");
   if (!mesh) {
     OpBuilder builder(module.getBodyRegion());
-    mesh = builder.create<MeshOp>(module.getLoc(), "mesh",
-                                  builder.getStrArrayAttr({"pp", "dp", "tp"}),
-                                  builder.getDenseI64ArrayAttr({pp, dp, tp}));
+    mesh =
+        builder.create<MeshOp>(module.getLoc(), "mesh", builder.getStrArrayAttr({"pp", "dp", "tp"}),
+                               builder.getDenseI64ArrayAttr({pp, dp, tp}));
   }
   AxisSizes sizes;
   for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
@@ -78,9 +78,8 @@ FailureOr<AxisSizes> declareMesh(ModuleOp module, int64_t dp, int64_t tp, int64_
 
 std::optional<int64_t> zeroShardDim(llvm::ArrayRef<int64_t> shape, const Layout &layout,
                                     int64_t dp) {
-  if (dp == 1 || llvm::any_of(layout.dims, [](const AxisList &axes) {
-        return llvm::is_contained(axes, "dp");
-      }))
+  if (dp == 1 || llvm::any_of(layout.dims,
+                              [](const AxisList &axes) { return llvm::is_contained(axes, "dp"); }))
     return std::nullopt;
   for (auto [d, axes] : llvm::enumerate(layout.dims))
     if (axes.empty() && shape[d] % dp == 0)
@@ -95,8 +94,8 @@ int64_t groupSize(const AxisSizes &sizes, llvm::ArrayRef<std::string> axes) {
   return n;
 }
 
-std::optional<llvm::SmallVector<int64_t>>
-localShape(llvm::ArrayRef<int64_t> shape, const Layout &layout, const AxisSizes &sizes) {
+std::optional<llvm::SmallVector<int64_t>> localShape(llvm::ArrayRef<int64_t> shape,
+                                                     const Layout &layout, const AxisSizes &sizes) {
   llvm::SmallVector<int64_t> local(shape);
   for (auto [d, axes] : llvm::enumerate(layout.dims)) {
     int64_t n = groupSize(sizes, axes);
@@ -180,9 +179,8 @@ PartialFlow partialFlow(Operation *op, llvm::ArrayRef<const Layout *> in) {
 /// The factor a dimension's split falls on: the dimension, with factors
 /// `factors`, is viewed as `blocks` blocks each split in `parts`. Returns
 /// the factor and its own blocks, or -1.
-std::pair<int64_t, int64_t> splitFactor(const ShardingRule &rule,
-                                        llvm::ArrayRef<int64_t> factors, int64_t blocks,
-                                        int64_t parts) {
+std::pair<int64_t, int64_t> splitFactor(const ShardingRule &rule, llvm::ArrayRef<int64_t> factors,
+                                        int64_t blocks, int64_t parts) {
   int64_t before = 1;
   for (int64_t f : factors) {
     int64_t size = rule.factorSizes[f];
@@ -214,8 +212,7 @@ OpLayouts layoutsForOp(Operation *op, const ShardingRule &rule,
   llvm::SmallVector<const Layout *> in(given.begin(), given.end());
   llvm::SmallVector<Layout> scattered(in.size());
   for (auto [i, dim] : llvm::enumerate(scatterDims)) {
-    if (dim < 0 || flow.keep[i] || in[i]->partial != AxisList{"tp"} ||
-        !in[i]->dims[dim].empty())
+    if (dim < 0 || flow.keep[i] || in[i]->partial != AxisList{"tp"} || !in[i]->dims[dim].empty())
       continue;
     scattered[i] = *in[i];
     scattered[i].partial.clear();
@@ -331,7 +328,6 @@ OpLayouts layoutsForOp(Operation *op, const ShardingRule &rule,
   return out;
 }
 
-
 llvm::SmallVector<std::optional<unsigned>> updatedArguments(func::FuncOp step) {
   llvm::StringMap<unsigned> argByName;
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
@@ -404,9 +400,8 @@ Layout applyHint(const Layout &computed, const Layout &hint) {
   return sliced;
 }
 
-llvm::SmallVector<ConversionStep> conversionSteps(llvm::ArrayRef<int64_t> shape,
-                                                  const Layout &from, const Layout &to,
-                                                  const AxisSizes &sizes) {
+llvm::SmallVector<ConversionStep> conversionSteps(llvm::ArrayRef<int64_t> shape, const Layout &from,
+                                                  const Layout &to, const AxisSizes &sizes) {
   llvm::SmallVector<ConversionStep> steps;
   if (from == to)
     return steps;
@@ -420,15 +415,16 @@ llvm::SmallVector<ConversionStep> conversionSteps(llvm::ArrayRef<int64_t> shape,
   };
   auto slice = [&](size_t d) {
     current[d] /= groupSize(sizes, to.dims[d]);
-    steps.push_back({ConversionStep::AllSlice, to.dims[d], static_cast<int64_t>(d),
-                     to.blocks[d], elements()});
+    steps.push_back(
+        {ConversionStep::AllSlice, to.dims[d], static_cast<int64_t>(d), to.blocks[d], elements()});
   };
   // Slices over axes the value is neither partial over nor split over
   // first (they only drop data); the others wait until those axes are free.
   auto busy = [&](const AxisList &axes) {
     return llvm::any_of(axes, [&](const std::string &a) {
       return llvm::is_contained(from.partial, a) ||
-             llvm::any_of(from.dims, [&](const AxisList &split) { return llvm::is_contained(split, a); });
+             llvm::any_of(from.dims,
+                          [&](const AxisList &split) { return llvm::is_contained(split, a); });
     });
   };
   llvm::SmallVector<size_t> later;
@@ -442,9 +438,8 @@ llvm::SmallVector<ConversionStep> conversionSteps(llvm::ArrayRef<int64_t> shape,
   }
   if (!from.partial.empty() && to.partial.empty()) {
     // Reduced and split over the same axes at once: a reduce-scatter.
-    auto scatter = llvm::find_if(later, [&](size_t d) {
-      return from.dims[d].empty() && to.dims[d] == from.partial;
-    });
+    auto scatter = llvm::find_if(
+        later, [&](size_t d) { return from.dims[d].empty() && to.dims[d] == from.partial; });
     if (scatter != later.end()) {
       size_t d = *scatter;
       steps.push_back({ConversionStep::ReduceScatter, from.partial, static_cast<int64_t>(d),

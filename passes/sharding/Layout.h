@@ -46,8 +46,7 @@ struct Layout {
     return layout;
   }
   bool isReplicated() const {
-    return partial.empty() &&
-           llvm::all_of(dims, [](const auto &axes) { return axes.empty(); });
+    return partial.empty() && llvm::all_of(dims, [](const auto &axes) { return axes.empty(); });
   }
   /// Whether dimension `d` is split the same way in both.
   bool sameDim(const Layout &other, size_t d) const {
@@ -83,8 +82,8 @@ int64_t groupSize(const AxisSizes &sizes, llvm::ArrayRef<std::string> axes);
 
 /// The local shape of a value of `shape` laid out as `layout`, or none when
 /// a dimension does not divide by its parts and blocks.
-std::optional<llvm::SmallVector<int64_t>>
-localShape(llvm::ArrayRef<int64_t> shape, const Layout &layout, const AxisSizes &sizes);
+std::optional<llvm::SmallVector<int64_t>> localShape(llvm::ArrayRef<int64_t> shape,
+                                                     const Layout &layout, const AxisSizes &sizes);
 
 /// ZeRO: the dimension along which a model state of `shape` laid out as
 /// `layout` is split over dp: its first dimension that no axis splits and
@@ -155,8 +154,7 @@ llvm::SmallVector<std::optional<unsigned>> updatedArguments(mlir::func::FuncOp s
 
 /// The layout each result of `step` is returned in, given the arguments':
 /// an updated parameter or state in its argument's, everything else whole.
-llvm::SmallVector<Layout> returnLayouts(mlir::func::FuncOp step,
-                                        llvm::ArrayRef<Layout> arguments);
+llvm::SmallVector<Layout> returnLayouts(mlir::func::FuncOp step, llvm::ArrayRef<Layout> arguments);
 
 /// Layouts values should take as soon as they are computed, from where
 /// they end up: an updated parameter (or optimizer state) returns in its
@@ -195,9 +193,8 @@ struct ConversionStep {
 /// reduce-scatter where a dimension is to be split over exactly the partial
 /// axes; then dimension by dimension gathered from `from`'s axes and sliced
 /// to `to`'s. A whole value that is to become a partial sum comes last.
-llvm::SmallVector<ConversionStep> conversionSteps(llvm::ArrayRef<int64_t> shape,
-                                                  const Layout &from, const Layout &to,
-                                                  const AxisSizes &sizes);
+llvm::SmallVector<ConversionStep> conversionSteps(llvm::ArrayRef<int64_t> shape, const Layout &from,
+                                                  const Layout &to, const AxisSizes &sizes);
 
 } // namespace ppc
 

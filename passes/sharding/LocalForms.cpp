@@ -49,9 +49,8 @@ int64_t softmaxAxis(Operation *op) {
 /// Global indices into a dimension of `size` held as `blocks` blocks, each
 /// split over `axes`: the shard's local index of each, and whether the
 /// shard holds it. Negative indices count from the end.
-std::pair<Value, Value> localIndices(LocalFormContext &c, Location loc, Value indices,
-                                     int64_t size, int64_t blocks,
-                                     llvm::ArrayRef<std::string> axes) {
+std::pair<Value, Value> localIndices(LocalFormContext &c, Location loc, Value indices, int64_t size,
+                                     int64_t blocks, llvm::ArrayRef<std::string> axes) {
   OpBuilder &b = c.builder;
   Type element = getElementTypeOrSelf(indices.getType());
   auto constant = [&](int64_t v) { return scalar(b, loc, element, static_cast<double>(v)); };
@@ -62,8 +61,8 @@ std::pair<Value, Value> localIndices(LocalFormContext &c, Location loc, Value in
     rank = b.create<CastOp>(loc, RankedTensorType::get({}, element), rank);
   Value zero = constant(0);
   Value negative = b.create<LessOp>(loc, indices, zero);
-  Value index = b.create<WhereOp>(loc, negative, b.create<AddOp>(loc, indices, constant(size)),
-                                  indices);
+  Value index =
+      b.create<WhereOp>(loc, negative, b.create<AddOp>(loc, indices, constant(size)), indices);
   Value block;
   if (blocks > 1) {
     block = b.create<DivOp>(loc, index, constant(blockLength));
@@ -124,9 +123,8 @@ LogicalResult localGather(LocalFormContext &c, Operation *clone,
   OpBuilder &b = c.builder;
   Location loc = clone->getLoc();
   b.setInsertionPoint(clone);
-  auto [local, held] =
-      localIndices(c, loc, clone->getOperand(1), c.rule.factorSizes[f], c.decided.factorBlocks[f],
-                   c.decided.factorAxes[f]);
+  auto [local, held] = localIndices(c, loc, clone->getOperand(1), c.rule.factorSizes[f],
+                                    c.decided.factorBlocks[f], c.decided.factorAxes[f]);
   Type indexElement = getElementTypeOrSelf(local.getType());
   clone->setOperand(1, b.create<WhereOp>(loc, held, local, scalar(b, loc, indexElement, 0)));
   // The mask, placed where the indices' dimensions are in the result.
@@ -156,8 +154,8 @@ LogicalResult localSoftmax(LocalFormContext &c, Operation *clone,
   Location loc = clone->getLoc();
   b.setInsertionPointAfter(clone);
   Value x = clone->getOperand(0);
-  Value max = c.allReduce(b.create<ReduceMaxOp>(loc, x, llvm::ArrayRef<int64_t>{axis}, true),
-                          axes, ReductionKind::Max);
+  Value max = c.allReduce(b.create<ReduceMaxOp>(loc, x, llvm::ArrayRef<int64_t>{axis}, true), axes,
+                          ReductionKind::Max);
   Value shifted = b.create<SubOp>(loc, x, max);
   Value exp = b.create<ExpOp>(loc, shifted);
   Value sum = c.allReduce(b.create<ReduceSumOp>(loc, exp, llvm::ArrayRef<int64_t>{axis}, true),
@@ -221,18 +219,17 @@ LogicalResult localNllLoss(LocalFormContext &c, Operation *clone,
   AxisList batchAxes = reductionFactorAxes(c.rule, c.decided);
   Value count;
   if (!ignoreIndex && !nll.getWeight()) {
-    count = scalar(b, loc, element, numElements(llvm::cast<RankedTensorType>(
-                                                    nll.getTarget().getType())
-                                                    .getShape()));
+    count = scalar(b, loc, element,
+                   numElements(llvm::cast<RankedTensorType>(nll.getTarget().getType()).getShape()));
   } else {
-    Value kept = ignored ? b.create<CastOp>(loc, targetType.clone(element),
-                                            b.create<NotOp>(loc, ignored))
-                         : nullptr;
+    Value kept =
+        ignored ? b.create<CastOp>(loc, targetType.clone(element), b.create<NotOp>(loc, ignored))
+                : nullptr;
     Value weights = kept;
     if (Value weight = clone->getNumOperands() > 2 ? clone->getOperand(2) : Value()) {
-      Value safe = ignored ? b.create<WhereOp>(loc, ignored, scalar(b, loc, indexElement, 0),
-                                               target)
-                           : target;
+      Value safe = ignored
+                       ? b.create<WhereOp>(loc, ignored, scalar(b, loc, indexElement, 0), target)
+                       : target;
       Value picked = b.create<GatherOp>(loc, weight, safe, b.getI64IntegerAttr(0));
       weights = kept ? b.create<MulOp>(loc, picked, kept) : picked;
     }
@@ -247,7 +244,6 @@ LogicalResult localNllLoss(LocalFormContext &c, Operation *clone,
   results[0] = b.create<DivOp>(loc, clone->getResult(0), count);
   return success();
 }
-
 
 /// Softmax over a split axis: two all-reduces of the reduced shape (the
 /// maximum, then the sum of exponentials).
@@ -275,8 +271,7 @@ llvm::SmallVector<ConversionStep> softmaxCollectives(Operation *op, const Shardi
 /// A mean nll_loss with ignored targets or weights over a split batch: one
 /// all-reduce of the count of targets.
 llvm::SmallVector<ConversionStep> nllLossCollectives(Operation *op, const ShardingRule &rule,
-                                                     const OpLayouts &decided,
-                                                     const AxisSizes &) {
+                                                     const OpLayouts &decided, const AxisSizes &) {
   auto nll = llvm::cast<NllLossOp>(op);
   llvm::SmallVector<ConversionStep> steps;
   if (nll.getReduction() != LossReduction::Mean || (!nll.getIgnoreIndexAttr() && !nll.getWeight()))
@@ -295,16 +290,16 @@ llvm::SmallVector<ConversionStep> nllLossCollectives(Operation *op, const Shardi
 const llvm::DenseMap<TypeID, LocalForm> &localForms() {
   static const llvm::DenseMap<TypeID, LocalForm> table = [] {
     llvm::DenseMap<TypeID, LocalForm> t;
-    t[TypeID::get<SliceOp>()] = {[](LocalFormContext &c, Operation *clone,
-                                    llvm::SmallVectorImpl<Value> &) {
-                                   return localizeSlice<SliceOp>(c, clone, 0);
-                                 },
-                                 nullptr};
-    t[TypeID::get<InsertSliceOp>()] = {[](LocalFormContext &c, Operation *clone,
-                                          llvm::SmallVectorImpl<Value> &) {
-                                         return localizeSlice<InsertSliceOp>(c, clone, 1);
-                                       },
-                                       nullptr};
+    t[TypeID::get<SliceOp>()] = {
+        [](LocalFormContext &c, Operation *clone, llvm::SmallVectorImpl<Value> &) {
+          return localizeSlice<SliceOp>(c, clone, 0);
+        },
+        nullptr};
+    t[TypeID::get<InsertSliceOp>()] = {
+        [](LocalFormContext &c, Operation *clone, llvm::SmallVectorImpl<Value> &) {
+          return localizeSlice<InsertSliceOp>(c, clone, 1);
+        },
+        nullptr};
     t[TypeID::get<ReduceMeanOp>()] = {localReduceMean, nullptr};
     t[TypeID::get<GatherOp>()] = {localGather, nullptr};
     t[TypeID::get<SoftmaxOp>()] = {localSoftmax<SoftmaxOp>, softmaxCollectives};

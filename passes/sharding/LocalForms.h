@@ -75,8 +75,7 @@ mlir::LogicalResult buildLocalForm(LocalFormContext &context, mlir::Operation *c
 
 /// The all-reduces that `buildLocalForm` adds for `op` under `decided`,
 /// for pricing (elements per rank).
-llvm::SmallVector<ConversionStep> localCollectives(mlir::Operation *op,
-                                                   const ShardingRule &rule,
+llvm::SmallVector<ConversionStep> localCollectives(mlir::Operation *op, const ShardingRule &rule,
                                                    const OpLayouts &decided,
                                                    const AxisSizes &sizes);
 

@@ -78,8 +78,7 @@ private:
     return it->second ? &*it->second : nullptr;
   }
   /// `local` (a value of layout `from`) converted to layout `to`.
-  Value convert(Value local, const Layout &from, const Layout &to, Location loc,
-                Value global);
+  Value convert(Value local, const Layout &from, const Layout &to, Location loc, Value global);
   Value allReduce(Value v, llvm::ArrayRef<std::string> axes, Location loc,
                   ReductionKind kind = ReductionKind::Sum);
   /// `v` after an all-gather, all-slice or reduce-scatter `step` of its
@@ -132,11 +131,10 @@ FailureOr<RankedTensorType> Partitioner::localType(Value global, const Layout &l
     std::string names;
     for (const std::string &a : axes)
       names += (names.empty() ? "" : ", ") + a;
-    auto diag = at->emitError()
-                << "'" << printable(valueName(global)) << "': dimension " << d
-                << " of size " << type.getDimSize(d)
-                << " cannot be split over mesh axes [" << names << "] of size "
-                << groupSize(axisSizes, axes);
+    auto diag = at->emitError() << "'" << printable(valueName(global)) << "': dimension " << d
+                                << " of size " << type.getDimSize(d)
+                                << " cannot be split over mesh axes [" << names << "] of size "
+                                << groupSize(axisSizes, axes);
     if (layout.blocks[d] != 1)
       diag << " in " << layout.blocks[d] << " blocks";
     return diag;
@@ -231,8 +229,8 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     Layout sliced = applyHint(layouts[result], hint->second);
     if (sliced == layouts[result])
       continue;
-    mapping.map(result, convert(mapping.lookup(result), layouts[result], sliced,
-                                op->getLoc(), result));
+    mapping.map(result,
+                convert(mapping.lookup(result), layouts[result], sliced, op->getLoc(), result));
     layouts[result] = sliced;
   }
   reduceGradients(op);
@@ -359,8 +357,8 @@ void Partitioner::reduceGradients(Operation *op) {
     Layout &layout = layouts[result];
     if (layout == gradientShards[*p])
       continue;
-    mapping.map(result, convert(mapping.lookup(result), layout, gradientShards[*p],
-                                op->getLoc(), result));
+    mapping.map(result,
+                convert(mapping.lookup(result), layout, gradientShards[*p], op->getLoc(), result));
     layout = gradientShards[*p];
   }
 }
@@ -375,8 +373,8 @@ static std::string valueName(Value global) {
   }
   auto arg = llvm::cast<BlockArgument>(global);
   auto func = llvm::cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  for (StringRef attr : {PpcDialect::kParamAttrName, PpcDialect::kInputAttrName,
-                         PpcDialect::kStateAttrName})
+  for (StringRef attr :
+       {PpcDialect::kParamAttrName, PpcDialect::kInputAttrName, PpcDialect::kStateAttrName})
     if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr))
       return name.getValue().str();
   return "argument " + std::to_string(arg.getArgNumber());
@@ -412,8 +410,7 @@ Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Lo
       Value index = builder.create<AxisIndexOp>(loc, meshRef(), axesAttr(step.axes));
       Value first = builder.create<EqualOp>(
           loc, index, scalarOf(builder.getI64Type(), builder.getI64IntegerAttr(0)));
-      Value zero = scalarOf(type.getElementType(),
-                            builder.getZeroAttr(type.getElementType()));
+      Value zero = scalarOf(type.getElementType(), builder.getZeroAttr(type.getElementType()));
       v = builder.create<WhereOp>(loc, first, v, zero);
       continue;
     }
@@ -435,8 +432,7 @@ Value Partitioner::allReduce(Value v, llvm::ArrayRef<std::string> axes, Location
 
 /// `v` with dimension `dim` seen as [blocks, size / blocks] (identity for
 /// one block), and back.
-static Value splitBlocks(OpBuilder &builder, Location loc, Value v, int64_t dim,
-                         int64_t blocks) {
+static Value splitBlocks(OpBuilder &builder, Location loc, Value v, int64_t dim, int64_t blocks) {
   if (blocks == 1)
     return v;
   auto type = llvm::cast<RankedTensorType>(v.getType());
@@ -446,8 +442,7 @@ static Value splitBlocks(OpBuilder &builder, Location loc, Value v, int64_t dim,
   return builder.create<ReshapeOp>(loc, type.clone(shape), v);
 }
 
-static Value mergeBlocks(OpBuilder &builder, Location loc, Value v, int64_t dim,
-                         int64_t blocks) {
+static Value mergeBlocks(OpBuilder &builder, Location loc, Value v, int64_t dim, int64_t blocks) {
   if (blocks == 1)
     return v;
   auto type = llvm::cast<RankedTensorType>(v.getType());
@@ -553,7 +548,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       step.emitError() << "ZeRO stage " << stage << " is not one of 0, 1, 2, 3";
       return signalPassFailure();
     }
-    step->setAttr(PpcDialect::kZeroAttrName, IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
+    step->setAttr(PpcDialect::kZeroAttrName,
+                  IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
     if (failed(Partitioner(module, std::move(*sizes), sequenceParallel, stage).run(step)))
       return signalPassFailure();
   }

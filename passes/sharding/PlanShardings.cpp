@@ -171,8 +171,8 @@ LogicalResult Planner::setUp(llvm::ArrayRef<std::string> pins) {
     llvm::SmallVector<StringRef, 3> fields;
     StringRef(entry).split(fields, ':');
     int64_t dim = -1, blocks = 1;
-    bool bad = fields.size() < 2 || fields.size() > 3 ||
-               fields[1].getAsInteger(10, dim) || dim < 0 ||
+    bool bad = fields.size() < 2 || fields.size() > 3 || fields[1].getAsInteger(10, dim) ||
+               dim < 0 ||
                (fields.size() == 3 && (fields[2].getAsInteger(10, blocks) || blocks < 1));
     // A parameter name may hold ':' itself only if it is not a pin's tail.
     if (bad)
@@ -180,21 +180,18 @@ LogicalResult Planner::setUp(llvm::ArrayRef<std::string> pins) {
                               << "': expected NAME:DIM or NAME:DIM:BLOCKS";
     auto it = paramArg.find(fields[0]);
     if (it == paramArg.end())
-      return step.emitError()
-             << "tp-shard '" << printable(entry) << "': no parameter '"
-             << printable(fields[0]) << "'";
+      return step.emitError() << "tp-shard '" << printable(entry) << "': no parameter '"
+                              << printable(fields[0]) << "'";
     auto type = llvm::cast<RankedTensorType>(step.getArgument(it->second).getType());
     if (dim >= type.getRank())
-      return step.emitError()
-             << "tp-shard '" << printable(entry) << "': parameter '"
-             << printable(fields[0]) << "' of type " << type
-             << " has no dimension " << dim;
+      return step.emitError() << "tp-shard '" << printable(entry) << "': parameter '"
+                              << printable(fields[0]) << "' of type " << type
+                              << " has no dimension " << dim;
     if (type.getDimSize(dim) % (blocks * tp()) != 0)
-      return step.emitError()
-             << "tp-shard '" << printable(entry) << "': dimension " << dim
-             << " of parameter '" << printable(fields[0]) << "' (size "
-             << type.getDimSize(dim) << ") does not split into " << blocks
-             << " blocks over mesh axis tp of size " << tp();
+      return step.emitError() << "tp-shard '" << printable(entry) << "': dimension " << dim
+                              << " of parameter '" << printable(fields[0]) << "' (size "
+                              << type.getDimSize(dim) << ") does not split into " << blocks
+                              << " blocks over mesh axis tp of size " << tp();
     ParamClass pinned;
     pinned.params.push_back(it->second);
     pinned.options.push_back({dim, blocks});
@@ -210,8 +207,8 @@ LogicalResult Planner::setUp(llvm::ArrayRef<std::string> pins) {
     auto name = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName);
     if (!name || pinnedNames.count(name.getValue().str()))
       continue;
-    auto [it, inserted] = bySignature.try_emplace(signature(step.getArgument(i)),
-                                                  static_cast<int>(classes.size()));
+    auto [it, inserted] =
+        bySignature.try_emplace(signature(step.getArgument(i)), static_cast<int>(classes.size()));
     if (inserted) {
       ParamClass c;
       c.options = optionsFor(llvm::cast<RankedTensorType>(step.getArgument(i).getType()));
@@ -412,8 +409,8 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
     for (;; ++stage) {
       // The plan prices the whole step; pipeline stages each hold about
       // 1/pp of it (ppc-pipeline checks each stage against the budget).
-      planner.emplace(step, *sizes, device, memoryPerRank * pipelineParallel,
-                      sequenceParallel, stage);
+      planner.emplace(step, *sizes, device, memoryPerRank * pipelineParallel, sequenceParallel,
+                      stage);
       if (failed(planner->setUp(pins)))
         return signalPassFailure();
       layouts = planner->run();
@@ -426,12 +423,12 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
       step.emitError() << "no plan found fits in " << static_cast<int64_t>(memoryPerRank)
                        << " bytes per rank (memory-per-rank"
                        << (pipelineParallel > 1 ? ", times pp for the whole step" : "")
-                       << ") with ZeRO stage " << stage
-                       << ": the best needs "
+                       << ") with ZeRO stage " << stage << ": the best needs "
                        << static_cast<int64_t>(planner->chosenCost().peakBytes);
       return signalPassFailure();
     }
-    step->setAttr(PpcDialect::kZeroAttrName, IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
+    step->setAttr(PpcDialect::kZeroAttrName,
+                  IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
     for (auto [i, layout] : llvm::enumerate(*layouts))
       step.setArgAttr(i, PpcDialect::kShardingAttrName, toAttr(&getContext(), layout));
     // The cost model's estimate for the chosen plan, for reports and tests.
@@ -443,8 +440,7 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
                       b.getNamedAttr("comm_seconds", b.getF64FloatAttr(cost.commSeconds)),
                       b.getNamedAttr("peak_bytes", b.getF64FloatAttr(cost.peakBytes)),
                       b.getNamedAttr("memory_per_rank", b.getF64FloatAttr(memoryPerRank)),
-                      b.getNamedAttr("plans_priced",
-                                     b.getI64IntegerAttr(planner->plansPriced())),
+                      b.getNamedAttr("plans_priced", b.getI64IntegerAttr(planner->plansPriced())),
                   }));
   }
 };

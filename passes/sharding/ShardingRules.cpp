@@ -51,7 +51,8 @@ std::optional<ShardingRule> ShardingRuleRegistry::lookup(Operation *op) const {
 
 bool ShardingRuleRegistry::contains(OperationName name) const {
   auto info = name.getRegisteredInfo();
-  return info && (rules.contains(info->getTypeID()) || info->hasInterface<ElementwiseOpInterface>());
+  return info &&
+         (rules.contains(info->getTypeID()) || info->hasInterface<ElementwiseOpInterface>());
 }
 
 //===----------------------------------------------------------------------===//
@@ -62,16 +63,14 @@ llvm::ArrayRef<int64_t> shapeOf(Value value) {
   return llvm::cast<RankedTensorType>(value.getType()).getShape();
 }
 
-TensorFactors addFactorPerDim(ShardingRule &rule, llvm::ArrayRef<int64_t> shape,
-                              FactorKind kind) {
+TensorFactors addFactorPerDim(ShardingRule &rule, llvm::ArrayRef<int64_t> shape, FactorKind kind) {
   TensorFactors dims;
   for (int64_t size : shape)
     dims.push_back({rule.addFactor(size, kind)});
   return dims;
 }
 
-TensorFactors broadcastFactors(llvm::ArrayRef<int64_t> shape,
-                               llvm::ArrayRef<int64_t> toShape,
+TensorFactors broadcastFactors(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> toShape,
                                const TensorFactors &to) {
   TensorFactors dims(shape.size());
   int64_t offset = toShape.size() - shape.size();
@@ -118,44 +117,38 @@ static llvm::StringRef kindName(FactorKind kind) {
 std::string ShardingRule::verify(Operation *op) const {
   int64_t numFactors = factorSizes.size();
   if (static_cast<int64_t>(factorKinds.size()) != numFactors)
-    return llvm::formatv("{0} factor sizes but {1} factor kinds", numFactors,
-                         factorKinds.size());
+    return llvm::formatv("{0} factor sizes but {1} factor kinds", numFactors, factorKinds.size());
   for (auto [f, size] : llvm::enumerate(factorSizes))
     if (size < 0)
-      return llvm::formatv("factor {0} has negative size {1}", factorName(f),
-                           size);
-  if (operands.size() != op->getNumOperands() ||
-      results.size() != op->getNumResults())
+      return llvm::formatv("factor {0} has negative size {1}", factorName(f), size);
+  if (operands.size() != op->getNumOperands() || results.size() != op->getNumResults())
     return llvm::formatv("rule has {0} operands and {1} results, the op {2} "
                          "and {3}",
                          operands.size(), results.size(), op->getNumOperands(),
                          op->getNumResults());
 
   llvm::SmallVector<bool> used(numFactors, false), inResult(numFactors, false);
-  auto checkTensor = [&](llvm::StringRef what, unsigned index, Type type,
-                         const TensorFactors &dims,
+  auto checkTensor = [&](llvm::StringRef what, unsigned index, Type type, const TensorFactors &dims,
                          bool isResult) -> std::string {
     auto tensor = llvm::dyn_cast<RankedTensorType>(type);
     int64_t rank = tensor ? tensor.getRank() : 0;
     if (static_cast<int64_t>(dims.size()) != rank)
-      return llvm::formatv("{0} {1} has {2} dimension entries for rank {3}",
-                           what, index, dims.size(), rank);
+      return llvm::formatv("{0} {1} has {2} dimension entries for rank {3}", what, index,
+                           dims.size(), rank);
     llvm::SmallVector<int64_t> seen;
     for (auto [d, factors] : llvm::enumerate(dims)) {
       int64_t product = 1;
       for (int64_t f : factors) {
         if (f < 0 || f >= numFactors)
-          return llvm::formatv("{0} {1} dimension {2} names factor #{3} of {4}",
-                               what, index, d, f, numFactors);
-        if (llvm::is_contained(seen, f) &&
-            factorKinds[f] != FactorKind::NeedReplication)
-          return llvm::formatv("{0} factor {1} appears twice in {2} {3}",
-                               kindName(factorKinds[f]), factorName(f), what,
-                               index);
+          return llvm::formatv("{0} {1} dimension {2} names factor #{3} of {4}", what, index, d, f,
+                               numFactors);
+        if (llvm::is_contained(seen, f) && factorKinds[f] != FactorKind::NeedReplication)
+          return llvm::formatv("{0} factor {1} appears twice in {2} {3}", kindName(factorKinds[f]),
+                               factorName(f), what, index);
         if (isResult && (factorKinds[f] == FactorKind::Reduction ||
                          factorKinds[f] == FactorKind::IndexedReduction))
-          return llvm::formatv("{0} factor {1} appears in result {2}",
-                               kindName(factorKinds[f]), factorName(f), index);
+          return llvm::formatv("{0} factor {1} appears in result {2}", kindName(factorKinds[f]),
+                               factorName(f), index);
         seen.push_back(f);
         used[f] = true;
         inResult[f] = inResult[f] || isResult;
@@ -169,28 +162,23 @@ std::string ShardingRule::verify(Operation *op) const {
     return "";
   };
   for (auto [i, dims] : llvm::enumerate(operands))
-    if (std::string error =
-            checkTensor("operand", i, op->getOperand(i).getType(), dims, false);
+    if (std::string error = checkTensor("operand", i, op->getOperand(i).getType(), dims, false);
         !error.empty())
       return error;
   for (auto [i, dims] : llvm::enumerate(results))
-    if (std::string error =
-            checkTensor("result", i, op->getResult(i).getType(), dims, true);
+    if (std::string error = checkTensor("result", i, op->getResult(i).getType(), dims, true);
         !error.empty())
       return error;
 
   for (int64_t f = 0; f < numFactors; ++f) {
     if (!used[f])
-      return llvm::formatv("factor {0} appears in no operand or result",
-                           factorName(f));
+      return llvm::formatv("factor {0} appears in no operand or result", factorName(f));
     // Sharding a parallel factor must shard some result, or the op would
     // compute its whole result from partial operands.
-    if ((factorKinds[f] == FactorKind::Parallel ||
-         factorKinds[f] == FactorKind::Normalized) &&
-        !inResult[f] &&
-        op->getNumResults() > 0)
-      return llvm::formatv("{0} factor {1} appears in no result",
-                           kindName(factorKinds[f]), factorName(f));
+    if ((factorKinds[f] == FactorKind::Parallel || factorKinds[f] == FactorKind::Normalized) &&
+        !inResult[f] && op->getNumResults() > 0)
+      return llvm::formatv("{0} factor {1} appears in no result", kindName(factorKinds[f]),
+                           factorName(f));
   }
   return "";
 }
@@ -233,28 +221,22 @@ std::string ShardingRule::str() const {
   auto factorsOfKind = [&](FactorKind kind) {
     std::string text;
     for (int64_t f : order)
-      if (f < static_cast<int64_t>(factorKinds.size()) &&
-          factorKinds[f] == kind)
+      if (f < static_cast<int64_t>(factorKinds.size()) && factorKinds[f] == kind)
         text += (text.empty() ? "" : ", ") + factorName(f);
     return text;
   };
 
   std::string text = tensors(operands) + " -> " + tensors(results) + " {";
   for (auto [n, f] : llvm::enumerate(order))
-    text +=
-        (n ? ", " : "") + factorName(f) + "=" + std::to_string(factorSizes[f]);
+    text += (n ? ", " : "") + factorName(f) + "=" + std::to_string(factorSizes[f]);
   text += "}";
-  if (std::string reduction = factorsOfKind(FactorKind::Reduction);
-      !reduction.empty())
+  if (std::string reduction = factorsOfKind(FactorKind::Reduction); !reduction.empty())
     text += " reduction={" + reduction + "}";
-  if (std::string indexed = factorsOfKind(FactorKind::IndexedReduction);
-      !indexed.empty())
+  if (std::string indexed = factorsOfKind(FactorKind::IndexedReduction); !indexed.empty())
     text += " indexed={" + indexed + "}";
-  if (std::string normalized = factorsOfKind(FactorKind::Normalized);
-      !normalized.empty())
+  if (std::string normalized = factorsOfKind(FactorKind::Normalized); !normalized.empty())
     text += " normalized={" + normalized + "}";
-  if (std::string replicated = factorsOfKind(FactorKind::NeedReplication);
-      !replicated.empty())
+  if (std::string replicated = factorsOfKind(FactorKind::NeedReplication); !replicated.empty())
     text += " replicated={" + replicated + "}";
   return text;
 }
@@ -266,10 +248,8 @@ int64_t sliceBlockLength(int64_t size, int64_t start, int64_t limit, int64_t ste
 }
 
 void localizeSliceBounds(llvm::SmallVectorImpl<int64_t> &starts,
-                         llvm::SmallVectorImpl<int64_t> &limits,
-                         llvm::ArrayRef<int64_t> steps,
-                         llvm::ArrayRef<int64_t> globalShape,
-                         llvm::ArrayRef<int64_t> localShape) {
+                         llvm::SmallVectorImpl<int64_t> &limits, llvm::ArrayRef<int64_t> steps,
+                         llvm::ArrayRef<int64_t> globalShape, llvm::ArrayRef<int64_t> localShape) {
   for (size_t d = 0; d < globalShape.size(); ++d) {
     if (localShape[d] == globalShape[d])
       continue;

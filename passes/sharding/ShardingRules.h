@@ -65,8 +65,7 @@ class ShardingRuleRegistry {
 public:
   static const ShardingRuleRegistry &get();
 
-  template <typename OpT>
-  void add(ShardingRuleFn fn) {
+  template <typename OpT> void add(ShardingRuleFn fn) {
     rules[mlir::TypeID::get<OpT>()] = std::move(fn);
   }
   /// The rule of `op`, or none when the op has no rule.
@@ -108,8 +107,7 @@ TensorFactors addFactorPerDim(ShardingRule &rule, llvm::ArrayRef<int64_t> shape,
 /// on the right) to a tensor of `toShape` with factors `to`: a dimension of
 /// the same size shares its factors, a broadcast one (size 1 against a larger
 /// size) has none, so it stays whole on every shard.
-TensorFactors broadcastFactors(llvm::ArrayRef<int64_t> shape,
-                               llvm::ArrayRef<int64_t> toShape,
+TensorFactors broadcastFactors(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> toShape,
                                const TensorFactors &to);
 
 /// The block length a slice along one dimension is made of: the dimension's
@@ -122,10 +120,8 @@ int64_t sliceBlockLength(int64_t size, int64_t start, int64_t limit, int64_t ste
 /// dimension split by the partitioner is split within each block
 /// (`sliceBlockLength`), so the slice takes the same blocks' local parts.
 void localizeSliceBounds(llvm::SmallVectorImpl<int64_t> &starts,
-                         llvm::SmallVectorImpl<int64_t> &limits,
-                         llvm::ArrayRef<int64_t> steps,
-                         llvm::ArrayRef<int64_t> globalShape,
-                         llvm::ArrayRef<int64_t> localShape);
+                         llvm::SmallVectorImpl<int64_t> &limits, llvm::ArrayRef<int64_t> steps,
+                         llvm::ArrayRef<int64_t> globalShape, llvm::ArrayRef<int64_t> localShape);
 
 } // namespace ppc
 

@@ -32,14 +32,14 @@ namespace ppcrt::cpu {
 
 /// c[m, n] = op(a) op(b), row-major, op transposing when asked; lda/ldb are
 /// the row lengths of a and b as stored.
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
-          int64_t lda, const float *b, int64_t ldb, float *c);
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a,
-          int64_t lda, const double *b, int64_t ldb, double *c);
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+          const float *b, int64_t ldb, float *c);
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+          const double *b, int64_t ldb, double *c);
 
 template <typename T>
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const T *a,
-          int64_t lda, const T *b, int64_t ldb, T *c) {
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
+          const T *b, int64_t ldb, T *c) {
   // Integers: exact, wrapping in 64 bits.
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -56,8 +56,8 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const T *a,
 /// matrices; c is dense. A batch that only `a` has is folded into m.
 template <typename T>
 void matmul(bool transA, bool transB, int batchRank, const int64_t *batchShape,
-            const int64_t *aStrides, const int64_t *bStrides, int64_t m, int64_t n,
-            int64_t k, const T *a, const T *b, T *c) {
+            const int64_t *aStrides, const int64_t *bStrides, int64_t m, int64_t n, int64_t k,
+            const T *a, const T *b, T *c) {
   int64_t lda = transA ? m : k, ldb = transB ? k : n;
   int64_t batch = 1;
   for (int d = 0; d < batchRank; ++d)
@@ -77,8 +77,7 @@ void matmul(bool transA, bool transB, int batchRank, const int64_t *batchShape,
   int64_t coords[kMaxRank] = {0};
   int64_t aIndex = 0, bIndex = 0;
   for (int64_t i = 0; i < batch; ++i) {
-    gemm(transA, transB, m, n, k, a + aIndex * m * k, lda, b + bIndex * k * n, ldb,
-         c + i * m * n);
+    gemm(transA, transB, m, n, k, a + aIndex * m * k, lda, b + bIndex * k * n, ldb, c + i * m * n);
     for (int d = batchRank - 1; d >= 0; --d) {
       aIndex += aStrides[d];
       bIndex += bStrides[d];
@@ -100,12 +99,13 @@ enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 /// The type a reduction of T accumulates in: double for floats; for
 /// integers uint64_t (sums and products wrap), int64_t where signed order
 /// matters (max, min of signed types).
-template <typename T> using Accumulator =
-    std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
-template <ReduceKind Kind, typename T> using ReduceAccumulator = std::conditional_t<
-    std::is_signed_v<T> && !std::is_floating_point_v<T> &&
-        (Kind == ReduceKind::Max || Kind == ReduceKind::Min),
-    int64_t, Accumulator<T>>;
+template <typename T>
+using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+template <ReduceKind Kind, typename T>
+using ReduceAccumulator =
+    std::conditional_t<std::is_signed_v<T> && !std::is_floating_point_v<T> &&
+                           (Kind == ReduceKind::Max || Kind == ReduceKind::Min),
+                       int64_t, Accumulator<T>>;
 
 template <ReduceKind Kind, typename A> inline A reduceIdentity() {
   if constexpr (Kind == ReduceKind::Sum || Kind == ReduceKind::Mean)
@@ -135,8 +135,7 @@ template <ReduceKind Kind, typename A> inline A reduceCombine(A x, A y) {
 /// reduced when bit d of `reducedMask` is set), into `out` (the kept
 /// dimensions). `count` is the number of elements combined per result.
 template <ReduceKind Kind, typename T>
-void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank],
-            uint32_t reducedMask) {
+void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uint32_t reducedMask) {
   using A = ReduceAccumulator<Kind, T>;
   int64_t outSize = 1, count = 1, total = 1;
   int64_t outStrides[kMaxRank];
@@ -210,16 +209,15 @@ void softmax(const T *x, T *y, int64_t outer, int64_t size, int64_t inner) {
       }
       double logSum = std::log(sum);
       for (int64_t k = 0; k < size; ++k)
-        y[base + k * inner] =
-            T(IsLog ? shifted[k] - logSum : std::exp(shifted[k]) / sum);
+        y[base + k * inner] = T(IsLog ? shifted[k] - logSum : std::exp(shifted[k]) / sum);
     }
 }
 
 /// Layer normalization of the rows of [outer, size]; scale and bias hold
 /// `size` elements, or one (broadcast), as their strides (1 or 0) say.
 template <typename T>
-void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias,
-               int64_t biasStride, T *y, int64_t outer, int64_t size, double epsilon) {
+void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, int64_t biasStride,
+               T *y, int64_t outer, int64_t size, double epsilon) {
 #pragma omp parallel for if (outer * size > 32768)
   for (int64_t o = 0; o < outer; ++o) {
     const T *row = x + o * size;
@@ -351,8 +349,8 @@ inline void upload(void *out, const void *in, size_t bytes) { std::memcpy(out, i
 inline void concatPart(void *out, const void *in, int64_t outer, int64_t row, int64_t at,
                        int64_t chunk) {
   for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(static_cast<char *>(out) + o * row + at,
-                static_cast<const char *>(in) + o * chunk, chunk);
+    std::memcpy(static_cast<char *>(out) + o * row + at, static_cast<const char *>(in) + o * chunk,
+                chunk);
 }
 
 /// Transposes the last two dimensions of [batch, rows, cols] in tiles.
@@ -372,8 +370,8 @@ void transpose2d(const T *in, T *out, int64_t batch, int64_t rows, int64_t cols)
 /// inner]; negative indices count from the end, and one outside [-n, n)
 /// gives a zero row and is recorded (kernelFailed).
 template <typename T>
-void gather(const T *data, const int64_t *indices, T *out, int64_t outer, int64_t n,
-            int64_t inner, int64_t numRows, const char *node) {
+void gather(const T *data, const int64_t *indices, T *out, int64_t outer, int64_t n, int64_t inner,
+            int64_t numRows, const char *node) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < numRows; ++i) {
       T *to = out + (o * numRows + i) * inner;
@@ -409,8 +407,7 @@ void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer,
 
 /// Keeps the lower (or upper) triangle of the last two dimensions.
 template <typename T>
-void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool upper,
-           int64_t k) {
+void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool upper, int64_t k) {
   for (int64_t i = 0; i < total; ++i) {
     int64_t row = i / cols % rows, col = i % cols;
     out[i] = (upper ? col - row >= k : col - row <= k) ? in[i] : T(0);
@@ -430,12 +427,11 @@ void argMax(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner, 
 /// top_k_indices over the lines along the middle dimension of
 /// [outer, n, inner] (Lines.h).
 template <typename T>
-void topKIndices(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
-                 int64_t k, bool largest) {
+void topKIndices(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner, int64_t k,
+                 bool largest) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < inner; ++j)
-      lines::topKIndices<T>(in + o * n * inner + j, out + o * k * inner + j, n, inner, k,
-                            largest);
+      lines::topKIndices<T>(in + o * n * inner + j, out + o * k * inner + j, n, inner, k, largest);
 }
 
 /// cumsum over the lines along the middle dimension of [outer, n, inner].
@@ -444,16 +440,15 @@ void cumsum(const T *in, T *out, int64_t outer, int64_t n, int64_t inner, bool e
             bool reverse) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < inner; ++j)
-      lines::cumsum(in + o * n * inner + j, out + o * n * inner + j, n, inner, exclusive,
-                    reverse);
+      lines::cumsum(in + o * n * inner + j, out + o * n * inner + j, n, inner, exclusive, reverse);
 }
 
 /// Generic einsum: every combination of label values, output labels
 /// outermost; strides[t * numLabels + l] is operand t's step for label l
 /// (the output is operand `numOperands`).
 template <typename T>
-void einsum(const T *const *operands, int numOperands, T *out, int numLabels,
-            const int64_t *sizes, const int64_t *strides, int64_t outSize) {
+void einsum(const T *const *operands, int numOperands, T *out, int numLabels, const int64_t *sizes,
+            const int64_t *strides, int64_t outSize) {
   using A = Accumulator<T>;
   std::vector<A> acc(outSize, A(0));
   int64_t coords[32] = {0}, offsets[33] = {0};

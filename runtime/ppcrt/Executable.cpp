@@ -31,15 +31,15 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cassert>
 #include <chrono>
-#include <csignal>
 #include <climits>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -142,9 +142,8 @@ void watched(const char *what, const std::function<void()> &call) {
 
 void stopIfAny(const std::string &error, int worldRank) {
   int first = error.empty() ? INT_MAX : worldRank;
-  watched("the ranks' error check", [&] {
-    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  });
+  watched("the ranks' error check",
+          [&] { MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); });
   if (first != INT_MAX)
     dieAll(error, first == worldRank);
 }
@@ -207,9 +206,9 @@ struct Trainer {
       for (int64_t s : global->shape)
         have *= s;
       if (global->dtype != t.dtype || have != expected)
-        return llvm::createStringError(
-            "initial weights '" + weightsPath + "': tensor '" + key.drop_front(kParamKey.size()).str() +
-            "' does not match the compiled program");
+        return llvm::createStringError("initial weights '" + weightsPath + "': tensor '" +
+                                       key.drop_front(kParamKey.size()).str() +
+                                       "' does not match the compiled program");
       // This rank's block of the global value.
       size_t bytes = dtypeBytes(t.dtype);
       const char *from = static_cast<const char *>(global->data);
@@ -235,9 +234,10 @@ struct Trainer {
     for (int i = 0; i < rp.numArgs; ++i) {
       const TensorInfo &t = rp.args[i];
       llvm::StringRef key = t.key;
-      bool fed = key == "step" || isState(t) ||
-                 (key.starts_with(kHyperKey) && hypers.count(key.drop_front(kHyperKey.size()).str())) ||
-                 tokenInput(key) >= 0;
+      bool fed =
+          key == "step" || isState(t) ||
+          (key.starts_with(kHyperKey) && hypers.count(key.drop_front(kHyperKey.size()).str())) ||
+          tokenInput(key) >= 0;
       if (!fed)
         return llvm::formatv("rank {0}: the program takes '{1}', which the runtime cannot "
                              "feed (an executable of another ppc version?)",
@@ -330,10 +330,9 @@ struct Trainer {
       view.data = copies.back().data();
       tensors.push_back(view);
     }
-    std::map<std::string, std::string> metadata{
-        {"fingerprint", program.fingerprint},
-        {"step", std::to_string(steps)},
-        {"rank", std::to_string(rank.worldRank())}};
+    std::map<std::string, std::string> metadata{{"fingerprint", program.fingerprint},
+                                                {"step", std::to_string(steps)},
+                                                {"rank", std::to_string(rank.worldRank())}};
     llvm::SmallString<256> path(staging);
     llvm::sys::path::append(path, file);
     return writeSafetensors(path, tensors, metadata);
@@ -351,14 +350,13 @@ struct Trainer {
                                      "': its metadata fingerprint is not the index's (a shard "
                                      "of another program put in this checkpoint)");
     // What the shard says of itself must be what the index says of it.
-    for (auto [key, want] : {std::pair<const char *, int64_t>{"step", step},
-                             {"rank", int64_t(rank.worldRank())}}) {
+    for (auto [key, want] :
+         {std::pair<const char *, int64_t>{"step", step}, {"rank", int64_t(rank.worldRank())}}) {
       auto found = shard->metadata().find(key);
       if (found == shard->metadata().end() || found->second != std::to_string(want))
-        return llvm::createStringError("checkpoint shard '" + std::string(path) +
-                                       "': its metadata " + key + " is not " +
-                                       std::to_string(want) + " (a shard of another " + key +
-                                       " put in this checkpoint)");
+        return llvm::createStringError(
+            "checkpoint shard '" + std::string(path) + "': its metadata " + key + " is not " +
+            std::to_string(want) + " (a shard of another " + key + " put in this checkpoint)");
     }
     for (int i = 0; i < rp.numArgs; ++i) {
       const TensorInfo &t = rp.args[i];
@@ -369,8 +367,8 @@ struct Trainer {
         return tensor.takeError();
       if (tensor->dtype != t.dtype ||
           tensor->shape != std::vector<int64_t>(t.shape, t.shape + t.rank))
-        return llvm::createStringError("checkpoint '" + std::string(path) + "': tensor '" +
-                                       t.key + "' does not match the compiled program");
+        return llvm::createStringError("checkpoint '" + std::string(path) + "': tensor '" + t.key +
+                                       "' does not match the compiled program");
       device.upload(held[t.key], tensor->data, bytesOf(t));
     }
     return llvm::Error::success();
@@ -474,13 +472,12 @@ std::string firstNonFinite(const Program &program, Trainer &trainer) {
       continue;
     std::vector<char> host = trainer.fetch(t);
     if (!allFinite(t.dtype, host.data(), elementsOf(t)))
-      first = std::min(first, int(std::lower_bound(ordered.begin(), ordered.end(),
-                                                   std::string(t.key)) -
-                                  ordered.begin()));
+      first =
+          std::min(first, int(std::lower_bound(ordered.begin(), ordered.end(), std::string(t.key)) -
+                              ordered.begin()));
   }
-  watched("finding the first non-finite tensor", [&] {
-    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  });
+  watched("finding the first non-finite tensor",
+          [&] { MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); });
   return first == INT_MAX ? "" : ordered[size_t(first)];
 }
 
@@ -560,9 +557,8 @@ struct StepReport {
 /// The logging rank's report of a step: its line in --log (`log`, when
 /// given) and on the progress line. Returns why the run must stop: a loss or
 /// gradient norm that is not finite, or a log that cannot be written.
-Stop reportStep(const RunContext &ctx, Trainer &trainer, Device &device,
-                llvm::raw_fd_ostream *log, const std::string &logPath,
-                const StepReport &at) {
+Stop reportStep(const RunContext &ctx, Trainer &trainer, Device &device, llvm::raw_fd_ostream *log,
+                const std::string &logPath, const StepReport &at) {
   Stop stop;
   double loss = trainer.outputs["loss"];
   // MFU counts this rank's GEMMs against the device's dense peak.
@@ -675,10 +671,10 @@ int64_t resumeFrom(const RunContext &ctx, Trainer &trainer, const std::string &d
       dieAll(why, lead);
     if (lead)
       llvm::errs() << "resharding " << path << ": saved on "
-                   << ppc::printable(saved->mesh.describe()) << " ("
-                   << saved->worldSize() << " rank" << (saved->worldSize() == 1 ? "" : "s")
-                   << "), resuming on " << meshLayout(program).describe() << " ("
-                   << ctx.worldSize << " rank" << (ctx.worldSize == 1 ? "" : "s") << ")\n";
+                   << ppc::printable(saved->mesh.describe()) << " (" << saved->worldSize()
+                   << " rank" << (saved->worldSize() == 1 ? "" : "s") << "), resuming on "
+                   << meshLayout(program).describe() << " (" << ctx.worldSize << " rank"
+                   << (ctx.worldSize == 1 ? "" : "s") << ")\n";
     CheckpointReader reader(*saved);
     if (llvm::Error e = trainer.loadResharded(reader, path))
       failed = formatError(std::move(e));
@@ -744,8 +740,8 @@ std::unique_ptr<llvm::raw_fd_ostream> openLog(const RunContext &ctx, const std::
 /// rank's shard and digest, rank 0's index and commit, the prune to `keep`).
 /// A failure on any rank (a full disk, say) ends every rank through one
 /// collective at the next point all reach: one error line, no MPI_Abort.
-void saveCheckpoint(const RunContext &ctx, Trainer &trainer, const std::string &dir,
-                    int64_t step, int keep) {
+void saveCheckpoint(const RunContext &ctx, Trainer &trainer, const std::string &dir, int64_t step,
+                    int keep) {
   const Program &program = ctx.program;
   int worldRank = ctx.worldRank;
   std::string staging = stagingPath(dir, step);
@@ -790,11 +786,11 @@ void saveCheckpoint(const RunContext &ctx, Trainer &trainer, const std::string &
                              {"mesh", meshToJson(meshLayout(program))}};
     llvm::json::Array files;
     for (int r = 0; r < ctx.worldSize; ++r)
-      files.push_back(llvm::json::Object{
-          {"name", shardFileName(r)},
-          {"bytes", digests[r].bytes},
-          {"blake3", std::string(digests[r].blake3, sizeof(digests[r].blake3))},
-          {"tensors", shardTensors(program, r)}});
+      files.push_back(
+          llvm::json::Object{{"name", shardFileName(r)},
+                             {"bytes", digests[r].bytes},
+                             {"blake3", std::string(digests[r].blake3, sizeof(digests[r].blake3))},
+                             {"tensors", shardTensors(program, r)}});
     index["files"] = std::move(files);
     if (llvm::Error e = commitCheckpoint(dir, step, index))
       failed = formatError(std::move(e));
@@ -840,12 +836,12 @@ struct RunFlags {
   explicit RunFlags(const Program &program);
 
   cl::OptionCategory category{"training options"};
-  cl::opt<std::string> data{"data", cl::desc("token file (DESIGN.md §4)"),
-                            cl::value_desc("FILE"), cl::Required, cl::cat(category)};
-  cl::opt<int64_t> steps{"steps", cl::desc("train until this many steps are done"),
-                         cl::Required, cl::cat(category)};
-  cl::opt<std::string> logPath{"log", cl::desc("one JSON line per step"),
-                               cl::value_desc("F.jsonl"), cl::cat(category)};
+  cl::opt<std::string> data{"data", cl::desc("token file (DESIGN.md §4)"), cl::value_desc("FILE"),
+                            cl::Required, cl::cat(category)};
+  cl::opt<int64_t> steps{"steps", cl::desc("train until this many steps are done"), cl::Required,
+                         cl::cat(category)};
+  cl::opt<std::string> logPath{"log", cl::desc("one JSON line per step"), cl::value_desc("F.jsonl"),
+                               cl::cat(category)};
   cl::opt<std::string> checkpointDir{
       "checkpoint-dir", cl::desc("directory of checkpoints (one subdirectory per save)"),
       cl::value_desc("D"), cl::cat(category)};
@@ -905,9 +901,9 @@ RunFlags::RunFlags(const Program &program) {
     f.description += values.size() == f.names.size()
                          ? " [" + llvm::join(values, ",") + "]"
                          : " (not in this executable: compiled without it)";
-    f.option = std::make_unique<cl::opt<std::string>>(
-        llvm::StringRef(f.flag), cl::desc(f.description), cl::value_desc("X"),
-        cl::cat(hyperCategory));
+    f.option =
+        std::make_unique<cl::opt<std::string>>(llvm::StringRef(f.flag), cl::desc(f.description),
+                                               cl::value_desc("X"), cl::cat(hyperCategory));
   }
   cl::HideUnrelatedOptions({&category, &hyperCategory});
 }
@@ -932,12 +928,10 @@ void checkFlags(const RunFlags &flags, const Program &program, int worldSize, bo
            lead);
   }
   if (flags.saveEvery < 0)
-    dieAll(llvm::formatv("--save-every {0}: expected 0 or more steps",
-                         flags.saveEvery.getValue()),
+    dieAll(llvm::formatv("--save-every {0}: expected 0 or more steps", flags.saveEvery.getValue()),
            lead);
   if (flags.keep < 0)
-    dieAll(llvm::formatv("--keep {0}: expected 0 (keep all) or more", flags.keep.getValue()),
-           lead);
+    dieAll(llvm::formatv("--keep {0}: expected 0 (keep all) or more", flags.keep.getValue()), lead);
   constexpr int kMaxThreads = 1024;
   if (flags.threads < 0 || flags.threads > kMaxThreads)
     dieAll(llvm::formatv("--threads-per-rank {0}: expected 0 (the node's cores shared) to {1}",
@@ -981,14 +975,15 @@ std::map<std::string, double> hyperValues(const RunFlags &flags, bool lead,
              lead);
     for (size_t n = 0; n < f.names.size(); ++n) {
       if (!flags.compiled.count(f.names[n]))
-        dieAll(std::string("--") + f.flag + ": this executable was compiled without it (" +
-                   f.help + " 0, or another optimizer or schedule); compile with ppc compile "
-                   "--" + f.flag + " to train with it",
+        dieAll(std::string("--") + f.flag + ": this executable was compiled without it (" + f.help +
+                   " 0, or another optimizer or schedule); compile with ppc compile "
+                   "--" +
+                   f.flag + " to train with it",
                lead);
       hypers[f.names[n]] = values[n];
     }
-    overridden += std::string(overridden.empty() ? "" : ", ") + "--" + f.flag + " " +
-                  option.getValue();
+    overridden +=
+        std::string(overridden.empty() ? "" : ", ") + "--" + f.flag + " " + option.getValue();
   }
   return hypers;
 }
@@ -1007,8 +1002,7 @@ void startDevice(Device &device, int threads, int worldRank) {
 }
 
 /// The token file, checked against the program and mapped for the run.
-ppc::TokenData openData(const RunFlags &flags, const Program &program, int worldRank,
-                        bool lead) {
+ppc::TokenData openData(const RunFlags &flags, const Program &program, int worldRank, bool lead) {
   auto tokens = ppc::TokenData::open(flags.data, program.dataDtype);
   if (!tokens)
     dieAll(formatError(tokens.takeError()), lead);
@@ -1070,9 +1064,8 @@ void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Devic
     // vocabulary, say) ends every rank cleanly, before anything of the step
     // is reported or saved.
     if (!kernelError.empty())
-      kernelError = llvm::formatv("step {0} (rank {1}): {2}", s + 1, ctx.worldRank,
-                                  kernelError)
-                        .str();
+      kernelError =
+          llvm::formatv("step {0} (rank {1}): {2}", s + 1, ctx.worldRank, kernelError).str();
     stopIfAny(kernelError, ctx.worldRank);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();

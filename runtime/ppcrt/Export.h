@@ -15,8 +15,8 @@ namespace ppcrt {
 /// parameter replaced by its full value, assembled from the state files of
 /// every rank in `shardDir` (the checkpoint layout: rank-NNNNN.safetensors).
 /// Written to a temporary name and renamed, so `path` is whole or untouched.
-llvm::Error exportOnnx(const Program &program, const std::string &shardDir,
-                       int worldSize, const std::string &path);
+llvm::Error exportOnnx(const Program &program, const std::string &shardDir, int worldSize,
+                       const std::string &path);
 
 } // namespace ppcrt
 

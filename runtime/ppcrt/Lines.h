@@ -69,8 +69,8 @@ PPCRT_HD inline int64_t argMax(const T *in, int64_t n, int64_t inner, bool large
 /// each taking the best element after the previous pick, so for small k such
 /// as a router's.
 template <typename K, typename T>
-PPCRT_HD inline void topKIndices(const T *in, int64_t *out, int64_t n, int64_t inner,
-                                 int64_t k, bool largest) {
+PPCRT_HD inline void topKIndices(const T *in, int64_t *out, int64_t n, int64_t inner, int64_t k,
+                                 bool largest) {
   for (int64_t r = 0; r < k; ++r) {
     int64_t best = -1, previous = r ? out[(r - 1) * inner] : -1;
     for (int64_t i = 0; i < n; ++i) {

@@ -17,8 +17,7 @@ namespace ppcrt {
 Rank::~Rank() = default;
 
 static double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 static MPI_Datatype mpiType(DType dtype) {
@@ -60,9 +59,7 @@ static void checkReducible(DType dtype, const char *what) {
               .c_str());
 }
 
-static MPI_Op mpiOp(Reduction reduction) {
-  return reduction == Reduction::Sum ? MPI_SUM : MPI_MAX;
-}
+static MPI_Op mpiOp(Reduction reduction) { return reduction == Reduction::Sum ? MPI_SUM : MPI_MAX; }
 
 /// What the signal handler reports: the rank and what it waits in.
 static std::atomic<MpiRank *> activeRank{nullptr};
@@ -156,22 +153,21 @@ void MpiRank::watch() {
 //===----------------------------------------------------------------------===//
 
 Ticket MpiRank::allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
-                        Reduction reduction, const char *what) {
+                          Reduction reduction, const char *what) {
   checkReducible(dtype, what);
   enter(what);
-  MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, int(count), mpiType(dtype),
-                mpiOp(reduction), groups[g].comm);
+  MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, int(count), mpiType(dtype), mpiOp(reduction),
+                groups[g].comm);
   leave();
   return 0;
 }
 
 Ticket MpiRank::allGather(int g, DType dtype, const void *in, void *out, int64_t outer,
-                        int64_t inner, const char *what) {
+                          int64_t inner, const char *what) {
   int64_t size = groups[g].size, bytes = int64_t(dtypeBytes(dtype));
   enter(what);
   if (outer == 1) {
-    MPI_Allgather(in, int(inner), mpiType(dtype), out, int(inner), mpiType(dtype),
-                  groups[g].comm);
+    MPI_Allgather(in, int(inner), mpiType(dtype), out, int(inner), mpiType(dtype), groups[g].comm);
     leave();
     return 0;
   }
@@ -189,7 +185,7 @@ Ticket MpiRank::allGather(int g, DType dtype, const void *in, void *out, int64_t
 }
 
 Ticket MpiRank::reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
-                            int64_t inner, Reduction reduction, const char *what) {
+                              int64_t inner, Reduction reduction, const char *what) {
   checkReducible(dtype, what);
   int64_t size = groups[g].size, bytes = int64_t(dtypeBytes(dtype));
   const void *send = in;
@@ -232,7 +228,7 @@ static void copyBlock(const int64_t *shape, int rank, int dim, int64_t parts, in
 }
 
 Ticket MpiRank::allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
-                       int rank, int split, int concat, const char *what) {
+                         int rank, int split, int concat, const char *what) {
   int64_t size = groups[g].size, bytes = int64_t(dtypeBytes(dtype));
   int64_t total = 1;
   for (int d = 0; d < rank; ++d)
@@ -241,8 +237,7 @@ Ticket MpiRank::allToAll(int g, DType dtype, const void *in, void *out, const in
   scratch.resize(total * bytes);
   scratch2.resize(total * bytes);
   for (int64_t j = 0; j < size; ++j)
-    copyBlock(shape, rank, split, size, j, bytes,
-              const_cast<char *>(static_cast<const char *>(in)),
+    copyBlock(shape, rank, split, size, j, bytes, const_cast<char *>(static_cast<const char *>(in)),
               scratch.data() + j * block * bytes, true);
   enter(what);
   MPI_Alltoall(scratch.data(), int(block), mpiType(dtype), scratch2.data(), int(block),
@@ -270,23 +265,23 @@ int MpiRank::peerRank(const char *axis, int64_t peer) const {
   return int(meshRankAt(program, at));
 }
 
-Ticket MpiRank::send(const char *axis, int64_t peer, DType dtype, const void *data,
-                   int64_t count, const char *) {
+Ticket MpiRank::send(const char *axis, int64_t peer, DType dtype, const void *data, int64_t count,
+                     const char *) {
   PendingSend message;
   size_t bytes = count * dtypeBytes(dtype);
   message.data.assign(static_cast<const char *>(data), static_cast<const char *>(data) + bytes);
   pending.push_back(std::move(message));
   PendingSend &sent = pending.back();
-  MPI_Isend(sent.data.data(), int(count), mpiType(dtype),
-            peerRank(axis, peer), 0, MPI_COMM_WORLD, &sent.request);
+  MPI_Isend(sent.data.data(), int(count), mpiType(dtype), peerRank(axis, peer), 0, MPI_COMM_WORLD,
+            &sent.request);
   return 0;
 }
 
 Ticket MpiRank::recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
-                   const char *what) {
+                     const char *what) {
   enter(what);
-  MPI_Recv(data, int(count), mpiType(dtype), peerRank(axis, peer), 0,
-           MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Recv(data, int(count), mpiType(dtype), peerRank(axis, peer), 0, MPI_COMM_WORLD,
+           MPI_STATUS_IGNORE);
   leave();
   return 0;
 }

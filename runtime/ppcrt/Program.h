@@ -35,9 +35,8 @@ struct Dims {
 /// ("param:wte.weight"; a state's name is "KIND:PARAM"), and the step
 /// counter's key: what passes/Pipelines.h's programKey writes from the
 /// step's argument attributes, and what the runtime and the tools read.
-inline constexpr std::string_view kParamKey = "param:", kStateKey = "state:",
-                                  kInputKey = "input:", kOutputKey = "output:",
-                                  kHyperKey = "hyper:", kStepKey = "step";
+inline constexpr std::string_view kParamKey = "param:", kStateKey = "state:", kInputKey = "input:",
+                                  kOutputKey = "output:", kHyperKey = "hyper:", kStepKey = "step";
 /// The loss's key.
 inline constexpr std::string_view kLossKey = "output:loss";
 

@@ -41,28 +41,28 @@ public:
   /// `out` = the elementwise reduction of every group member's `in`
   /// (`count` elements; `in == out` allowed).
   virtual Ticket allReduce(int g, DType dtype, const void *in, void *out, int64_t count,
-                         Reduction reduction, const char *what) = 0;
+                           Reduction reduction, const char *what) = 0;
   /// `in` is [outer, inner]; `out` is [outer, size * inner], the members'
   /// blocks side by side in group order.
   virtual Ticket allGather(int g, DType dtype, const void *in, void *out, int64_t outer,
-                         int64_t inner, const char *what) = 0;
+                           int64_t inner, const char *what) = 0;
   /// `in` is [outer, size * inner]; `out` is [outer, inner]: block
   /// `position(g)` of the reduction over the group.
   virtual Ticket reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
-                             int64_t inner, Reduction reduction, const char *what) = 0;
+                               int64_t inner, Reduction reduction, const char *what) = 0;
   /// `in` has `shape` (rank `rank`); it is cut into size blocks along
   /// `split`, block j goes to member j, and the blocks received are
   /// concatenated along `concat` in group order into `out`.
   virtual Ticket allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
-                        int rank, int split, int concat, const char *what) = 0;
+                          int rank, int split, int concat, const char *what) = 0;
   /// Sends `count` elements to the rank whose coordinate on mesh axis
   /// `axis` is `peer` (the other coordinates being this rank's). Returns at
   /// once: the data is copied and delivered in order per peer.
-  virtual Ticket send(const char *axis, int64_t peer, DType dtype, const void *data,
-                    int64_t count, const char *what) = 0;
+  virtual Ticket send(const char *axis, int64_t peer, DType dtype, const void *data, int64_t count,
+                      const char *what) = 0;
   /// Receives the next message from that rank into `data`.
   virtual Ticket recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
-                    const char *what) = 0;
+                      const char *what) = 0;
   /// Makes the program's next kernels wait for call `ticket`.
   virtual void wait(Ticket ticket) { (void)ticket; }
   /// Ends a step: waits for every call and for the messages this rank sent.

@@ -58,8 +58,7 @@ llvm::StringMap<std::string> readSkips(llvm::StringRef path) {
   llvm::StringMap<std::string> skips;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer) {
-    llvm::errs() << "error: file '" << path << "': " << buffer.getError().message()
-                 << "\n";
+    llvm::errs() << "error: file '" << path << "': " << buffer.getError().message() << "\n";
     std::exit(1);
   }
   llvm::SmallVector<llvm::StringRef> lines;
@@ -70,8 +69,7 @@ llvm::StringMap<std::string> readSkips(llvm::StringRef path) {
       continue;
     auto [name, reason] = line.split(':');
     if (reason.trim().empty()) {
-      llvm::errs() << "error: file '" << path << "': skip of '" << name
-                   << "' has no reason\n";
+      llvm::errs() << "error: file '" << path << "': skip of '" << name << "' has no reason\n";
       std::exit(1);
     }
     skips[name.trim()] = reason.trim().str();
@@ -95,12 +93,10 @@ llvm::Expected<Tensor> readTensorPb(llvm::StringRef path) {
 std::vector<std::string> dataFiles(llvm::StringRef dir, llvm::StringRef prefix) {
   std::map<int, std::string> files;
   std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
-       it.increment(ec)) {
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
     int index;
-    if (name.consume_front(prefix) && name.consume_back(".pb") &&
-        !name.getAsInteger(10, index))
+    if (name.consume_front(prefix) && name.consume_back(".pb") && !name.getAsInteger(10, index))
       files[index] = it->path();
   }
   std::vector<std::string> result;
@@ -201,9 +197,10 @@ std::set<std::string> inputsFeeding(const OnnxModel &model, const std::string &n
 /// graph inputs it is computed from are bound to their values in this data
 /// set and the import retried: the specialization a static-shape compiler
 /// performs. Unsupported ops become a skip.
-std::variant<OwningOpRef<ModuleOp>, Result>
-importSpecialized(const OnnxModel &model, MLIRContext &context,
-                  const llvm::StringMap<Tensor> &values, std::set<std::string> &bound) {
+std::variant<OwningOpRef<ModuleOp>, Result> importSpecialized(const OnnxModel &model,
+                                                              MLIRContext &context,
+                                                              const llvm::StringMap<Tensor> &values,
+                                                              std::set<std::string> &bound) {
   while (true) {
     ImportOptions options;
     for (const std::string &name : bound)
@@ -222,8 +219,8 @@ importSpecialized(const OnnxModel &model, MLIRContext &context,
         else if (firstError.empty())
           firstError = m;
         size_t quote = m.find(" ('");
-        if (ref.ends_with("') must be a compile-time constant") &&
-            quote != std::string::npos && needsConstant.empty())
+        if (ref.ends_with("') must be a compile-time constant") && quote != std::string::npos &&
+            needsConstant.empty())
           needsConstant = m.substr(quote + 3, m.rfind("')") - quote - 3);
       });
     }
@@ -245,20 +242,20 @@ importSpecialized(const OnnxModel &model, MLIRContext &context,
   }
 }
 
-Result runDataSet(const OnnxModel &model, llvm::StringRef setDir,
-                  MLIRContext &context, std::set<std::string> &bound) {
+Result runDataSet(const OnnxModel &model, llvm::StringRef setDir, MLIRContext &context,
+                  std::set<std::string> &bound) {
   auto inputFiles = dataFiles(setDir, "input_");
   auto inputs = graphInputs(model);
   if (inputFiles.size() != inputs.size())
-    return {Outcome::Fail, llvm::formatv("{0} input files for {1} graph inputs",
-                                         inputFiles.size(), inputs.size())};
+    return {Outcome::Fail, llvm::formatv("{0} input files for {1} graph inputs", inputFiles.size(),
+                                         inputs.size())};
   llvm::StringMap<Tensor> values;
   for (auto [info, file] : llvm::zip(inputs, inputFiles)) {
     auto t = readTensorPb(file);
     if (!t)
       return {Outcome::Fail, llvm::toString(t.takeError())};
-    if (t->dtype() == DType::U16 && info->type().tensor_type().elem_type() ==
-                                        onnx::TensorProto::BFLOAT16)
+    if (t->dtype() == DType::U16 &&
+        info->type().tensor_type().elem_type() == onnx::TensorProto::BFLOAT16)
       *t = bf16FromBits(*t);
     values[info->name()] = std::move(*t);
   }
@@ -287,8 +284,8 @@ Result runDataSet(const OnnxModel &model, llvm::StringRef setDir,
     return {Outcome::Fail, "executor: " + diagnostic};
   auto outputs = dataFiles(setDir, "output_");
   if (outputs.size() != results->size())
-    return {Outcome::Fail, llvm::formatv("{0} results for {1} expected outputs",
-                                         results->size(), outputs.size())};
+    return {Outcome::Fail,
+            llvm::formatv("{0} results for {1} expected outputs", results->size(), outputs.size())};
   for (auto [i, f] : llvm::enumerate(outputs)) {
     auto expected = readTensorPb(f);
     if (!expected)
@@ -320,10 +317,8 @@ Result runTest(llvm::StringRef dir, MLIRContext &context) {
   std::error_code ec;
   int sets = 0;
   std::set<std::string> bound;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
-       it.increment(ec)) {
-    if (!llvm::StringRef(llvm::sys::path::filename(it->path()))
-             .starts_with("test_data_set_"))
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
+    if (!llvm::StringRef(llvm::sys::path::filename(it->path())).starts_with("test_data_set_"))
       continue;
     ++sets;
     Result r = runDataSet(**model, it->path(), context, bound);
@@ -345,8 +340,7 @@ int main(int argc, char **argv) {
   llvm::StringMap<std::string> skips = readSkips(skipFile);
   std::vector<std::string> tests;
   std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dataDir, ec), end; it != end && !ec;
-       it.increment(ec)) {
+  for (llvm::sys::fs::directory_iterator it(dataDir, ec), end; it != end && !ec; it.increment(ec)) {
     std::string name = llvm::sys::path::filename(it->path()).str();
     if (filter.empty() || name.find(filter) != std::string::npos)
       tests.push_back(name);
@@ -379,8 +373,7 @@ int main(int argc, char **argv) {
     case Outcome::Pass:
       ++passed;
       if (verbose || !r.reason.empty())
-        llvm::outs() << "PASS " << name << (r.reason.empty() ? "" : " (" + r.reason + ")")
-                     << "\n";
+        llvm::outs() << "PASS " << name << (r.reason.empty() ? "" : " (" + r.reason + ")") << "\n";
       break;
     case Outcome::Fail:
       ++failed;
@@ -398,9 +391,7 @@ int main(int argc, char **argv) {
     llvm::outs() << "FAIL " << line << "\n";
   llvm::outs() << llvm::formatv("node tests among supported ops: {0} ({1} passed, "
                                 "{2} failed, {3} skipped by the skip list)\n",
-                                passed + failed + listed, passed,
-                                failed, listed);
-  llvm::outs() << passed << " passed, " << failed << " failed, " << skipped
-               << " skipped\n";
+                                passed + failed + listed, passed, failed, listed);
+  llvm::outs() << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
   return failed ? 1 : 0;
 }

@@ -9,8 +9,8 @@
 #include "executor/Interpreter.h"
 #include "ir/PpcDialect.h"
 #include "passes/PassValidation.h"
-#include "test/unit/FiniteDifferences.h"
 #include "passes/Passes.h"
+#include "test/unit/FiniteDifferences.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"

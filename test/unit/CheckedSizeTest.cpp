@@ -31,8 +31,7 @@ TEST(CheckedElementCount, CountsWhatFits) {
   EXPECT_EQ(checkedElementCount({}), 1);
   EXPECT_EQ(checkedElementCount({2, 3, 4}), 24);
   EXPECT_EQ(checkedElementCount({INT64_MAX}), INT64_MAX);
-  EXPECT_EQ(checkedElementCount({int64_t(1) << 31, int64_t(1) << 31}),
-            int64_t(1) << 62);
+  EXPECT_EQ(checkedElementCount({int64_t(1) << 31, int64_t(1) << 31}), int64_t(1) << 62);
   EXPECT_EQ(checkedElementCount({3, 0, 5}), 0);
 }
 
@@ -58,9 +57,8 @@ TEST(CheckedTensorBytes, CountsBytesUpToTheLimit) {
 TEST(CheckedTensorBytes, ErrorsNameTheShape) {
   EXPECT_EQ(errorOf(checkedTensorBytes({2, -3}, 4, "f32")),
             "shape [2,-3] has a negative dimension 1 (-3)");
-  EXPECT_EQ(
-      errorOf(checkedTensorBytes({kTwo62, 2}, 4, "f32")),
-      "shape [4611686018427387904,2] has more elements than an int64 holds");
+  EXPECT_EQ(errorOf(checkedTensorBytes({kTwo62, 2}, 4, "f32")),
+            "shape [4611686018427387904,2] has more elements than an int64 holds");
   EXPECT_EQ(errorOf(checkedTensorBytes({int64_t(1) << 38, 2}, 4, "f32")),
             "shape [274877906944,2] of f32 (549755813888 elements) takes "
             "2199023255552 "
@@ -70,10 +68,9 @@ TEST(CheckedTensorBytes, ErrorsNameTheShape) {
             "1099511627777 "
             "bytes; ppc allows one tensor at most 2^40 (1 TiB)");
   // Elements that fit, bytes that do not.
-  EXPECT_EQ(
-      errorOf(checkedTensorBytes({int64_t(1) << 61}, 8, "f64")),
-      "shape [2305843009213693952] of f64 (2305843009213693952 elements) takes "
-      "more than 2^63 bytes; ppc allows one tensor at most 2^40 (1 TiB)");
+  EXPECT_EQ(errorOf(checkedTensorBytes({int64_t(1) << 61}, 8, "f64")),
+            "shape [2305843009213693952] of f64 (2305843009213693952 elements) takes "
+            "more than 2^63 bytes; ppc allows one tensor at most 2^40 (1 TiB)");
 }
 
 TEST(TensorTypeBytes, CountsElementBytesOfEachType) {
@@ -85,9 +82,8 @@ TEST(TensorTypeBytes, CountsElementBytesOfEachType) {
   EXPECT_EQ(*tensorTypeBytes(type({2, 3}, b.getF32Type())), 24);
   EXPECT_EQ(*tensorTypeBytes(type({5}, b.getI1Type())), 5);
   EXPECT_EQ(*tensorTypeBytes(type({4}, b.getBF16Type())), 8);
-  EXPECT_EQ(
-      errorOf(tensorTypeBytes(type({kTwo62, 4}, b.getF32Type()))),
-      "shape [4611686018427387904,4] has more elements than an int64 holds");
+  EXPECT_EQ(errorOf(tensorTypeBytes(type({kTwo62, 4}, b.getF32Type()))),
+            "shape [4611686018427387904,4] has more elements than an int64 holds");
   EXPECT_EQ(errorOf(tensorTypeBytes(type({int64_t(1) << 38}, b.getF64Type()))),
             "shape [274877906944] of f64 (274877906944 elements) takes "
             "2199023255552 bytes; "
@@ -97,11 +93,8 @@ TEST(TensorTypeBytes, CountsElementBytesOfEachType) {
 TEST(BoundedTensorBytes, SaturatesWhatTheVerifierWouldRefuse) {
   mlir::MLIRContext context;
   mlir::Builder b(&context);
-  EXPECT_EQ(
-      boundedTensorBytes(mlir::RankedTensorType::get({2, 3}, b.getF32Type())),
-      24);
-  EXPECT_EQ(boundedTensorBytes(
-                mlir::RankedTensorType::get({kTwo62, 4}, b.getF32Type())),
+  EXPECT_EQ(boundedTensorBytes(mlir::RankedTensorType::get({2, 3}, b.getF32Type())), 24);
+  EXPECT_EQ(boundedTensorBytes(mlir::RankedTensorType::get({kTwo62, 4}, b.getF32Type())),
             kMaxTensorBytes + 1);
   EXPECT_EQ(boundedTensorBytes(b.getF32Type()), 0);
 }

@@ -32,20 +32,16 @@ protected:
   /// Writes step `step` as rank 0 of one would, its shard holding the step.
   void commit(int64_t step) {
     auto staging = prepareStaging(dir, step);
-    ASSERT_TRUE(static_cast<bool>(staging))
-        << llvm::toString(staging.takeError());
+    ASSERT_TRUE(static_cast<bool>(staging)) << llvm::toString(staging.takeError());
     writeShard(*staging, step);
-    llvm::json::Object index{{"step", step},
-                             {"shards", llvm::json::Array{shardFileName(0)}}};
+    llvm::json::Object index{{"step", step}, {"shards", llvm::json::Array{shardFileName(0)}}};
     ASSERT_EQ(llvm::toString(commitCheckpoint(dir, step, index)), "");
   }
 
   void writeShard(llvm::StringRef into, int64_t value) {
     llvm::SmallString<128> shard(into);
     llvm::sys::path::append(shard, shardFileName(0));
-    ASSERT_EQ(llvm::toString(writeSafetensors(
-                  shard, {{"step", DType::I64, {}, &value}}, {})),
-              "");
+    ASSERT_EQ(llvm::toString(writeSafetensors(shard, {{"step", DType::I64, {}, &value}}, {})), "");
   }
 
   void writeFile(llvm::StringRef file, llvm::StringRef text) {
@@ -69,8 +65,7 @@ protected:
   std::vector<std::string> entries() const {
     std::vector<std::string> names;
     std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
-         it.increment(ec))
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
       names.push_back(llvm::sys::path::filename(it->path()).str());
     std::sort(names.begin(), names.end());
     return names;
@@ -85,8 +80,7 @@ TEST_F(CheckpointDir, NamesAreZeroPadded) {
   EXPECT_EQ(checkpointPath("/ckpt", 123), "/ckpt/step-00000123");
   EXPECT_EQ(shardFileName(3), "rank-00003.safetensors");
   auto staging = prepareStaging(dir, 123);
-  ASSERT_TRUE(static_cast<bool>(staging))
-      << llvm::toString(staging.takeError());
+  ASSERT_TRUE(static_cast<bool>(staging)) << llvm::toString(staging.takeError());
   EXPECT_EQ(*staging, path("ckpt/.staging-step-00000123"));
   EXPECT_TRUE(llvm::sys::fs::is_directory(*staging));
 }
@@ -108,8 +102,7 @@ TEST_F(CheckpointDir, CommitThenFindLatest) {
 TEST_F(CheckpointDir, StagingWithoutCommitIsIgnored) {
   ASSERT_NO_FATAL_FAILURE(commit(1));
   auto staging = prepareStaging(dir, 2);
-  ASSERT_TRUE(static_cast<bool>(staging))
-      << llvm::toString(staging.takeError());
+  ASSERT_TRUE(static_cast<bool>(staging)) << llvm::toString(staging.takeError());
   ASSERT_NO_FATAL_FAILURE(writeShard(*staging, 2));
   ASSERT_NO_FATAL_FAILURE(writeFile(*staging + "/index.json", "{}"));
   EXPECT_EQ(latest(), 1);
@@ -138,8 +131,7 @@ TEST_F(CheckpointDir, StepWithoutIndexIsSkippedAndReported) {
 TEST_F(CheckpointDir, CorruptIndexIsNotSkipped) {
   ASSERT_NO_FATAL_FAILURE(commit(3));
   ASSERT_FALSE(llvm::sys::fs::create_directories(checkpointPath(dir, 8)));
-  ASSERT_NO_FATAL_FAILURE(
-      writeFile(checkpointPath(dir, 8) + "/index.json", "{\"step\": 8,"));
+  ASSERT_NO_FATAL_FAILURE(writeFile(checkpointPath(dir, 8) + "/index.json", "{\"step\": 8,"));
   EXPECT_EQ(latest(), 8);
   auto index = readCheckpointIndex(checkpointPath(dir, 8));
   ASSERT_FALSE(static_cast<bool>(index));
@@ -238,10 +230,8 @@ TEST_F(CheckpointDir, LatestPicksTheLargestStep) {
 TEST_F(CheckpointDir, CommittingAnExistingStepFails) {
   ASSERT_NO_FATAL_FAILURE(commit(5));
   auto staging = prepareStaging(dir, 5);
-  ASSERT_TRUE(static_cast<bool>(staging))
-      << llvm::toString(staging.takeError());
-  EXPECT_EQ(llvm::toString(
-                commitCheckpoint(dir, 5, llvm::json::Object{{"step", 55}})),
+  ASSERT_TRUE(static_cast<bool>(staging)) << llvm::toString(staging.takeError());
+  EXPECT_EQ(llvm::toString(commitCheckpoint(dir, 5, llvm::json::Object{{"step", 55}})),
             "checkpoint '" + checkpointPath(dir, 5) + "': already exists");
   auto index = readCheckpointIndex(checkpointPath(dir, 5));
   ASSERT_TRUE(static_cast<bool>(index)) << llvm::toString(index.takeError());
@@ -249,20 +239,18 @@ TEST_F(CheckpointDir, CommittingAnExistingStepFails) {
 }
 
 TEST_F(CheckpointDir, CommitNeedsAStagingDirectory) {
-  EXPECT_EQ(llvm::toString(commitCheckpoint(dir, 4, {})),
-            "checkpoint staging directory '" +
-                path("ckpt/.staging-step-00000004") + "': does not exist");
+  EXPECT_EQ(llvm::toString(commitCheckpoint(dir, 4, {})), "checkpoint staging directory '" +
+                                                              path("ckpt/.staging-step-00000004") +
+                                                              "': does not exist");
   EXPECT_EQ(latest(), -1);
 }
 
 TEST_F(CheckpointDir, PrepareStagingRemovesAStaleOne) {
   auto staging = prepareStaging(dir, 6);
-  ASSERT_TRUE(static_cast<bool>(staging))
-      << llvm::toString(staging.takeError());
+  ASSERT_TRUE(static_cast<bool>(staging)) << llvm::toString(staging.takeError());
   ASSERT_NO_FATAL_FAILURE(writeShard(*staging, 6));
   staging = prepareStaging(dir, 6);
-  ASSERT_TRUE(static_cast<bool>(staging))
-      << llvm::toString(staging.takeError());
+  ASSERT_TRUE(static_cast<bool>(staging)) << llvm::toString(staging.takeError());
   EXPECT_TRUE(llvm::sys::fs::is_directory(*staging));
   EXPECT_FALSE(llvm::sys::fs::exists(*staging + "/" + shardFileName(0)));
 }
@@ -272,24 +260,23 @@ TEST_F(CheckpointDir, PruneKeepsTheNewest) {
     ASSERT_NO_FATAL_FAILURE(commit(step));
   ASSERT_FALSE(llvm::sys::fs::create_directories(checkpointPath(dir, 0)));
   auto staging = prepareStaging(dir, 6);
-  ASSERT_TRUE(static_cast<bool>(staging))
-      << llvm::toString(staging.takeError());
+  ASSERT_TRUE(static_cast<bool>(staging)) << llvm::toString(staging.takeError());
 
   ASSERT_EQ(llvm::toString(pruneCheckpoints(dir, 0)), "");
   EXPECT_EQ(entries().size(), 7u);
   ASSERT_EQ(llvm::toString(pruneCheckpoints(dir, 2)), "");
   // The incomplete step 0 (what a prune stopped midway leaves) goes too; the
   // staging directory is not prune's to take.
-  EXPECT_EQ(entries(), (std::vector<std::string>{".staging-step-00000006", "step-00000004",
-                                                 "step-00000005"}));
+  EXPECT_EQ(entries(),
+            (std::vector<std::string>{".staging-step-00000006", "step-00000004", "step-00000005"}));
   EXPECT_EQ(latest(), 5);
   ASSERT_EQ(llvm::toString(pruneCheckpoints(dir, 10)), "");
   EXPECT_EQ(entries().size(), 3u);
   // One newer than every complete checkpoint is not known to be a remnant.
   ASSERT_FALSE(llvm::sys::fs::create_directories(checkpointPath(dir, 9)));
   ASSERT_EQ(llvm::toString(pruneCheckpoints(dir, 1)), "");
-  EXPECT_EQ(entries(), (std::vector<std::string>{".staging-step-00000006", "step-00000005",
-                                                 "step-00000009"}));
+  EXPECT_EQ(entries(),
+            (std::vector<std::string>{".staging-step-00000006", "step-00000005", "step-00000009"}));
 }
 
 TEST_F(CheckpointDir, CommitReplacesAnIncompleteStep) {

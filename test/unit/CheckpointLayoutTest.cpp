@@ -68,9 +68,9 @@ TEST(Layout, RunsCoverTheFormula) {
   MeshLayout mesh{{"pp", "dp", "tp"}, {2, 2, 3}};
   std::vector<BlockLayout> layouts = {
       layoutOn(mesh, {12, 6}, {"tp", ""}, {1, 1}),
-      layoutOn(mesh, {18, 4}, {"tp", ""}, {3, 1}),      // a fused QKV
+      layoutOn(mesh, {18, 4}, {"tp", ""}, {3, 1}), // a fused QKV
       layoutOn(mesh, {4, 12}, {"dp", "tp"}, {1, 2}),
-      layoutOn(mesh, {24}, {"dp,tp"}, {1}),             // ZeRO over dp and tp
+      layoutOn(mesh, {24}, {"dp,tp"}, {1}), // ZeRO over dp and tp
       layoutOn(mesh, {2, 3, 6}, {"", "tp", "dp"}, {1, 1, 1}),
       layoutOn(mesh, {}, {}, {}),
   };
@@ -94,9 +94,7 @@ TEST(Layout, RunsCoverTheFormula) {
 
 class Reshard : public ::testing::Test {
 protected:
-  void SetUp() override {
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("ppc-reshard", root));
-  }
+  void SetUp() override { ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("ppc-reshard", root)); }
   void TearDown() override { llvm::sys::fs::remove_directories(root); }
 
   /// Saves `values` (global, by key) split per `layouts` on `mesh` as a
@@ -127,11 +125,10 @@ protected:
       }
       llvm::SmallString<128> file(dir);
       llvm::sys::path::append(file, shardFileName(rank));
-      EXPECT_EQ(llvm::toString(writeSafetensors(file, views,
-                                                {{"step", "3"},
-                                                 {"rank", std::to_string(rank)},
-                                                 {"fingerprint", "f"}})),
-                "");
+      EXPECT_EQ(
+          llvm::toString(writeSafetensors(
+              file, views, {{"step", "3"}, {"rank", std::to_string(rank)}, {"fingerprint", "f"}})),
+          "");
       auto digest = digestFile(file);
       EXPECT_TRUE(static_cast<bool>(digest));
       files.push_back(llvm::json::Object{{"name", shardFileName(rank)},
@@ -139,9 +136,12 @@ protected:
                                          {"blake3", digest->blake3},
                                          {"tensors", std::move(tensors)}});
     }
-    llvm::json::Object index{{"format", "ppc-checkpoint"}, {"version", 3},
-                             {"step", 3},                  {"fingerprint", "f"},
-                             {"world_size", mesh.size()},  {"mesh", meshToJson(mesh)},
+    llvm::json::Object index{{"format", "ppc-checkpoint"},
+                             {"version", 3},
+                             {"step", 3},
+                             {"fingerprint", "f"},
+                             {"world_size", mesh.size()},
+                             {"mesh", meshToJson(mesh)},
                              {"files", std::move(files)}};
     return {std::string(dir), std::move(index)};
   }
@@ -181,7 +181,7 @@ TEST_F(Reshard, SplitOnOneMeshTakenOnAnother) {
       std::vector<char> block = takeBlock(*global, to, there, {0, 3});
       float first;
       std::memcpy(&first, block.data(), sizeof(first));
-      EXPECT_EQ(first, want[size_t(9 * 4)]) << key;  // row 9 of 12 starts tp block 3
+      EXPECT_EQ(first, want[size_t(9 * 4)]) << key; // row 9 of 12 starts tp block 3
     }
   }
   auto missing = reader.read("param:other");
@@ -217,16 +217,19 @@ TEST_F(Reshard, IndexLayoutsAreValidated) {
     return llvm::toString(readCheckpointLayout(dir, 3, index).takeError());
   };
   auto tensor = [](llvm::json::Object &index, int rank) {
-    return index.getArray("files")->operator[](size_t(rank)).getAsObject()->getObject(
-        "tensors")->getObject("param:w");
+    return index.getArray("files")
+        ->operator[](size_t(rank))
+        .getAsObject()
+        ->getObject("tensors")
+        ->getObject("param:w");
   };
   llvm::json::Object bad = good;
   bad["version"] = 2;
   EXPECT_EQ(error(bad), at + "version 2 records no tensor layouts (written by an older ppc), "
                              "so it resumes only on the mesh and program that saved it");
   bad = good;
-  bad["mesh"] = llvm::json::Object{{"axes", llvm::json::Array{"dp"}},
-                                   {"shape", llvm::json::Array{3}}};
+  bad["mesh"] =
+      llvm::json::Object{{"axes", llvm::json::Array{"dp"}}, {"shape", llvm::json::Array{3}}};
   EXPECT_EQ(error(bad), at + "\"mesh\" is not {\"axes\": [distinct names], \"shape\": [sizes]} "
                              "of 2 ranks");
   bad = good;
@@ -251,9 +254,10 @@ TEST_F(Reshard, IndexLayoutsAreValidated) {
   // reader allocates it.
   bad = good;
   (*tensor(bad, 1))["shape"] = llvm::json::Array{int64_t(1) << 40, 2};
-  EXPECT_EQ(error(bad), at + "\"files\"[1].tensors[\"param:w\"]: its blocks hold more bytes "
-                             "than the shard (" +
-                             std::to_string(layoutBytes(dir, 1)) + ")");
+  EXPECT_EQ(error(bad), at +
+                            "\"files\"[1].tensors[\"param:w\"]: its blocks hold more bytes "
+                            "than the shard (" +
+                            std::to_string(layoutBytes(dir, 1)) + ")");
   bad = good;
   (*tensor(bad, 1))["shape"] = llvm::json::Array{5, 2};
   EXPECT_EQ(error(bad), at + "\"files\"[1].tensors[\"param:w\"]: dimension 0 (5) does not "
@@ -284,9 +288,8 @@ TEST_F(Reshard, IndexLayoutsAreValidated) {
       (*tensor(fourRanks, rank))["sharding"] = llvm::json::Array{"dp,tp", ""};
     }
     (*tensor(fourRanks, 1))["blocks"] = llvm::json::Array{int64_t(1) << 62, 1};
-    EXPECT_EQ(error(fourRanks),
-              at + "\"files\"[1].tensors[\"param:w\"]: dimension 0 (4) "
-                   "does not split into 4611686018427387904 blocks over 'dp,tp'");
+    EXPECT_EQ(error(fourRanks), at + "\"files\"[1].tensors[\"param:w\"]: dimension 0 (4) "
+                                     "does not split into 4611686018427387904 blocks over 'dp,tp'");
   }
   // A block no shard holds is found when the tensor is read.
   bad = good;

@@ -9,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/sharding/CostModel.h"
-#include "passes/sharding/Layout.h"
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
+#include "passes/sharding/Layout.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -77,26 +77,26 @@ TEST(CostModel, SecondsAddLatencyAndUseTheSlowestAxis) {
 }
 
 TEST(Conversion, PartialToSplitOverTheSameAxesIsAReduceScatter) {
-  EXPECT_EQ(describe(conversionSteps({8, 16}, layout({{}, {}}, {"tp"}), layout({{}, {"tp"}}),
-                                     kSizes)),
-            "reduce_scatter tp dim 1 n=128");
+  EXPECT_EQ(
+      describe(conversionSteps({8, 16}, layout({{}, {}}, {"tp"}), layout({{}, {"tp"}}), kSizes)),
+      "reduce_scatter tp dim 1 n=128");
 }
 
 TEST(Conversion, SlicesOverBusyAxesWaitForTheGather) {
   // A gradient split on its columns and partial over dp, wanted split on
   // its rows over the same axis: reduce, gather the columns, then slice.
-  EXPECT_EQ(describe(conversionSteps({256, 32}, layout({{}, {"tp"}}, {"dp"}),
-                                     layout({{"tp"}, {}}), kSizes)),
+  EXPECT_EQ(describe(conversionSteps({256, 32}, layout({{}, {"tp"}}, {"dp"}), layout({{"tp"}, {}}),
+                                     kSizes)),
             "all_reduce dp n=2048; all_gather tp dim 1 n=8192; all_slice tp dim 0 n=2048");
   // A slice over a free axis comes first, so that less is reduced.
-  EXPECT_EQ(describe(conversionSteps({256, 32}, layout({{}, {}}, {"dp"}), layout({{"tp"}, {}}),
-                                     kSizes)),
-            "all_slice tp dim 0 n=2048; all_reduce dp n=2048");
+  EXPECT_EQ(
+      describe(conversionSteps({256, 32}, layout({{}, {}}, {"dp"}), layout({{"tp"}, {}}), kSizes)),
+      "all_slice tp dim 0 n=2048; all_reduce dp n=2048");
 }
 
 TEST(Conversion, BlockedDimensionsAndPartialTargets) {
-  EXPECT_EQ(describe(conversionSteps({2, 12}, layout({{}, {"tp"}}, {}, {1, 3}),
-                                     layout({{}, {}}), kSizes)),
+  EXPECT_EQ(describe(conversionSteps({2, 12}, layout({{}, {"tp"}}, {}, {1, 3}), layout({{}, {}}),
+                                     kSizes)),
             "all_gather tp dim 1 blocks 3 n=24");
   EXPECT_EQ(describe(conversionSteps({}, layout({}), layout({}, {"tp"}), kSizes)),
             "to_partial tp n=1");

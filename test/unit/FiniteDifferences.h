@@ -19,8 +19,8 @@ namespace ppc {
 /// infinity when a function fails to run.
 inline double worstCentralDifference(mlir::func::FuncOp forward, mlir::func::FuncOp grad,
                                      llvm::SmallVectorImpl<Tensor> &args,
-                                     llvm::ArrayRef<unsigned> params,
-                                     const ExecOptions &exec, double h = 1e-6) {
+                                     llvm::ArrayRef<unsigned> params, const ExecOptions &exec,
+                                     double h = 1e-6) {
   auto grads = runFunction(grad, args, exec);
   if (mlir::failed(grads) || grads->size() != params.size() + 1)
     return INFINITY;
@@ -39,8 +39,8 @@ inline double worstCentralDifference(mlir::func::FuncOp forward, mlir::func::Fun
       }
       value.floats()[i] = saved;
       double numeric = (side[0] - side[1]) / (2 * h);
-      worst = std::max(worst, std::abs(analytic.floats()[i] - numeric) /
-                                  std::max(1.0, std::abs(numeric)));
+      worst = std::max(worst,
+                       std::abs(analytic.floats()[i] - numeric) / std::max(1.0, std::abs(numeric)));
     }
   }
   return worst;

@@ -47,8 +47,7 @@ struct Arg {
 
 /// Builds the op under test from the function's arguments (and constants it
 /// creates itself) and returns its result.
-using BuildFn =
-    std::function<Value(OpBuilder &b, Location loc, ValueRange args)>;
+using BuildFn = std::function<Value(OpBuilder &b, Location loc, ValueRange args)>;
 
 std::string shapeName(llvm::ArrayRef<int64_t> shape) {
   std::string name = "[";
@@ -58,9 +57,7 @@ std::string shapeName(llvm::ArrayRef<int64_t> shape) {
 }
 
 template <typename OpT> BuildFn unary() {
-  return [](OpBuilder &b, Location loc, ValueRange a) -> Value {
-    return b.create<OpT>(loc, a[0]);
-  };
+  return [](OpBuilder &b, Location loc, ValueRange a) -> Value { return b.create<OpT>(loc, a[0]); };
 }
 
 template <typename OpT> BuildFn binary() {
@@ -81,11 +78,8 @@ protected:
   int64_t dim(int64_t lo = 2, int64_t hi = 4) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   }
-  double draw(double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, hi)(rng);
-  }
-  Tensor randomTensor(DType dtype, llvm::ArrayRef<int64_t> shape, double lo,
-                      double hi) {
+  double draw(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
+  Tensor randomTensor(DType dtype, llvm::ArrayRef<int64_t> shape, double lo, double hi) {
     Tensor t(dtype, shape);
     for (double &v : t.floats())
       v = draw(lo, hi);
@@ -111,8 +105,7 @@ protected:
     return {t};
   }
   Arg fixed(Arg arg) { return {arg.value, false}; }
-  Arg ints(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> data,
-           DType dtype = DType::I64) {
+  Arg ints(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> data, DType dtype = DType::I64) {
     Tensor t(dtype, shape);
     EXPECT_EQ(t.numElements(), static_cast<int64_t>(data.size()));
     for (auto [i, v] : llvm::enumerate(data))
@@ -140,34 +133,29 @@ protected:
     OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
     llvm::SmallVector<Type> argTypes;
     for (const Arg &arg : args)
-      argTypes.push_back(RankedTensorType::get(
-          arg.value.shape(), mlirType(arg.value.dtype(), &context)));
+      argTypes.push_back(
+          RankedTensorType::get(arg.value.shape(), mlirType(arg.value.dtype(), &context)));
 
     // @loss(args) = reduce_sum(op(args) * W).
     b.setInsertionPointToEnd(module->getBody());
-    auto lossFn =
-        b.create<func::FuncOp>(loc, "loss", b.getFunctionType(argTypes, {}));
+    auto lossFn = b.create<func::FuncOp>(loc, "loss", b.getFunctionType(argTypes, {}));
     Block *lossBody = lossFn.addEntryBlock();
     b.setInsertionPointToEnd(lossBody);
     Value result = build(b, loc, lossBody->getArguments());
     auto resultType = llvm::cast<RankedTensorType>(result.getType());
     DenseElementsAttr weights =
-        randomTensor(*dtypeOf(resultType.getElementType()),
-                     resultType.getShape(), -1, 1)
+        randomTensor(*dtypeOf(resultType.getElementType()), resultType.getShape(), -1, 1)
             .toAttr(&context);
-    Value weighted =
-        b.create<MulOp>(loc, result, b.create<ConstantOp>(loc, weights));
-    Value loss = b.create<ReduceSumOp>(
-        loc, weighted,
-        llvm::to_vector(llvm::seq<int64_t>(0, resultType.getRank())),
-        /*keepdims=*/false);
+    Value weighted = b.create<MulOp>(loc, result, b.create<ConstantOp>(loc, weights));
+    Value loss = b.create<ReduceSumOp>(loc, weighted,
+                                       llvm::to_vector(llvm::seq<int64_t>(0, resultType.getRank())),
+                                       /*keepdims=*/false);
     b.create<func::ReturnOp>(loc, loss);
     lossFn.setType(b.getFunctionType(argTypes, loss.getType()));
 
     // @grad(args) = the rule's adjoints of the differentiated arguments.
     b.setInsertionPointToEnd(module->getBody());
-    auto gradFn =
-        b.create<func::FuncOp>(loc, "grad", b.getFunctionType(argTypes, {}));
+    auto gradFn = b.create<func::FuncOp>(loc, "grad", b.getFunctionType(argTypes, {}));
     Block *gradBody = gradFn.addEntryBlock();
     b.setInsertionPointToEnd(gradBody);
     Operation *op = build(b, loc, gradBody->getArguments()).getDefiningOp();
@@ -176,18 +164,15 @@ protected:
     llvm::SmallVector<int64_t> operandArgs;
     for (Value operand : op->getOperands()) {
       auto arg = llvm::dyn_cast<BlockArgument>(operand);
-      bool want = arg && args[arg.getArgNumber()].differentiate &&
-                  args[arg.getArgNumber()].value.isFloat();
+      bool want =
+          arg && args[arg.getArgNumber()].differentiate && args[arg.getArgNumber()].value.isFloat();
       wanted.push_back(want);
       operandArgs.push_back(want ? arg.getArgNumber() : -1);
     }
     const GradientRule *rule = GradientRegistry::get().lookup(op);
-    ASSERT_NE(rule, nullptr)
-        << "no gradient rule for " << op->getName().getStringRef().str();
+    ASSERT_NE(rule, nullptr) << "no gradient rule for " << op->getName().getStringRef().str();
     llvm::SmallVector<Value> grads;
-    ASSERT_TRUE(
-        succeeded((*rule)(GradientRequest{b, op, resultGrads, wanted}, grads)))
-        << errors;
+    ASSERT_TRUE(succeeded((*rule)(GradientRequest{b, op, resultGrads, wanted}, grads))) << errors;
     ASSERT_EQ(grads.size(), op->getNumOperands());
     llvm::SmallVector<Value> returned;
     llvm::SmallVector<int64_t> returnedArgs;
@@ -200,8 +185,7 @@ protected:
       returnedArgs.push_back(operandArgs[i]);
     }
     b.create<func::ReturnOp>(loc, returned);
-    gradFn.setType(
-        b.getFunctionType(argTypes, ValueRange(returned).getTypes()));
+    gradFn.setType(b.getFunctionType(argTypes, ValueRange(returned).getTypes()));
     ASSERT_TRUE(succeeded(verify(*module))) << errors;
 
     // The executor in f64 mode: every float, f32 casts included, runs in f64.
@@ -221,8 +205,7 @@ protected:
     }
     for (auto [i, arg] : llvm::enumerate(args)) {
       if (arg.differentiate && arg.value.isFloat()) {
-        EXPECT_TRUE(analytic.count(i))
-            << "argument " << i << " is not an operand";
+        EXPECT_TRUE(analytic.count(i)) << "argument " << i << " is not an operand";
       }
     }
 
@@ -241,8 +224,7 @@ protected:
           return succeeded(value) ? (*value)[0].floats()[0] : NAN;
         };
         double fd = (lossAt(kStep) - lossAt(-kStep)) / (2 * kStep);
-        double error =
-            std::fabs(adjoint.floats()[e] - fd) / std::max(1.0, std::fabs(fd));
+        double error = std::fabs(adjoint.floats()[e] - fd) / std::max(1.0, std::fabs(fd));
         if (std::isnan(error) || error > argWorst || worstElement < 0) {
           argWorst = std::isnan(error) ? INFINITY : error;
           worstElement = e;
@@ -251,8 +233,8 @@ protected:
         }
       }
       EXPECT_LT(argWorst, kTolerance)
-          << "argument " << argIndex << ", worst at element " << worstElement
-          << ": adjoint " << worstAdjoint << ", finite difference " << worstFd;
+          << "argument " << argIndex << ", worst at element " << worstElement << ": adjoint "
+          << worstAdjoint << ", finite difference " << worstFd;
       worst = std::max(worst, argWorst);
     }
     checked.insert(op->getName().getStringRef().str());
@@ -290,18 +272,13 @@ void GradientCheckTest::checkElementwise() {
     BuildFn build;
     Domain domain;
   };
-  std::vector<Unary> unaries = {{"neg", unary<NegOp>(), Any},
-                                {"abs", unary<AbsOp>(), NonZero},
-                                {"sqrt", unary<SqrtOp>(), Positive},
-                                {"reciprocal", unary<ReciprocalOp>(), NonZero},
-                                {"exp", unary<ExpOp>(), Any},
-                                {"log", unary<LogOp>(), Positive},
-                                {"erf", unary<ErfOp>(), Any},
-                                {"tanh", unary<TanhOp>(), Any},
-                                {"sigmoid", unary<SigmoidOp>(), Any},
-                                {"relu", unary<ReluOp>(), NonZero},
-                                {"sin", unary<SinOp>(), Any},
-                                {"cos", unary<CosOp>(), Any}};
+  std::vector<Unary> unaries = {
+      {"neg", unary<NegOp>(), Any},         {"abs", unary<AbsOp>(), NonZero},
+      {"sqrt", unary<SqrtOp>(), Positive},  {"reciprocal", unary<ReciprocalOp>(), NonZero},
+      {"exp", unary<ExpOp>(), Any},         {"log", unary<LogOp>(), Positive},
+      {"erf", unary<ErfOp>(), Any},         {"tanh", unary<TanhOp>(), Any},
+      {"sigmoid", unary<SigmoidOp>(), Any}, {"relu", unary<ReluOp>(), NonZero},
+      {"sin", unary<SinOp>(), Any},         {"cos", unary<CosOp>(), Any}};
   for (const Unary &u : unaries) {
     for (const Shape &shape : {Shape{dim(), dim()}, Shape{2, 3, 4}, Shape{}}) {
       Arg x = u.domain == Positive  ? positive(shape)
@@ -313,8 +290,7 @@ void GradientCheckTest::checkElementwise() {
   for (const Shape &shape : {Shape{3, 4}, Shape{}})
     check("cast f64 -> f32 " + shapeName(shape), {uniform(shape)},
           [shape](OpBuilder &b, Location loc, ValueRange a) -> Value {
-            return b.create<CastOp>(
-                loc, RankedTensorType::get(shape, b.getF32Type()), a[0]);
+            return b.create<CastOp>(loc, RankedTensorType::get(shape, b.getF32Type()), a[0]);
           });
 
   // Broadcast patterns: equal shapes, [3,1,4] with [2,4], a scalar, and
@@ -339,17 +315,14 @@ void GradientCheckTest::checkElementwise() {
           return b.create<PowOp>(loc, a[0], two);
         });
   // Ties split the adjoint evenly, which is what central differences see.
-  check("max ties", {values({4}, {1, 2, 3, 4}), values({4}, {1, 0, 3, 5})},
-        binary<MaxOp>());
-  check("min ties", {values({2, 2}, {1, 2, 3, 4}), values({2}, {1, 4})},
-        binary<MinOp>());
+  check("max ties", {values({4}, {1, 2, 3, 4}), values({4}, {1, 0, 3, 5})}, binary<MaxOp>());
+  check("min ties", {values({2, 2}, {1, 2, 3, 4}), values({2}, {1, 4})}, binary<MinOp>());
 
   check("where [3,4] [4] [3,1]", {bools({3, 4}), uniform({4}), uniform({3, 1})},
         [](OpBuilder &b, Location loc, ValueRange a) -> Value {
           return b.create<WhereOp>(loc, a[0], a[1], a[2]);
         });
-  check("where [2,1,4] [2,3,4] []",
-        {bools({2, 1, 4}), uniform({2, 3, 4}), uniform({})},
+  check("where [2,1,4] [2,3,4] []", {bools({2, 1, 4}), uniform({2, 3, 4}), uniform({})},
         [](OpBuilder &b, Location loc, ValueRange a) -> Value {
           return b.create<WhereOp>(loc, a[0], a[1], a[2]);
         });
@@ -358,41 +331,31 @@ void GradientCheckTest::checkElementwise() {
 void GradientCheckTest::checkContractions() {
   int64_t m = dim(), k = dim(), n = dim();
   check("matmul", {uniform({m, k}), uniform({k, n})}, binary<MatMulOp>());
-  check("matmul batch broadcast [2,1,3,4] @ [3,4,5]",
-        {uniform({2, 1, 3, 4}), uniform({3, 4, 5})}, binary<MatMulOp>());
-  check("matmul 2d @ batch", {uniform({3, 4}), uniform({2, 4, 2})},
+  check("matmul batch broadcast [2,1,3,4] @ [3,4,5]", {uniform({2, 1, 3, 4}), uniform({3, 4, 5})},
         binary<MatMulOp>());
-  check("matmul batch @ 2d", {uniform({2, 3, 4}), uniform({4, 2})},
-        binary<MatMulOp>());
+  check("matmul 2d @ batch", {uniform({3, 4}), uniform({2, 4, 2})}, binary<MatMulOp>());
+  check("matmul batch @ 2d", {uniform({2, 3, 4}), uniform({4, 2})}, binary<MatMulOp>());
 
   auto einsum = [](std::string equation) {
     return [equation](OpBuilder &b, Location loc, ValueRange a) -> Value {
       return b.create<EinsumOp>(loc, equation, a);
     };
   };
-  check("einsum matmul", {uniform({m, k}), uniform({k, n})},
-        einsum("ij,jk->ik"));
-  check("einsum batch", {uniform({2, 3, 4}), uniform({2, 4, 3})},
-        einsum("bij,bjk->bik"));
-  check("einsum attention scores",
-        {uniform({2, 2, 3, 4}), uniform({2, 2, 3, 4})},
+  check("einsum matmul", {uniform({m, k}), uniform({k, n})}, einsum("ij,jk->ik"));
+  check("einsum batch", {uniform({2, 3, 4}), uniform({2, 4, 3})}, einsum("bij,bjk->bik"));
+  check("einsum attention scores", {uniform({2, 2, 3, 4}), uniform({2, 2, 3, 4})},
         einsum("bhqd,bhkd->bhqk"));
-  check("einsum three operands",
-        {uniform({2, 3}), uniform({3, 4}), uniform({4, 2})},
+  check("einsum three operands", {uniform({2, 3}), uniform({3, 4}), uniform({4, 2})},
         einsum("ij,jk,kl->il"));
   check("einsum transpose", {uniform({3, 4})}, einsum("ij->ji"));
-  check("einsum outer", {uniform({2, 3}), uniform({2, 4})},
-        einsum("bi,bj->bij"));
-  check("einsum full contraction", {uniform({3, 4}), uniform({3, 4})},
-        einsum("ij,ij->"));
+  check("einsum outer", {uniform({2, 3}), uniform({2, 4})}, einsum("bi,bj->bij"));
+  check("einsum full contraction", {uniform({3, 4}), uniform({3, 4})}, einsum("ij,ij->"));
   // Labels summed out of one operand alone need a broadcast back.
-  check("einsum lonely label", {uniform({3, 4}), uniform({2})},
-        einsum("ij,k->ik"));
+  check("einsum lonely label", {uniform({3, 4}), uniform({2})}, einsum("ij,k->ik"));
   check("einsum row sum", {uniform({3, 4})}, einsum("ij->"));
   // Repeated labels within an operand take its diagonal.
   check("einsum diagonal", {uniform({3, 3})}, einsum("ii->i"));
-  check("einsum trace times vector", {uniform({3, 3, 2}), uniform({2})},
-        einsum("iij,j->"));
+  check("einsum trace times vector", {uniform({3, 3, 2}), uniform({2})}, einsum("iij,j->"));
 }
 
 void GradientCheckTest::checkReductions() {
@@ -406,27 +369,19 @@ void GradientCheckTest::checkReductions() {
     Shape axes;
     bool keepdims;
   };
-  std::vector<Variant> variants = {{{1}, false},       {{1}, true},
-                                   {{0, 2}, false},    {{0, 2}, true},
-                                   {{0, 1, 2}, false}, {{}, false}};
+  std::vector<Variant> variants = {{{1}, false},   {{1}, true},        {{0, 2}, false},
+                                   {{0, 2}, true}, {{0, 1, 2}, false}, {{}, false}};
   for (auto [axes, keepdims] : variants) {
-    std::string suffix =
-        " axes " + std::to_string(axes.size()) + (keepdims ? " keepdims" : "");
+    std::string suffix = " axes " + std::to_string(axes.size()) + (keepdims ? " keepdims" : "");
     Shape shape = {dim(), dim(), dim()};
-    check("reduce_sum" + suffix, {uniform(shape)},
-          reduce(ReduceSumOp(), axes, keepdims));
-    check("reduce_mean" + suffix, {uniform(shape)},
-          reduce(ReduceMeanOp(), axes, keepdims));
-    check("reduce_max" + suffix, {uniform(shape)},
-          reduce(ReduceMaxOp(), axes, keepdims));
-    check("reduce_min" + suffix, {uniform(shape)},
-          reduce(ReduceMinOp(), axes, keepdims));
-    check("reduce_prod" + suffix, {awayFromZero(shape)},
-          reduce(ReduceProdOp(), axes, keepdims));
+    check("reduce_sum" + suffix, {uniform(shape)}, reduce(ReduceSumOp(), axes, keepdims));
+    check("reduce_mean" + suffix, {uniform(shape)}, reduce(ReduceMeanOp(), axes, keepdims));
+    check("reduce_max" + suffix, {uniform(shape)}, reduce(ReduceMaxOp(), axes, keepdims));
+    check("reduce_min" + suffix, {uniform(shape)}, reduce(ReduceMinOp(), axes, keepdims));
+    check("reduce_prod" + suffix, {awayFromZero(shape)}, reduce(ReduceProdOp(), axes, keepdims));
   }
   // Two equal extrema share the adjoint, as central differences do.
-  check("reduce_max tie", {values({2, 3}, {1, 3, 3, 0, 5, 2})},
-        reduce(ReduceMaxOp(), {1}, false));
+  check("reduce_max tie", {values({2, 3}, {1, 3, 3, 0, 5, 2})}, reduce(ReduceMaxOp(), {1}, false));
   check("reduce_min tie", {values({2, 3}, {1, 3, 1, 0, 5, 2})},
         reduce(ReduceMinOp(), {0, 1}, true));
 }
@@ -440,34 +395,29 @@ void GradientCheckTest::checkNormalizations() {
   };
   check("softmax middle axis", {uniform({2, 3, 4})}, softmax(SoftmaxOp(), 1));
   check("softmax last axis", {uniform({3, 5})}, softmax(SoftmaxOp(), 1));
-  check("log_softmax middle axis", {uniform({2, 4, 3})},
-        softmax(LogSoftmaxOp(), 1));
-  check("log_softmax first axis", {uniform({3, 2})},
-        softmax(LogSoftmaxOp(), 0));
+  check("log_softmax middle axis", {uniform({2, 4, 3})}, softmax(LogSoftmaxOp(), 1));
+  check("log_softmax first axis", {uniform({3, 2})}, softmax(LogSoftmaxOp(), 0));
 
   auto layerNorm = [](int64_t axis, bool withBias) {
     return [axis, withBias](OpBuilder &b, Location loc, ValueRange a) -> Value {
       return b.create<LayerNormOp>(loc, a[0], a[1], withBias ? a[2] : Value(),
-                                   b.getI64IntegerAttr(axis),
-                                   b.getF64FloatAttr(1e-5));
+                                   b.getI64IntegerAttr(axis), b.getF64FloatAttr(1e-5));
     };
   };
-  check("layer_norm last axis",
-        {uniform({2, 3, 4}), uniform({4}), uniform({4})}, layerNorm(2, true));
+  check("layer_norm last axis", {uniform({2, 3, 4}), uniform({4}), uniform({4})},
+        layerNorm(2, true));
   check("layer_norm two axes, lower-rank scale",
-        {uniform({2, 3, 4}), uniform({4}), uniform({3, 4})},
-        layerNorm(1, true));
-  check("layer_norm without bias, broadcast scale",
-        {uniform({2, 3, 4}), uniform({3, 1})}, layerNorm(1, false));
-  check("layer_norm all axes, lower-rank bias",
-        {uniform({2, 3}), uniform({2, 3}), uniform({3})}, layerNorm(0, true));
+        {uniform({2, 3, 4}), uniform({4}), uniform({3, 4})}, layerNorm(1, true));
+  check("layer_norm without bias, broadcast scale", {uniform({2, 3, 4}), uniform({3, 1})},
+        layerNorm(1, false));
+  check("layer_norm all axes, lower-rank bias", {uniform({2, 3}), uniform({2, 3}), uniform({3})},
+        layerNorm(0, true));
 }
 
 void GradientCheckTest::checkDataMovement() {
   auto reshape = [](Shape shape) {
     return [shape](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<ReshapeOp>(
-          loc, RankedTensorType::get(shape, b.getF64Type()), a[0]);
+      return b.create<ReshapeOp>(loc, RankedTensorType::get(shape, b.getF64Type()), a[0]);
     };
   };
   check("reshape [2,3,4] -> [4,6]", {uniform({2, 3, 4})}, reshape({4, 6}));
@@ -479,8 +429,7 @@ void GradientCheckTest::checkDataMovement() {
   };
   check("transpose [2,0,1]", {uniform({2, 3, 4})}, transpose({2, 0, 1}));
   check("transpose [1,0]", {uniform({3, 4})}, transpose({1, 0}));
-  check("concat axis 1",
-        {uniform({2, 1, 3}), uniform({2, 2, 3}), uniform({2, 3, 3})},
+  check("concat axis 1", {uniform({2, 1, 3}), uniform({2, 2, 3}), uniform({2, 3, 3})},
         [](OpBuilder &b, Location loc, ValueRange a) -> Value {
           return b.create<ConcatOp>(loc, a, 1);
         });
@@ -493,28 +442,23 @@ void GradientCheckTest::checkDataMovement() {
       return b.create<SliceOp>(loc, a[0], starts, limits, steps);
     };
   };
-  check("slice forward strided", {uniform({5, 6})},
-        slice({1, 0}, {4, 6}, {1, 2}));
-  check("slice negative steps", {uniform({6, 7})},
-        slice({5, 0}, {-1, 7}, {-2, 3}));
-  check("slice full reverse", {uniform({3, 4})},
-        slice({2, 3}, {-1, -1}, {-1, -1}));
+  check("slice forward strided", {uniform({5, 6})}, slice({1, 0}, {4, 6}, {1, 2}));
+  check("slice negative steps", {uniform({6, 7})}, slice({5, 0}, {-1, 7}, {-2, 3}));
+  check("slice full reverse", {uniform({3, 4})}, slice({2, 3}, {-1, -1}, {-1, -1}));
 
   auto gather = [](int64_t axis) {
     return [axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
       return b.create<GatherOp>(loc, a[0], a[1], axis);
     };
   };
-  check("gather axis 0 repeated", {uniform({5, 3}), ints({4}, {1, 3, 1, -1})},
-        gather(0));
-  check("gather axis 1 2-d indices",
-        {uniform({3, 5}), ints({2, 2}, {0, 4, 4, -5}, DType::I32)}, gather(1));
+  check("gather axis 0 repeated", {uniform({5, 3}), ints({4}, {1, 3, 1, -1})}, gather(0));
+  check("gather axis 1 2-d indices", {uniform({3, 5}), ints({2, 2}, {0, 4, 4, -5}, DType::I32)},
+        gather(1));
   check("gather scalar index", {uniform({4, 3}), ints({}, {2})}, gather(0));
 
   auto expand = [](Shape shape) {
     return [shape](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<ExpandOp>(
-          loc, RankedTensorType::get(shape, b.getF64Type()), a[0]);
+      return b.create<ExpandOp>(loc, RankedTensorType::get(shape, b.getF64Type()), a[0]);
     };
   };
   check("expand [3,1] -> [2,3,4]", {uniform({3, 1})}, expand({2, 3, 4}));
@@ -522,8 +466,7 @@ void GradientCheckTest::checkDataMovement() {
 
   auto trilu = [](bool upper, int64_t k) {
     return [upper, k](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<TriluOp>(loc, a[0], b.getBoolAttr(upper),
-                               b.getI64IntegerAttr(k));
+      return b.create<TriluOp>(loc, a[0], b.getBoolAttr(upper), b.getI64IntegerAttr(k));
     };
   };
   check("trilu upper", {uniform({4, 4})}, trilu(true, 0));
@@ -532,8 +475,8 @@ void GradientCheckTest::checkDataMovement() {
 
   auto cumsum = [](int64_t axis, bool exclusive, bool reverse) {
     return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<CumSumOp>(loc, a[0], b.getI64IntegerAttr(axis),
-                                b.getBoolAttr(exclusive), b.getBoolAttr(reverse));
+      return b.create<CumSumOp>(loc, a[0], b.getI64IntegerAttr(axis), b.getBoolAttr(exclusive),
+                                b.getBoolAttr(reverse));
     };
   };
   check("cumsum axis 1", {uniform({3, 5})}, cumsum(1, false, false));
@@ -543,14 +486,13 @@ void GradientCheckTest::checkDataMovement() {
 
   auto scatterAdd = [](Shape shape, int64_t axis) {
     return [shape, axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<ScatterAddOp>(
-          loc, RankedTensorType::get(shape, b.getF64Type()), a[0], a[1], axis);
+      return b.create<ScatterAddOp>(loc, RankedTensorType::get(shape, b.getF64Type()), a[0], a[1],
+                                    axis);
     };
   };
-  check("scatter_add axis 0 repeated",
-        {uniform({4, 2}), ints({4}, {0, 2, 0, -1})}, scatterAdd({3, 2}, 0));
-  check("scatter_add axis 1",
-        {uniform({2, 2, 2}), ints({2, 2}, {1, 1, 0, -1}, DType::I32)},
+  check("scatter_add axis 0 repeated", {uniform({4, 2}), ints({4}, {0, 2, 0, -1})},
+        scatterAdd({3, 2}, 0));
+  check("scatter_add axis 1", {uniform({2, 2, 2}), ints({2, 2}, {1, 1, 0, -1}, DType::I32)},
         scatterAdd({2, 3}, 1));
 
   auto insertSlice = [](Shape starts, Shape limits, Shape steps) {
@@ -565,12 +507,10 @@ void GradientCheckTest::checkDataMovement() {
 }
 
 void GradientCheckTest::checkLosses() {
-  auto nllLoss = [](LossReduction reduction, std::optional<int64_t> ignoreIndex,
-                    bool withWeight) {
+  auto nllLoss = [](LossReduction reduction, std::optional<int64_t> ignoreIndex, bool withWeight) {
     return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<NllLossOp>(
-          loc, a[0], a[1], withWeight ? a[2] : Value(), reduction,
-          ignoreIndex ? b.getI64IntegerAttr(*ignoreIndex) : IntegerAttr());
+      return b.create<NllLossOp>(loc, a[0], a[1], withWeight ? a[2] : Value(), reduction,
+                                 ignoreIndex ? b.getI64IntegerAttr(*ignoreIndex) : IntegerAttr());
     };
   };
   struct Variant {
@@ -579,18 +519,15 @@ void GradientCheckTest::checkLosses() {
     bool withWeight;
   };
   std::vector<Variant> variants;
-  for (LossReduction reduction :
-       {LossReduction::None, LossReduction::Sum, LossReduction::Mean})
+  for (LossReduction reduction : {LossReduction::None, LossReduction::Sum, LossReduction::Mean})
     for (std::optional<int64_t> ignoreIndex :
-         {std::optional<int64_t>(), std::optional<int64_t>(2),
-          std::optional<int64_t>(-100)})
+         {std::optional<int64_t>(), std::optional<int64_t>(2), std::optional<int64_t>(-100)})
       for (bool withWeight : {false, true})
         variants.push_back({reduction, ignoreIndex, withWeight});
   for (auto [reduction, ignoreIndex, withWeight] : variants) {
-    std::string name =
-        "nll_loss " + stringifyLossReduction(reduction).str() +
-        (ignoreIndex ? " ignore " + std::to_string(*ignoreIndex) : "") +
-        (withWeight ? " weight" : "");
+    std::string name = "nll_loss " + stringifyLossReduction(reduction).str() +
+                       (ignoreIndex ? " ignore " + std::to_string(*ignoreIndex) : "") +
+                       (withWeight ? " weight" : "");
     // Targets name class 2 and, where it is the ignored index, -100.
     std::vector<Arg> args = {uniform({5, 4}), ints({5}, {2, 0, -100, 3, 2})};
     if (!ignoreIndex || *ignoreIndex != -100)
@@ -600,11 +537,9 @@ void GradientCheckTest::checkLosses() {
     check(name, args, nllLoss(reduction, ignoreIndex, withWeight));
   }
   check("nll_loss spatial mean ignore weight",
-        {uniform({3, 4, 2}), ints({3, 2}, {0, 1, 3, 3, 2, 1}, DType::I32),
-         fixed(positive({4}))},
+        {uniform({3, 4, 2}), ints({3, 2}, {0, 1, 3, 3, 2, 1}, DType::I32), fixed(positive({4}))},
         nllLoss(LossReduction::Mean, 3, true));
-  check("nll_loss spatial none",
-        {uniform({2, 3, 2}), ints({2, 2}, {0, 2, 1, 1})},
+  check("nll_loss spatial none", {uniform({2, 3, 2}), ints({2, 2}, {0, 2, 1, 1})},
         nllLoss(LossReduction::None, std::nullopt, false));
 }
 
@@ -618,8 +553,8 @@ std::vector<Operation *> everyPpcOp(MLIRContext &context) {
   std::vector<Operation *> ops;
   for (RegisteredOperationName name : context.getRegisteredOperations())
     if (name.getDialectNamespace() == PpcDialect::getDialectNamespace())
-      ops.push_back(Operation::create(UnknownLoc::get(&context), name, {}, {},
-                                      NamedAttrList(), nullptr, {}, 0));
+      ops.push_back(Operation::create(UnknownLoc::get(&context), name, {}, {}, NamedAttrList(),
+                                      nullptr, {}, 0));
   return ops;
 }
 
@@ -638,8 +573,7 @@ TEST_F(GradientCheckTest, EveryRuleMatchesFiniteDifferences) {
       withRule.insert(op->getName().getStringRef().str());
     op->destroy();
   }
-  EXPECT_EQ(checked, withRule)
-      << "every op with a gradient rule needs instances";
+  EXPECT_EQ(checked, withRule) << "every op with a gradient rule needs instances";
   EXPECT_LT(worst, kTolerance);
   std::cout << "gradient check: " << checked.size() << " ops, " << instances
             << " instances, worst relative error " << worst << "\n";
@@ -658,10 +592,9 @@ TEST_F(GradientCheckTest, EveryPpcOpHasARuleOrIsNonDifferentiable) {
       continue;
     }
     bool rule = registry.lookup(op), none = registry.isNonDifferentiable(op);
-    EXPECT_NE(rule, none)
-        << op->getName().getStringRef().str()
-        << (rule ? " has a rule and is marked non-differentiable"
-                 : " has no rule and is not marked non-differentiable");
+    EXPECT_NE(rule, none) << op->getName().getStringRef().str()
+                          << (rule ? " has a rule and is marked non-differentiable"
+                                   : " has no rule and is not marked non-differentiable");
     op->destroy();
   }
 }
@@ -671,14 +604,12 @@ TEST_F(GradientCheckTest, CastsToIntegersAndComparisonsAreNonDifferentiable) {
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
-  Value x = b.create<ConstantOp>(
-      loc, DenseElementsAttr::get(RankedTensorType::get({2}, b.getF32Type()),
-                                  llvm::ArrayRef<float>{1.5f, -2.5f}));
+  Value x =
+      b.create<ConstantOp>(loc, DenseElementsAttr::get(RankedTensorType::get({2}, b.getF32Type()),
+                                                       llvm::ArrayRef<float>{1.5f, -2.5f}));
   const GradientRegistry &registry = GradientRegistry::get();
-  auto toInt =
-      b.create<CastOp>(loc, RankedTensorType::get({2}, b.getI64Type()), x);
-  auto toF64 =
-      b.create<CastOp>(loc, RankedTensorType::get({2}, b.getF64Type()), x);
+  auto toInt = b.create<CastOp>(loc, RankedTensorType::get({2}, b.getI64Type()), x);
+  auto toF64 = b.create<CastOp>(loc, RankedTensorType::get({2}, b.getF64Type()), x);
   auto less = b.create<LessOp>(loc, x, x);
   EXPECT_TRUE(registry.isNonDifferentiable(toInt));
   EXPECT_FALSE(registry.isNonDifferentiable(toF64));
@@ -691,28 +622,21 @@ TEST_F(GradientCheckTest, NllLossWeightGradientIsAnError) {
   Location loc = NameLoc::get(b.getStringAttr("loss_node"));
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
-  auto f64 = [&](Shape shape) {
-    return RankedTensorType::get(shape, b.getF64Type());
-  };
+  auto f64 = [&](Shape shape) { return RankedTensorType::get(shape, b.getF64Type()); };
   auto func = b.create<func::FuncOp>(
       loc, "f",
-      b.getFunctionType(
-          {f64({3, 4}), RankedTensorType::get({3}, b.getI64Type()), f64({4})},
-          {}));
+      b.getFunctionType({f64({3, 4}), RankedTensorType::get({3}, b.getI64Type()), f64({4})}, {}));
   Block *body = func.addEntryBlock();
   b.setInsertionPointToEnd(body);
-  auto loss = b.create<NllLossOp>(loc, body->getArgument(0),
-                                  body->getArgument(1), body->getArgument(2),
-                                  LossReduction::Mean, IntegerAttr());
+  auto loss = b.create<NllLossOp>(loc, body->getArgument(0), body->getArgument(1),
+                                  body->getArgument(2), LossReduction::Mean, IntegerAttr());
   Value resultGrads[] = {scalarConstant(b, loc, b.getF64Type(), 1.0)};
   bool wanted[] = {true, false, true};
   llvm::SmallVector<Value> grads;
   const GradientRule *rule = GradientRegistry::get().lookup(loss);
   ASSERT_NE(rule, nullptr);
-  EXPECT_TRUE(
-      failed((*rule)(GradientRequest{b, loss, resultGrads, wanted}, grads)));
-  EXPECT_NE(errors.find("nll_loss has no gradient with respect to its weight"),
-            std::string::npos)
+  EXPECT_TRUE(failed((*rule)(GradientRequest{b, loss, resultGrads, wanted}, grads)));
+  EXPECT_NE(errors.find("nll_loss has no gradient with respect to its weight"), std::string::npos)
       << errors;
 }
 

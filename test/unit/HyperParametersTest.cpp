@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/ppcrt/HyperParameters.h"
 #include "ir/PpcDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
-#include "runtime/ppcrt/HyperParameters.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -110,8 +110,8 @@ TEST(HyperParametersTest, TheStepTakesOnlyListedHyperParameters) {
         taken.insert(name.getValue().str());
   }
   for (const std::string &name : taken)
-    EXPECT_TRUE(listed.count(name)) << "the step takes '" << name
-                                    << "', which runtime/ppcrt/HyperParameters.h lacks";
+    EXPECT_TRUE(listed.count(name))
+        << "the step takes '" << name << "', which runtime/ppcrt/HyperParameters.h lacks";
   EXPECT_EQ(taken, listed) << "every listed hyper-parameter is taken by some step";
 }
 

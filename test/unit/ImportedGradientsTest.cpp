@@ -125,7 +125,8 @@ onnx::ModelProto lossModel(const Case &c, std::mt19937 &rng) {
 
 std::vector<Case> cases() {
   std::vector<Case> all;
-  all.push_back({"tile", node("Tile", {"x", "repeats"}),
+  all.push_back({"tile",
+                 node("Tile", {"x", "repeats"}),
                  {{"x", param({2, 3})}, {"repeats", ints({2}, {3, 2})}},
                  {6, 6}});
   all.push_back({"gather_elements axis 0, a negative index",
@@ -138,27 +139,28 @@ std::vector<Case> cases() {
                  {2, 3}});
   all.push_back({"scatter_elements none",
                  node("ScatterElements", {"x", "idx", "u"}, {{"axis", 1}}),
-                 {{"x", param({3, 4})}, {"idx", ints({2, 2}, {3, 1, 0, -2})},
-                  {"u", param({2, 2})}},
+                 {{"x", param({3, 4})}, {"idx", ints({2, 2}, {3, 1, 0, -2})}, {"u", param({2, 2})}},
                  {3, 4}});
-  all.push_back({"scatter_elements add, repeated indices",
-                 node("ScatterElements", {"x", "idx", "u"}, {{"axis", 0}}, {{"reduction", "add"}}),
-                 {{"x", param({3, 2})}, {"idx", ints({3, 2}, {1, 0, 1, 2, 1, 0})},
-                  {"u", param({3, 2})}},
-                 {3, 2}});
-  all.push_back({"topk values, largest", node("TopK", {"x", "k"}, {{"axis", 1}}),
+  all.push_back(
+      {"scatter_elements add, repeated indices",
+       node("ScatterElements", {"x", "idx", "u"}, {{"axis", 0}}, {{"reduction", "add"}}),
+       {{"x", param({3, 2})}, {"idx", ints({3, 2}, {1, 0, 1, 2, 1, 0})}, {"u", param({3, 2})}},
+       {3, 2}});
+  all.push_back({"topk values, largest",
+                 node("TopK", {"x", "k"}, {{"axis", 1}}),
                  {{"x", param({3, 5})}, {"k", ints({1}, {2})}},
                  {3, 2}});
   all.push_back({"topk values, smallest along axis 0",
                  node("TopK", {"x", "k"}, {{"axis", 0}, {"largest", 0}}),
                  {{"x", param({4, 3})}, {"k", ints({1}, {3})}},
                  {3, 3}});
-  all.push_back({"one_hot values", node("OneHot", {"idx", "depth", "v"}, {{"axis", -1}}),
-                 {{"idx", ints({2, 3}, {0, 3, -1, 2, 5, 1})},
-                  {"depth", ints({}, {4})},
-                  {"v", param({2})}},
-                 {2, 3, 4}});
-  all.push_back({"cumsum reverse exclusive", node("CumSum", {"x", "axis"}, {{"exclusive", 1}, {"reverse", 1}}),
+  all.push_back(
+      {"one_hot values",
+       node("OneHot", {"idx", "depth", "v"}, {{"axis", -1}}),
+       {{"idx", ints({2, 3}, {0, 3, -1, 2, 5, 1})}, {"depth", ints({}, {4})}, {"v", param({2})}},
+       {2, 3, 4}});
+  all.push_back({"cumsum reverse exclusive",
+                 node("CumSum", {"x", "axis"}, {{"exclusive", 1}, {"reverse", 1}}),
                  {{"x", param({3, 4})}, {"axis", ints({}, {1})}},
                  {3, 4}});
   return all;

@@ -28,8 +28,7 @@ using ppc::test::makeTensor;
 
 namespace {
 
-Tensor makeInts(DType dtype, llvm::ArrayRef<int64_t> shape,
-                llvm::ArrayRef<int64_t> values) {
+Tensor makeInts(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> values) {
   Tensor tensor(dtype, shape);
   EXPECT_EQ(tensor.numElements(), static_cast<int64_t>(values.size()));
   for (auto [i, v] : llvm::enumerate(values))
@@ -62,20 +61,17 @@ protected:
   /// Parses `source`, a module holding one function, and runs the function;
   /// diagnostics are collected in `errors`.
   mlir::FailureOr<llvm::SmallVector<Tensor>>
-  run(llvm::StringRef source, llvm::ArrayRef<Tensor> arguments,
-      ExecOptions options = {}) {
+  run(llvm::StringRef source, llvm::ArrayRef<Tensor> arguments, ExecOptions options = {}) {
     module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
     if (!module) {
       ADD_FAILURE() << "cannot parse:\n" << source.str() << "\n" << errors;
       return mlir::failure();
     }
-    return runFunction(*module->getOps<mlir::func::FuncOp>().begin(), arguments,
-                       options);
+    return runFunction(*module->getOps<mlir::func::FuncOp>().begin(), arguments, options);
   }
 
   /// Runs a function that must succeed and returns its results.
-  llvm::SmallVector<Tensor> runOk(llvm::StringRef source,
-                                  llvm::ArrayRef<Tensor> arguments,
+  llvm::SmallVector<Tensor> runOk(llvm::StringRef source, llvm::ArrayRef<Tensor> arguments,
                                   ExecOptions options = {}) {
     auto results = run(source, arguments, options);
     if (failed(results)) {
@@ -151,14 +147,13 @@ TEST_F(KernelsTest, F64ModeKeepsDoublePrecisionWhereF32Rounds) {
       %0 = ppc.div %x, %y : (tensor<f32>, tensor<f32>) -> tensor<f32>
       return %0 : tensor<f32>
     })mlir";
-  Tensor f32Result = runOne(source, {makeTensor(DType::F32, {}, {1}),
-                                     makeTensor(DType::F32, {}, {3})});
+  Tensor f32Result =
+      runOne(source, {makeTensor(DType::F32, {}, {1}), makeTensor(DType::F32, {}, {3})});
   EXPECT_EQ(f32Result.dtype(), DType::F32);
   expectValues(f32Result, {}, {f32(1.0 / 3.0)});
 
   Tensor f64Result =
-      runOne(source,
-             {makeTensor(DType::F64, {}, {1}), makeTensor(DType::F64, {}, {3})},
+      runOne(source, {makeTensor(DType::F64, {}, {1}), makeTensor(DType::F64, {}, {3})},
              ExecOptions{/*f64=*/true});
   EXPECT_EQ(f64Result.dtype(), DType::F64);
   expectValues(f64Result, {}, {1.0 / 3.0});
@@ -189,13 +184,14 @@ TEST_F(KernelsTest, FloatUnaryOpsRoundTheDoubleResultOnce) {
       {"neg", [](double x) { return -x; }},
       {"abs", [](double x) { return std::fabs(x); }},
       {"relu", [](double x) { return x < 0 ? 0.0 : x; }},
-      {"sign", [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }},
+      {"sign", [](double x) { return x > 0   ? 1.0
+                                     : x < 0 ? -1.0
+                                             : 0.0; }},
   };
   const double inputs[] = {0.25, 1.5, 3.0, 0.7};
   const double mixed[] = {-1.25, 0.0, 2.5, -0.3};
   for (const Case &c : cases) {
-    bool positive =
-        llvm::StringRef(c.name) == "sqrt" || llvm::StringRef(c.name) == "log";
+    bool positive = llvm::StringRef(c.name) == "sqrt" || llvm::StringRef(c.name) == "log";
     llvm::ArrayRef<double> x = positive ? inputs : mixed;
     std::string source = llvm::formatv(R"mlir(
       func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -223,9 +219,8 @@ TEST_F(KernelsTest, IntegerUnaryOpsWrapAround) {
       return %0, %1, %2, %3 : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<2xi1>
     })mlir";
   int64_t min32 = std::numeric_limits<int32_t>::min();
-  llvm::SmallVector<Tensor> results =
-      runOk(source, {makeInts(DType::I32, {4}, {-3, 0, 7, min32}),
-                     makeInts(DType::I1, {2}, {0, 1})});
+  llvm::SmallVector<Tensor> results = runOk(
+      source, {makeInts(DType::I32, {4}, {-3, 0, 7, min32}), makeInts(DType::I1, {2}, {0, 1})});
   ASSERT_EQ(results.size(), 4u);
   expectInts(results[0], {4}, {3, 0, -7, min32});
   expectInts(results[1], {4}, {3, 0, 7, min32});
@@ -307,9 +302,8 @@ TEST_F(KernelsTest, LogicalOps) {
       %3 = ppc.equal %a, %b : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
       return %0, %1, %2, %3 : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>
     })mlir";
-  llvm::SmallVector<Tensor> results =
-      runOk(source, {makeInts(DType::I1, {4}, {0, 0, 1, 1}),
-                     makeInts(DType::I1, {4}, {0, 1, 0, 1})});
+  llvm::SmallVector<Tensor> results = runOk(
+      source, {makeInts(DType::I1, {4}, {0, 0, 1, 1}), makeInts(DType::I1, {4}, {0, 1, 0, 1})});
   ASSERT_EQ(results.size(), 4u);
   expectInts(results[0], {4}, {0, 0, 0, 1});
   expectInts(results[1], {4}, {0, 1, 1, 1});
@@ -331,8 +325,7 @@ TEST_F(KernelsTest, IntegerDivisionTruncatesAndSurvivesDivisionByZero) {
   llvm::SmallVector<Tensor> results =
       runOk(source, {makeInts(DType::I64, {6}, {7, -7, 7, -7, 5, min64}),
                      makeInts(DType::I64, {6}, {2, 2, -2, -2, 0, -1}),
-                     makeInts(DType::I32, {2}, {min32, 9}),
-                     makeInts(DType::I32, {2}, {-1, 0})});
+                     makeInts(DType::I32, {2}, {min32, 9}), makeInts(DType::I32, {2}, {-1, 0})});
   ASSERT_EQ(results.size(), 2u);
   expectInts(results[0], {6}, {3, -3, -3, 3, 0, min64});
   expectInts(results[1], {2}, {min32, 0});
@@ -347,15 +340,14 @@ TEST_F(KernelsTest, IntegerPowAndAddAreExactAndWrap) {
       %1 = ppc.add %c, %d : (tensor<1xi32>, tensor<1xi32>) -> tensor<1xi32>
       return %0, %1 : tensor<7xi64>, tensor<1xi32>
     })mlir";
-  llvm::SmallVector<Tensor> results = runOk(
-      source, {makeInts(DType::I64, {7}, {2, 3, -2, 3, 1, -1, 0}),
-               makeInts(DType::I64, {7}, {62, 0, 3, 39, -5, -3, -1}),
-               makeInts(DType::I32, {1}, {std::numeric_limits<int32_t>::max()}),
-               makeInts(DType::I32, {1}, {1})});
+  llvm::SmallVector<Tensor> results =
+      runOk(source, {makeInts(DType::I64, {7}, {2, 3, -2, 3, 1, -1, 0}),
+                     makeInts(DType::I64, {7}, {62, 0, 3, 39, -5, -3, -1}),
+                     makeInts(DType::I32, {1}, {std::numeric_limits<int32_t>::max()}),
+                     makeInts(DType::I32, {1}, {1})});
   ASSERT_EQ(results.size(), 2u);
   // 3^39 = 4052555153018976267 fits in int64 but not exactly in a double.
-  expectInts(results[0], {7},
-             {int64_t(1) << 62, 1, -8, 4052555153018976267, 1, -1, 0});
+  expectInts(results[0], {7}, {int64_t(1) << 62, 1, -8, 4052555153018976267, 1, -1, 0});
   expectInts(results[1], {1}, {std::numeric_limits<int32_t>::min()});
 }
 
@@ -366,9 +358,8 @@ TEST_F(KernelsTest, WhereBroadcastsAllThreeOperands) {
       %0 = ppc.where %c, %x, %y : (tensor<2x1xi1>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
       return %0 : tensor<2x3xf32>
     })mlir";
-  Tensor result =
-      runOne(source, {makeInts(DType::I1, {2, 1}, {1, 0}), iota({2, 3}),
-                      makeTensor(DType::F32, {}, {-1})});
+  Tensor result = runOne(source, {makeInts(DType::I1, {2, 1}, {1, 0}), iota({2, 3}),
+                                  makeTensor(DType::F32, {}, {-1})});
   expectValues(result, {2, 3}, {0, 1, 2, -1, -1, -1});
 }
 
@@ -378,11 +369,9 @@ TEST_F(KernelsTest, WhereBroadcastsAllThreeOperands) {
 
 /// lhs[b] @ rhs[b] for operands that broadcast over one leading batch
 /// dimension (a missing or size-1 batch dimension is reused).
-std::vector<double> referenceMatmul(const Tensor &lhs, const Tensor &rhs,
-                                    int64_t batch, int64_t m, int64_t k,
-                                    int64_t n) {
-  int64_t lhsBatches = lhs.numElements() / (m * k),
-          rhsBatches = rhs.numElements() / (k * n);
+std::vector<double> referenceMatmul(const Tensor &lhs, const Tensor &rhs, int64_t batch, int64_t m,
+                                    int64_t k, int64_t n) {
+  int64_t lhsBatches = lhs.numElements() / (m * k), rhsBatches = rhs.numElements() / (k * n);
   std::vector<double> result;
   for (int64_t b = 0; b < batch; ++b) {
     int64_t lb = lhsBatches == 1 ? 0 : b, rb = rhsBatches == 1 ? 0 : b;
@@ -390,8 +379,7 @@ std::vector<double> referenceMatmul(const Tensor &lhs, const Tensor &rhs,
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0;
         for (int64_t p = 0; p < k; ++p)
-          sum += lhs.getDouble(lb * m * k + i * k + p) *
-                 rhs.getDouble(rb * k * n + p * n + j);
+          sum += lhs.getDouble(lb * m * k + i * k + p) * rhs.getDouble(rb * k * n + p * n + j);
         result.push_back(sum);
       }
     }
@@ -408,8 +396,7 @@ TEST_F(KernelsTest, MatMulBroadcastsBatchDimensions) {
       %1 = ppc.matmul %c, %d : (tensor<1x2x3xf32>, tensor<2x3x2xf32>) -> tensor<2x2x2xf32>
       return %0, %1 : tensor<2x2x4xf32>, tensor<2x2x2xf32>
     })mlir";
-  Tensor a = iota({2, 2, 3}), b = iota({3, 4}), c = iota({1, 2, 3}),
-         d = iota({2, 3, 2});
+  Tensor a = iota({2, 2, 3}), b = iota({3, 4}), c = iota({1, 2, 3}), d = iota({2, 3, 2});
   llvm::SmallVector<Tensor> results = runOk(source, {a, b, c, d});
   ASSERT_EQ(results.size(), 2u);
   expectValues(results[0], {2, 2, 4}, referenceMatmul(a, b, 2, 2, 3, 4));
@@ -447,8 +434,7 @@ TEST_F(KernelsTest, EinsumSumsMissingLabelsAndWalksDiagonals) {
     for (int64_t k = 0; k < 2; ++k) {
       for (int64_t j = 0; j < 3; ++j) {
         product[i * 2 + k] += a.getDouble(i * 3 + j) * b.getDouble(j * 2 + k);
-        weighted[k * 2 + i] +=
-            a.getDouble(i * 3 + j) * v.getDouble(j) * b.getDouble(j * 2 + k);
+        weighted[k * 2 + i] += a.getDouble(i * 3 + j) * v.getDouble(j) * b.getDouble(j * 2 + k);
       }
     }
   }
@@ -535,12 +521,10 @@ TEST_F(KernelsTest, SoftmaxSumsToOneAndLogSoftmaxIsItsLog) {
       return %0, %1, %2 : tensor<3x4xf64>, tensor<3x4xf64>, tensor<3x4xf64>
     })mlir";
   // The last row would overflow exp() without subtracting the maximum.
-  Tensor x = makeTensor(DType::F64, {3, 4},
-                        {0, 1, 2, 3, -1, 0.5, -2, 4, 1000, 1001, 999, 1000});
+  Tensor x = makeTensor(DType::F64, {3, 4}, {0, 1, 2, 3, -1, 0.5, -2, 4, 1000, 1001, 999, 1000});
   llvm::SmallVector<Tensor> results = runOk(source, {x});
   ASSERT_EQ(results.size(), 3u);
-  const Tensor &softmax = results[0], &logSoftmax = results[1],
-               &columns = results[2];
+  const Tensor &softmax = results[0], &logSoftmax = results[1], &columns = results[2];
   for (int64_t r = 0; r < 3; ++r) {
     double sum = 0;
     for (int64_t c = 0; c < 4; ++c) {
@@ -552,8 +536,7 @@ TEST_F(KernelsTest, SoftmaxSumsToOneAndLogSoftmaxIsItsLog) {
     EXPECT_NEAR(sum, 1, 1e-12);
   }
   // Ratios within a row are exp of differences.
-  EXPECT_NEAR(softmax.getDouble(9) / softmax.getDouble(8), std::exp(1.0),
-              1e-12);
+  EXPECT_NEAR(softmax.getDouble(9) / softmax.getDouble(8), std::exp(1.0), 1e-12);
   for (int64_t c = 0; c < 4; ++c) {
     double sum = 0;
     for (int64_t r = 0; r < 3; ++r)
@@ -570,8 +553,7 @@ TEST_F(KernelsTest, LayerNormMatchesADirectComputation) {
       %1 = ppc.layer_norm %x, %g axis = 2 epsilon = 1.000000e-01 : (tensor<2x2x3xf64>, tensor<3xf64>) -> tensor<2x2x3xf64>
       return %0, %1 : tensor<2x2x3xf64>, tensor<2x2x3xf64>
     })mlir";
-  Tensor x = makeTensor(DType::F64, {2, 2, 3},
-                        {1, 2, 4, -3, 0.5, 7, 2, 2, 2, 10, -10, 3});
+  Tensor x = makeTensor(DType::F64, {2, 2, 3}, {1, 2, 4, -3, 0.5, 7, 2, 2, 2, 10, -10, 3});
   Tensor g = makeTensor(DType::F64, {3}, {1, 2, -0.5});
   Tensor b = makeTensor(DType::F64, {1, 3}, {0.25, 0, -1});
   llvm::SmallVector<Tensor> results = runOk(source, {x, g, b});
@@ -587,15 +569,14 @@ TEST_F(KernelsTest, LayerNormMatchesADirectComputation) {
         variance += std::pow(x.getDouble(start + i) - mean, 2) / size;
       for (int64_t i = 0; i < size; ++i) {
         int64_t c = i % 3;
-        y.push_back((x.getDouble(start + i) - mean) /
-                        std::sqrt(variance + epsilon) * g.getDouble(c) +
+        y.push_back((x.getDouble(start + i) - mean) / std::sqrt(variance + epsilon) *
+                        g.getDouble(c) +
                     (withBias ? b.getDouble(c) : 0));
       }
     }
     return y;
   };
-  std::vector<double> y0 = reference(6, 1e-5, true),
-                      y1 = reference(3, 0.1, false);
+  std::vector<double> y0 = reference(6, 1e-5, true), y1 = reference(3, 0.1, false);
   for (int64_t i = 0; i < 12; ++i) {
     EXPECT_NEAR(results[0].getDouble(i), y0[i], 1e-12) << i;
     EXPECT_NEAR(results[1].getDouble(i), y1[i], 1e-12) << i;
@@ -616,9 +597,8 @@ TEST_F(KernelsTest, ReshapeTransposeAndConcat) {
       return %0, %1, %2 : tensor<6x4xf32>, tensor<4x2x3xf32>, tensor<2x3xi64>
     })mlir";
   Tensor x = iota({2, 3, 4});
-  llvm::SmallVector<Tensor> results =
-      runOk(source, {x, makeInts(DType::I64, {2, 1}, {1, 2}),
-                     makeInts(DType::I64, {2, 2}, {3, 4, 5, 6})});
+  llvm::SmallVector<Tensor> results = runOk(source, {x, makeInts(DType::I64, {2, 1}, {1, 2}),
+                                                     makeInts(DType::I64, {2, 2}, {3, 4, 5, 6})});
   ASSERT_EQ(results.size(), 3u);
   expectValues(results[0], {6, 4}, x.floats());
   std::vector<double> transposed;
@@ -670,13 +650,10 @@ TEST_F(KernelsTest, GatherIndexOutOfRangeIsAnError) {
     })mlir";
   for (int64_t bad : {3, -4}) {
     errors.clear();
-    auto results =
-        run(source, {iota({3, 4}), makeInts(DType::I64, {2}, {0, bad})});
+    auto results = run(source, {iota({3, 4}), makeInts(DType::I64, {2}, {0, bad})});
     EXPECT_TRUE(failed(results));
-    EXPECT_NE(
-        errors.find(
-            llvm::formatv("gather index {0} out of range [-3, 3)", bad).str()),
-        std::string::npos)
+    EXPECT_NE(errors.find(llvm::formatv("gather index {0} out of range [-3, 3)", bad).str()),
+              std::string::npos)
         << errors;
   }
 }
@@ -788,8 +765,7 @@ TEST_F(KernelsTest, TopKIndicesComparesLargeIntegersExactly) {
       return %0 : tensor<3xi64>
     })mlir";
   int64_t big = int64_t(1) << 53;
-  expectInts(runOne(source, {makeInts(DType::I64, {3}, {big + 1, big, big + 2})}), {3},
-             {2, 0, 1});
+  expectInts(runOne(source, {makeInts(DType::I64, {3}, {big + 1, big, big + 2})}), {3}, {2, 0, 1});
 }
 
 TEST_F(KernelsTest, TriluKeepsUpperOrLowerTriangleWithOffset) {
@@ -818,8 +794,8 @@ TEST_F(KernelsTest, TriluKeepsUpperOrLowerTriangleWithOffset) {
   expectValues(results[0], {2, 3, 4}, upper);
   expectValues(results[1], {2, 3, 4}, lower);
   // Spot-check against the written-out lower triangle of the first matrix.
-  expectValues(results[1], {2, 3, 4}, {0, 0, 0, 0, 5,  0, 0, 0, 9,  10, 0, 0,
-                                       0, 0, 0, 0, 17, 0, 0, 0, 21, 22, 0, 0});
+  expectValues(results[1], {2, 3, 4},
+               {0, 0, 0, 0, 5, 0, 0, 0, 9, 10, 0, 0, 0, 0, 0, 0, 17, 0, 0, 0, 21, 22, 0, 0});
 }
 
 TEST_F(KernelsTest, InsertSliceReplacesTheStridedRegionOnly) {
@@ -832,9 +808,8 @@ TEST_F(KernelsTest, InsertSliceReplacesTheStridedRegionOnly) {
       return %0, %1, %2 : tensor<3x4xf32>, tensor<2x2xf32>, tensor<2x2xi64>
     })mlir";
   Tensor s = makeTensor(DType::F32, {2, 2}, {-1, -2, -3, -4});
-  llvm::SmallVector<Tensor> results =
-      runOk(source, {s, iota({3, 4}), Tensor(DType::I64, {0, 2}),
-                     makeInts(DType::I64, {2, 2}, {5, 6, 7, 8})});
+  llvm::SmallVector<Tensor> results = runOk(source, {s, iota({3, 4}), Tensor(DType::I64, {0, 2}),
+                                                     makeInts(DType::I64, {2, 2}, {5, 6, 7, 8})});
   ASSERT_EQ(results.size(), 3u);
   // Rows 2 and 0, columns 3 and 1, in that order.
   expectValues(results[0], {3, 4}, {0, -4, 2, -3, 4, 5, 6, 7, 8, -2, 10, -1});
@@ -870,8 +845,8 @@ TEST_F(KernelsTest, ScatterAddRoundsTheSumOnce) {
   // Summed exactly, 1 + 2^-24 + 2^-24 is 1 + 2^-23, an f32; rounding each
   // partial sum to f32 would give 1.
   double tiny = std::ldexp(1.0, -24);
-  Tensor result = runOne(source, {makeTensor(DType::F32, {3}, {1, tiny, tiny}),
-                                  makeInts(DType::I64, {3}, {0, 0, 0})});
+  Tensor result = runOne(
+      source, {makeTensor(DType::F32, {3}, {1, tiny, tiny}), makeInts(DType::I64, {3}, {0, 0, 0})});
   expectValues(result, {1}, {1 + 2 * tiny});
 }
 
@@ -883,8 +858,7 @@ TEST_F(KernelsTest, ScatterAddIndexOutOfRangeIsAnError) {
     })mlir";
   for (int64_t bad : {3, -4}) {
     errors.clear();
-    auto results =
-        run(source, {iota({2, 4}), makeInts(DType::I64, {2}, {0, bad})});
+    auto results = run(source, {iota({2, 4}), makeInts(DType::I64, {2}, {0, bad})});
     EXPECT_TRUE(failed(results));
     EXPECT_NE(errors.find(llvm::formatv("scatter_add index {0} out of range "
                                         "[-3, 3)",
@@ -908,8 +882,7 @@ TEST_F(KernelsTest, NllLossWeightsAndIgnoresTargets) {
       %2 = ppc.nll_loss %x, %t none ignore_index = -100 : (tensor<3x4xf64>, tensor<3xi64>) -> tensor<3xf64>
       return %0, %1, %2 : tensor<f64>, tensor<f64>, tensor<3xf64>
     })mlir";
-  Tensor x = makeTensor(DType::F64, {3, 4},
-                        {-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12});
+  Tensor x = makeTensor(DType::F64, {3, 4}, {-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12});
   Tensor t = makeInts(DType::I64, {3}, {1, -100, 3});
   Tensor w = makeTensor(DType::F64, {4}, {1, 2, 3, 4});
   llvm::SmallVector<Tensor> results = runOk(source, {x, t, w});
@@ -928,8 +901,7 @@ TEST_F(KernelsTest, NllLossOverSpatialDimensions) {
       return %0 : tensor<f32>
     })mlir";
   Tensor x = iota({2, 3, 2});
-  Tensor result =
-      runOne(source, {x, makeInts(DType::I64, {2, 2}, {2, 0, -1, 1})});
+  Tensor result = runOne(source, {x, makeInts(DType::I64, {2, 2}, {2, 0, -1, 1})});
   // x[n][c][d] = n * 6 + c * 2 + d: picks x[0][2][0] = 4, x[0][0][1] = 1 and
   // x[1][1][1] = 9; [1][0] is ignored.
   expectValues(result, {}, {f32(-(4.0 + 1 + 9) / 3)});
@@ -943,9 +915,7 @@ TEST_F(KernelsTest, NllLossTargetOutOfRangeIsAnError) {
     })mlir";
   auto results = run(source, {iota({2, 4}), makeInts(DType::I64, {2}, {0, 4})});
   EXPECT_TRUE(failed(results));
-  EXPECT_NE(errors.find("nll_loss target 4 out of range [0, 4)"),
-            std::string::npos)
-      << errors;
+  EXPECT_NE(errors.find("nll_loss target 4 out of range [0, 4)"), std::string::npos) << errors;
 }
 
 //===----------------------------------------------------------------------===//
@@ -969,8 +939,7 @@ TEST_F(KernelsTest, FoldWithExecutorReplacesAnOpOfConstants) {
   ASSERT_TRUE(succeeded(folded)) << errors;
   EXPECT_TRUE(*folded);
   EXPECT_TRUE(func.getOps<AddOp>().empty());
-  auto ret =
-      llvm::cast<mlir::func::ReturnOp>(func.getBody().front().getTerminator());
+  auto ret = llvm::cast<mlir::func::ReturnOp>(func.getBody().front().getTerminator());
   auto constant = ret.getOperand(0).getDefiningOp<ConstantOp>();
   ASSERT_TRUE(constant);
   auto value = Tensor::fromAttr(constant.getValue());

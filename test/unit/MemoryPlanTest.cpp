@@ -71,13 +71,10 @@ void expectNoOverlap(const MemoryPlan &plan) {
     if (b.bytes > 0)
       byBegin.push_back(&b);
   }
-  llvm::sort(byBegin, [](const Buffer *x, const Buffer *y) {
-    return x->begin < y->begin;
-  });
+  llvm::sort(byBegin, [](const Buffer *x, const Buffer *y) { return x->begin < y->begin; });
   int64_t overlaps = 0;
   for (size_t i = 0; i < byBegin.size(); ++i)
-    for (size_t j = i + 1;
-         j < byBegin.size() && byBegin[j]->begin <= byBegin[i]->end; ++j) {
+    for (size_t j = i + 1; j < byBegin.size() && byBegin[j]->begin <= byBegin[i]->end; ++j) {
       const Buffer &x = *byBegin[i], &y = *byBegin[j];
       if (x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes)
         ++overlaps;
@@ -117,9 +114,7 @@ TEST_F(MemoryPlanTest, PeakOfSmallStepByHand) {
     const Buffer &b = bufferOf(plan, v);
     return std::make_pair(b.begin, b.end);
   };
-  auto results = [&](int k) {
-    return std::next(body.begin(), k)->getResult(0);
-  };
+  auto results = [&](int k) { return std::next(body.begin(), k)->getResult(0); };
   using Range = std::pair<int64_t, int64_t>;
   EXPECT_EQ(range(body.getArgument(0)), Range(0, 0));
   EXPECT_EQ(range(body.getArgument(1)), Range(0, 5));
@@ -146,12 +141,10 @@ TEST_F(MemoryPlanTest, PeakOfSmallStepByHand) {
   expectNoOverlap(plan);
 
   // The executor frees and counts the same way.
-  llvm::SmallVector<Tensor> args = {
-      Tensor(DType::F32, {4, 8}), Tensor(DType::F32, {8}),
-      Tensor(DType::F32, {8}), Tensor(DType::I64, {})};
+  llvm::SmallVector<Tensor> args = {Tensor(DType::F32, {4, 8}), Tensor(DType::F32, {8}),
+                                    Tensor(DType::F32, {8}), Tensor(DType::I64, {})};
   RunStats stats;
-  ASSERT_TRUE(succeeded(runFunction(func, args, ExecOptions{}, &stats)))
-      << errors;
+  ASSERT_TRUE(succeeded(runFunction(func, args, ExecOptions{}, &stats))) << errors;
   EXPECT_EQ(stats.peakBytes, plan.peakBytes);
   // Stored in f64, the five f32 buffers live at op 2 double.
   ExecOptions f64;
@@ -186,10 +179,8 @@ func.func @f(%a: tensor<64xf32> {ppc.input = "a"}, %b: tensor<64xf32> {ppc.input
   EXPECT_EQ(plan.arenaBytes, plan.peakBytes);
 
   RunStats stats;
-  llvm::SmallVector<Tensor> args = {Tensor(DType::F32, {64}),
-                                    Tensor(DType::F32, {64})};
-  ASSERT_TRUE(succeeded(runFunction(func, args, ExecOptions{}, &stats)))
-      << errors;
+  llvm::SmallVector<Tensor> args = {Tensor(DType::F32, {64}), Tensor(DType::F32, {64})};
+  ASSERT_TRUE(succeeded(runFunction(func, args, ExecOptions{}, &stats))) << errors;
   EXPECT_EQ(stats.peakBytes, plan.peakBytes);
 }
 
@@ -212,8 +203,7 @@ func.func @f(%a: tensor<16xf32> {ppc.input = "a"}) -> tensor<16xf32> {
   expectNoOverlap(plan);
   EXPECT_EQ(plan.arenaBytes, 3 * 64);
   RunStats stats;
-  ASSERT_TRUE(succeeded(
-      runFunction(func, {Tensor(DType::F32, {16})}, ExecOptions{}, &stats)))
+  ASSERT_TRUE(succeeded(runFunction(func, {Tensor(DType::F32, {16})}, ExecOptions{}, &stats)))
       << errors;
   EXPECT_EQ(stats.peakBytes, plan.peakBytes);
 }
@@ -237,20 +227,16 @@ func.func @f(%s: tensor<i64> {ppc.step}, %w: tensor<4xf32> {ppc.param = "w"},
   ASSERT_TRUE(func);
   Block &body = func.getBody().front();
   std::vector<BufferKind> expected = {
-      BufferKind::Input,          BufferKind::Parameter,
-      BufferKind::OptimizerState, BufferKind::Input,
-      BufferKind::Input,          BufferKind::Gradient,
-      BufferKind::Communication,  BufferKind::Activation,
-      BufferKind::OptimizerState, BufferKind::Parameter,
-      BufferKind::Activation,     BufferKind::Gradient};
-  llvm::SmallVector<Value> values(body.getArguments().begin(),
-                                  body.getArguments().end());
+      BufferKind::Input,         BufferKind::Parameter,  BufferKind::OptimizerState,
+      BufferKind::Input,         BufferKind::Input,      BufferKind::Gradient,
+      BufferKind::Communication, BufferKind::Activation, BufferKind::OptimizerState,
+      BufferKind::Parameter,     BufferKind::Activation, BufferKind::Gradient};
+  llvm::SmallVector<Value> values(body.getArguments().begin(), body.getArguments().end());
   for (Operation &op : body)
     values.append(op.result_begin(), op.result_end());
   ASSERT_EQ(values.size(), expected.size());
   for (auto [i, v] : llvm::enumerate(values))
-    EXPECT_EQ(bufferKindName(classify(v)), bufferKindName(expected[i]))
-        << "value " << i;
+    EXPECT_EQ(bufferKindName(classify(v)), bufferKindName(expected[i])) << "value " << i;
 
   MemoryPlan plan = *planMemory(func);
   for (auto [b, kind] : llvm::zip(plan.buffers, expected))
@@ -267,8 +253,7 @@ func.func @f(%s: tensor<i64> {ppc.step}, %w: tensor<4xf32> {ppc.param = "w"},
   llvm::json::Object *atPeak = object->getObject("at_peak");
   ASSERT_TRUE(atPeak);
   EXPECT_EQ(atPeak->size(), 6u);
-  EXPECT_EQ(atPeak->getInteger("optimizer_state"),
-            plan.atPeak[BufferKind::OptimizerState]);
+  EXPECT_EQ(atPeak->getInteger("optimizer_state"), plan.atPeak[BufferKind::OptimizerState]);
   EXPECT_EQ(object->getObject("max_by_kind")->getInteger("gradients"),
             plan.maxByKind[BufferKind::Gradient]);
 
@@ -318,8 +303,7 @@ TEST_F(MemoryPlanTest, AnnotatesOffsets) {
   ASSERT_TRUE(args);
   ASSERT_EQ(args.size(), 4);
   EXPECT_EQ(args[1], bufferOf(plan, func.getArgument(1)).offset);
-  EXPECT_EQ(func->getAttrOfType<IntegerAttr>(kArenaBytesAttrName).getInt(),
-            plan.arenaBytes);
+  EXPECT_EQ(func->getAttrOfType<IntegerAttr>(kArenaBytesAttrName).getInt(), plan.arenaBytes);
   for (Operation &op : func.getBody().front()) {
     auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(kOffsetAttrName);
     if (op.getNumResults() == 0) {
@@ -349,9 +333,8 @@ protected:
     }
     model = std::move(*loaded);
     loadImportDialects(context);
-    module = importOnnxModel(
-        *model, context, ImportOptions{},
-        [&](const llvm::Twine &m) { errors += m.str() + "\n"; });
+    module = importOnnxModel(*model, context, ImportOptions{},
+                             [&](const llvm::Twine &m) { errors += m.str() + "\n"; });
     if (!module) {
       ADD_FAILURE() << errors;
       return {};
@@ -372,8 +355,7 @@ protected:
     llvm::SmallVector<Tensor> args;
     for (auto [i, arg] : llvm::enumerate(step.getArguments())) {
       auto type = llvm::cast<RankedTensorType>(arg.getType());
-      if (auto name = step.getArgAttrOfType<StringAttr>(
-              i, PpcDialect::kParamAttrName)) {
+      if (auto name = step.getArgAttrOfType<StringAttr>(i, PpcDialect::kParamAttrName)) {
         auto value = model->loadInitializer(name.getValue());
         if (!value) {
           ADD_FAILURE() << llvm::toString(value.takeError());
@@ -395,9 +377,7 @@ protected:
   MemoryPlan expectExecutorMeasuresPlan(func::FuncOp step) {
     MemoryPlan plan = *planMemory(step);
     RunStats stats;
-    EXPECT_TRUE(
-        succeeded(runFunction(step, arguments(step), ExecOptions{}, &stats)))
-        << errors;
+    EXPECT_TRUE(succeeded(runFunction(step, arguments(step), ExecOptions{}, &stats))) << errors;
     EXPECT_EQ(stats.peakBytes, plan.peakBytes);
     expectNoOverlap(plan);
     return plan;
@@ -415,10 +395,8 @@ TEST_F(MemoryPlanGptTinyTest, ExecutorMeasuresThePlannedPeakWithAdamW) {
   // The parameters (121k f32) and AdamW's two moments, all live at the peak;
   // every gradient is live at once before the update.
   EXPECT_GT(plan.atPeak[BufferKind::Parameter], 4 * 120000);
-  EXPECT_EQ(plan.atPeak[BufferKind::OptimizerState],
-            2 * plan.atPeak[BufferKind::Parameter]);
-  EXPECT_EQ(plan.maxByKind[BufferKind::Gradient],
-            plan.atPeak[BufferKind::Parameter]);
+  EXPECT_EQ(plan.atPeak[BufferKind::OptimizerState], 2 * plan.atPeak[BufferKind::Parameter]);
+  EXPECT_EQ(plan.maxByKind[BufferKind::Gradient], plan.atPeak[BufferKind::Parameter]);
   // Greedy packing of a real step stays close to the peak.
   EXPECT_LT(plan.arenaBytes, plan.peakBytes + plan.peakBytes / 20);
   printMemoryTable(plan, "@train_step of gpt-tiny (AdamW)", llvm::outs());
@@ -433,8 +411,7 @@ TEST_F(MemoryPlanGptTinyTest, ExecutorMeasuresThePlannedPeakWithMicroBatches) {
   func::FuncOp step = buildStep(options);
   ASSERT_TRUE(step);
   MemoryPlan plan = expectExecutorMeasuresPlan(step);
-  EXPECT_EQ(plan.atPeak[BufferKind::OptimizerState],
-            plan.atPeak[BufferKind::Parameter]);
+  EXPECT_EQ(plan.atPeak[BufferKind::OptimizerState], plan.atPeak[BufferKind::Parameter]);
   EXPECT_LT(plan.arenaBytes, plan.peakBytes + plan.peakBytes / 20);
 }
 

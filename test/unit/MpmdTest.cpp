@@ -58,18 +58,15 @@ protected:
 
   /// The function of each rank: `stages[i]` runs on the ranks whose
   /// coordinate on pp is i.
-  llvm::SmallVector<mlir::func::FuncOp>
-  programs(llvm::ArrayRef<llvm::StringRef> stages) {
+  llvm::SmallVector<mlir::func::FuncOp> programs(llvm::ArrayRef<llvm::StringRef> stages) {
     llvm::SmallVector<mlir::func::FuncOp> programOfRank;
     for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank)
-      programOfRank.push_back(
-          function(stages[*mesh.getCoordinate(rank, "pp")]));
+      programOfRank.push_back(function(stages[*mesh.getCoordinate(rank, "pp")]));
     return programOfRank;
   }
 
-  mlir::FailureOr<Results>
-  run(llvm::ArrayRef<llvm::StringRef> stages, const Results &args,
-      llvm::SmallVectorImpl<int64_t> *peakBytes = nullptr) {
+  mlir::FailureOr<Results> run(llvm::ArrayRef<llvm::StringRef> stages, const Results &args,
+                               llvm::SmallVectorImpl<int64_t> *peakBytes = nullptr) {
     return runMesh(programs(stages), mesh, args, ExecOptions{}, peakBytes);
   }
 
@@ -89,22 +86,20 @@ protected:
     errors.clear();
     EXPECT_TRUE(failed(run(stages, args)));
     for (const std::string &text : texts)
-      EXPECT_NE(errors.find(text), std::string::npos)
-          << "missing '" << text << "' in:\n"
-          << errors;
+      EXPECT_NE(errors.find(text), std::string::npos) << "missing '" << text << "' in:\n" << errors;
   }
 
   mlir::MLIRContext context;
   std::string errors;
   /// Each diagnostic as `loc: message`, then its notes.
-  mlir::ScopedDiagnosticHandler handler{
-      &context, [this](mlir::Diagnostic &d) {
-        llvm::raw_string_ostream os(errors);
-        os << d.getLocation() << ": " << d.str() << "\n";
-        for (mlir::Diagnostic &note : d.getNotes())
-          os << "note: " << note.getLocation() << ": " << note.str() << "\n";
-        return mlir::success();
-      }};
+  mlir::ScopedDiagnosticHandler handler{&context, [this](mlir::Diagnostic &d) {
+                                          llvm::raw_string_ostream os(errors);
+                                          os << d.getLocation() << ": " << d.str() << "\n";
+                                          for (mlir::Diagnostic &note : d.getNotes())
+                                            os << "note: " << note.getLocation() << ": "
+                                               << note.str() << "\n";
+                                          return mlir::success();
+                                        }};
   mlir::OwningOpRef<mlir::ModuleOp> module;
   MeshOp mesh;
 };
@@ -167,9 +162,7 @@ TEST_F(MpmdTest, MessagesBetweenTwoRanksArriveInTheOrderSent) {
       %3 = ppc.recv from @mesh["pp"] 0 : tensor<2xf32>
       return %0, %1, %2, %3 : tensor<2xf32>, tensor<2xf32>, tensor<1xi64>, tensor<2xf32>
     })mlir");
-  Results args = {
-      {f32({2}, {1, 2}), f32({2}, {3, 4}), makeTensor(DType::I64, {1}, {7})},
-      {}};
+  Results args = {{f32({2}, {1, 2}), f32({2}, {3, 4}), makeTensor(DType::I64, {1}, {7})}, {}};
   Results results = runOk({"stage0", "stage1"}, args);
   ASSERT_EQ(results.size(), 2u);
   ASSERT_EQ(results[1].size(), 4u);
@@ -199,8 +192,7 @@ TEST_F(MpmdTest, AnActivationGoesForwardAndItsGradientComesBack) {
       %sq = ppc.mul %h, %h : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
       return %sq : tensor<3xf32>
     })mlir");
-  Results args = {{f32({3}, {1, 2, 3}), f32({3}, {4, 5, -1})},
-                  {f32({3}, {2, 2, 2})}};
+  Results args = {{f32({3}, {1, 2, 3}), f32({3}, {4, 5, -1})}, {f32({3}, {2, 2, 2})}};
   Results results = runOk({"stage0", "stage1"}, args);
   ASSERT_EQ(results.size(), 2u);
   // h = [4, 10, -3]; dh = [8, 20, -6]; dw = [8, 40, -18].
@@ -257,8 +249,7 @@ TEST_F(MpmdTest, ACollectiveOverPpMatchesTheStagesOpsByStructure) {
       %s = ppc.all_reduce %y on @mesh["pp"] sum : tensor<2xf32>
       return %s : tensor<2xf32>
     })mlir");
-  Results results =
-      runOk({"stage0", "stage1"}, {{f32({2}, {1, 2})}, {f32({2}, {10, 20})}});
+  Results results = runOk({"stage0", "stage1"}, {{f32({2}, {1, 2})}, {f32({2}, {10, 20})}});
   ASSERT_EQ(results.size(), 2u);
   for (int64_t r : {0, 1})
     expectValues(results[r][0], {2}, {21, 42}, rankName(r));
@@ -319,8 +310,7 @@ TEST_F(MpmdTest, ACollectiveThatAMemberNeverReachesDeadlocks) {
     })mlir");
   Results args = {{f32({2}, {1, 2})}, {f32({2}, {3, 4})}};
   errors.clear();
-  EXPECT_TRUE(failed(runMesh({function("reduce"), function("skip")}, mesh, args,
-                             ExecOptions{})));
+  EXPECT_TRUE(failed(runMesh({function("reduce"), function("skip")}, mesh, args, ExecOptions{})));
   EXPECT_NE(errors.find("deadlock: rank 0 waits at ppc.all_reduce "
                         "loc(\"-\":4:12); returned: rank 1\n"),
             std::string::npos)
@@ -378,24 +368,19 @@ TEST_F(MpmdTest, GroupMembersMustMeetAtTheSameCollective) {
       return %g : tensor<4xf32>
     })mlir");
   Results args = {{f32({2}, {1, 2})}, {f32({2}, {3, 4})}};
-  for (auto [other, name, line] : {std::tuple{"gather", "ppc.all_gather", 12},
-                                   {"max", "ppc.all_reduce", 8}}) {
+  for (auto [other, name, line] :
+       {std::tuple{"gather", "ppc.all_gather", 12}, {"max", "ppc.all_reduce", 8}}) {
     errors.clear();
-    EXPECT_TRUE(failed(runMesh({function("sum"), function(other)}, mesh, args,
-                               ExecOptions{})));
+    EXPECT_TRUE(failed(runMesh({function("sum"), function(other)}, mesh, args, ExecOptions{})));
     // Emitted at the collective the last rank reached.
     std::string at = "loc(\"-\":" + std::to_string(line) + ":12)";
-    std::string expected =
-        at +
-        ": group over [\"tp\"] (ranks 0, 1) meets at different "
-        "collectives: rank 0 waits at 'ppc.all_reduce' loc(\"-\":4:12), "
-        "rank 1 reaches '" +
-        name + "' " + at + "\n";
-    EXPECT_NE(errors.find(expected), std::string::npos) << expected << "\n"
-                                                        << errors;
-    EXPECT_NE(errors.find("note: loc(\"-\":4:12): rank 0 waits here"),
-              std::string::npos)
-        << errors;
+    std::string expected = at +
+                           ": group over [\"tp\"] (ranks 0, 1) meets at different "
+                           "collectives: rank 0 waits at 'ppc.all_reduce' loc(\"-\":4:12), "
+                           "rank 1 reaches '" +
+                           name + "' " + at + "\n";
+    EXPECT_NE(errors.find(expected), std::string::npos) << expected << "\n" << errors;
+    EXPECT_NE(errors.find("note: loc(\"-\":4:12): rank 0 waits here"), std::string::npos) << errors;
   }
 }
 
@@ -411,10 +396,9 @@ TEST_F(MpmdTest, AKernelFailureNamesTheRank) {
       %0 = ppc.gather %table[%ids] axis = 0 : (tensor<4x2xf32>, tensor<1xi64>) -> tensor<1x2xf32>
       return %0 : tensor<1x2xf32>
     })mlir");
-  expectError(
-      {"stage0", "stage1"},
-      {{makeTensor(DType::I64, {1}, {7})}, {Tensor(DType::F32, {4, 2})}},
-      {"gather index 7 out of range [-4, 4) (rank 1)"});
+  expectError({"stage0", "stage1"},
+              {{makeTensor(DType::I64, {1}, {7})}, {Tensor(DType::F32, {4, 2})}},
+              {"gather index 7 out of range [-4, 4) (rank 1)"});
 }
 
 TEST_F(MpmdTest, ProgramsMustCoverEveryRank) {
@@ -426,9 +410,7 @@ TEST_F(MpmdTest, ProgramsMustCoverEveryRank) {
   Results args = {{f32({1}, {1})}, {f32({1}, {2})}};
   errors.clear();
   EXPECT_TRUE(failed(runMesh({function("f")}, mesh, args, ExecOptions{})));
-  EXPECT_NE(
-      errors.find("mesh @mesh has 2 ranks, but programs were given for 1"),
-      std::string::npos)
+  EXPECT_NE(errors.find("mesh @mesh has 2 ranks, but programs were given for 1"), std::string::npos)
       << errors;
 }
 
@@ -463,13 +445,10 @@ TEST_F(MpmdTest, SendAndRecvPrintAndBuild) {
   std::string printed;
   llvm::raw_string_ostream os(printed);
   f.print(os);
-  for (llvm::StringRef expected :
-       {"ppc.send %arg0 to @mesh[\"pp\"] 1 {ppc.value = \"h\"} : "
-        "tensor<4x8xf32>",
-        "ppc.recv from @mesh[\"pp\"] 0 : tensor<4x8xf32>"})
-    EXPECT_NE(printed.find(expected.str()), std::string::npos)
-        << expected.str() << "\n"
-        << printed;
+  for (llvm::StringRef expected : {"ppc.send %arg0 to @mesh[\"pp\"] 1 {ppc.value = \"h\"} : "
+                                   "tensor<4x8xf32>",
+                                   "ppc.recv from @mesh[\"pp\"] 0 : tensor<4x8xf32>"})
+    EXPECT_NE(printed.find(expected.str()), std::string::npos) << expected.str() << "\n" << printed;
 }
 
 TEST_F(MpmdTest, SendAndRecvSurviveCseAndCanonicalization) {
@@ -529,8 +508,7 @@ TEST_F(MpmdTest, VerifierChecksTheAxisAndThePeer) {
       })mlir";
     auto parsed = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
     EXPECT_FALSE(parsed) << c.op;
-    EXPECT_NE(errors.find(c.error), std::string::npos) << c.op << "\n"
-                                                       << errors;
+    EXPECT_NE(errors.find(c.error), std::string::npos) << c.op << "\n" << errors;
   }
 }
 

@@ -7,8 +7,8 @@
 using namespace ppc;
 
 TEST(Npy, RoundTripsEveryShapeAndDtype) {
-  for (DType dtype : {DType::F32, DType::F64, DType::F16, DType::I64, DType::I32,
-                      DType::U8, DType::I1}) {
+  for (DType dtype :
+       {DType::F32, DType::F64, DType::F16, DType::I64, DType::I32, DType::U8, DType::I1}) {
     for (Shape shape : {Shape{}, Shape{3}, Shape{2, 3}, Shape{2, 0, 4}}) {
       Tensor t(dtype, shape);
       for (int64_t i = 0; i < t.numElements(); ++i)

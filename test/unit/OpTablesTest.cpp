@@ -27,8 +27,8 @@
 
 #include <functional>
 #include <set>
-#include <vector>
 #include <string>
+#include <vector>
 
 using namespace mlir;
 using namespace ppc;
@@ -47,8 +47,8 @@ protected:
     for (RegisteredOperationName name : context.getRegisteredOperations()) {
       if (name.getDialectNamespace() != PpcDialect::getDialectNamespace())
         continue;
-      Operation *op = Operation::create(UnknownLoc::get(&context), name, {}, {},
-                                        NamedAttrList(), nullptr, {}, 0);
+      Operation *op = Operation::create(UnknownLoc::get(&context), name, {}, {}, NamedAttrList(),
+                                        nullptr, {}, 0);
       if (!has(op))
         names.insert(name.getStringRef().str());
       op->destroy();

@@ -166,21 +166,23 @@ TEST_F(PartitionTest, SoftmaxOverASplitAxis) {
 
 TEST_F(PartitionTest, NllLossOverSplitClassesAndBatch) {
   auto nll = [](const std::string &reduction, const std::string &resultType) {
-    return "%y = ppc.nll_loss %a0, %a1 " + reduction +
-           " : (tensor<6x8xf32>, tensor<6xi64>) -> " + resultType;
+    return "%y = ppc.nll_loss %a0, %a1 " + reduction + " : (tensor<6x8xf32>, tensor<6xi64>) -> " +
+           resultType;
   };
   Tensor input = uniform({6, 8});
   // Class 2 is common, so some shards ignore more targets than others.
   Tensor target = ints({6}, 0, 8);
   target.setInt(1, 2);
   target.setInt(4, 2);
-  for (auto [dp, tp, inputLayout, targetLayout] :
-       {std::tuple{1, 2, "[[], [tp]]", "[[]]"}, {2, 2, "[[dp], [tp]]", "[[dp]]"},
-        {2, 1, "[[dp], []]", "[[dp]]"}, {1, 2, "[[], 2 * [tp]]", "[[]]"}}) {
-    for (auto [reduction, resultType] :
-         {std::pair{"mean", "tensor<f32>"}, {"mean ignore_index = 2", "tensor<f32>"},
-          {"sum ignore_index = 2", "tensor<f32>"}, {"sum", "tensor<f32>"},
-          {"none ignore_index = 5", "tensor<6xf32>"}}) {
+  for (auto [dp, tp, inputLayout, targetLayout] : {std::tuple{1, 2, "[[], [tp]]", "[[]]"},
+                                                   {2, 2, "[[dp], [tp]]", "[[dp]]"},
+                                                   {2, 1, "[[dp], []]", "[[dp]]"},
+                                                   {1, 2, "[[], 2 * [tp]]", "[[]]"}}) {
+    for (auto [reduction, resultType] : {std::pair{"mean", "tensor<f32>"},
+                                         {"mean ignore_index = 2", "tensor<f32>"},
+                                         {"sum ignore_index = 2", "tensor<f32>"},
+                                         {"sum", "tensor<f32>"},
+                                         {"none ignore_index = 5", "tensor<6xf32>"}}) {
       SCOPED_TRACE(std::string(reduction) + " " + inputLayout);
       expectPartitions(step({{"tensor<6x8xf32>", inputLayout}, {"tensor<6xi64>", targetLayout}},
                             resultType, nll(reduction, resultType)),
@@ -189,26 +191,29 @@ TEST_F(PartitionTest, NllLossOverSplitClassesAndBatch) {
   }
   // Class weights split with the classes (a sum), or whole over a split
   // batch (a mean).
-  expectPartitions(step({{"tensor<6x8xf32>", "[[], [tp]]"}, {"tensor<6xi64>", "[[]]"},
+  expectPartitions(step({{"tensor<6x8xf32>", "[[], [tp]]"},
+                         {"tensor<6xi64>", "[[]]"},
                          {"tensor<8xf32>", "[[tp]]"}},
                         "tensor<f32>",
                         "%y = ppc.nll_loss %a0, %a1, %a2 sum : (tensor<6x8xf32>, "
                         "tensor<6xi64>, tensor<8xf32>) -> tensor<f32>"),
                    1, 2, {input, target, uniform({8})});
-  expectPartitions(step({{"tensor<6x8xf32>", "[[dp], []]"}, {"tensor<6xi64>", "[[dp]]"},
+  expectPartitions(step({{"tensor<6x8xf32>", "[[dp], []]"},
+                         {"tensor<6xi64>", "[[dp]]"},
                          {"tensor<8xf32>", "[[]]"}},
                         "tensor<f32>",
                         "%y = ppc.nll_loss %a0, %a1, %a2 mean ignore_index = 2 : "
                         "(tensor<6x8xf32>, tensor<6xi64>, tensor<8xf32>) -> tensor<f32>"),
                    2, 1, {input, target, uniform({8})});
   // A weighted mean over split classes is refused by name.
-  std::string error = partitionError(
-      step({{"tensor<6x8xf32>", "[[], [tp]]"}, {"tensor<6xi64>", "[[]]"},
-            {"tensor<8xf32>", "[[tp]]"}},
-           "tensor<f32>",
-           "%y = ppc.nll_loss %a0, %a1, %a2 mean : (tensor<6x8xf32>, tensor<6xi64>, "
-           "tensor<8xf32>) -> tensor<f32>"),
-      1, 2, {input, target, uniform({8})});
+  std::string error =
+      partitionError(step({{"tensor<6x8xf32>", "[[], [tp]]"},
+                           {"tensor<6xi64>", "[[]]"},
+                           {"tensor<8xf32>", "[[tp]]"}},
+                          "tensor<f32>",
+                          "%y = ppc.nll_loss %a0, %a1, %a2 mean : (tensor<6x8xf32>, tensor<6xi64>, "
+                          "tensor<8xf32>) -> tensor<f32>"),
+                     1, 2, {input, target, uniform({8})});
   EXPECT_NE(error.find("a weighted mean nll_loss with its classes split over [tp] is not "
                        "partitioned yet"),
             std::string::npos)

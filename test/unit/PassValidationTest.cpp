@@ -1,7 +1,7 @@
 //===- PassValidationTest.cpp - comparing functions through the executor --===//
 
-#include "ir/PpcDialect.h"
 #include "passes/PassValidation.h"
+#include "ir/PpcDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"

@@ -15,9 +15,8 @@ namespace {
 
 TEST(Printable, LeavesPrintableNamesAlone) {
   for (const char *name :
-       {"", "transformer.h.0.attn.c_attn.weight", "/h.0/attn/MatMul_1",
-        "onnx::Add_7", "it's \"quoted\" {x} \\ back", "层.权重", "caf\xc3\xa9",
-        "emoji \xf0\x9f\x98\x80"})
+       {"", "transformer.h.0.attn.c_attn.weight", "/h.0/attn/MatMul_1", "onnx::Add_7",
+        "it's \"quoted\" {x} \\ back", "层.权重", "caf\xc3\xa9", "emoji \xf0\x9f\x98\x80"})
     EXPECT_EQ(printable(name), name);
 }
 

@@ -94,8 +94,8 @@ TEST_F(RegularFile, BeneathRefusesLinksAndEscapes) {
   auto good = readFileBeneath(root, "inner/data.bin");
   ASSERT_TRUE(static_cast<bool>(good)) << llvm::toString(good.takeError());
   EXPECT_EQ((*good)->getBuffer(), "0123456789");
-  for (const char *bad : {"via/data.bin", "inner/link.bin", "../outside.bin",
-                          "inner/../../outside.bin"}) {
+  for (const char *bad :
+       {"via/data.bin", "inner/link.bin", "../outside.bin", "inner/../../outside.bin"}) {
     auto read = readFileBeneath(path("inner"), bad);
     EXPECT_FALSE(static_cast<bool>(read)) << bad;
     llvm::consumeError(read.takeError());

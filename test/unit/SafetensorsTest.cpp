@@ -55,18 +55,16 @@ std::string fileBytes(std::string header, llvm::StringRef data) {
 /// The file the format description's example spells: an I32 vector {7, -2}
 /// and an F32 scalar 1.5, listed in the header in the opposite order of
 /// their data.
-const char *kHandWrittenHeader =
-    R"({"__metadata__":{"format":"pt"},)"
-    R"("b":{"dtype":"I32","shape":[2],"data_offsets":[0,8]},)"
-    R"("a":{"dtype":"F32","shape":[],"data_offsets":[8,12]}})";
+const char *kHandWrittenHeader = R"({"__metadata__":{"format":"pt"},)"
+                                 R"("b":{"dtype":"I32","shape":[2],"data_offsets":[0,8]},)"
+                                 R"("a":{"dtype":"F32","shape":[],"data_offsets":[8,12]}})";
 const llvm::StringRef kHandWrittenData("\x07\0\0\0\xfe\xff\xff\xff"
                                        "\0\0\xc0\x3f",
                                        12);
 
 template <typename T> T element(const TensorView &view, int64_t i) {
   T value;
-  std::memcpy(&value, static_cast<const char *>(view.data) + i * sizeof(T),
-              sizeof(T));
+  std::memcpy(&value, static_cast<const char *>(view.data) + i * sizeof(T), sizeof(T));
   return value;
 }
 } // namespace
@@ -78,15 +76,13 @@ TEST_F(Safetensors, RoundTripsDtypesShapesAndMetadata) {
   std::vector<int64_t> ids = {-1, 0, int64_t(1) << 40, 7};
   std::vector<uint8_t> mask = {1, 0, 1};
   // "empty" and "ids" start at the same offset; their write order must hold.
-  std::vector<TensorView> tensors = {
-      {"layer.weight", DType::F32, {2, 3}, weight.data()},
-      {"scale", DType::F64, {}, &scale},
-      {"embedding", DType::BF16, {4}, embedding.data()},
-      {"empty", DType::I32, {0, 5}, nullptr},
-      {"ids", DType::I64, {2, 2}, ids.data()},
-      {"mask", DType::I1, {3}, mask.data()}};
-  std::map<std::string, std::string> metadata = {{"format", "pt"},
-                                                 {"step", "12"}};
+  std::vector<TensorView> tensors = {{"layer.weight", DType::F32, {2, 3}, weight.data()},
+                                     {"scale", DType::F64, {}, &scale},
+                                     {"embedding", DType::BF16, {4}, embedding.data()},
+                                     {"empty", DType::I32, {0, 5}, nullptr},
+                                     {"ids", DType::I64, {2, 2}, ids.data()},
+                                     {"mask", DType::I1, {3}, mask.data()}};
+  std::map<std::string, std::string> metadata = {{"format", "pt"}, {"step", "12"}};
   std::string file = path("model.safetensors");
   ASSERT_EQ(llvm::toString(writeSafetensors(file, tensors, metadata)), "");
 
@@ -122,9 +118,7 @@ TEST_F(Safetensors, HeaderIsPaddedToEightBytes) {
   // Names of every length modulo 8 move the end of the header around.
   for (std::string name = "x"; name.size() <= 8; name += "y") {
     std::string file = path(name + ".safetensors");
-    ASSERT_EQ(llvm::toString(writeSafetensors(
-                  file, {{name, DType::F32, {1}, &value}}, {})),
-              "");
+    ASSERT_EQ(llvm::toString(writeSafetensors(file, {{name, DType::F32, {1}, &value}}, {})), "");
     auto buffer = llvm::MemoryBuffer::getFile(file);
     ASSERT_TRUE(static_cast<bool>(buffer));
     llvm::StringRef bytes = (*buffer)->getBuffer();
@@ -135,22 +129,19 @@ TEST_F(Safetensors, HeaderIsPaddedToEightBytes) {
     EXPECT_EQ(header.rtrim(' ').size(), header.find_last_of('}') + 1) << name;
     auto json = llvm::json::parse(header);
     ASSERT_TRUE(static_cast<bool>(json)) << llvm::toString(json.takeError());
-    EXPECT_EQ(*json,
-              llvm::json::Value(llvm::json::Object{
-                  {name, llvm::json::Object{
-                             {"dtype", "F32"},
-                             {"shape", llvm::json::Array{1}},
-                             {"data_offsets", llvm::json::Array{0, 4}}}}}));
+    EXPECT_EQ(*json, llvm::json::Value(llvm::json::Object{
+                         {name, llvm::json::Object{{"dtype", "F32"},
+                                                   {"shape", llvm::json::Array{1}},
+                                                   {"data_offsets", llvm::json::Array{0, 4}}}}}));
   }
 }
 
 TEST_F(Safetensors, ReadsAHandWrittenFile) {
-  std::string file = writeBytes(
-      "hand.safetensors", fileBytes(kHandWrittenHeader, kHandWrittenData));
+  std::string file =
+      writeBytes("hand.safetensors", fileBytes(kHandWrittenHeader, kHandWrittenData));
   auto read = SafetensorsFile::open(file);
   ASSERT_TRUE(static_cast<bool>(read)) << llvm::toString(read.takeError());
-  EXPECT_EQ(read->metadata(),
-            (std::map<std::string, std::string>{{"format", "pt"}}));
+  EXPECT_EQ(read->metadata(), (std::map<std::string, std::string>{{"format", "pt"}}));
   ASSERT_EQ(read->tensors().size(), 2u);
   const TensorView &b = read->tensors()[0];
   EXPECT_EQ(b.name, "b");
@@ -170,13 +161,11 @@ TEST_F(Safetensors, WritesTheBytesTheFormatDescribes) {
   float a = 1.5f;
   std::string file = path("written.safetensors");
   ASSERT_EQ(llvm::toString(writeSafetensors(
-                file, {{"b", DType::I32, {2}, b}, {"a", DType::F32, {}, &a}},
-                {{"format", "pt"}})),
+                file, {{"b", DType::I32, {2}, b}, {"a", DType::F32, {}, &a}}, {{"format", "pt"}})),
             "");
   auto buffer = llvm::MemoryBuffer::getFile(file);
   ASSERT_TRUE(static_cast<bool>(buffer));
-  EXPECT_EQ((*buffer)->getBuffer(),
-            fileBytes(kHandWrittenHeader, kHandWrittenData));
+  EXPECT_EQ((*buffer)->getBuffer(), fileBytes(kHandWrittenHeader, kHandWrittenData));
 }
 
 TEST_F(Safetensors, RejectsCorruptFilesByName) {
@@ -188,10 +177,8 @@ TEST_F(Safetensors, RejectsCorruptFilesByName) {
     std::string bytes;
     std::string message;
   } cases[] = {
-      {"short", std::string("\x08\0\0", 3),
-       "3 bytes is too short for a header length"},
-      {"past-eof", tooLong,
-       "header length 200 runs past the end of the file (16 bytes)"},
+      {"short", std::string("\x08\0\0", 3), "3 bytes is too short for a header length"},
+      {"past-eof", tooLong, "header length 200 runs past the end of the file (16 bytes)"},
       {"truncated", fileBytes(w3, std::string(8, '\0')),
        "tensor 'w' ends at byte 12 of only 8 bytes of data"},
       {"wrong-count",
@@ -203,11 +190,9 @@ TEST_F(Safetensors, RejectsCorruptFilesByName) {
                  std::string(12, '\0')),
        "tensor 'w' has unknown dtype 'Q7'"},
       {"negative-shape",
-       fileBytes(R"({"w":{"dtype":"F32","shape":[-3],"data_offsets":[0,0]}})",
-                 ""),
+       fileBytes(R"({"w":{"dtype":"F32","shape":[-3],"data_offsets":[0,0]}})", ""),
        "tensor 'w' has a shape that is not non-negative integers"},
-      {"bad-json", fileBytes(R"({"w":{"dtype":"F32",)", ""),
-       "header is not valid JSON: "},
+      {"bad-json", fileBytes(R"({"w":{"dtype":"F32",)", ""), "header is not valid JSON: "},
   };
   for (const Case &c : cases) {
     std::string file = writeBytes(c.name, c.bytes);
@@ -227,16 +212,10 @@ TEST_F(Safetensors, RejectsCorruptFilesByName) {
 TEST_F(Safetensors, WriteFailuresNameTheFile) {
   float value = 0;
   std::string file = path("missing/model.safetensors");
-  std::string message = llvm::toString(
-      writeSafetensors(file, {{"w", DType::F32, {}, &value}}, {}));
-  EXPECT_TRUE(
-      llvm::StringRef(message).starts_with("safetensors file '" + file + "': "))
-      << message;
+  std::string message = llvm::toString(writeSafetensors(file, {{"w", DType::F32, {}, &value}}, {}));
+  EXPECT_TRUE(llvm::StringRef(message).starts_with("safetensors file '" + file + "': ")) << message;
   file = path("twice.safetensors");
-  EXPECT_EQ(
-      llvm::toString(writeSafetensors(
-          file, {{"w", DType::F32, {}, &value}, {"w", DType::F32, {}, &value}},
-          {})),
-      "safetensors file '" + file +
-          "': tensor name 'w' is reserved or repeated");
+  EXPECT_EQ(llvm::toString(writeSafetensors(
+                file, {{"w", DType::F32, {}, &value}, {"w", DType::F32, {}, &value}}, {})),
+            "safetensors file '" + file + "': tensor name 'w' is reserved or repeated");
 }

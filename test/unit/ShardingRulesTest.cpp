@@ -16,11 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/sharding/LocalForms.h"
 #include "passes/sharding/ShardingRules.h"
 #include "executor/Interpreter.h"
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
+#include "passes/sharding/LocalForms.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -45,14 +45,12 @@ constexpr double kTolerance = 1e-12;
 
 /// Builds the op under test from the function's arguments, one per operand
 /// in order, and returns its result.
-using BuildFn =
-    std::function<Value(OpBuilder &b, Location loc, ValueRange args)>;
+using BuildFn = std::function<Value(OpBuilder &b, Location loc, ValueRange args)>;
 
 /// Combines the two halves' results of a reduction factor; `localArgs` are
 /// the halves' arguments. Sums unless an instance says otherwise.
-using CombineFn =
-    std::function<Tensor(const Tensor &first, const Tensor &second,
-                         llvm::ArrayRef<std::vector<Tensor>> localArgs)>;
+using CombineFn = std::function<Tensor(const Tensor &first, const Tensor &second,
+                                       llvm::ArrayRef<std::vector<Tensor>> localArgs)>;
 
 std::string shapeName(llvm::ArrayRef<int64_t> shape) {
   std::string name = "[";
@@ -87,8 +85,7 @@ int64_t factorPosition(const TensorFactors &dims, int64_t f) {
 }
 
 /// The dimensions of a tensor's shard when factor `f` is split in two.
-Shape localShape(const ShardingRule &rule, const TensorFactors &dims,
-                 int64_t f) {
+Shape localShape(const ShardingRule &rule, const TensorFactors &dims, int64_t f) {
   Shape shape;
   for (const auto &factors : dims) {
     int64_t size = 1;
@@ -109,8 +106,7 @@ void copyElement(const Tensor &from, int64_t i, Tensor &to, int64_t j) {
 /// A tensor of `factors` shape seen as [outer, size, inner] around `axis`.
 struct AxisView {
   int64_t outer = 1, size, inner = 1;
-  AxisView(llvm::ArrayRef<int64_t> factors, int64_t axis)
-      : size(factors[axis]) {
+  AxisView(llvm::ArrayRef<int64_t> factors, int64_t axis) : size(factors[axis]) {
     for (int64_t s : factors.take_front(axis))
       outer *= s;
     for (int64_t s : factors.drop_front(axis + 1))
@@ -119,23 +115,21 @@ struct AxisView {
 };
 
 /// Half `half` of `t` along `axis` of its factor shape, with `shape`.
-Tensor halfOf(const Tensor &t, llvm::ArrayRef<int64_t> factors, int64_t axis,
-              int half, llvm::ArrayRef<int64_t> shape) {
+Tensor halfOf(const Tensor &t, llvm::ArrayRef<int64_t> factors, int64_t axis, int half,
+              llvm::ArrayRef<int64_t> shape) {
   AxisView v(factors, axis);
   int64_t h = v.size / 2;
   Tensor out(t.dtype(), shape);
   for (int64_t o = 0; o < v.outer; ++o)
     for (int64_t s = 0; s < h; ++s)
       for (int64_t i = 0; i < v.inner; ++i)
-        copyElement(t, (o * v.size + half * h + s) * v.inner + i, out,
-                    (o * h + s) * v.inner + i);
+        copyElement(t, (o * v.size + half * h + s) * v.inner + i, out, (o * h + s) * v.inner + i);
   return out;
 }
 
 /// The inverse of `halfOf`: the halves joined along `axis`.
-Tensor joinHalves(const Tensor &first, const Tensor &second,
-                  llvm::ArrayRef<int64_t> factors, int64_t axis,
-                  llvm::ArrayRef<int64_t> shape) {
+Tensor joinHalves(const Tensor &first, const Tensor &second, llvm::ArrayRef<int64_t> factors,
+                  int64_t axis, llvm::ArrayRef<int64_t> shape) {
   AxisView v(factors, axis);
   int64_t h = v.size / 2;
   Tensor out(first.dtype(), shape);
@@ -147,8 +141,7 @@ Tensor joinHalves(const Tensor &first, const Tensor &second,
   return out;
 }
 
-Tensor sum(const Tensor &first, const Tensor &second,
-           llvm::ArrayRef<std::vector<Tensor>>) {
+Tensor sum(const Tensor &first, const Tensor &second, llvm::ArrayRef<std::vector<Tensor>>) {
   Tensor out = first;
   for (int64_t e = 0; e < out.numElements(); ++e) {
     if (out.isFloat())
@@ -195,8 +188,7 @@ void setLocalBounds(OpT slice, llvm::ArrayRef<int64_t> globalShape,
 
 /// The attributes the rules do not carry over unchanged: a slice's (or
 /// insert_slice's) bounds along a split dimension.
-void localizeAttributes(Operation *op, Operation *global,
-                        llvm::ArrayRef<Tensor> localArgs) {
+void localizeAttributes(Operation *op, Operation *global, llvm::ArrayRef<Tensor> localArgs) {
   auto shape = [&](unsigned i) {
     return llvm::cast<RankedTensorType>(global->getOperand(i).getType()).getShape();
   };
@@ -207,9 +199,7 @@ void localizeAttributes(Operation *op, Operation *global,
 }
 
 template <typename OpT> BuildFn unary() {
-  return [](OpBuilder &b, Location loc, ValueRange a) -> Value {
-    return b.create<OpT>(loc, a[0]);
-  };
+  return [](OpBuilder &b, Location loc, ValueRange a) -> Value { return b.create<OpT>(loc, a[0]); };
 }
 
 template <typename OpT> BuildFn binary() {
@@ -222,8 +212,7 @@ template <typename OpT> BuildFn binary() {
 /// (f64 if null).
 template <typename OpT> BuildFn typed(Shape shape, Type element) {
   return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
-    Type type =
-        RankedTensorType::get(shape, element ? element : b.getF64Type());
+    Type type = RankedTensorType::get(shape, element ? element : b.getF64Type());
     return b.create<OpT>(loc, type, a[0]);
   };
 }
@@ -232,9 +221,7 @@ class ShardingRulesTest : public ::testing::Test {
 protected:
   ShardingRulesTest() { context.loadDialect<PpcDialect, func::FuncDialect>(); }
 
-  double draw(double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, hi)(rng);
-  }
+  double draw(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
   int64_t drawInt(int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi - 1)(rng);
   }
@@ -244,9 +231,7 @@ protected:
       v = draw(lo, hi);
     return t;
   }
-  Tensor positive(llvm::ArrayRef<int64_t> shape) {
-    return uniform(shape, 0.5, 2);
-  }
+  Tensor positive(llvm::ArrayRef<int64_t> shape) { return uniform(shape, 0.5, 2); }
   Tensor nonZero(llvm::ArrayRef<int64_t> shape) {
     Tensor t = uniform(shape, 0.5, 2);
     for (double &v : t.floats())
@@ -261,23 +246,19 @@ protected:
     return t;
   }
   /// Integers in [lo, hi).
-  Tensor ints(llvm::ArrayRef<int64_t> shape, int64_t lo, int64_t hi,
-              DType dtype = DType::I64) {
+  Tensor ints(llvm::ArrayRef<int64_t> shape, int64_t lo, int64_t hi, DType dtype = DType::I64) {
     Tensor t(dtype, shape);
     for (int64_t e = 0; e < t.numElements(); ++e)
       t.setInt(e, drawInt(lo, hi));
     return t;
   }
-  Tensor bools(llvm::ArrayRef<int64_t> shape) {
-    return ints(shape, 0, 2, DType::I1);
-  }
+  Tensor bools(llvm::ArrayRef<int64_t> shape) { return ints(shape, 0, 2, DType::I1); }
 
-  func::FuncOp addFunction(OpBuilder &b, ModuleOp module, Location loc,
-                           llvm::StringRef name, llvm::ArrayRef<Tensor> args) {
+  func::FuncOp addFunction(OpBuilder &b, ModuleOp module, Location loc, llvm::StringRef name,
+                           llvm::ArrayRef<Tensor> args) {
     llvm::SmallVector<Type> types;
     for (const Tensor &arg : args)
-      types.push_back(
-          RankedTensorType::get(arg.shape(), mlirType(arg.dtype(), &context)));
+      types.push_back(RankedTensorType::get(arg.shape(), mlirType(arg.dtype(), &context)));
     b.setInsertionPointToEnd(module.getBody());
     auto func = b.create<func::FuncOp>(loc, name, b.getFunctionType(types, {}));
     b.setInsertionPointToEnd(func.addEntryBlock());
@@ -286,8 +267,7 @@ protected:
 
   void finish(OpBuilder &b, Location loc, func::FuncOp func, Operation *op) {
     b.create<func::ReturnOp>(loc, op->getResults());
-    func.setType(
-        b.getFunctionType(func.getArgumentTypes(), op->getResultTypes()));
+    func.setType(b.getFunctionType(func.getArgumentTypes(), op->getResultTypes()));
   }
 
   /// Checks every even parallel or reduction factor of the rule of the op
@@ -330,8 +310,7 @@ protected:
       // cloning the op: PartitionTest checks them through the partitioner.
       if (rule->factorKinds[f] == FactorKind::NeedReplication ||
           rule->factorKinds[f] == FactorKind::IndexedReduction ||
-          rule->factorKinds[f] == FactorKind::Normalized ||
-          rule->factorSizes[f] % 2 != 0)
+          rule->factorKinds[f] == FactorKind::Normalized || rule->factorSizes[f] % 2 != 0)
         continue;
       SCOPED_TRACE("factor #" + std::to_string(f));
       std::vector<Tensor> localArgs[2];
@@ -339,20 +318,16 @@ protected:
       for (int half : {0, 1}) {
         for (auto [arg, dims] : llvm::zip(args, rule->operands)) {
           int64_t position = factorPosition(dims, f);
-          localArgs[half].push_back(
-              position < 0 ? arg
-                           : halfOf(arg, factorShape(*rule, dims), position,
-                                    half, localShape(*rule, dims, f)));
+          localArgs[half].push_back(position < 0 ? arg
+                                                 : halfOf(arg, factorShape(*rule, dims), position,
+                                                          half, localShape(*rule, dims, f)));
         }
-        std::string fnName =
-            "local_" + std::to_string(f) + "_" + std::to_string(half);
-        func::FuncOp local =
-            addFunction(b, *module, loc, fnName, localArgs[half]);
+        std::string fnName = "local_" + std::to_string(f) + "_" + std::to_string(half);
+        func::FuncOp local = addFunction(b, *module, loc, fnName, localArgs[half]);
         IRMapping mapping;
         mapping.map(full.getArguments(), local.getArguments());
         Operation *localOp = b.clone(*op, mapping);
-        for (auto [result, dims] :
-             llvm::zip(localOp->getResults(), rule->results)) {
+        for (auto [result, dims] : llvm::zip(localOp->getResults(), rule->results)) {
           auto type = llvm::cast<RankedTensorType>(result.getType());
           result.setType(type.clone(localShape(*rule, dims, f)));
         }
@@ -362,9 +337,8 @@ protected:
           const TensorFactors &dims = rule->results[0];
           auto value = Tensor::fromAttr(constant.getValue());
           ASSERT_TRUE(succeeded(value));
-          constant.setValueAttr(halfOf(*value, factorShape(*rule, dims),
-                                       factorPosition(dims, f), half,
-                                       localShape(*rule, dims, f))
+          constant.setValueAttr(halfOf(*value, factorShape(*rule, dims), factorPosition(dims, f),
+                                       half, localShape(*rule, dims, f))
                                     .toAttr(&context));
         }
         finish(b, loc, local, localOp);
@@ -379,8 +353,8 @@ protected:
         int64_t position = factorPosition(dims, f);
         Tensor combined;
         if (position >= 0)
-          combined = joinHalves(first, second, factorShape(*rule, dims),
-                                position, (*expected)[r].shape());
+          combined =
+              joinHalves(first, second, factorShape(*rule, dims), position, (*expected)[r].shape());
         else if (rule->factorKinds[f] == FactorKind::Reduction)
           combined = combine(first, second, localArgs);
         else
@@ -430,22 +404,14 @@ void ShardingRulesTest::checkElementwise() {
 
   enum Domain { Any, Positive, NonZero, Bool };
   std::vector<std::tuple<std::string, BuildFn, Domain>> unaries = {
-      {"neg", unary<NegOp>(), Any},
-      {"abs", unary<AbsOp>(), Any},
-      {"sqrt", unary<SqrtOp>(), Positive},
-      {"reciprocal", unary<ReciprocalOp>(), NonZero},
-      {"exp", unary<ExpOp>(), Any},
-      {"log", unary<LogOp>(), Positive},
-      {"erf", unary<ErfOp>(), Any},
-      {"tanh", unary<TanhOp>(), Any},
-      {"sigmoid", unary<SigmoidOp>(), Any},
-      {"relu", unary<ReluOp>(), Any},
-      {"sin", unary<SinOp>(), Any},
-      {"cos", unary<CosOp>(), Any},
-      {"floor", unary<FloorOp>(), Any},
-      {"ceil", unary<CeilOp>(), Any},
-      {"sign", unary<SignOp>(), Any},
-      {"not", unary<NotOp>(), Bool}};
+      {"neg", unary<NegOp>(), Any},         {"abs", unary<AbsOp>(), Any},
+      {"sqrt", unary<SqrtOp>(), Positive},  {"reciprocal", unary<ReciprocalOp>(), NonZero},
+      {"exp", unary<ExpOp>(), Any},         {"log", unary<LogOp>(), Positive},
+      {"erf", unary<ErfOp>(), Any},         {"tanh", unary<TanhOp>(), Any},
+      {"sigmoid", unary<SigmoidOp>(), Any}, {"relu", unary<ReluOp>(), Any},
+      {"sin", unary<SinOp>(), Any},         {"cos", unary<CosOp>(), Any},
+      {"floor", unary<FloorOp>(), Any},     {"ceil", unary<CeilOp>(), Any},
+      {"sign", unary<SignOp>(), Any},       {"not", unary<NotOp>(), Bool}};
   for (const auto &[name, build, domain] : unaries)
     for (const Shape &shape : {Shape{4, 6}, Shape{2, 1, 4}, Shape{}}) {
       Tensor x = domain == Positive  ? positive(shape)
@@ -456,10 +422,8 @@ void ShardingRulesTest::checkElementwise() {
     }
 
   Builder types(&context);
-  check("cast f64 -> f32", {uniform({4, 6})},
-        typed<CastOp>({4, 6}, types.getF32Type()));
-  check("cast f64 -> i64", {uniform({2, 4}, -9, 9)},
-        typed<CastOp>({2, 4}, types.getI64Type()));
+  check("cast f64 -> f32", {uniform({4, 6})}, typed<CastOp>({4, 6}, types.getF32Type()));
+  check("cast f64 -> i64", {uniform({2, 4}, -9, 9)}, typed<CastOp>({2, 4}, types.getI64Type()));
   check("cast i64 -> f64", {ints({6, 2}, -9, 9)}, typed<CastOp>({6, 2}, {}));
   check("cast i1 -> f64", {bools({2, 2})}, typed<CastOp>({2, 2}, {}));
 
@@ -486,50 +450,39 @@ void ShardingRulesTest::checkElementwise() {
   auto where = [](OpBuilder &b, Location loc, ValueRange a) -> Value {
     return b.create<WhereOp>(loc, a[0], a[1], a[2]);
   };
-  check("where [4,6] [6] [4,1]", {bools({4, 6}), uniform({6}), uniform({4, 1})},
-        where);
-  check("where [2,1,4] [2,6,4] []",
-        {bools({2, 1, 4}), uniform({2, 6, 4}), uniform({})}, where);
+  check("where [4,6] [6] [4,1]", {bools({4, 6}), uniform({6}), uniform({4, 1})}, where);
+  check("where [2,1,4] [2,6,4] []", {bools({2, 1, 4}), uniform({2, 6, 4}), uniform({})}, where);
 }
 
 void ShardingRulesTest::checkContractions() {
-  check("matmul [4,6] @ [6,2]", {uniform({4, 6}), uniform({6, 2})},
+  check("matmul [4,6] @ [6,2]", {uniform({4, 6}), uniform({6, 2})}, binary<MatMulOp>());
+  check("matmul batch broadcast [2,1,4,6] @ [2,6,4]", {uniform({2, 1, 4, 6}), uniform({2, 6, 4})},
         binary<MatMulOp>());
-  check("matmul batch broadcast [2,1,4,6] @ [2,6,4]",
-        {uniform({2, 1, 4, 6}), uniform({2, 6, 4})}, binary<MatMulOp>());
-  check("matmul 2d @ batch [4,6] @ [2,6,4]",
-        {uniform({4, 6}), uniform({2, 6, 4})}, binary<MatMulOp>());
-  check("matmul batch @ 2d [2,4,6] @ [6,2]",
-        {uniform({2, 4, 6}), uniform({6, 2})}, binary<MatMulOp>());
-  check("matmul size-1 batch [1,4,2] @ [2,2,6]",
-        {uniform({1, 4, 2}), uniform({2, 2, 6})}, binary<MatMulOp>());
+  check("matmul 2d @ batch [4,6] @ [2,6,4]", {uniform({4, 6}), uniform({2, 6, 4})},
+        binary<MatMulOp>());
+  check("matmul batch @ 2d [2,4,6] @ [6,2]", {uniform({2, 4, 6}), uniform({6, 2})},
+        binary<MatMulOp>());
+  check("matmul size-1 batch [1,4,2] @ [2,2,6]", {uniform({1, 4, 2}), uniform({2, 2, 6})},
+        binary<MatMulOp>());
 
   auto einsum = [](std::string equation) {
     return [equation](OpBuilder &b, Location loc, ValueRange a) -> Value {
       return b.create<EinsumOp>(loc, equation, a);
     };
   };
-  check("einsum matmul", {uniform({4, 6}), uniform({6, 2})},
-        einsum("ij,jk->ik"));
-  check("einsum batch", {uniform({2, 4, 6}), uniform({2, 6, 4})},
-        einsum("bij,bjk->bik"));
-  check("einsum attention scores",
-        {uniform({2, 2, 4, 6}), uniform({2, 2, 4, 6})},
+  check("einsum matmul", {uniform({4, 6}), uniform({6, 2})}, einsum("ij,jk->ik"));
+  check("einsum batch", {uniform({2, 4, 6}), uniform({2, 6, 4})}, einsum("bij,bjk->bik"));
+  check("einsum attention scores", {uniform({2, 2, 4, 6}), uniform({2, 2, 4, 6})},
         einsum("bhqd,bhkd->bhqk"));
-  check("einsum three operands",
-        {uniform({2, 4}), uniform({4, 6}), uniform({6, 2})},
+  check("einsum three operands", {uniform({2, 4}), uniform({4, 6}), uniform({6, 2})},
         einsum("ij,jk,kl->il"));
   check("einsum transpose", {uniform({4, 6})}, einsum("ij->ji"));
-  check("einsum outer", {uniform({2, 4}), uniform({2, 6})},
-        einsum("bi,bj->bij"));
-  check("einsum full contraction", {uniform({4, 6}), uniform({4, 6})},
-        einsum("ij,ij->"));
-  check("einsum lonely label", {uniform({4, 6}), uniform({2})},
-        einsum("ij,k->ik"));
+  check("einsum outer", {uniform({2, 4}), uniform({2, 6})}, einsum("bi,bj->bij"));
+  check("einsum full contraction", {uniform({4, 6}), uniform({4, 6})}, einsum("ij,ij->"));
+  check("einsum lonely label", {uniform({4, 6}), uniform({2})}, einsum("ij,k->ik"));
   check("einsum sum", {uniform({4, 6})}, einsum("ij->"));
   check("einsum diagonal", {uniform({4, 4})}, einsum("ii->i"));
-  check("einsum trace times vector", {uniform({4, 4, 2}), uniform({2})},
-        einsum("iij,j->"));
+  check("einsum trace times vector", {uniform({4, 4, 2}), uniform({2})}, einsum("iij,j->"));
 }
 
 void ShardingRulesTest::checkReductions() {
@@ -551,19 +504,13 @@ void ShardingRulesTest::checkReductions() {
       {{1}, false},       {{1}, true},       {{0, 2}, false}, {{0, 2}, true},
       {{0, 1, 2}, false}, {{0, 1, 2}, true}, {{}, false}};
   for (auto [axes, keepdims] : variants) {
-    std::string suffix =
-        " axes " + shapeName(axes) + (keepdims ? " keepdims" : "");
+    std::string suffix = " axes " + shapeName(axes) + (keepdims ? " keepdims" : "");
     Shape shape = {2, 4, 6};
-    check("reduce_sum" + suffix, {uniform(shape)},
-          reduce(ReduceSumOp(), axes, keepdims));
-    check("reduce_mean" + suffix, {uniform(shape)},
-          reduce(ReduceMeanOp(), axes, keepdims), mean);
-    check("reduce_max" + suffix, {uniform(shape)},
-          reduce(ReduceMaxOp(), axes, keepdims));
-    check("reduce_min" + suffix, {uniform(shape)},
-          reduce(ReduceMinOp(), axes, keepdims));
-    check("reduce_prod" + suffix, {positive(shape)},
-          reduce(ReduceProdOp(), axes, keepdims));
+    check("reduce_sum" + suffix, {uniform(shape)}, reduce(ReduceSumOp(), axes, keepdims));
+    check("reduce_mean" + suffix, {uniform(shape)}, reduce(ReduceMeanOp(), axes, keepdims), mean);
+    check("reduce_max" + suffix, {uniform(shape)}, reduce(ReduceMaxOp(), axes, keepdims));
+    check("reduce_min" + suffix, {uniform(shape)}, reduce(ReduceMinOp(), axes, keepdims));
+    check("reduce_prod" + suffix, {positive(shape)}, reduce(ReduceProdOp(), axes, keepdims));
   }
 }
 
@@ -577,43 +524,36 @@ void ShardingRulesTest::checkNormalizations() {
   check("softmax last axis", {uniform({2, 4, 6})}, softmax(SoftmaxOp(), 2));
   check("softmax middle axis", {uniform({2, 4, 6})}, softmax(SoftmaxOp(), 1));
   check("log_softmax last axis", {uniform({4, 6})}, softmax(LogSoftmaxOp(), 1));
-  check("log_softmax first axis", {uniform({4, 2, 2})},
-        softmax(LogSoftmaxOp(), 0));
+  check("log_softmax first axis", {uniform({4, 2, 2})}, softmax(LogSoftmaxOp(), 0));
 
   auto layerNorm = [](int64_t axis, bool withBias) {
     return [axis, withBias](OpBuilder &b, Location loc, ValueRange a) -> Value {
       return b.create<LayerNormOp>(loc, a[0], a[1], withBias ? a[2] : Value(),
-                                   b.getI64IntegerAttr(axis),
-                                   b.getF64FloatAttr(1e-5));
+                                   b.getI64IntegerAttr(axis), b.getF64FloatAttr(1e-5));
     };
   };
-  check("layer_norm last axis",
-        {uniform({2, 4, 6}), uniform({6}), uniform({6})}, layerNorm(2, true));
+  check("layer_norm last axis", {uniform({2, 4, 6}), uniform({6}), uniform({6})},
+        layerNorm(2, true));
   check("layer_norm two axes, lower-rank scale",
-        {uniform({2, 4, 6}), uniform({6}), uniform({4, 6})},
-        layerNorm(1, true));
-  check("layer_norm without bias, broadcast scale",
-        {uniform({4, 2, 6}), uniform({2, 1})}, layerNorm(1, false));
+        {uniform({2, 4, 6}), uniform({6}), uniform({4, 6})}, layerNorm(1, true));
+  check("layer_norm without bias, broadcast scale", {uniform({4, 2, 6}), uniform({2, 1})},
+        layerNorm(1, false));
   check("layer_norm all axes", {uniform({2, 4}), uniform({2, 4}), uniform({4})},
         layerNorm(0, true));
 }
 
 void ShardingRulesTest::checkDataMovement() {
   auto reshape = [](Shape to) { return typed<ReshapeOp>(to, {}); };
-  check("reshape split [2,4,8] -> [2,4,2,4]", {uniform({2, 4, 8})},
-        reshape({2, 4, 2, 4}));
+  check("reshape split [2,4,8] -> [2,4,2,4]", {uniform({2, 4, 8})}, reshape({2, 4, 2, 4}));
   check("reshape merge [4,6] -> [24]", {uniform({4, 6})}, reshape({24}));
   check("reshape split [24] -> [2,3,4]", {uniform({24})}, reshape({2, 3, 4}));
   check("reshape regroup [6,4] -> [4,6]", {uniform({6, 4})}, reshape({4, 6}));
   check("reshape regroup [4,6] -> [6,4]", {uniform({4, 6})}, reshape({6, 4}));
-  check("reshape groups [2,3,4,6] -> [3,2,6,4]", {uniform({2, 3, 4, 6})},
-        reshape({3, 2, 6, 4}));
+  check("reshape groups [2,3,4,6] -> [3,2,6,4]", {uniform({2, 3, 4, 6})}, reshape({3, 2, 6, 4}));
   check("reshape swap [2,3] -> [3,2]", {uniform({2, 3})}, reshape({3, 2}));
-  check("reshape squeeze [2,1,4] -> [2,4]", {uniform({2, 1, 4})},
-        reshape({2, 4}));
+  check("reshape squeeze [2,1,4] -> [2,4]", {uniform({2, 1, 4})}, reshape({2, 4}));
   check("reshape unsqueeze [4] -> [1,4,1]", {uniform({4})}, reshape({1, 4, 1}));
-  check("reshape heads [2,4,8] -> [8,2,4]", {uniform({2, 4, 8})},
-        reshape({8, 2, 4}));
+  check("reshape heads [2,4,8] -> [8,2,4]", {uniform({2, 4, 8})}, reshape({8, 2, 4}));
   check("reshape to scalar [1] -> []", {uniform({1})}, reshape({}));
 
   auto transpose = [](Shape perm) {
@@ -623,17 +563,14 @@ void ShardingRulesTest::checkDataMovement() {
   };
   check("transpose [2,0,1]", {uniform({2, 4, 6})}, transpose({2, 0, 1}));
   check("transpose [1,0]", {uniform({4, 6})}, transpose({1, 0}));
-  check("transpose heads [0,2,1,3]", {uniform({2, 4, 2, 6})},
-        transpose({0, 2, 1, 3}));
+  check("transpose heads [0,2,1,3]", {uniform({2, 4, 2, 6})}, transpose({0, 2, 1, 3}));
 
   auto concat = [](int64_t axis) {
     return [axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
       return b.create<ConcatOp>(loc, a, axis);
     };
   };
-  check("concat axis 1",
-        {uniform({2, 1, 4}), uniform({2, 2, 4}), uniform({2, 3, 4})},
-        concat(1));
+  check("concat axis 1", {uniform({2, 1, 4}), uniform({2, 2, 4}), uniform({2, 3, 4})}, concat(1));
   check("concat axis 0", {uniform({2, 6}), uniform({4, 6})}, concat(0));
 
   auto slice = [](Shape starts, Shape limits, Shape steps) {
@@ -643,8 +580,7 @@ void ShardingRulesTest::checkDataMovement() {
   };
   check("slice strided", {uniform({4, 6})}, slice({0, 0}, {4, 6}, {1, 2}));
   check("slice split", {uniform({2, 12})}, slice({0, 4}, {2, 8}, {1, 1}));
-  check("slice negative step", {uniform({6, 8})},
-        slice({5, 0}, {-1, 8}, {-2, 1}));
+  check("slice negative step", {uniform({6, 8})}, slice({5, 0}, {-1, 8}, {-2, 1}));
   check("slice reverse", {uniform({4, 6})}, slice({3, 5}, {-1, -1}, {-1, -1}));
   check("slice identity", {uniform({4, 6})}, slice({0, 0}, {4, 6}, {1, 1}));
   // q, k and v out of a fused projection: blocks of 8 (their parts split).
@@ -672,24 +608,19 @@ void ShardingRulesTest::checkDataMovement() {
     };
   };
   check("gather axis 0", {uniform({6, 4}), ints({4}, -6, 6)}, gather(0));
-  check("gather embedding [2,4] i32",
-        {uniform({8, 6}), ints({2, 4}, 0, 8, DType::I32)}, gather(0));
-  check("gather axis 1 2-d indices",
-        {uniform({4, 6}), ints({2, 2}, -6, 6, DType::I32)}, gather(1));
-  check("gather middle axis", {uniform({2, 6, 4}), ints({4}, -6, 6)},
-        gather(1));
+  check("gather embedding [2,4] i32", {uniform({8, 6}), ints({2, 4}, 0, 8, DType::I32)}, gather(0));
+  check("gather axis 1 2-d indices", {uniform({4, 6}), ints({2, 2}, -6, 6, DType::I32)}, gather(1));
+  check("gather middle axis", {uniform({2, 6, 4}), ints({4}, -6, 6)}, gather(1));
   check("gather scalar index", {uniform({4, 6}), ints({}, 0, 4)}, gather(0));
 
   auto scatterAdd = [](Shape to, int64_t axis) {
     return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<ScatterAddOp>(
-          loc, RankedTensorType::get(to, b.getF64Type()), a[0], a[1], axis);
+      return b.create<ScatterAddOp>(loc, RankedTensorType::get(to, b.getF64Type()), a[0], a[1],
+                                    axis);
     };
   };
-  check("scatter_add axis 0", {uniform({4, 2}), ints({4}, -3, 3)},
-        scatterAdd({3, 2}, 0));
-  check("scatter_add axis 1 2-d indices",
-        {uniform({2, 2, 2}), ints({2, 2}, -3, 3, DType::I32)},
+  check("scatter_add axis 0", {uniform({4, 2}), ints({4}, -3, 3)}, scatterAdd({3, 2}, 0));
+  check("scatter_add axis 1 2-d indices", {uniform({2, 2, 2}), ints({2, 2}, -3, 3, DType::I32)},
         scatterAdd({2, 3}, 1));
   check("scatter_add middle axis", {uniform({2, 4, 6}), ints({4}, -5, 5)},
         scatterAdd({2, 5, 6}, 1));
@@ -702,25 +633,23 @@ void ShardingRulesTest::checkDataMovement() {
 
   auto trilu = [](bool upper, int64_t k) {
     return [upper, k](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<TriluOp>(loc, a[0], b.getBoolAttr(upper),
-                               b.getI64IntegerAttr(k));
+      return b.create<TriluOp>(loc, a[0], b.getBoolAttr(upper), b.getI64IntegerAttr(k));
     };
   };
   check("trilu upper", {uniform({4, 4})}, trilu(true, 0));
   check("trilu lower k=-1", {uniform({2, 4, 6})}, trilu(false, -1));
-  check("trilu upper k=1 two batch dims", {uniform({2, 2, 4, 6})},
-        trilu(true, 1));
+  check("trilu upper k=1 two batch dims", {uniform({2, 2, 4, 6})}, trilu(true, 1));
 
   auto cumsum = [](int64_t axis, bool exclusive, bool reverse) {
     return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<CumSumOp>(loc, a[0], b.getI64IntegerAttr(axis),
-                                b.getBoolAttr(exclusive), b.getBoolAttr(reverse));
+      return b.create<CumSumOp>(loc, a[0], b.getI64IntegerAttr(axis), b.getBoolAttr(exclusive),
+                                b.getBoolAttr(reverse));
     };
   };
   auto topK = [](int64_t axis, int64_t k, bool largest) {
     return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<TopKIndicesOp>(loc, a[0], b.getI64IntegerAttr(axis),
-                                     b.getI64IntegerAttr(k), b.getBoolAttr(largest));
+      return b.create<TopKIndicesOp>(loc, a[0], b.getI64IntegerAttr(axis), b.getI64IntegerAttr(k),
+                                     b.getBoolAttr(largest));
     };
   };
   auto argMax = [](int64_t axis, bool largest, bool last) {
@@ -729,72 +658,60 @@ void ShardingRulesTest::checkDataMovement() {
                                 b.getBoolAttr(last));
     };
   };
-  check("arg_max over the vocabulary [tokens, vocab]", {uniform({8, 6})},
-        argMax(1, true, false));
+  check("arg_max over the vocabulary [tokens, vocab]", {uniform({8, 6})}, argMax(1, true, false));
   check("arg_min, last of equals, along a middle axis", {uniform({4, 6, 2})},
         argMax(1, false, true));
-  check("top_k_indices of a router [tokens, experts]", {uniform({8, 6})},
-        topK(1, 2, true));
-  check("top_k_indices smallest along a middle axis", {uniform({4, 6, 2})},
-        topK(1, 3, false));
+  check("top_k_indices of a router [tokens, experts]", {uniform({8, 6})}, topK(1, 2, true));
+  check("top_k_indices smallest along a middle axis", {uniform({4, 6, 2})}, topK(1, 3, false));
 
   check("cumsum along the sequence", {uniform({4, 6, 8})}, cumsum(1, false, false));
-  check("cumsum exclusive reverse along the batch", {uniform({4, 6})},
-        cumsum(0, true, true));
+  check("cumsum exclusive reverse along the batch", {uniform({4, 6})}, cumsum(0, true, true));
 }
 
 void ShardingRulesTest::checkLosses() {
-  auto nllLoss = [](LossReduction reduction, std::optional<int64_t> ignoreIndex,
-                    bool withWeight) {
+  auto nllLoss = [](LossReduction reduction, std::optional<int64_t> ignoreIndex, bool withWeight) {
     return [=](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b.create<NllLossOp>(
-          loc, a[0], a[1], withWeight ? a[2] : Value(), reduction,
-          ignoreIndex ? b.getI64IntegerAttr(*ignoreIndex) : IntegerAttr());
+      return b.create<NllLossOp>(loc, a[0], a[1], withWeight ? a[2] : Value(), reduction,
+                                 ignoreIndex ? b.getI64IntegerAttr(*ignoreIndex) : IntegerAttr());
     };
   };
   // The partitioner's mean: the shards' weighted sums (local mean times
   // local weight total) over the sum of their weight totals.
   auto weightedMean = [](std::optional<int64_t> ignoreIndex, bool withWeight) {
-    return [=](const Tensor &first, const Tensor &second,
-               llvm::ArrayRef<std::vector<Tensor>> args) {
-      double weights[2] = {0, 0};
-      for (int half : {0, 1}) {
-        const Tensor &target = args[half][1];
-        for (int64_t e = 0; e < target.numElements(); ++e) {
-          int64_t t = target.getInt(e);
-          if (!ignoreIndex || t != *ignoreIndex)
-            weights[half] += withWeight ? args[half][2].floats()[t] : 1.0;
-        }
-      }
-      Tensor out = first;
-      out.floats()[0] =
-          (first.floats()[0] * weights[0] + second.floats()[0] * weights[1]) /
-          (weights[0] + weights[1]);
-      return out;
-    };
+    return
+        [=](const Tensor &first, const Tensor &second, llvm::ArrayRef<std::vector<Tensor>> args) {
+          double weights[2] = {0, 0};
+          for (int half : {0, 1}) {
+            const Tensor &target = args[half][1];
+            for (int64_t e = 0; e < target.numElements(); ++e) {
+              int64_t t = target.getInt(e);
+              if (!ignoreIndex || t != *ignoreIndex)
+                weights[half] += withWeight ? args[half][2].floats()[t] : 1.0;
+            }
+          }
+          Tensor out = first;
+          out.floats()[0] = (first.floats()[0] * weights[0] + second.floats()[0] * weights[1]) /
+                            (weights[0] + weights[1]);
+          return out;
+        };
   };
   // Targets in [0, C); the ignored index (a class or -100) is target 0
   // only, so that every half keeps some weight.
-  auto targets = [&](Shape shape, int64_t classes,
-                     std::optional<int64_t> ignoreIndex) {
+  auto targets = [&](Shape shape, int64_t classes, std::optional<int64_t> ignoreIndex) {
     Tensor t = ints(shape, 0, classes);
     for (int64_t e = 0; e < t.numElements(); ++e)
       if (ignoreIndex && (e == 0 || t.getInt(e) == *ignoreIndex))
         t.setInt(e, e == 0 ? *ignoreIndex : (*ignoreIndex + 1) % classes);
     return t;
   };
-  for (LossReduction reduction :
-       {LossReduction::None, LossReduction::Sum, LossReduction::Mean})
+  for (LossReduction reduction : {LossReduction::None, LossReduction::Sum, LossReduction::Mean})
     for (std::optional<int64_t> ignoreIndex :
-         {std::optional<int64_t>(), std::optional<int64_t>(2),
-          std::optional<int64_t>(-100)})
+         {std::optional<int64_t>(), std::optional<int64_t>(2), std::optional<int64_t>(-100)})
       for (bool withWeight : {false, true}) {
-        std::string name =
-            "nll_loss " + stringifyLossReduction(reduction).str() +
-            (ignoreIndex ? " ignore " + std::to_string(*ignoreIndex) : "") +
-            (withWeight ? " weight" : "");
-        std::vector<Tensor> args = {uniform({4, 5}),
-                                    targets({4}, 5, ignoreIndex)};
+        std::string name = "nll_loss " + stringifyLossReduction(reduction).str() +
+                           (ignoreIndex ? " ignore " + std::to_string(*ignoreIndex) : "") +
+                           (withWeight ? " weight" : "");
+        std::vector<Tensor> args = {uniform({4, 5}), targets({4}, 5, ignoreIndex)};
         if (withWeight)
           args.push_back(positive({5}));
         CombineFn combine = sum;
@@ -807,8 +724,7 @@ void ShardingRulesTest::checkLosses() {
         nllLoss(LossReduction::Mean, 3, true), weightedMean(3, true));
   check("nll_loss spatial sum", {uniform({2, 5, 4}), targets({2, 4}, 5, {})},
         nllLoss(LossReduction::Sum, std::nullopt, false));
-  check("nll_loss spatial none i32",
-        {uniform({2, 5, 4}), ints({2, 4}, 0, 5, DType::I32)},
+  check("nll_loss spatial none i32", {uniform({2, 5, 4}), ints({2, 4}, 0, 5, DType::I32)},
         nllLoss(LossReduction::None, std::nullopt, false));
 }
 
@@ -829,10 +745,9 @@ TEST_F(ShardingRulesTest, EveryRuleSplitsLikeTheWholeOp) {
   for (RegisteredOperationName name : context.getRegisteredOperations())
     if (registry.contains(name))
       withRule.insert(name.getStringRef().str());
-  EXPECT_EQ(checked, withRule)
-      << "every op with a sharding rule needs instances";
-  std::cout << "sharding rules: " << checked.size() << " ops, " << instances
-            << " instances, " << splits << " factor splits checked\n";
+  EXPECT_EQ(checked, withRule) << "every op with a sharding rule needs instances";
+  std::cout << "sharding rules: " << checked.size() << " ops, " << instances << " instances, "
+            << splits << " factor splits checked\n";
   RecordProperty("ops", static_cast<int>(checked.size()));
   RecordProperty("instances", instances);
   RecordProperty("factor_splits", splits);
@@ -852,9 +767,7 @@ Operation *buildOp(OpBuilder &b, ModuleOp module, llvm::ArrayRef<Type> types,
 TEST_F(ShardingRulesTest, TextForm) {
   OpBuilder b(&context);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  auto f64 = [&](Shape shape) -> Type {
-    return RankedTensorType::get(shape, b.getF64Type());
-  };
+  auto f64 = [&](Shape shape) -> Type { return RankedTensorType::get(shape, b.getF64Type()); };
   auto text = [&](llvm::ArrayRef<Type> types, BuildFn build) {
     Operation *op = buildOp(b, *module, types, build);
     std::optional<ShardingRule> rule = ShardingRuleRegistry::get().lookup(op);
@@ -895,8 +808,7 @@ TEST_F(ShardingRulesTest, VerifyRejectsInconsistentRules) {
   ShardingRule good = *ShardingRuleRegistry::get().lookup(op);
   ASSERT_EQ(good.verify(op), "");
   // Factors: i = m (0), j = n (1), k (2).
-  auto rejects = [&](std::function<void(ShardingRule &)> corrupt,
-                     llvm::StringRef message) {
+  auto rejects = [&](std::function<void(ShardingRule &)> corrupt, llvm::StringRef message) {
     ShardingRule bad = good;
     corrupt(bad);
     EXPECT_EQ(bad.verify(op), message.str());
@@ -909,12 +821,10 @@ TEST_F(ShardingRulesTest, VerifyRejectsInconsistentRules) {
           "rule has 1 operands and 1 results, the op 2 and 1");
   rejects([](ShardingRule &r) { r.results[0].pop_back(); },
           "result 0 has 1 dimension entries for rank 2");
-  rejects([](ShardingRule &r) { r.results[0][1] = {2}; },
-          "reduction factor k appears in result 0");
+  rejects([](ShardingRule &r) { r.results[0][1] = {2}; }, "reduction factor k appears in result 0");
   rejects([](ShardingRule &r) { r.factorKinds[2] = FactorKind::Parallel; },
           "parallel factor k appears in no result");
-  rejects([](ShardingRule &r) { r.factorKinds.pop_back(); },
-          "3 factor sizes but 2 factor kinds");
+  rejects([](ShardingRule &r) { r.factorKinds.pop_back(); }, "3 factor sizes but 2 factor kinds");
   rejects(
       [](ShardingRule &r) {
         r.factorSizes = {8, 2, 2, 2};

@@ -48,8 +48,7 @@ protected:
 
   /// Runs @`name` on every rank; `args(rank)` gives a rank's arguments.
   llvm::SmallVector<llvm::SmallVector<Tensor>>
-  runOk(llvm::StringRef name,
-        llvm::function_ref<llvm::SmallVector<Tensor>(int64_t)> args,
+  runOk(llvm::StringRef name, llvm::function_ref<llvm::SmallVector<Tensor>(int64_t)> args,
         ExecOptions options = {}) {
     llvm::SmallVector<llvm::SmallVector<Tensor>> perRank;
     for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank)
@@ -79,8 +78,7 @@ std::string rankName(int64_t rank) { return "rank " + std::to_string(rank); }
 //===----------------------------------------------------------------------===//
 
 TEST_F(SpmdTest, MeshLayoutMatchesTheDesignFormula) {
-  parse(
-      R"mlir(ppc.mesh @mesh axes = ["pp", "dp", "tp"] shape = [2, 3, 4])mlir");
+  parse(R"mlir(ppc.mesh @mesh axes = ["pp", "dp", "tp"] shape = [2, 3, 4])mlir");
   ASSERT_EQ(mesh.getNumRanks(), 24);
   EXPECT_EQ(mesh.getAxisSize("dp"), 3);
   EXPECT_EQ(mesh.getAxisSize("ep"), std::nullopt);
@@ -91,8 +89,7 @@ TEST_F(SpmdTest, MeshLayoutMatchesTheDesignFormula) {
       for (int64_t tp = 0; tp < 4; ++tp) {
         int64_t rank = layout.rank(dp, tp, pp);
         EXPECT_EQ(mesh.getRankAt({pp, dp, tp}), rank);
-        EXPECT_EQ(mesh.getCoordinates(rank),
-                  (llvm::SmallVector<int64_t>{pp, dp, tp}));
+        EXPECT_EQ(mesh.getCoordinates(rank), (llvm::SmallVector<int64_t>{pp, dp, tp}));
         EXPECT_EQ(mesh.getCoordinate(rank, "tp"), tp);
         EXPECT_EQ(*mesh.getIndexInGroup(rank, {"dp", "tp"}), dp * 4 + tp);
       }
@@ -120,8 +117,7 @@ TEST_F(SpmdTest, ShardingAttrAccessors) {
   EXPECT_EQ(sharding.getDimOfAxis("tp"), 2u);
   EXPECT_EQ(sharding.getDimOfAxis("pp"), std::nullopt);
   EXPECT_FALSE(sharding.isReplicated());
-  EXPECT_EQ(*sharding.getLocalShape(mesh, {4, 3, 8}),
-            (llvm::SmallVector<int64_t>{2, 3, 2}));
+  EXPECT_EQ(*sharding.getLocalShape(mesh, {4, 3, 8}), (llvm::SmallVector<int64_t>{2, 3, 2}));
   EXPECT_TRUE(failed(sharding.getLocalShape(mesh, {4, 3, 6})));
 
   auto partial = ShardingAttr::get(&context, "mesh", {{}, {}}, {"tp"});
@@ -152,8 +148,7 @@ TEST_F(SpmdTest, CollectiveBuildersTakePlainValues) {
   b.create<AllReduceOp>(loc, x.getType(), x, meshRef, tp, ReductionKind::Max);
   b.create<AllGatherOp>(loc, type({4, 4}), x, meshRef, tp, 1);
   b.create<AllSliceOp>(loc, type({2, 2}), x, meshRef, tp, 0);
-  b.create<ReduceScatterOp>(loc, type({4, 1}), x, meshRef, tp, 1,
-                            ReductionKind::Sum);
+  b.create<ReduceScatterOp>(loc, type({4, 1}), x, meshRef, tp, 1, ReductionKind::Sum);
   b.create<AllToAllOp>(loc, type({8, 1}), x, meshRef, tp, 1, 0);
   b.create<AxisIndexOp>(loc, meshRef, b.getStrArrayAttr({"dp", "tp"}));
   ASSERT_TRUE(succeeded(mlir::verify(*module))) << errors;
@@ -172,9 +167,7 @@ TEST_F(SpmdTest, CollectiveBuildersTakePlainValues) {
         "ppc.all_to_all %arg0 on @mesh[\"tp\"] split = 1 concat = 0 : "
         "tensor<4x2xf32> -> tensor<8x1xf32>",
         "ppc.axis_index on @mesh[\"dp\", \"tp\"] : tensor<i64>"})
-    EXPECT_NE(printed.find(expected.str()), std::string::npos)
-        << expected.str() << "\n"
-        << printed;
+    EXPECT_NE(printed.find(expected.str()), std::string::npos) << expected.str() << "\n" << printed;
 }
 
 //===----------------------------------------------------------------------===//
@@ -193,8 +186,7 @@ TEST_F(SpmdTest, AllReduceCombinesEachGroupOnly) {
   // Rank r holds [r, -10 r]; tp groups are {0, 1} and {2, 3}, dp groups
   // {0, 2} and {1, 3}.
   auto results = runOk("f", [](int64_t r) {
-    return llvm::SmallVector<Tensor>{
-        makeTensor(DType::F32, {2}, {double(r), -10.0 * r})};
+    return llvm::SmallVector<Tensor>{makeTensor(DType::F32, {2}, {double(r), -10.0 * r})};
   });
   ASSERT_EQ(results.size(), 4u);
   double tpSum[4][2] = {{1, -10}, {1, -10}, {5, -50}, {5, -50}};
@@ -227,8 +219,7 @@ TEST_F(SpmdTest, AllReduceSumsInDoubleAndRoundsOnce) {
   for (int64_t r = 0; r < 4; ++r) {
     expectValues(results[r][0], {1}, {1 + 2 * tiny}, rankName(r));
     EXPECT_EQ(results[r][1].dtype(), DType::I32);
-    EXPECT_EQ(results[r][1].ints()[0], r < 2 ? -2147483648LL : 11)
-        << rankName(r);
+    EXPECT_EQ(results[r][1].ints()[0], r < 2 ? -2147483648LL : 11) << rankName(r);
   }
 }
 
@@ -243,24 +234,21 @@ TEST_F(SpmdTest, AllGatherConcatenatesInGroupOrder) {
     })mlir");
   // Rank r holds [[r, r + 0.5]].
   auto results = runOk("f", [](int64_t r) {
-    return llvm::SmallVector<Tensor>{
-        makeTensor(DType::F32, {1, 2}, {double(r), r + 0.5})};
+    return llvm::SmallVector<Tensor>{makeTensor(DType::F32, {1, 2}, {double(r), r + 0.5})};
   });
   ASSERT_EQ(results.size(), 8u);
   for (int64_t r = 0; r < 8; ++r) {
     int64_t base = r / 4 * 4, tp = r % 4;
     expectValues(results[r][0], {1, 8},
-                 {double(base), base + 0.5, base + 1.0, base + 1.5, base + 2.0,
-                  base + 2.5, base + 3.0, base + 3.5},
+                 {double(base), base + 0.5, base + 1.0, base + 1.5, base + 2.0, base + 2.5,
+                  base + 3.0, base + 3.5},
                  rankName(r) + " tp");
-    expectValues(results[r][1], {2, 2},
-                 {double(tp), tp + 0.5, tp + 4.0, tp + 4.5},
+    expectValues(results[r][1], {2, 2}, {double(tp), tp + 0.5, tp + 4.0, tp + 4.5},
                  rankName(r) + " dp");
     // Group order over [tp, dp]: ranks 0, 4, 1, 5, 2, 6, 3, 7.
-    expectValues(
-        results[r][2], {8, 2},
-        {0, 0.5, 4, 4.5, 1, 1.5, 5, 5.5, 2, 2.5, 6, 6.5, 3, 3.5, 7, 7.5},
-        rankName(r) + " tp, dp");
+    expectValues(results[r][2], {8, 2},
+                 {0, 0.5, 4, 4.5, 1, 1.5, 5, 5.5, 2, 2.5, 6, 6.5, 3, 3.5, 7, 7.5},
+                 rankName(r) + " tp, dp");
   }
 }
 
@@ -277,8 +265,7 @@ TEST_F(SpmdTest, ReduceScatterKeepsEachRanksBlockOfTheSum) {
   // 30 + i. Position 0 keeps rows 0-1, position 1 rows 2-3.
   auto results = runOk("f", [](int64_t r) {
     return llvm::SmallVector<Tensor>{
-        makeTensor(DType::F32, {4, 1},
-                   {10.0 * r, 10.0 * r + 1, 10.0 * r + 2, 10.0 * r + 3})};
+        makeTensor(DType::F32, {4, 1}, {10.0 * r, 10.0 * r + 1, 10.0 * r + 2, 10.0 * r + 3})};
   });
   ASSERT_EQ(results.size(), 4u);
   double sums[4][2] = {{20, 22}, {40, 42}, {24, 26}, {44, 46}};
@@ -310,14 +297,12 @@ TEST_F(SpmdTest, AllToAllExchangesBlocks) {
   for (int64_t r = 0; r < 4; ++r) {
     int64_t first = r / 2 * 2, p = r % 2;
     double a = 100.0 * first + 2 * p, b = a + 100;
-    expectValues(results[r][0], {4, 2},
-                 {a, a + 1, a + 10, a + 11, b, b + 1, b + 10, b + 11},
+    expectValues(results[r][0], {4, 2}, {a, a + 1, a + 10, a + 11, b, b + 1, b + 10, b + 11},
                  rankName(r) + " tp");
     // dp groups {0, 2} and {1, 3}: columns of the dp sender, side by side.
     int64_t low = r % 2, q = r / 2;
     double c = 100.0 * low + 2 * q, d = c + 200;
-    expectValues(results[r][1], {2, 4},
-                 {c, c + 1, d, d + 1, c + 10, c + 11, d + 10, d + 11},
+    expectValues(results[r][1], {2, 4}, {c, c + 1, d, d + 1, c + 10, c + 11, d + 10, d + 11},
                  rankName(r) + " dp");
   }
 }
@@ -334,8 +319,7 @@ TEST_F(SpmdTest, AxisIndexAndAllSliceFollowGroupOrder) {
       return %0, %1, %2, %3, %4 : tensor<i64>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<2xi64>
     })mlir");
   auto results = runOk("f", [](int64_t) {
-    return llvm::SmallVector<Tensor>{
-        makeTensor(DType::I64, {8}, {0, 1, 2, 3, 4, 5, 6, 7})};
+    return llvm::SmallVector<Tensor>{makeTensor(DType::I64, {8}, {0, 1, 2, 3, 4, 5, 6, 7})};
   });
   ASSERT_EQ(results.size(), 8u);
   for (int64_t r = 0; r < 8; ++r) {
@@ -345,8 +329,7 @@ TEST_F(SpmdTest, AxisIndexAndAllSliceFollowGroupOrder) {
     EXPECT_EQ(results[r][1].ints()[0], dp) << rankName(r);
     EXPECT_EQ(results[r][2].ints()[0], tp * 2 + dp) << rankName(r);
     EXPECT_EQ(results[r][3].ints()[0], 0) << rankName(r);
-    expectValues(results[r][4], {2}, {2.0 * tp, 2.0 * tp + 1},
-                 rankName(r) + " slice");
+    expectValues(results[r][4], {2}, {2.0 * tp, 2.0 * tp + 1}, rankName(r) + " slice");
   }
 }
 
@@ -360,8 +343,7 @@ TEST_F(SpmdTest, OrdinaryOpsRunOnEachRanksValues) {
       return %y : tensor<2xf64>
     })mlir");
   auto results = runOk("f", [](int64_t r) {
-    return llvm::SmallVector<Tensor>{
-        makeTensor(DType::F64, {2}, {1.5 + r, -2.0})};
+    return llvm::SmallVector<Tensor>{makeTensor(DType::F64, {2}, {1.5 + r, -2.0})};
   });
   ASSERT_EQ(results.size(), 2u);
   expectValues(results[0][0], {2}, {0, 0}, rankName(0));
@@ -393,8 +375,7 @@ constexpr llvm::StringLiteral kMatmulModule = R"mlir(
 )mlir";
 
 /// Deterministic values with fractional parts, different per element.
-Tensor values(llvm::ArrayRef<int64_t> shape, double seed,
-              DType dtype = DType::F32) {
+Tensor values(llvm::ArrayRef<int64_t> shape, double seed, DType dtype = DType::F32) {
   Tensor tensor(dtype, shape);
   for (int64_t i = 0; i < tensor.numElements(); ++i)
     tensor.setDouble(i, std::sin(seed + 0.7 * i) * 3);
@@ -443,14 +424,12 @@ TEST_F(SpmdTest, RowParallelMatmulWithAllReduceMatchesTheFullMatmul) {
   ASSERT_EQ(results.size(), 2u);
   // The partial products unshard (summed over tp) to the full product too.
   auto partial = ShardingAttr::get(&context, "mesh", {{}, {}}, {"tp"});
-  llvm::Expected<Tensor> summed =
-      unshardTensor({results[0][1], results[1][1]}, partial, mesh);
+  llvm::Expected<Tensor> summed = unshardTensor({results[0][1], results[1][1]}, partial, mesh);
   ASSERT_TRUE(bool(summed)) << llvm::toString(summed.takeError());
   for (int64_t i = 0; i < 18; ++i) {
     double expected = (*full)[0].floats()[i];
     for (int64_t r = 0; r < 2; ++r)
-      EXPECT_NEAR(results[r][0].floats()[i], expected, 1e-12)
-          << rankName(r) << " " << i;
+      EXPECT_NEAR(results[r][0].floats()[i], expected, 1e-12) << rankName(r) << " " << i;
     EXPECT_NEAR(summed->floats()[i], expected, 1e-12) << i;
   }
 }
@@ -458,8 +437,7 @@ TEST_F(SpmdTest, RowParallelMatmulWithAllReduceMatchesTheFullMatmul) {
 TEST_F(SpmdTest, ShardAndUnshardAreInverse) {
   parse(R"mlir(ppc.mesh @mesh axes = ["dp", "tp"] shape = [2, 2])mlir");
   Tensor global =
-      makeTensor(DType::F32, {4, 4},
-                 {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+      makeTensor(DType::F32, {4, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
   auto both = ShardingAttr::get(&context, "mesh", {{"dp"}, {"tp"}});
   auto merged = ShardingAttr::get(&context, "mesh", {{"tp", "dp"}, {}});
   // Rank 1 is dp 0, tp 1: rows 0-1, columns 2-3.
@@ -482,8 +460,7 @@ TEST_F(SpmdTest, ShardAndUnshardAreInverse) {
       shardTensor(makeTensor(DType::F32, {3}, {1, 2, 3}),
                   ShardingAttr::get(&context, "mesh", {{"tp"}}), mesh, 0);
   ASSERT_FALSE(bool(uneven));
-  EXPECT_NE(llvm::toString(uneven.takeError()).find("does not fit"),
-            std::string::npos);
+  EXPECT_NE(llvm::toString(uneven.takeError()).find("does not fit"), std::string::npos);
 }
 
 //===----------------------------------------------------------------------===//
@@ -498,12 +475,10 @@ TEST_F(SpmdTest, AKernelFailureNamesTheRank) {
       return %0 : tensor<1x2xf32>
     })mlir");
   Tensor table(DType::F32, {4, 2});
-  llvm::SmallVector<llvm::SmallVector<Tensor>> args = {
-      {table, makeTensor(DType::I64, {1}, {3})},
-      {table, makeTensor(DType::I64, {1}, {7})}};
+  llvm::SmallVector<llvm::SmallVector<Tensor>> args = {{table, makeTensor(DType::I64, {1}, {3})},
+                                                       {table, makeTensor(DType::I64, {1}, {7})}};
   EXPECT_TRUE(failed(runSpmd(function("f"), mesh, args, ExecOptions{})));
-  EXPECT_NE(errors.find("gather index 7 out of range [-4, 4) (rank 1)"),
-            std::string::npos)
+  EXPECT_NE(errors.find("gather index 7 out of range [-4, 4) (rank 1)"), std::string::npos)
       << errors;
 }
 
@@ -513,12 +488,10 @@ TEST_F(SpmdTest, ArgumentsMustCoverEveryRank) {
     func.func @f(%x: tensor<1xf32>) -> tensor<1xf32> {
       return %x : tensor<1xf32>
     })mlir");
-  llvm::SmallVector<llvm::SmallVector<Tensor>> one = {
-      {Tensor(DType::F32, {1})}};
+  llvm::SmallVector<llvm::SmallVector<Tensor>> one = {{Tensor(DType::F32, {1})}};
   EXPECT_TRUE(failed(runSpmd(function("f"), mesh, one, ExecOptions{})));
-  EXPECT_NE(
-      errors.find("mesh @mesh has 2 ranks, but arguments were given for 1"),
-      std::string::npos)
+  EXPECT_NE(errors.find("mesh @mesh has 2 ranks, but arguments were given for 1"),
+            std::string::npos)
       << errors;
 }
 

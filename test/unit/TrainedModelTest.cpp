@@ -127,8 +127,7 @@ TEST_F(TrainedModelTest, RoundsEachValueToItsInitializersType) {
 
 TEST_F(TrainedModelTest, UntieGivesAMergedParameterItsOwnInitializer) {
   std::string model = writeModel(), out = file("out.onnx");
-  std::map<std::string, GlobalTensor> params = {{"w32", f64({1, 2})},
-                                                {"head.weight", f64({3, 4})}};
+  std::map<std::string, GlobalTensor> params = {{"w32", f64({1, 2})}, {"head.weight", f64({3, 4})}};
   ASSERT_FALSE(bool(ppcrt::writeTrainedModel(model, true, params, out, "--export")));
   onnx::ModelProto written = read(out);
   const onnx::TensorProto *head = find(written, "head.weight");
@@ -142,9 +141,9 @@ TEST_F(TrainedModelTest, UntieGivesAMergedParameterItsOwnInitializer) {
   // Without --untie the model has no initializer for it.
   llvm::Error e = ppcrt::writeTrainedModel(model, false, params, file("tied.onnx"), "--export");
   ASSERT_TRUE(bool(e));
-  EXPECT_EQ(llvm::toString(std::move(e)),
-            "--export: the model '" + model + "' has no initializer 'head.weight' for the "
-            "trained parameter");
+  EXPECT_EQ(llvm::toString(std::move(e)), "--export: the model '" + model +
+                                              "' has no initializer 'head.weight' for the "
+                                              "trained parameter");
 }
 
 TEST_F(TrainedModelTest, RefusesAValueItCannotWriteAndKeepsTheDestination) {

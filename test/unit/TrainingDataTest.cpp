@@ -58,8 +58,7 @@ TEST(TokenData, RejectsBadFilesByName) {
   EXPECT_EQ(llvm::toString(bad.takeError()), "--data-dtype 'f32': expected u8, u16 or i32");
   auto missing = TokenData::open("/nonexistent/tokens.bin", "u8");
   ASSERT_FALSE(static_cast<bool>(missing));
-  EXPECT_NE(llvm::toString(missing.takeError()).find("/nonexistent/tokens.bin"),
-            std::string::npos);
+  EXPECT_NE(llvm::toString(missing.takeError()).find("/nonexistent/tokens.bin"), std::string::npos);
   llvm::sys::fs::remove(path);
 }
 

@@ -13,15 +13,15 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
-static llvm::cl::opt<bool> validatePasses(
-    "ppc-validate-passes",
-    llvm::cl::desc("run every function before and after each pass on random "
-                   "inputs through the reference executor and report the "
-                   "largest difference (fails above --ppc-validate-tolerance)"));
-static llvm::cl::opt<double> validateTolerance(
-    "ppc-validate-tolerance",
-    llvm::cl::desc("largest relative difference --ppc-validate-passes accepts"),
-    llvm::cl::init(1e-6));
+static llvm::cl::opt<bool>
+    validatePasses("ppc-validate-passes",
+                   llvm::cl::desc("run every function before and after each pass on random "
+                                  "inputs through the reference executor and report the "
+                                  "largest difference (fails above --ppc-validate-tolerance)"));
+static llvm::cl::opt<double>
+    validateTolerance("ppc-validate-tolerance",
+                      llvm::cl::desc("largest relative difference --ppc-validate-passes accepts"),
+                      llvm::cl::init(1e-6));
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;

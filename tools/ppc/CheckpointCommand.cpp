@@ -26,8 +26,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
-#include <unistd.h>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace cl = llvm::cl;
@@ -42,8 +42,8 @@ llvm::Expected<std::pair<int64_t, std::string>> findStep(llvm::StringRef path) {
   llvm::SmallString<256> index(path);
   llvm::sys::path::append(index, "index.json");
   if (llvm::sys::fs::exists(index)) {
-    llvm::StringRef name = llvm::sys::path::filename(llvm::sys::path::remove_leading_dotslash(
-        llvm::StringRef(path).rtrim('/')));
+    llvm::StringRef name = llvm::sys::path::filename(
+        llvm::sys::path::remove_leading_dotslash(llvm::StringRef(path).rtrim('/')));
     int64_t step = 0;
     if (!name.consume_front("step-") || name.getAsInteger(10, step))
       return llvm::createStringError("checkpoint '" + path +
@@ -63,8 +63,8 @@ llvm::Expected<std::pair<int64_t, std::string>> findStep(llvm::StringRef path) {
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {
-  return "[" + llvm::join(llvm::map_range(shape, [](int64_t d) { return std::to_string(d); }),
-                          ", ") +
+  return "[" +
+         llvm::join(llvm::map_range(shape, [](int64_t d) { return std::to_string(d); }), ", ") +
          "]";
 }
 
@@ -118,8 +118,8 @@ int inspect(int argc, char **argv) {
     return reportError(llvm::toString(shards.takeError()));
   int64_t version = *opened->index.getInteger("version");
   llvm::raw_ostream &os = llvm::outs();
-  os << "checkpoint " << opened->path << ": step " << opened->step << ", index version "
-     << version << "\n";
+  os << "checkpoint " << opened->path << ": step " << opened->step << ", index version " << version
+     << "\n";
   os << "model " << printable(opened->index.getString("model").value_or("?")) << " (fingerprint "
      << printable(opened->index.getString("fingerprint").value_or("?")) << ")\n";
 
@@ -250,10 +250,9 @@ int consolidate(int argc, char **argv) {
     std::vector<ppcrt::TensorView> views;
     for (const auto &[name, value] : values)
       views.push_back({name, value.dtype, value.shape, value.data.data()});
-    std::map<std::string, std::string> metadata{
-        {"step", std::to_string(opened->step)},
-        {"model", layout->model},
-        {"fingerprint", layout->fingerprint}};
+    std::map<std::string, std::string> metadata{{"step", std::to_string(opened->step)},
+                                                {"model", layout->model},
+                                                {"fingerprint", layout->fingerprint}};
     // Written whole to a new file beside it, then renamed: an error leaves
     // `output` as it was, and no other file is touched.
     llvm::SmallString<256> partial;

@@ -69,16 +69,15 @@ int runCompileCommand(int argc, char **argv) {
       "timeline", cl::desc("draw the predicted pipeline schedule as SVG, one row per rank"),
       cl::value_desc("F.svg"), cl::cat(category));
   report.path.addCategory(category);
-  cl::opt<int64_t> scheduleSteps(
-      "lr-total-steps", cl::desc("steps the cosine learning-rate schedule spans"),
-      cl::init(1), cl::cat(category));
+  cl::opt<int64_t> scheduleSteps("lr-total-steps",
+                                 cl::desc("steps the cosine learning-rate schedule spans"),
+                                 cl::init(1), cl::cat(category));
   TrainingFlags training(category);
   PipelineFlags pipelineFlags(category);
-  parseCommandLine(
-      argc, argv, category,
-      "ppc compile: build the training step of a model for a mesh\n\n"
-      "Imports MODEL.onnx, builds @train_step and partitions it for --mesh;\n"
-      "--emit mlir writes the per-rank program.\n");
+  parseCommandLine(argc, argv, category,
+                   "ppc compile: build the training step of a model for a mesh\n\n"
+                   "Imports MODEL.onnx, builds @train_step and partitions it for --mesh;\n"
+                   "--emit mlir writes the per-rank program.\n");
 
   if (!emit.empty() && emit != "mlir" && emit != "cpp" && emit != "cuda")
     return reportError("--emit '" + emit + "': expected mlir, cpp or cuda");
@@ -153,8 +152,7 @@ int runCompileCommand(int argc, char **argv) {
           *module, [&](OpPassManager &pm) { TrainingFlags::buildPipeline(pm, setup); },
           pipelineFlags.dumpIR)))
     return 1;
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (!report.path.empty() && failed(writeCommunicationReport(report.path, *module, 1)))
     return 1;
@@ -179,8 +177,7 @@ int runCompileCommand(int argc, char **argv) {
                                     "--memory-per-rank {2:F0}\n",
                                     program.getSymName(), plan.peakBytes,
                                     setup.parallelize.memoryPerRank);
-    llvm::errs() << llvm::formatv("compiled @{0}: {1} ops per rank\n", program.getSymName(),
-                                  ops);
+    llvm::errs() << llvm::formatv("compiled @{0}: {1} ops per rank\n", program.getSymName(), ops);
   }
   if (emit == "mlir") {
     llvm::errs() << llvm::formatv("compiled in {0:f2} s\n", seconds);
@@ -205,10 +202,9 @@ int runCompileCommand(int argc, char **argv) {
   info.dataDtype = training.dataDtype;
   info.description = llvm::formatv("model {0}, mesh {1} (dp={2} tp={3} pp={4}), batch {5} x "
                                    "{6}, {7} micro-batches, {8}",
-                                   llvm::sys::path::filename(input), training.mesh,
-                                   setup.mesh.dp, setup.mesh.tp, setup.mesh.pp,
-                                   setup.globalBatch, setup.seqLen, training.microBatches,
-                                   training.optimizer)
+                                   llvm::sys::path::filename(input), training.mesh, setup.mesh.dp,
+                                   setup.mesh.tp, setup.mesh.pp, setup.globalBatch, setup.seqLen,
+                                   training.microBatches, training.optimizer)
                          .str();
   // Token inputs in graph-input order; appended label inputs last.
   llvm::SmallVector<func::FuncOp> programs = trainingPrograms(*module);
@@ -234,8 +230,7 @@ int runCompileCommand(int argc, char **argv) {
           continue;
         auto value = hyperParameter(setup.pipeline, name.getValue());
         if (!value)
-          return reportError("the step takes an unknown hyper-parameter '" + name.getValue() +
-                             "'");
+          return reportError("the step takes an unknown hyper-parameter '" + name.getValue() + "'");
         info.hypers.push_back({name.getValue().str(), *value});
       }
 
@@ -279,8 +274,7 @@ int runCompileCommand(int argc, char **argv) {
   llvm::sys::path::remove_filename(weightsPath);
   llvm::sys::path::append(weightsPath, info.initialWeights);
   bool cuda = targetKind == codegen::Target::Cuda;
-  if (auto ec = llvm::sys::fs::createTemporaryFile("ppc-program", cuda ? "cu" : "cpp",
-                                                   sourcePath))
+  if (auto ec = llvm::sys::fs::createTemporaryFile("ppc-program", cuda ? "cu" : "cpp", sourcePath))
     return reportError("cannot create a temporary file: " + ec.message());
   if (failed(writeOutput(sourcePath, [&](llvm::raw_ostream &os) { os << source; })))
     return 1;
@@ -302,8 +296,8 @@ int runCompileCommand(int argc, char **argv) {
   // should one fail all the same, the files there before are put back and
   // nothing built is left behind.
   std::string previous = (weightsPath + ".previous").str();
-  bool hadWeights = llvm::sys::fs::exists(weightsPath) &&
-                    !llvm::sys::fs::rename(weightsPath, previous);
+  bool hadWeights =
+      llvm::sys::fs::exists(weightsPath) && !llvm::sys::fs::rename(weightsPath, previous);
   auto giveUp = [&](llvm::StringRef what, std::error_code ec) {
     llvm::sys::fs::remove(weightsTemp);
     llvm::sys::fs::remove(exePath);
@@ -319,8 +313,8 @@ int runCompileCommand(int argc, char **argv) {
     llvm::sys::fs::remove(previous);
   double buildSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - buildStart).count();
-  llvm::errs() << llvm::formatv("compiled in {0:f2} s, built {1} in {2:f2} s (and {3})\n",
-                                seconds, output, buildSeconds, weightsPath);
+  llvm::errs() << llvm::formatv("compiled in {0:f2} s, built {1} in {2:f2} s (and {3})\n", seconds,
+                                output, buildSeconds, weightsPath);
   return 0;
 }
 

@@ -13,8 +13,8 @@
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
@@ -89,12 +89,10 @@ static std::string nodeOf(Location loc) {
 DriverDiagnostics::DriverDiagnostics(MLIRContext &context) : context(context) {
   id = context.getDiagEngine().registerHandler([](Diagnostic &d) {
     std::string node = nodeOf(d.getLocation());
-    llvm::StringRef severity = d.getSeverity() == DiagnosticSeverity::Error ? "error"
-                               : d.getSeverity() == DiagnosticSeverity::Warning
-                                   ? "warning"
-                                   : "note";
-    llvm::errs() << severity << ": "
-                 << (node.empty() ? "" : "node '" + printable(node) + "': ")
+    llvm::StringRef severity = d.getSeverity() == DiagnosticSeverity::Error     ? "error"
+                               : d.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                                                                                : "note";
+    llvm::errs() << severity << ": " << (node.empty() ? "" : "node '" + printable(node) + "': ")
                  << printable(d.str()) << "\n";
     return success();
   });
@@ -134,8 +132,7 @@ public:
 
   void dump(llvm::StringRef name) {
     llvm::SmallString<256> path(dir);
-    llvm::sys::path::append(path,
-                            llvm::formatv("{0:02}_{1}.mlir", session.counter++, name).str());
+    llvm::sys::path::append(path, llvm::formatv("{0:02}_{1}.mlir", session.counter++, name).str());
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
     if (ec) {
@@ -161,8 +158,7 @@ private:
 };
 } // namespace
 
-LogicalResult runPipeline(ModuleOp module,
-                          const std::function<void(OpPassManager &)> &build,
+LogicalResult runPipeline(ModuleOp module, const std::function<void(OpPassManager &)> &build,
                           llvm::StringRef dumpDir) {
   PassManager pm(module->getContext(), ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
@@ -234,8 +230,7 @@ LogicalResult ParameterFlags::apply(OnnxModel &model, ImportOptions &options) {
   return success();
 }
 
-LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags,
-                            ImportOptions &options) {
+LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags, ImportOptions &options) {
   for (const std::string &flag : flags) {
     auto [name, value] = llvm::StringRef(flag).split('=');
     int64_t size;
@@ -249,8 +244,7 @@ LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags,
 }
 
 OwningOpRef<ModuleOp> importModel(llvm::StringRef path, MLIRContext &context,
-                                  const ImportOptions &options,
-                                  llvm::StringRef dumpDir,
+                                  const ImportOptions &options, llvm::StringRef dumpDir,
                                   std::unique_ptr<OnnxModel> &model) {
   auto loaded = OnnxModel::load(path);
   if (!loaded) {
@@ -263,15 +257,14 @@ OwningOpRef<ModuleOp> importModel(llvm::StringRef path, MLIRContext &context,
 
 OwningOpRef<ModuleOp> importModel(const OnnxModel &model, MLIRContext &context,
                                   const ImportOptions &options, llvm::StringRef dumpDir) {
-  OwningOpRef<ModuleOp> module = importOnnxModel(
-      model, context, options, [](const llvm::Twine &m) { reportError(m); });
+  OwningOpRef<ModuleOp> module =
+      importOnnxModel(model, context, options, [](const llvm::Twine &m) { reportError(m); });
   if (!module)
     return nullptr;
   ImportPipelineOptions pipeline;
   pipeline.maxFoldElements = options.maxFoldElements;
   if (failed(runPipeline(
-          *module, [&](OpPassManager &pm) { buildImportPipeline(pm, pipeline); },
-          dumpDir)))
+          *module, [&](OpPassManager &pm) { buildImportPipeline(pm, pipeline); }, dumpDir)))
     return nullptr;
   return module;
 }
@@ -284,9 +277,9 @@ static std::string describe(DType dtype, llvm::ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
-FailureOr<llvm::SmallVector<Tensor>>
-bindArguments(func::FuncOp func, const OnnxModel &model,
-              llvm::StringMap<Tensor> &inputs, const ExecOptions &options) {
+FailureOr<llvm::SmallVector<Tensor>> bindArguments(func::FuncOp func, const OnnxModel &model,
+                                                   llvm::StringMap<Tensor> &inputs,
+                                                   const ExecOptions &options) {
   llvm::SmallVector<Tensor> args;
   llvm::StringSet<> used;
   bool ok = true;
@@ -296,17 +289,15 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
     if (auto name = func.getArgAttrOfType<StringAttr>(i, PpcDialect::kInputAttrName)) {
       auto it = inputs.find(name.getValue());
       if (it == inputs.end()) {
-        reportError("input '" + printable(name.getValue()) +
-                    "' is missing; pass --input " + printable(name.getValue()) +
-                    "=FILE.npy");
+        reportError("input '" + printable(name.getValue()) + "' is missing; pass --input " +
+                    printable(name.getValue()) + "=FILE.npy");
         ok = false;
         continue;
       }
       used.insert(name.getValue());
       const Tensor &t = it->second;
       // Promoted to f64, a float input takes a float file of any precision.
-      bool dtypeOk = t.dtype() == declared ||
-                     (options.f64 && t.isFloat() && isFloat(declared));
+      bool dtypeOk = t.dtype() == declared || (options.f64 && t.isFloat() && isFloat(declared));
       if (!dtypeOk || t.shape() != type.getShape()) {
         reportError("input '" + printable(name.getValue()) + "': expected " +
                     describe(declared, type.getShape()) + ", got " +
@@ -328,8 +319,7 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
   }
   for (const auto &entry : inputs) {
     if (!used.contains(entry.getKey())) {
-      reportError("--input '" + entry.getKey() +
-                  "': the model has no graph input of that name");
+      reportError("--input '" + entry.getKey() + "': the model has no graph input of that name");
       ok = false;
     }
   }
@@ -338,8 +328,8 @@ bindArguments(func::FuncOp func, const OnnxModel &model,
   return args;
 }
 
-FailureOr<llvm::SmallVector<std::string>>
-orderTokenInputs(const OnnxModel &model, llvm::ArrayRef<std::string> keys) {
+FailureOr<llvm::SmallVector<std::string>> orderTokenInputs(const OnnxModel &model,
+                                                           llvm::ArrayRef<std::string> keys) {
   if (keys.empty() || keys.size() > 2) {
     reportError("training feeds token windows to one or two integer inputs "
                 "(inputs, then labels); the model has " +
@@ -360,8 +350,7 @@ orderTokenInputs(const OnnxModel &model, llvm::ArrayRef<std::string> keys) {
   return ordered;
 }
 
-LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module,
-                                       int64_t steps) {
+LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module, int64_t steps) {
   auto meshes = module.getOps<MeshOp>();
   llvm::SmallVector<func::FuncOp> programs = trainingPrograms(module);
   if (meshes.empty() || programs.empty()) {
@@ -388,13 +377,11 @@ LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module,
     if (auto kind = attr.getAs<StringAttr>("kind"))
       schedule = kind.getValue().str();
   llvm::json::Value json = reportToJson(reports, extra, mesh, steps, schedule);
-  return writeOutput(path, [&](llvm::raw_ostream &os) {
-    os << llvm::formatv("{0:2}", json) << "\n";
-  });
+  return writeOutput(path,
+                     [&](llvm::raw_ostream &os) { os << llvm::formatv("{0:2}", json) << "\n"; });
 }
 
-LogicalResult writeTimeline(ModuleOp module, llvm::StringRef tracePath,
-                            llvm::StringRef svgPath) {
+LogicalResult writeTimeline(ModuleOp module, llvm::StringRef tracePath, llvm::StringRef svgPath) {
   auto attr = module->getAttrOfType<DictionaryAttr>(PpcDialect::kScheduleAttrName);
   if (!attr) {
     reportError("--trace and --timeline draw a pipeline schedule; give --mesh AxBxC "
@@ -442,27 +429,25 @@ LogicalResult writeTimeline(ModuleOp module, llvm::StringRef tracePath,
   int64_t perStage = mesh.getNumRanks() / schedule->ranks;
   llvm::SmallVector<std::string> rows;
   for (int64_t r = 0; r < schedule->ranks; ++r)
-    rows.push_back(llvm::formatv("pp{0} (ranks {1}-{2})", r, r * perStage,
-                                 (r + 1) * perStage - 1));
+    rows.push_back(llvm::formatv("pp{0} (ranks {1}-{2})", r, r * perStage, (r + 1) * perStage - 1));
   llvm::errs() << llvm::formatv(
       "predicted {0} schedule, p={1} v={2} m={3}: step {4:e3} s, bubble {5:f4} "
       "(formula {6:f4})\n",
       pipeline::scheduleName(*kind), schedule->ranks, schedule->virtualStages,
       schedule->microBatches, timeline.makespan, timeline.bubbleFraction,
       pipeline::formulaBubbleFraction(*schedule));
-  if (!tracePath.empty() &&
-      failed(writeOutput(tracePath, [&](llvm::raw_ostream &os) {
+  if (!tracePath.empty() && failed(writeOutput(tracePath, [&](llvm::raw_ostream &os) {
         pipeline::writeChromeTrace(timeline, *schedule, rows, os);
       })))
     return failure();
-  std::string title = llvm::formatv("{0}: predicted {1} schedule, p={2} v={3} m={4}",
-                                    module->getAttrOfType<StringAttr>(PpcDialect::kSourceAttrName)
-                                        ? module->getAttrOfType<StringAttr>(PpcDialect::kSourceAttrName).getValue()
-                                        : "model",
-                                    pipeline::scheduleName(*kind), schedule->ranks,
-                                    schedule->virtualStages, schedule->microBatches);
-  if (!svgPath.empty() &&
-      failed(writeOutput(svgPath, [&](llvm::raw_ostream &os) {
+  std::string title =
+      llvm::formatv("{0}: predicted {1} schedule, p={2} v={3} m={4}",
+                    module->getAttrOfType<StringAttr>(PpcDialect::kSourceAttrName)
+                        ? module->getAttrOfType<StringAttr>(PpcDialect::kSourceAttrName).getValue()
+                        : "model",
+                    pipeline::scheduleName(*kind), schedule->ranks, schedule->virtualStages,
+                    schedule->microBatches);
+  if (!svgPath.empty() && failed(writeOutput(svgPath, [&](llvm::raw_ostream &os) {
         pipeline::writeSvgTimeline(timeline, *schedule, rows, title, os);
       })))
     return failure();
@@ -499,8 +484,7 @@ LogicalResult checkOutputs(llvm::ArrayRef<std::pair<std::string, std::string>> o
         return failure();
       }
     for (size_t j = 0; j < i; ++j)
-      if (!outputs[j].second.empty() && outputs[j].second != "-" &&
-          same(path, outputs[j].second)) {
+      if (!outputs[j].second.empty() && outputs[j].second != "-" && same(path, outputs[j].second)) {
         reportError(flag + " '" + path + "': is also " + outputs[j].first + "'s output");
         return failure();
       }

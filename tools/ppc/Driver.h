@@ -88,22 +88,19 @@ mlir::LogicalResult writeCommunicationReport(llvm::StringRef path, mlir::ModuleO
 
 /// Runs the passes `build` adds on `module`; with `dumpDir`, writes the IR
 /// before the pipeline and after each pass as numbered files.
-mlir::LogicalResult
-runPipeline(mlir::ModuleOp module,
-            const std::function<void(mlir::OpPassManager &)> &build,
-            llvm::StringRef dumpDir);
+mlir::LogicalResult runPipeline(mlir::ModuleOp module,
+                                const std::function<void(mlir::OpPassManager &)> &build,
+                                llvm::StringRef dumpDir);
 
 /// Parses `--dim NAME=N` flags into import options.
-mlir::LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags,
-                                  ImportOptions &options);
+mlir::LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags, ImportOptions &options);
 
 /// Checks, before any work, that the files a command will write can be
 /// written without destroying what it reads: each (flag, path) of `outputs`
 /// (empty and "-" skipped) is not a directory, not the same file as any of
 /// `inputs`, and not another output's path. Reports the first conflict.
-mlir::LogicalResult
-checkOutputs(llvm::ArrayRef<std::pair<std::string, std::string>> outputs,
-             llvm::ArrayRef<std::string> inputs);
+mlir::LogicalResult checkOutputs(llvm::ArrayRef<std::pair<std::string, std::string>> outputs,
+                                 llvm::ArrayRef<std::string> inputs);
 
 /// Writes `text` to `path` ("-" is stdout) only once it is complete, so an
 /// error never leaves a truncated file behind.
@@ -112,30 +109,29 @@ mlir::LogicalResult writeOutput(llvm::StringRef path,
 
 /// Imports `path` and runs the import pipeline: what every command that
 /// works on a model starts with. `model` receives the loaded ONNX model.
-mlir::OwningOpRef<mlir::ModuleOp>
-importModel(llvm::StringRef path, mlir::MLIRContext &context,
-            const ImportOptions &options, llvm::StringRef dumpDir,
-            std::unique_ptr<OnnxModel> &model);
+mlir::OwningOpRef<mlir::ModuleOp> importModel(llvm::StringRef path, mlir::MLIRContext &context,
+                                              const ImportOptions &options, llvm::StringRef dumpDir,
+                                              std::unique_ptr<OnnxModel> &model);
 
 /// The same for a model already loaded.
-mlir::OwningOpRef<mlir::ModuleOp> importModel(const OnnxModel &model,
-                                              mlir::MLIRContext &context,
+mlir::OwningOpRef<mlir::ModuleOp> importModel(const OnnxModel &model, mlir::MLIRContext &context,
                                               const ImportOptions &options,
                                               llvm::StringRef dumpDir);
 
 /// The values of `func`'s arguments: graph inputs from `inputs` (name ->
 /// tensor, checked against the declared type and converted to the storage
 /// dtype of `options`) and parameters from the model's initializers.
-mlir::FailureOr<llvm::SmallVector<Tensor>>
-bindArguments(mlir::func::FuncOp func, const OnnxModel &model,
-              llvm::StringMap<Tensor> &inputs, const ExecOptions &options);
+mlir::FailureOr<llvm::SmallVector<Tensor>> bindArguments(mlir::func::FuncOp func,
+                                                         const OnnxModel &model,
+                                                         llvm::StringMap<Tensor> &inputs,
+                                                         const ExecOptions &options);
 
 /// The token-window inputs ("input:NAME" keys) in the order they are fed:
 /// the model's graph inputs in graph order, then inputs the training step
 /// appended (labels). Reports an error (and fails) unless there are one or
 /// two.
-mlir::FailureOr<llvm::SmallVector<std::string>>
-orderTokenInputs(const OnnxModel &model, llvm::ArrayRef<std::string> keys);
+mlir::FailureOr<llvm::SmallVector<std::string>> orderTokenInputs(const OnnxModel &model,
+                                                                 llvm::ArrayRef<std::string> keys);
 
 /// A subcommand (`ppc compile`, `ppc checkpoint inspect`): its name, its
 /// entry point and a one-line summary.

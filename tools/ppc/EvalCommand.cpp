@@ -31,23 +31,20 @@ int runEvalCommand(int argc, char **argv) {
   cl::list<std::string> inputFlags(
       "input", cl::desc("a graph input's value, NAME=FILE.npy (repeat per input)"),
       cl::value_desc("NAME=FILE.npy"), cl::cat(category));
-  cl::opt<std::string> outputDir(
-      "output-dir", cl::desc("directory for <output name>.npy (default: .)"),
-      cl::value_desc("DIR"), cl::init("."), cl::cat(category));
+  cl::opt<std::string> outputDir("output-dir",
+                                 cl::desc("directory for <output name>.npy (default: .)"),
+                                 cl::value_desc("DIR"), cl::init("."), cl::cat(category));
   cl::opt<std::string> dtype("dtype",
                              cl::desc("precision of float computation: f32 (the "
                                       "model's types) or f64 (all floats promoted)"),
-                             cl::value_desc("f32|f64"), cl::init("f32"),
-                             cl::cat(category));
-  cl::list<std::string> dims("dim",
-                             cl::desc("size of a symbolic input dimension, NAME=N"),
+                             cl::value_desc("f32|f64"), cl::init("f32"), cl::cat(category));
+  cl::list<std::string> dims("dim", cl::desc("size of a symbolic input dimension, NAME=N"),
                              cl::value_desc("NAME=N"), cl::cat(category));
   PipelineFlags pipelineFlags(category);
-  parseCommandLine(
-      argc, argv, category,
-      "ppc eval: run an ONNX model on the reference executor\n\n"
-      "Imports MODEL.onnx, runs it on the given inputs and writes every graph\n"
-      "output as DIR/<output name>.npy.\n");
+  parseCommandLine(argc, argv, category,
+                   "ppc eval: run an ONNX model on the reference executor\n\n"
+                   "Imports MODEL.onnx, runs it on the given inputs and writes every graph\n"
+                   "output as DIR/<output name>.npy.\n");
 
   ExecOptions exec;
   if (dtype == "f64")
@@ -73,8 +70,7 @@ int runEvalCommand(int argc, char **argv) {
   MLIRContext context;
   DriverDiagnostics diagnostics(context);
   std::unique_ptr<OnnxModel> model;
-  OwningOpRef<ModuleOp> module =
-      importModel(input, context, options, pipelineFlags.dumpIR, model);
+  OwningOpRef<ModuleOp> module = importModel(input, context, options, pipelineFlags.dumpIR, model);
   if (!module)
     return 1;
   auto func = *module->getOps<func::FuncOp>().begin();

@@ -32,15 +32,14 @@ static void printSummary(ModuleOp module, llvm::raw_ostream &os) {
     if (func.getArgAttr(i, PpcDialect::kParamAttrName)) {
       ++paramTensors;
       paramElements += type.getNumElements();
-      paramBytes += type.getNumElements() *
-                    byteWidth(*dtypeOf(type.getElementType()));
+      paramBytes += type.getNumElements() * byteWidth(*dtypeOf(type.getElementType()));
     }
   }
   for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
     if (auto name = func.getResultAttrOfType<StringAttr>(i, PpcDialect::kOutputAttrName))
       os << "output      " << name.getValue() << ": " << type << "\n";
-  os << llvm::formatv("parameters  {0} tensors, {1} elements ({2:f1} MiB)\n",
-                      paramTensors, paramElements, paramBytes / 1048576.0);
+  os << llvm::formatv("parameters  {0} tensors, {1} elements ({2:f1} MiB)\n", paramTensors,
+                      paramElements, paramBytes / 1048576.0);
   std::map<std::string, int64_t> histogram;
   int64_t total = 0;
   bool allStatic = true;
@@ -53,8 +52,7 @@ static void printSummary(ModuleOp module, llvm::raw_ostream &os) {
       if (auto shaped = llvm::dyn_cast<ShapedType>(t))
         allStatic &= shaped.hasStaticShape();
   });
-  os << "ops         " << total << " (" << (allStatic ? "all" : "NOT all")
-     << " shapes static)\n";
+  os << "ops         " << total << " (" << (allStatic ? "all" : "NOT all") << " shapes static)\n";
   for (const auto &[name, count] : histogram)
     os << llvm::formatv("  {0,-20} {1,5}\n", name, count);
 }
@@ -69,20 +67,17 @@ int runImportCommand(int argc, char **argv) {
                         cl::desc("print a summary of the program instead of its IR "
                                  "(the IR still goes to -o FILE when given)"),
                         cl::cat(category));
-  cl::list<std::string> dims("dim",
-                             cl::desc("size of a symbolic input dimension, NAME=N"),
+  cl::list<std::string> dims("dim", cl::desc("size of a symbolic input dimension, NAME=N"),
                              cl::value_desc("NAME=N"), cl::cat(category));
-  cl::opt<int64_t> maxFoldElements(
-      "max-fold-elements",
-      cl::desc("largest constant (in elements) that folding produces"),
-      cl::init(int64_t(1) << 22), cl::cat(category));
+  cl::opt<int64_t> maxFoldElements("max-fold-elements",
+                                   cl::desc("largest constant (in elements) that folding produces"),
+                                   cl::init(int64_t(1) << 22), cl::cat(category));
   ParameterFlags parameters(category);
   PipelineFlags pipelineFlags(category);
-  parseCommandLine(
-      argc, argv, category,
-      "ppc import: ONNX model to ppc IR\n\n"
-      "Imports MODEL.onnx (with its external data), folds shape computations\n"
-      "and constant subgraphs, and prints the ppc dialect.\n");
+  parseCommandLine(argc, argv, category,
+                   "ppc import: ONNX model to ppc IR\n\n"
+                   "Imports MODEL.onnx (with its external data), folds shape computations\n"
+                   "and constant subgraphs, and prints the ppc dialect.\n");
 
   ImportOptions options;
   options.maxFoldElements = maxFoldElements;

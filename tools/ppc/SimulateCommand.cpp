@@ -8,10 +8,10 @@
 
 #include "executor/Interpreter.h"
 #include "executor/Spmd.h"
-#include "ir/PpcAttrs.h"
-#include "passes/Passes.h"
 #include "frontend/OnnxTensor.h"
+#include "ir/PpcAttrs.h"
 #include "ir/PpcDialect.h"
+#include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #include "runtime/Mesh.h"
 #include "runtime/TokenData.h"
@@ -27,8 +27,8 @@
 
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <limits>
+#include <map>
 #include <optional>
 
 using namespace mlir;
@@ -36,29 +36,25 @@ namespace cl = llvm::cl;
 
 namespace ppc {
 
-
 int runSimulateCommand(int argc, char **argv) {
   cl::OptionCategory category("ppc simulate options");
   cl::opt<std::string> input(cl::Positional, cl::desc("MODEL.onnx"), cl::Required,
                              cl::cat(category));
-  cl::opt<std::string> data("data", cl::desc("token file (DESIGN.md §4)"),
-                            cl::value_desc("FILE"), cl::Required, cl::cat(category));
-  cl::opt<int64_t> steps("steps", cl::desc("training steps"), cl::Required,
-                         cl::cat(category));
-  cl::opt<std::string> logPath("log", cl::desc("one JSON line per step"),
-                               cl::value_desc("F.jsonl"), cl::cat(category));
-  cl::opt<std::string> exportPath(
-      "export", cl::desc("write the trained model as ONNX"), cl::value_desc("OUT.onnx"),
-      cl::cat(category));
+  cl::opt<std::string> data("data", cl::desc("token file (DESIGN.md §4)"), cl::value_desc("FILE"),
+                            cl::Required, cl::cat(category));
+  cl::opt<int64_t> steps("steps", cl::desc("training steps"), cl::Required, cl::cat(category));
+  cl::opt<std::string> logPath("log", cl::desc("one JSON line per step"), cl::value_desc("F.jsonl"),
+                               cl::cat(category));
+  cl::opt<std::string> exportPath("export", cl::desc("write the trained model as ONNX"),
+                                  cl::value_desc("OUT.onnx"), cl::cat(category));
   ReportFlag report;
   report.path.addCategory(category);
   TrainingFlags training(category);
   PipelineFlags pipelineFlags(category);
-  parseCommandLine(
-      argc, argv, category,
-      "ppc simulate: train a model on the reference executor\n\n"
-      "Builds the training step of MODEL.onnx and runs it for --steps steps on\n"
-      "--data, one JSON line per step to --log; --export writes the trained model.\n");
+  parseCommandLine(argc, argv, category,
+                   "ppc simulate: train a model on the reference executor\n\n"
+                   "Builds the training step of MODEL.onnx and runs it for --steps steps on\n"
+                   "--data, one JSON line per step to --log; --export writes the trained model.\n");
 
   if (steps < 1)
     return reportError("--steps must be at least 1");
@@ -143,20 +139,17 @@ int runSimulateCommand(int argc, char **argv) {
         continue;
       }
       if (auto name = fn.getArgAttrOfType<StringAttr>(i, PpcDialect::kInputAttrName)) {
-        if (shape != llvm::ArrayRef<int64_t>{globalBatch, seqLen} ||
-            isFloat(exec.storage(type)))
+        if (shape != llvm::ArrayRef<int64_t>{globalBatch, seqLen} || isFloat(exec.storage(type)))
           return reportError("input '" + printable(name.getValue()) +
                              "': training feeds integer token windows [" +
-                             llvm::Twine(globalBatch) + ", " +
-                             llvm::Twine(seqLen) + "]");
+                             llvm::Twine(globalBatch) + ", " + llvm::Twine(seqLen) + "]");
         inputOrder.push_back(key);
       }
       global[key] = Tensor(exec.storage(type), shape);
       if (auto name = fn.getArgAttrOfType<StringAttr>(i, PpcDialect::kHyperAttrName)) {
         auto value = hyperParameter(setup.pipeline, name.getValue());
         if (!value)
-          return reportError("the step takes an unknown hyper-parameter '" + name.getValue() +
-                             "'");
+          return reportError("the step takes an unknown hyper-parameter '" + name.getValue() + "'");
         global[key].setDouble(0, *value);
       }
     }
@@ -284,11 +277,10 @@ int runSimulateCommand(int argc, char **argv) {
     }
     llvm::errs() << llvm::formatv("step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  "
                                   "{5:f2} s  {6:f0} tok/s\n",
-                                  s + 1, steps, loss, rate, gradNorm, seconds,
-                                  tokensPerSecond);
+                                  s + 1, steps, loss, rate, gradNorm, seconds, tokensPerSecond);
     // Steps are counted from 1 here, as on the progress line.
-    for (auto [what, value] : {std::pair<const char *, double>{"loss", loss},
-                               {"gradient norm", gradNorm}})
+    for (auto [what, value] :
+         {std::pair<const char *, double>{"loss", loss}, {"gradient norm", gradNorm}})
       if (!std::isfinite(value))
         return reportError("step " + llvm::Twine(s + 1) + ": the " + what + " is " +
                            (std::isnan(value) ? "NaN" : "infinite"));

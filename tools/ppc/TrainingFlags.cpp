@@ -73,16 +73,14 @@ LogicalResult settleShapes(const TokenDim &batch, const TokenDim &seq, int64_t &
                            int64_t microBatches, int64_t &seqLen, ImportOptions &options) {
   if (globalBatch == 0) {
     if (batch.size == 0)
-      return failure(
-          reportError("--batch is required: the model's batch dimension is "
-                      "symbolic ('" +
-                      printable(batch.symbol) + "')"));
+      return failure(reportError("--batch is required: the model's batch dimension is "
+                                 "symbolic ('" +
+                                 printable(batch.symbol) + "')"));
     std::optional<int64_t> product = llvm::checkedMul(batch.size, microBatches);
     if (!product)
-      return failure(
-          reportError(llvm::formatv("the model's batch dimension {0} times "
-                                    "--micro-batches {1} overflows an int64",
-                                    batch.size, microBatches)));
+      return failure(reportError(llvm::formatv("the model's batch dimension {0} times "
+                                               "--micro-batches {1} overflows an int64",
+                                               batch.size, microBatches)));
     globalBatch = *product;
   }
   if (globalBatch % microBatches != 0)
@@ -91,19 +89,18 @@ LogicalResult settleShapes(const TokenDim &batch, const TokenDim &seq, int64_t &
                                              globalBatch, microBatches)));
   int64_t micro = globalBatch / microBatches;
   if (batch.size != 0 && batch.size != micro)
-    return failure(reportError(llvm::formatv(
-        "--batch {0} with --micro-batches {1} needs micro-batches of {2} sequences, "
-        "but the model's batch dimension is fixed at {3}; export it with a "
-        "dynamic batch axis to choose it",
-        globalBatch, microBatches, micro, batch.size)));
+    return failure(reportError(
+        llvm::formatv("--batch {0} with --micro-batches {1} needs micro-batches of {2} sequences, "
+                      "but the model's batch dimension is fixed at {3}; export it with a "
+                      "dynamic batch axis to choose it",
+                      globalBatch, microBatches, micro, batch.size)));
   if (!batch.symbol.empty())
     options.dimSizes[batch.symbol] = micro;
   if (seqLen == 0) {
     if (seq.size == 0)
-      return failure(
-          reportError("--seq is required: the model's sequence dimension "
-                      "is symbolic ('" +
-                      printable(seq.symbol) + "')"));
+      return failure(reportError("--seq is required: the model's sequence dimension "
+                                 "is symbolic ('" +
+                                 printable(seq.symbol) + "')"));
     seqLen = seq.size;
   }
   if (seq.size != 0 && seq.size != seqLen)
@@ -119,8 +116,9 @@ LogicalResult settleShapes(const TokenDim &batch, const TokenDim &seq, int64_t &
 TrainingFlags::TrainingFlags(cl::OptionCategory &category)
     : mesh("mesh", cl::desc("data x tensor x pipeline mesh (AxBxC or dp=A,tp=B,pp=C)"),
            cl::value_desc("AxBxC"), cl::init("1"), cl::cat(category)),
-      batch("batch", cl::desc("global batch in sequences [the model's batch dimension "
-                              "times --micro-batches]"),
+      batch("batch",
+            cl::desc("global batch in sequences [the model's batch dimension "
+                     "times --micro-batches]"),
             cl::init(0), cl::cat(category)),
       seq("seq", cl::desc("sequence length [the model's]"), cl::init(0), cl::cat(category)),
       microBatches("micro-batches", cl::desc("micro-batches per step"), cl::init(1),
@@ -141,8 +139,7 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                   cl::cat(category)),
       minLr("min-lr", cl::desc("final learning rate of the cosine schedule"), cl::init(0),
             cl::cat(category)),
-      seed("seed", cl::desc("random seed (nothing is random yet)"), cl::init(0),
-           cl::cat(category)),
+      seed("seed", cl::desc("random seed (nothing is random yet)"), cl::init(0), cl::cat(category)),
       dataDtype("data-dtype", cl::desc("token type of the data file: u8, u16 or i32"),
                 cl::init("u16"), cl::cat(category)),
       zero("zero", cl::desc("ZeRO stage 0-3 [chosen]"), cl::init(""), cl::cat(category)),
@@ -176,8 +173,8 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                     "[attention_mask=ones, token_type_ids=zeros, position_ids=arange]"),
            cl::value_desc("NAME=VALUE"), cl::cat(category)) {}
 
-LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
-                                   int64_t scheduleSteps, Setup &setup) {
+LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options, int64_t scheduleSteps,
+                                   Setup &setup) {
   auto parsed = parseMesh(mesh);
   if (!parsed)
     return failure(reportError(llvm::toString(parsed.takeError())));
@@ -189,8 +186,8 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
   constexpr int64_t kMaxSize = int64_t(1) << 24;
   for (cl::opt<int64_t> *size : {&batch, &seq})
     if (size->getNumOccurrences() && (*size < 1 || *size > kMaxSize))
-      return failure(reportError(llvm::formatv("--{0} {1}: expected 1 to {2}",
-                                               size->ArgStr, size->getValue(), kMaxSize)));
+      return failure(reportError(
+          llvm::formatv("--{0} {1}: expected 1 to {2}", size->ArgStr, size->getValue(), kMaxSize)));
   if (microBatches > kMaxSize)
     return failure(reportError(llvm::formatv("--micro-batches {0}: expected 1 to {1}",
                                              microBatches.getValue(), kMaxSize)));
@@ -198,8 +195,8 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
     return failure(reportError(llvm::formatv("--virtual-stages {0}: expected 1 to {1}",
                                              virtualStages.getValue(), kMaxSize)));
   if (warmupSteps < 0)
-    return failure(reportError(llvm::formatv("--warmup-steps {0}: expected 0 or more",
-                                             warmupSteps.getValue())));
+    return failure(reportError(
+        llvm::formatv("--warmup-steps {0}: expected 0 or more", warmupSteps.getValue())));
   if (dataDtype != "u8" && dataDtype != "u16" && dataDtype != "i32")
     return failure(reportError("--data-dtype '" + dataDtype + "': expected u8, u16 or i32"));
   // Hyper-parameters: finite, and within what the optimizer means by them.
@@ -226,8 +223,8 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
   if (!zero.empty() && zero != "0" && zero != "1" && zero != "2" && zero != "3")
     return failure(reportError("--zero '" + zero + "': expected 0, 1, 2 or 3"));
   if (schedule != "gpipe" && schedule != "1f1b" && schedule != "interleaved")
-    return failure(reportError("--schedule '" + schedule +
-                               "': expected gpipe, 1f1b or interleaved"));
+    return failure(
+        reportError("--schedule '" + schedule + "': expected gpipe, 1f1b or interleaved"));
   auto [beta1Text, beta2Text] = llvm::StringRef(betas).split(',');
   double beta1, beta2;
   if (beta1Text.trim().getAsDouble(beta1) || beta2Text.trim().getAsDouble(beta2) ||
@@ -246,16 +243,16 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
   setup.globalBatch = batch;
   setup.seqLen = seq;
   if (failed(tokenDims(model, *bound, batchDim, seqDim)) ||
-      failed(settleShapes(batchDim, seqDim, setup.globalBatch, microBatches, setup.seqLen,
-                          options)) ||
+      failed(
+          settleShapes(batchDim, seqDim, setup.globalBatch, microBatches, setup.seqLen, options)) ||
       failed(bindInputs(model, *bound, options, emitError)))
     return failure();
   if ((setup.globalBatch / microBatches) % setup.mesh.dp != 0)
-    return failure(reportError(llvm::formatv(
-        "--batch {0} with --micro-batches {1} gives micro-batches of {2} sequences, "
-        "which {3} data-parallel ranks cannot share",
-        setup.globalBatch, microBatches.getValue(), setup.globalBatch / microBatches,
-        setup.mesh.dp)));
+    return failure(reportError(
+        llvm::formatv("--batch {0} with --micro-batches {1} gives micro-batches of {2} sequences, "
+                      "which {3} data-parallel ranks cannot share",
+                      setup.globalBatch, microBatches.getValue(), setup.globalBatch / microBatches,
+                      setup.mesh.dp)));
 
   TrainingPipelineOptions &p = setup.pipeline;
   p.optimizer = optimizer.getValue();
@@ -264,8 +261,7 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
   p.beta1 = beta1;
   p.beta2 = beta2;
   p.eps = eps.getValue();
-  p.weightDecay = weightDecay >= 0 ? weightDecay.getValue()
-                                   : optimizer == "adamw" ? 0.01 : 0.0;
+  p.weightDecay = weightDecay >= 0 ? weightDecay.getValue() : optimizer == "adamw" ? 0.01 : 0.0;
   p.gradClip = gradClip.getValue();
   p.lrSchedule = lrSchedule.getValue();
   p.warmupSteps = warmupSteps.getValue();
@@ -285,9 +281,10 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options,
   q.schedule = schedule.getValue();
   q.virtualStages = virtualStages.getValue();
   if (virtualStages < 0 || (virtualStages > 1 && schedule != "interleaved"))
-    return failure(reportError(llvm::formatv(
-        "--virtual-stages {0}: more than one virtual stage per rank needs "
-        "--schedule interleaved", virtualStages.getValue())));
+    return failure(reportError(
+        llvm::formatv("--virtual-stages {0}: more than one virtual stage per rank needs "
+                      "--schedule interleaved",
+                      virtualStages.getValue())));
 
   if (!memoryPerRank.empty()) {
     llvm::StringRef text = llvm::StringRef(memoryPerRank).trim();

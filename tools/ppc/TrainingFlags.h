@@ -11,8 +11,8 @@
 
 #include "frontend/OnnxImporter.h"
 #include "passes/Pipelines.h"
-#include "tools/ppc/Driver.h"
 #include "runtime/Mesh.h"
+#include "tools/ppc/Driver.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
@@ -37,8 +37,8 @@ struct TrainingFlags {
   /// which initializers train (--train, --freeze, --untie, the export
   /// helper's record) and binds the graph inputs other than the tokens
   /// (--bind). Every problem is reported as one line naming the flag.
-  mlir::LogicalResult setUp(OnnxModel &model, ImportOptions &options,
-                            int64_t scheduleSteps, Setup &setup);
+  mlir::LogicalResult setUp(OnnxModel &model, ImportOptions &options, int64_t scheduleSteps,
+                            Setup &setup);
 
   /// The training pipeline, then the parallelize pipeline (nothing on one
   /// rank): what `ppc-opt` runs as ppc-training-pipeline and

@@ -40,23 +40,19 @@ static Value transposeLastTwo(OpBuilder &b, Location loc, Value value) {
 
 /// d(A @ B) = dC @ B^T for A and A^T @ dC for B, summed over the batch
 /// dimensions each was broadcast along.
-static LogicalResult
-matmulGradient(const GradientRequest &request,
-               llvm::SmallVectorImpl<Value> &operandGrads) {
+static LogicalResult matmulGradient(const GradientRequest &request,
+                                    llvm::SmallVectorImpl<Value> &operandGrads) {
   Operation *op = request.op;
-  Value lhs = op->getOperand(0), rhs = op->getOperand(1),
-        g = request.resultGrads[0];
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1), g = request.resultGrads[0];
   OpBuilder &b = request.builder;
   Location loc = op->getLoc();
   Value lhsGrad, rhsGrad;
   if (request.wanted[0] && isFloatTensor(lhs))
-    lhsGrad = unbroadcast(
-        b, loc, b.create<MatMulOp>(loc, g, transposeLastTwo(b, loc, rhs)),
-        tensorType(lhs));
+    lhsGrad = unbroadcast(b, loc, b.create<MatMulOp>(loc, g, transposeLastTwo(b, loc, rhs)),
+                          tensorType(lhs));
   if (request.wanted[1] && isFloatTensor(rhs))
-    rhsGrad = unbroadcast(
-        b, loc, b.create<MatMulOp>(loc, transposeLastTwo(b, loc, lhs), g),
-        tensorType(rhs));
+    rhsGrad = unbroadcast(b, loc, b.create<MatMulOp>(loc, transposeLastTwo(b, loc, lhs), g),
+                          tensorType(rhs));
   operandGrads.push_back(lhsGrad);
   operandGrads.push_back(rhsGrad);
   return success();
@@ -70,24 +66,20 @@ matmulGradient(const GradientRequest &request,
 static Value iota(OpBuilder &b, Location loc, llvm::ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, b.getI64Type());
   auto values = llvm::to_vector(llvm::seq<int64_t>(0, type.getNumElements()));
-  return b.create<ConstantOp>(
-      loc, DenseElementsAttr::get(type, llvm::ArrayRef(values)));
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, llvm::ArrayRef(values)));
 }
 
 /// The n x n identity matrix of `elementType`, built from two iotas so that
 /// the constant holds O(n) elements.
 static Value identity(OpBuilder &b, Location loc, int64_t n, Type elementType) {
-  Value equal =
-      b.create<EqualOp>(loc, iota(b, loc, {n, 1}), iota(b, loc, {1, n}));
-  return b.create<CastOp>(loc, RankedTensorType::get({n, n}, elementType),
-                          equal);
+  Value equal = b.create<EqualOp>(loc, iota(b, loc, {n, 1}), iota(b, loc, {1, n}));
+  return b.create<CastOp>(loc, RankedTensorType::get({n, n}, elementType), equal);
 }
 
 /// A vector of n ones of `elementType`.
 static Value ones(OpBuilder &b, Location loc, int64_t n, Type elementType) {
   auto type = RankedTensorType::get({n}, elementType);
-  return b.create<ConstantOp>(
-      loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, 1.0)));
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, 1.0)));
 }
 
 /// The adjoint of operand `index` of an einsum: an einsum of the result's
@@ -96,9 +88,8 @@ static Value ones(OpBuilder &b, Location loc, int64_t n, Type elementType) {
 /// matrix linking the two; a label in no other term (summed out of this
 /// operand alone) gets a vector of ones, which broadcasts the adjoint along
 /// it.
-static Value einsumOperandGrad(OpBuilder &b, Location loc, EinsumOp einsum,
-                               const EinsumSpec &spec, unsigned index,
-                               Value g) {
+static Value einsumOperandGrad(OpBuilder &b, Location loc, EinsumOp einsum, const EinsumSpec &spec,
+                               unsigned index, Value g) {
   Type elementType = getElementTypeOrSelf(g.getType());
   std::map<char, int64_t> sizes;
   for (auto [term, operand] : llvm::zip(spec.inputs, einsum.getInputs()))
@@ -138,9 +129,8 @@ static Value einsumOperandGrad(OpBuilder &b, Location loc, EinsumOp einsum,
     operands.push_back(identity(b, loc, sizes[c], elementType));
   }
   for (char c : output) {
-    bool elsewhere = llvm::any_of(terms, [&](const std::string &term) {
-      return llvm::is_contained(term, c);
-    });
+    bool elsewhere =
+        llvm::any_of(terms, [&](const std::string &term) { return llvm::is_contained(term, c); });
     if (elsewhere)
       continue;
     terms.push_back(std::string(1, c));
@@ -150,13 +140,11 @@ static Value einsumOperandGrad(OpBuilder &b, Location loc, EinsumOp einsum,
   return b.create<EinsumOp>(loc, equation, operands);
 }
 
-static LogicalResult
-einsumGradient(const GradientRequest &request,
-               llvm::SmallVectorImpl<Value> &operandGrads) {
+static LogicalResult einsumGradient(const GradientRequest &request,
+                                    llvm::SmallVectorImpl<Value> &operandGrads) {
   auto einsum = llvm::cast<EinsumOp>(request.op);
-  auto spec = parseEinsum(einsum.getEquation(), [&](const llvm::Twine &msg) {
-    (void)einsum.emitError(msg);
-  });
+  auto spec = parseEinsum(einsum.getEquation(),
+                          [&](const llvm::Twine &msg) { (void)einsum.emitError(msg); });
   if (failed(spec))
     return failure();
   for (auto [i, operand] : llvm::enumerate(einsum.getInputs())) {
@@ -164,12 +152,11 @@ einsumGradient(const GradientRequest &request,
       operandGrads.push_back(Value());
       continue;
     }
-    Value grad = einsumOperandGrad(request.builder, einsum.getLoc(), einsum,
-                                   *spec, i, request.resultGrads[0]);
+    Value grad = einsumOperandGrad(request.builder, einsum.getLoc(), einsum, *spec, i,
+                                   request.resultGrads[0]);
     if (!grad)
-      return einsum.emitError()
-             << "cannot differentiate einsum '" << einsum.getEquation()
-             << "': no letter is left to label a repeated dimension";
+      return einsum.emitError() << "cannot differentiate einsum '" << einsum.getEquation()
+                                << "': no letter is left to label a repeated dimension";
     operandGrads.push_back(grad);
   }
   return success();

@@ -23,10 +23,8 @@ static RankedTensorType tensorType(Value value) {
 
 /// The adjoint of the op's only float operand (index 0) from `fn(g)`; other
 /// operands get none.
-template <typename OpT, typename Fn>
-static GradientRule firstOperandRule(Fn fn) {
-  return [fn](const GradientRequest &request,
-              llvm::SmallVectorImpl<Value> &operandGrads) {
+template <typename OpT, typename Fn> static GradientRule firstOperandRule(Fn fn) {
+  return [fn](const GradientRequest &request, llvm::SmallVectorImpl<Value> &operandGrads) {
     auto op = llvm::cast<OpT>(request.op);
     Value input = op->getOperand(0);
     operandGrads.push_back(request.wanted[0] && isFloatTensor(input)
@@ -52,13 +50,13 @@ static Value transposeGradient(OpBuilder &b, TransposeOp op, Value g) {
 /// The slice's adjoint inserted into zeros of the input's type.
 static Value sliceGradient(OpBuilder &b, SliceOp op, Value g) {
   Value zeros = zerosLike(b, op.getLoc(), op.getInput().getType());
-  return b.create<InsertSliceOp>(op.getLoc(), g, zeros, op.getStarts(),
-                                 op.getLimits(), op.getSteps());
+  return b.create<InsertSliceOp>(op.getLoc(), g, zeros, op.getStarts(), op.getLimits(),
+                                 op.getSteps());
 }
 
 static Value gatherGradient(OpBuilder &b, GatherOp op, Value g) {
-  return b.create<ScatterAddOp>(op.getLoc(), op.getData().getType(), g,
-                                op.getIndices(), op.getAxisAttr());
+  return b.create<ScatterAddOp>(op.getLoc(), op.getData().getType(), g, op.getIndices(),
+                                op.getAxisAttr());
 }
 
 static Value scatterAddGradient(OpBuilder &b, ScatterAddOp op, Value g) {
@@ -81,9 +79,8 @@ static Value triluGradient(OpBuilder &b, TriluOp op, Value g) {
 }
 
 /// Each operand's adjoint is its part of the result's adjoint along the axis.
-static LogicalResult
-concatGradient(const GradientRequest &request,
-               llvm::SmallVectorImpl<Value> &operandGrads) {
+static LogicalResult concatGradient(const GradientRequest &request,
+                                    llvm::SmallVectorImpl<Value> &operandGrads) {
   auto concat = llvm::cast<ConcatOp>(request.op);
   OpBuilder &b = request.builder;
   Value g = request.resultGrads[0];
@@ -92,12 +89,10 @@ concatGradient(const GradientRequest &request,
   for (auto [i, input] : llvm::enumerate(concat.getInputs())) {
     int64_t size = tensorType(input).getDimSize(axis);
     if (request.wanted[i] && isFloatTensor(input)) {
-      llvm::SmallVector<int64_t> starts(shape.size(), 0), limits(shape),
-          steps(shape.size(), 1);
+      llvm::SmallVector<int64_t> starts(shape.size(), 0), limits(shape), steps(shape.size(), 1);
       starts[axis] = offset;
       limits[axis] = offset + size;
-      operandGrads.push_back(
-          b.create<SliceOp>(concat.getLoc(), g, starts, limits, steps));
+      operandGrads.push_back(b.create<SliceOp>(concat.getLoc(), g, starts, limits, steps));
     } else {
       operandGrads.push_back(Value());
     }
@@ -108,9 +103,8 @@ concatGradient(const GradientRequest &request,
 
 /// The source's adjoint is the slice of the result's adjoint it landed in;
 /// the destination's is the result's adjoint with that region zeroed.
-static LogicalResult
-insertSliceGradient(const GradientRequest &request,
-                    llvm::SmallVectorImpl<Value> &operandGrads) {
+static LogicalResult insertSliceGradient(const GradientRequest &request,
+                                         llvm::SmallVectorImpl<Value> &operandGrads) {
   auto insert = llvm::cast<InsertSliceOp>(request.op);
   OpBuilder &b = request.builder;
   Location loc = insert.getLoc();
@@ -119,19 +113,17 @@ insertSliceGradient(const GradientRequest &request,
     operandGrads.append(2, Value());
     return success();
   }
-  operandGrads.push_back(request.wanted[0]
-                             ? b.create<SliceOp>(loc, g, insert.getStarts(),
-                                                 insert.getLimits(),
-                                                 insert.getSteps())
-                                   .getResult()
-                             : Value());
   operandGrads.push_back(
-      request.wanted[1]
-          ? b.create<InsertSliceOp>(loc, zerosLike(b, loc, tensorType(source)),
-                                    g, insert.getStarts(), insert.getLimits(),
-                                    insert.getSteps())
+      request.wanted[0]
+          ? b.create<SliceOp>(loc, g, insert.getStarts(), insert.getLimits(), insert.getSteps())
                 .getResult()
           : Value());
+  operandGrads.push_back(request.wanted[1]
+                             ? b.create<InsertSliceOp>(loc, zerosLike(b, loc, tensorType(source)),
+                                                       g, insert.getStarts(), insert.getLimits(),
+                                                       insert.getSteps())
+                                   .getResult()
+                             : Value());
   return success();
 }
 
@@ -140,8 +132,7 @@ void registerDataMovementGradients(GradientRegistry &registry) {
   registry.add<TransposeOp>(firstOperandRule<TransposeOp>(transposeGradient));
   registry.add<SliceOp>(firstOperandRule<SliceOp>(sliceGradient));
   registry.add<GatherOp>(firstOperandRule<GatherOp>(gatherGradient));
-  registry.add<ScatterAddOp>(
-      firstOperandRule<ScatterAddOp>(scatterAddGradient));
+  registry.add<ScatterAddOp>(firstOperandRule<ScatterAddOp>(scatterAddGradient));
   registry.add<ExpandOp>(firstOperandRule<ExpandOp>(expandGradient));
   registry.add<TriluOp>(firstOperandRule<TriluOp>(triluGradient));
   registry.add<CumSumOp>(firstOperandRule<CumSumOp>(cumSumGradient));

@@ -26,8 +26,8 @@ static RankedTensorType tensorType(Value value) {
 
 /// `mask` (i1) as 0/1 in the element type of `like`.
 static Value maskAs(OpBuilder &b, Location loc, Value mask, Value like) {
-  auto type = RankedTensorType::get(tensorType(mask).getShape(),
-                                    getElementTypeOrSelf(like.getType()));
+  auto type =
+      RankedTensorType::get(tensorType(mask).getShape(), getElementTypeOrSelf(like.getType()));
   return b.create<CastOp>(loc, type, mask);
 }
 
@@ -37,16 +37,13 @@ static Value maskAs(OpBuilder &b, Location loc, Value mask, Value like) {
 
 /// The derivative of a unary op at its input `x` and result `y`, to be
 /// multiplied by the adjoint.
-using Derivative =
-    std::function<Value(OpBuilder &b, Location loc, Value x, Value y)>;
+using Derivative = std::function<Value(OpBuilder &b, Location loc, Value x, Value y)>;
 
 /// A rule for a unary op: adjoint * derivative(x, y).
 static GradientRule unaryRule(Derivative derivative) {
-  return [derivative](const GradientRequest &request,
-                      llvm::SmallVectorImpl<Value> &operandGrads) {
+  return [derivative](const GradientRequest &request, llvm::SmallVectorImpl<Value> &operandGrads) {
     Operation *op = request.op;
-    Value x = op->getOperand(0), y = op->getResult(0),
-          g = request.resultGrads[0];
+    Value x = op->getOperand(0), y = op->getResult(0), g = request.resultGrads[0];
     if (!request.wanted[0] || !isFloatTensor(x)) {
       operandGrads.push_back(Value());
       return success();
@@ -59,18 +56,17 @@ static GradientRule unaryRule(Derivative derivative) {
 }
 
 /// A scalar constant of `like`'s element type.
-static Value constantLike(OpBuilder &b, Location loc, Value like,
-                          double value) {
+static Value constantLike(OpBuilder &b, Location loc, Value like, double value) {
   return scalarConstant(b, loc, getElementTypeOrSelf(like.getType()), value);
 }
 
 static LogicalResult negGradient(const GradientRequest &request,
                                  llvm::SmallVectorImpl<Value> &operandGrads) {
   Value x = request.op->getOperand(0);
-  operandGrads.push_back(request.wanted[0] && isFloatTensor(x)
-                             ? request.builder.create<NegOp>(
-                                   request.op->getLoc(), request.resultGrads[0])
-                             : Value());
+  operandGrads.push_back(
+      request.wanted[0] && isFloatTensor(x)
+          ? request.builder.create<NegOp>(request.op->getLoc(), request.resultGrads[0])
+          : Value());
   return success();
 }
 
@@ -84,10 +80,9 @@ static LogicalResult castGradient(const GradientRequest &request,
     return success();
   }
   Value g = request.resultGrads[0];
-  operandGrads.push_back(g.getType() == x.getType()
-                             ? g
-                             : request.builder.create<CastOp>(
-                                   request.op->getLoc(), x.getType(), g));
+  operandGrads.push_back(g.getType() == x.getType() ? g
+                                                    : request.builder.create<CastOp>(
+                                                          request.op->getLoc(), x.getType(), g));
   return success();
 }
 
@@ -98,23 +93,19 @@ static void registerUnaryGradients(GradientRegistry &registry) {
   registry.add<AbsOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
     Value zero = constantLike(b, loc, x, 0);
     return b
-        .create<SubOp>(loc,
-                       maskAs(b, loc, b.create<GreaterOp>(loc, x, zero), x),
+        .create<SubOp>(loc, maskAs(b, loc, b.create<GreaterOp>(loc, x, zero), x),
                        maskAs(b, loc, b.create<LessOp>(loc, x, zero), x))
         .getResult();
   }));
   // d sqrt(x) = 0.5 / y.
-  registry.add<SqrtOp>(unaryRule([](OpBuilder &b, Location loc, Value x,
-                                    Value y) {
+  registry.add<SqrtOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value y) {
     return b.create<DivOp>(loc, constantLike(b, loc, x, 0.5), y).getResult();
   }));
   // d (1/x) = -y^2.
-  registry.add<ReciprocalOp>(
-      unaryRule([](OpBuilder &b, Location loc, Value, Value y) {
-        return b.create<NegOp>(loc, b.create<MulOp>(loc, y, y)).getResult();
-      }));
-  registry.add<ExpOp>(
-      unaryRule([](OpBuilder &, Location, Value, Value y) { return y; }));
+  registry.add<ReciprocalOp>(unaryRule([](OpBuilder &b, Location loc, Value, Value y) {
+    return b.create<NegOp>(loc, b.create<MulOp>(loc, y, y)).getResult();
+  }));
+  registry.add<ExpOp>(unaryRule([](OpBuilder &, Location, Value, Value y) { return y; }));
   registry.add<LogOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
     return b.create<ReciprocalOp>(loc, x).getResult();
   }));
@@ -122,29 +113,21 @@ static void registerUnaryGradients(GradientRegistry &registry) {
   registry.add<ErfOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
     Value square = b.create<MulOp>(loc, x, x);
     Value gauss = b.create<ExpOp>(loc, b.create<NegOp>(loc, square));
-    return b.create<MulOp>(loc, gauss, constantLike(b, loc, x, kTwoOverSqrtPi))
-        .getResult();
+    return b.create<MulOp>(loc, gauss, constantLike(b, loc, x, kTwoOverSqrtPi)).getResult();
   }));
   // d tanh(x) = 1 - y^2.
-  registry.add<TanhOp>(
-      unaryRule([](OpBuilder &b, Location loc, Value x, Value y) {
-        return b
-            .create<SubOp>(loc, constantLike(b, loc, x, 1),
-                           b.create<MulOp>(loc, y, y))
-            .getResult();
-      }));
+  registry.add<TanhOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value y) {
+    return b.create<SubOp>(loc, constantLike(b, loc, x, 1), b.create<MulOp>(loc, y, y)).getResult();
+  }));
   // d sigmoid(x) = y (1 - y).
-  registry.add<SigmoidOp>(
-      unaryRule([](OpBuilder &b, Location loc, Value x, Value y) {
-        Value oneMinus = b.create<SubOp>(loc, constantLike(b, loc, x, 1), y);
-        return b.create<MulOp>(loc, y, oneMinus).getResult();
-      }));
+  registry.add<SigmoidOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value y) {
+    Value oneMinus = b.create<SubOp>(loc, constantLike(b, loc, x, 1), y);
+    return b.create<MulOp>(loc, y, oneMinus).getResult();
+  }));
   // d relu(x) = [x > 0], 0 at 0 (as torch).
-  registry.add<ReluOp>(
-      unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
-        return maskAs(
-            b, loc, b.create<GreaterOp>(loc, x, constantLike(b, loc, x, 0)), x);
-      }));
+  registry.add<ReluOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
+    return maskAs(b, loc, b.create<GreaterOp>(loc, x, constantLike(b, loc, x, 0)), x);
+  }));
   registry.add<SinOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
     return b.create<CosOp>(loc, x).getResult();
   }));
@@ -167,12 +150,10 @@ static void registerUnaryGradients(GradientRegistry &registry) {
 /// unbroadcasting; `wantX` and `wantY` say which to build (the other may stay
 /// null).
 using BinaryPartials = std::function<std::pair<Value, Value>(
-    OpBuilder &b, Location loc, Value g, Value x, Value y, Value result,
-    bool wantX, bool wantY)>;
+    OpBuilder &b, Location loc, Value g, Value x, Value y, Value result, bool wantX, bool wantY)>;
 
 static GradientRule binaryRule(BinaryPartials partials) {
-  return [partials](const GradientRequest &request,
-                    llvm::SmallVectorImpl<Value> &operandGrads) {
+  return [partials](const GradientRequest &request, llvm::SmallVectorImpl<Value> &operandGrads) {
     Operation *op = request.op;
     Value x = op->getOperand(0), y = op->getOperand(1);
     bool wantX = request.wanted[0] && isFloatTensor(x),
@@ -183,12 +164,9 @@ static GradientRule binaryRule(BinaryPartials partials) {
     }
     OpBuilder &b = request.builder;
     Location loc = op->getLoc();
-    auto [gx, gy] = partials(b, loc, request.resultGrads[0], x, y,
-                             op->getResult(0), wantX, wantY);
-    operandGrads.push_back(wantX ? unbroadcast(b, loc, gx, tensorType(x))
-                                 : Value());
-    operandGrads.push_back(wantY ? unbroadcast(b, loc, gy, tensorType(y))
-                                 : Value());
+    auto [gx, gy] = partials(b, loc, request.resultGrads[0], x, y, op->getResult(0), wantX, wantY);
+    operandGrads.push_back(wantX ? unbroadcast(b, loc, gx, tensorType(x)) : Value());
+    operandGrads.push_back(wantY ? unbroadcast(b, loc, gy, tensorType(y)) : Value());
     return success();
   };
 }
@@ -197,61 +175,49 @@ static GradientRule binaryRule(BinaryPartials partials) {
 /// each on ties (as torch.maximum). `Pick` is GreaterOp for max, LessOp for
 /// min.
 template <typename Pick>
-static std::pair<Value, Value> extremumPartials(OpBuilder &b, Location loc,
-                                                Value g, Value x, Value y,
-                                                Value, bool, bool) {
+static std::pair<Value, Value> extremumPartials(OpBuilder &b, Location loc, Value g, Value x,
+                                                Value y, Value, bool, bool) {
   Value half = constantLike(b, loc, x, 0.5);
-  Value tie = b.create<MulOp>(
-      loc, maskAs(b, loc, b.create<EqualOp>(loc, x, y), x), half);
-  Value xWeight =
-      b.create<AddOp>(loc, maskAs(b, loc, b.create<Pick>(loc, x, y), x), tie);
-  Value yWeight =
-      b.create<AddOp>(loc, maskAs(b, loc, b.create<Pick>(loc, y, x), x), tie);
+  Value tie = b.create<MulOp>(loc, maskAs(b, loc, b.create<EqualOp>(loc, x, y), x), half);
+  Value xWeight = b.create<AddOp>(loc, maskAs(b, loc, b.create<Pick>(loc, x, y), x), tie);
+  Value yWeight = b.create<AddOp>(loc, maskAs(b, loc, b.create<Pick>(loc, y, x), x), tie);
   return {b.create<MulOp>(loc, g, xWeight), b.create<MulOp>(loc, g, yWeight)};
 }
 
 static void registerBinaryGradients(GradientRegistry &registry) {
-  registry.add<AddOp>(
-      binaryRule([](OpBuilder &, Location, Value g, Value, Value, Value, bool,
-                    bool) { return std::pair<Value, Value>(g, g); }));
-  registry.add<SubOp>(binaryRule([](OpBuilder &b, Location loc, Value g, Value,
-                                    Value, Value, bool, bool wantY) {
-    return std::pair<Value, Value>(
-        g, wantY ? b.create<NegOp>(loc, g).getResult() : Value());
-  }));
-  registry.add<MulOp>(
-      binaryRule([](OpBuilder &b, Location loc, Value g, Value x, Value y,
-                    Value, bool wantX, bool wantY) {
-        return std::pair<Value, Value>(
-            wantX ? b.create<MulOp>(loc, g, y).getResult() : Value(),
-            wantY ? b.create<MulOp>(loc, g, x).getResult() : Value());
+  registry.add<AddOp>(binaryRule([](OpBuilder &, Location, Value g, Value, Value, Value, bool,
+                                    bool) { return std::pair<Value, Value>(g, g); }));
+  registry.add<SubOp>(
+      binaryRule([](OpBuilder &b, Location loc, Value g, Value, Value, Value, bool, bool wantY) {
+        return std::pair<Value, Value>(g, wantY ? b.create<NegOp>(loc, g).getResult() : Value());
+      }));
+  registry.add<MulOp>(binaryRule(
+      [](OpBuilder &b, Location loc, Value g, Value x, Value y, Value, bool wantX, bool wantY) {
+        return std::pair<Value, Value>(wantX ? b.create<MulOp>(loc, g, y).getResult() : Value(),
+                                       wantY ? b.create<MulOp>(loc, g, x).getResult() : Value());
       }));
   // d(x/y)/dx = 1/y, d(x/y)/dy = -(x/y)/y.
-  registry.add<DivOp>(
-      binaryRule([](OpBuilder &b, Location loc, Value g, Value, Value y,
-                    Value result, bool wantX, bool wantY) {
-        Value gx = b.create<DivOp>(loc, g, y);
-        Value gy;
-        if (wantY)
-          gy = b.create<NegOp>(loc, b.create<MulOp>(loc, gx, result));
-        return std::pair<Value, Value>(wantX ? gx : Value(), gy);
-      }));
+  registry.add<DivOp>(binaryRule([](OpBuilder &b, Location loc, Value g, Value, Value y,
+                                    Value result, bool wantX, bool wantY) {
+    Value gx = b.create<DivOp>(loc, g, y);
+    Value gy;
+    if (wantY)
+      gy = b.create<NegOp>(loc, b.create<MulOp>(loc, gx, result));
+    return std::pair<Value, Value>(wantX ? gx : Value(), gy);
+  }));
   // d(x^y)/dx = y x^(y-1); d(x^y)/dy = x^y log(x), built only when wanted
   // (the exponent is usually a constant, and log(x) is NaN for x < 0).
-  registry.add<PowOp>(
-      binaryRule([](OpBuilder &b, Location loc, Value g, Value x, Value y,
-                    Value result, bool wantX, bool wantY) {
-        Value gx, gy;
-        if (wantX) {
-          Value lowered = b.create<PowOp>(
-              loc, x, b.create<SubOp>(loc, y, constantLike(b, loc, y, 1)));
-          gx = b.create<MulOp>(loc, g, b.create<MulOp>(loc, y, lowered));
-        }
-        if (wantY)
-          gy = b.create<MulOp>(
-              loc, g, b.create<MulOp>(loc, result, b.create<LogOp>(loc, x)));
-        return std::pair<Value, Value>(gx, gy);
-      }));
+  registry.add<PowOp>(binaryRule([](OpBuilder &b, Location loc, Value g, Value x, Value y,
+                                    Value result, bool wantX, bool wantY) {
+    Value gx, gy;
+    if (wantX) {
+      Value lowered = b.create<PowOp>(loc, x, b.create<SubOp>(loc, y, constantLike(b, loc, y, 1)));
+      gx = b.create<MulOp>(loc, g, b.create<MulOp>(loc, y, lowered));
+    }
+    if (wantY)
+      gy = b.create<MulOp>(loc, g, b.create<MulOp>(loc, result, b.create<LogOp>(loc, x)));
+    return std::pair<Value, Value>(gx, gy);
+  }));
   registry.add<MaxOp>(binaryRule(extremumPartials<GreaterOp>));
   registry.add<MinOp>(binaryRule(extremumPartials<LessOp>));
 

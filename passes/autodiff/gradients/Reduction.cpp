@@ -25,35 +25,30 @@ struct ReduceParts {
 } // namespace
 
 /// A value of the reduction result's shape reshaped to the keepdims shape.
-template <typename OpT>
-static Value withKeptDims(OpBuilder &b, OpT op, Value value) {
+template <typename OpT> static Value withKeptDims(OpBuilder &b, OpT op, Value value) {
   if (op.getKeepdims())
     return value;
   auto inputType = llvm::cast<RankedTensorType>(op.getInput().getType());
   llvm::SmallVector<int64_t> shape(inputType.getShape());
   for (int64_t axis : op.getAxes())
     shape[axis] = 1;
-  return b.create<ReshapeOp>(
-      op.getLoc(), RankedTensorType::get(shape, inputType.getElementType()),
-      value);
+  return b.create<ReshapeOp>(op.getLoc(), RankedTensorType::get(shape, inputType.getElementType()),
+                             value);
 }
 
 /// A rule for reduction `OpT`: `fn` builds the input's adjoint from the
 /// parts; non-float reductions have no gradient.
 template <typename OpT, typename Fn> static GradientRule reduceRule(Fn fn) {
-  return [fn](const GradientRequest &request,
-              llvm::SmallVectorImpl<Value> &operandGrads) {
+  return [fn](const GradientRequest &request, llvm::SmallVectorImpl<Value> &operandGrads) {
     auto op = llvm::cast<OpT>(request.op);
     auto inputType = llvm::cast<RankedTensorType>(op.getInput().getType());
-    if (!request.wanted[0] ||
-        !llvm::isa<FloatType>(inputType.getElementType())) {
+    if (!request.wanted[0] || !llvm::isa<FloatType>(inputType.getElementType())) {
       operandGrads.push_back(Value());
       return success();
     }
     OpBuilder &b = request.builder;
     ReduceParts parts{op.getInput(), withKeptDims(b, op, op.getResult()),
-                      withKeptDims(b, op, request.resultGrads[0]), inputType,
-                      op.getAxes()};
+                      withKeptDims(b, op, request.resultGrads[0]), inputType, op.getAxes()};
     operandGrads.push_back(fn(b, op.getLoc(), parts));
     return success();
   };
@@ -67,18 +62,14 @@ static Value meanGradient(OpBuilder &b, Location loc, const ReduceParts &p) {
   int64_t count = 1;
   for (int64_t axis : p.axes)
     count *= p.inputType.getDimSize(axis);
-  Value scale =
-      scalarConstant(b, loc, p.inputType.getElementType(), 1.0 / count);
-  return b.create<ExpandOp>(loc, p.inputType,
-                            b.create<MulOp>(loc, p.grad, scale));
+  Value scale = scalarConstant(b, loc, p.inputType.getElementType(), 1.0 / count);
+  return b.create<ExpandOp>(loc, p.inputType, b.create<MulOp>(loc, p.grad, scale));
 }
 
 /// The adjoint is shared evenly by the elements equal to the extremum (as
 /// torch.amax/amin).
-static Value extremumGradient(OpBuilder &b, Location loc,
-                              const ReduceParts &p) {
-  Value mask = b.create<CastOp>(loc, p.inputType,
-                                b.create<EqualOp>(loc, p.input, p.result));
+static Value extremumGradient(OpBuilder &b, Location loc, const ReduceParts &p) {
+  Value mask = b.create<CastOp>(loc, p.inputType, b.create<EqualOp>(loc, p.input, p.result));
   Value count = b.create<ReduceSumOp>(loc, mask, p.axes, /*keepdims=*/true);
   return b.create<MulOp>(loc, mask, b.create<DivOp>(loc, p.grad, count));
 }

@@ -23,8 +23,7 @@ namespace ppc {
 /// k is a reduction.
 static ShardingRule matmulRule(Operation *op) {
   auto matmul = llvm::cast<MatMulOp>(op);
-  llvm::ArrayRef<int64_t> lhs = shapeOf(matmul.getLhs()),
-                          result = shapeOf(matmul.getResult());
+  llvm::ArrayRef<int64_t> lhs = shapeOf(matmul.getLhs()), result = shapeOf(matmul.getResult());
   llvm::ArrayRef<int64_t> batch = result.drop_back(2);
   ShardingRule rule;
   TensorFactors batchDims = addFactorPerDim(rule, batch);
@@ -32,14 +31,12 @@ static ShardingRule matmulRule(Operation *op) {
   int64_t n = rule.addFactor(result.back());
   int64_t k = rule.addFactor(lhs.back(), FactorKind::Reduction);
   auto matrix = [&](Value operand, int64_t rows, int64_t cols) {
-    TensorFactors dims =
-        broadcastFactors(shapeOf(operand).drop_back(2), batch, batchDims);
+    TensorFactors dims = broadcastFactors(shapeOf(operand).drop_back(2), batch, batchDims);
     dims.push_back({rows});
     dims.push_back({cols});
     return dims;
   };
-  rule.operands = {matrix(matmul.getLhs(), m, k),
-                   matrix(matmul.getRhs(), k, n)};
+  rule.operands = {matrix(matmul.getLhs(), m, k), matrix(matmul.getRhs(), k, n)};
   rule.results = {matrix(matmul.getResult(), m, n)};
   return rule;
 }
@@ -54,8 +51,7 @@ static ShardingRule einsumRule(Operation *op) {
   ShardingRule rule;
   // A verified op has a valid equation; otherwise the empty rule fails
   // `verify`.
-  FailureOr<EinsumSpec> spec =
-      parseEinsum(einsum.getEquation(), [](const llvm::Twine &) {});
+  FailureOr<EinsumSpec> spec = parseEinsum(einsum.getEquation(), [](const llvm::Twine &) {});
   if (failed(spec))
     return rule;
 
@@ -68,8 +64,8 @@ static ShardingRule einsumRule(Operation *op) {
   auto factor = [&](char label, int64_t size, FactorKind kind) {
     auto [it, inserted] = factorOf.try_emplace(label, 0);
     if (inserted)
-      it->second = rule.addFactor(
-          size, diagonal.lookup(label) ? FactorKind::NeedReplication : kind);
+      it->second =
+          rule.addFactor(size, diagonal.lookup(label) ? FactorKind::NeedReplication : kind);
     return it->second;
   };
   llvm::ArrayRef<int64_t> result = shapeOf(einsum.getResult());

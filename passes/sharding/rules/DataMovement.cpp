@@ -34,8 +34,7 @@ struct GroupSide {
   size_t begin = 0, end = 0;
   TensorFactors &factors;
 
-  GroupSide(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> dims,
-            TensorFactors &factors)
+  GroupSide(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> dims, TensorFactors &factors)
       : dims(dims), end(dims.size()), factors(factors) {
     for (int64_t d : dims)
       left.push_back(shape[d]);
@@ -56,8 +55,7 @@ struct GroupSide {
 /// minor end. What neither end reaches is a regrouping of elements that no
 /// common factor describes (`[2, 3] -> [3, 2]`); each of its dimensions gets
 /// a need-replication factor of its own.
-static void factorReshapeGroup(ShardingRule &rule, GroupSide &in,
-                               GroupSide &out) {
+static void factorReshapeGroup(ShardingRule &rule, GroupSide &in, GroupSide &out) {
   while (!in.done() && !out.done()) {
     int64_t g = std::gcd(in.left[in.begin], out.left[out.begin]);
     if (g == 1)
@@ -112,10 +110,8 @@ static ShardingRule reshapeRule(Operation *op) {
     return rule; // Not a valid reshape; `verify` reports the empty rule.
   if (numElements(inShape) == 0) {
     // Nothing to shard; factors that keep the sizes consistent.
-    rule.operands.push_back(
-        addFactorPerDim(rule, inShape, FactorKind::NeedReplication));
-    rule.results.push_back(
-        addFactorPerDim(rule, outShape, FactorKind::NeedReplication));
+    rule.operands.push_back(addFactorPerDim(rule, inShape, FactorKind::NeedReplication));
+    rule.results.push_back(addFactorPerDim(rule, outShape, FactorKind::NeedReplication));
     return rule;
   }
   TensorFactors inDims(inShape.size()), outDims(outShape.size());
@@ -126,8 +122,7 @@ static ShardingRule reshapeRule(Operation *op) {
         dims.push_back(d);
     return dims;
   };
-  llvm::SmallVector<int64_t> inIdx = nonUnit(inShape),
-                             outIdx = nonUnit(outShape);
+  llvm::SmallVector<int64_t> inIdx = nonUnit(inShape), outIdx = nonUnit(outShape);
   size_t i = 0, o = 0;
   while (i < inIdx.size() && o < outIdx.size()) {
     size_t inEnd = i + 1, outEnd = o + 1;
@@ -139,8 +134,7 @@ static ShardingRule reshapeRule(Operation *op) {
         outProduct *= outShape[outIdx[outEnd++]];
     }
     GroupSide in(inShape, llvm::ArrayRef(inIdx).slice(i, inEnd - i), inDims);
-    GroupSide out(outShape, llvm::ArrayRef(outIdx).slice(o, outEnd - o),
-                  outDims);
+    GroupSide out(outShape, llvm::ArrayRef(outIdx).slice(o, outEnd - o), outDims);
     factorReshapeGroup(rule, in, out);
     i = inEnd;
     o = outEnd;
@@ -176,13 +170,12 @@ static ShardingRule concatRule(Operation *op) {
   ShardingRule rule;
   TensorFactors result;
   for (auto [d, size] : llvm::enumerate(shapeOf(concat.getResult())))
-    result.push_back({rule.addFactor(size, static_cast<int64_t>(d) == axis
-                                               ? FactorKind::NeedReplication
-                                               : FactorKind::Parallel)});
+    result.push_back(
+        {rule.addFactor(size, static_cast<int64_t>(d) == axis ? FactorKind::NeedReplication
+                                                              : FactorKind::Parallel)});
   for (Value input : concat.getInputs()) {
     TensorFactors dims = result;
-    dims[axis] = {
-        rule.addFactor(shapeOf(input)[axis], FactorKind::NeedReplication)};
+    dims[axis] = {rule.addFactor(shapeOf(input)[axis], FactorKind::NeedReplication)};
     rule.operands.push_back(std::move(dims));
   }
   rule.results.push_back(std::move(result));
@@ -218,8 +211,7 @@ static void addSliceDim(ShardingRule &rule, int64_t whole, int64_t part, int64_t
 /// slice: input and result dimension by dimension (`addSliceDim`).
 static ShardingRule sliceRule(Operation *op) {
   auto slice = llvm::cast<SliceOp>(op);
-  llvm::ArrayRef<int64_t> in = shapeOf(slice.getInput()),
-                          out = shapeOf(slice.getResult());
+  llvm::ArrayRef<int64_t> in = shapeOf(slice.getInput()), out = shapeOf(slice.getResult());
   ShardingRule rule;
   TensorFactors inDims, outDims;
   for (size_t d = 0; d < in.size(); ++d)
@@ -234,8 +226,7 @@ static ShardingRule sliceRule(Operation *op) {
 /// the source as the sliced side.
 static ShardingRule insertSliceRule(Operation *op) {
   auto insert = llvm::cast<InsertSliceOp>(op);
-  llvm::ArrayRef<int64_t> source = shapeOf(insert.getSource()),
-                          dest = shapeOf(insert.getDest());
+  llvm::ArrayRef<int64_t> source = shapeOf(insert.getSource()), dest = shapeOf(insert.getDest());
   ShardingRule rule;
   TensorFactors sourceDims, destDims;
   for (size_t d = 0; d < dest.size(); ++d)
@@ -254,8 +245,7 @@ static ShardingRule insertSliceRule(Operation *op) {
 /// dimensions.
 static ShardingRule gatherRule(Operation *op) {
   auto gather = llvm::cast<GatherOp>(op);
-  llvm::ArrayRef<int64_t> data = shapeOf(gather.getData()),
-                          indices = shapeOf(gather.getIndices());
+  llvm::ArrayRef<int64_t> data = shapeOf(gather.getData()), indices = shapeOf(gather.getIndices());
   int64_t axis = gather.getAxis();
   ShardingRule rule;
   TensorFactors before = addFactorPerDim(rule, data.take_front(axis));
@@ -286,8 +276,7 @@ static ShardingRule scatterAddRule(Operation *op) {
   ShardingRule rule;
   TensorFactors before = addFactorPerDim(rule, result.take_front(axis));
   int64_t indexed = rule.addFactor(result[axis], FactorKind::NeedReplication);
-  TensorFactors indexDims =
-      addFactorPerDim(rule, indices, FactorKind::Reduction);
+  TensorFactors indexDims = addFactorPerDim(rule, indices, FactorKind::Reduction);
   TensorFactors after = addFactorPerDim(rule, result.drop_front(axis + 1));
   TensorFactors updateDims = before, resultDims = before;
   llvm::append_range(updateDims, indexDims);
@@ -305,8 +294,7 @@ static ShardingRule expandRule(Operation *op) {
   llvm::ArrayRef<int64_t> result = shapeOf(op->getResult(0));
   ShardingRule rule;
   TensorFactors dims = addFactorPerDim(rule, result);
-  rule.operands.push_back(
-      broadcastFactors(shapeOf(op->getOperand(0)), result, dims));
+  rule.operands.push_back(broadcastFactors(shapeOf(op->getOperand(0)), result, dims));
   rule.results.push_back(dims);
   return rule;
 }
@@ -317,8 +305,7 @@ static ShardingRule triluRule(Operation *op) {
   llvm::ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
   ShardingRule rule;
   TensorFactors dims = addFactorPerDim(rule, shape.drop_back(2));
-  llvm::append_range(dims, addFactorPerDim(rule, shape.take_back(2),
-                                           FactorKind::NeedReplication));
+  llvm::append_range(dims, addFactorPerDim(rule, shape.take_back(2), FactorKind::NeedReplication));
   rule.operands.push_back(dims);
   rule.results.push_back(dims);
   return rule;
@@ -331,8 +318,8 @@ static ShardingRule cumSumRule(Operation *op) {
   int64_t axis = llvm::cast<CumSumOp>(op).getAxis();
   ShardingRule rule;
   TensorFactors dims = addFactorPerDim(rule, shape.take_front(axis));
-  llvm::append_range(dims, addFactorPerDim(rule, shape.slice(axis, 1),
-                                           FactorKind::NeedReplication));
+  llvm::append_range(dims,
+                     addFactorPerDim(rule, shape.slice(axis, 1), FactorKind::NeedReplication));
   llvm::append_range(dims, addFactorPerDim(rule, shape.drop_front(axis + 1)));
   rule.operands.push_back(dims);
   rule.results.push_back(dims);
@@ -346,8 +333,7 @@ static ShardingRule argMaxRule(Operation *op) {
   int64_t axis = llvm::cast<ArgMaxOp>(op).getAxis();
   ShardingRule rule;
   TensorFactors before = addFactorPerDim(rule, shape.take_front(axis));
-  TensorFactors searched =
-      addFactorPerDim(rule, shape.slice(axis, 1), FactorKind::NeedReplication);
+  TensorFactors searched = addFactorPerDim(rule, shape.slice(axis, 1), FactorKind::NeedReplication);
   TensorFactors after = addFactorPerDim(rule, shape.drop_front(axis + 1));
   TensorFactors operand = before, result = before;
   llvm::append_range(operand, searched);
@@ -368,10 +354,8 @@ static ShardingRule topKIndicesRule(Operation *op) {
   int64_t axis = topK.getAxis();
   ShardingRule rule;
   TensorFactors before = addFactorPerDim(rule, shape.take_front(axis));
-  TensorFactors searched =
-      addFactorPerDim(rule, shape.slice(axis, 1), FactorKind::NeedReplication);
-  TensorFactors found =
-      addFactorPerDim(rule, {int64_t(topK.getK())}, FactorKind::NeedReplication);
+  TensorFactors searched = addFactorPerDim(rule, shape.slice(axis, 1), FactorKind::NeedReplication);
+  TensorFactors found = addFactorPerDim(rule, {int64_t(topK.getK())}, FactorKind::NeedReplication);
   TensorFactors after = addFactorPerDim(rule, shape.drop_front(axis + 1));
   TensorFactors operand = before, result = before;
   llvm::append_range(operand, searched);

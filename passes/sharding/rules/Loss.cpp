@@ -23,22 +23,19 @@ namespace ppc {
 
 static ShardingRule nllLossRule(Operation *op) {
   auto loss = llvm::cast<NllLossOp>(op);
-  FactorKind batchKind = loss.getReduction() == LossReduction::None
-                             ? FactorKind::Parallel
-                             : FactorKind::Reduction;
+  FactorKind batchKind =
+      loss.getReduction() == LossReduction::None ? FactorKind::Parallel : FactorKind::Reduction;
   ShardingRule rule;
   TensorFactors inputDims;
   for (auto [d, size] : llvm::enumerate(shapeOf(loss.getInput())))
-    inputDims.push_back({rule.addFactor(
-        size, d == 1 ? FactorKind::IndexedReduction : batchKind)});
+    inputDims.push_back({rule.addFactor(size, d == 1 ? FactorKind::IndexedReduction : batchKind)});
   // The target's dimensions are the input's without C.
   TensorFactors targetDims = inputDims;
   targetDims.erase(targetDims.begin() + 1);
   rule.operands = {inputDims, targetDims};
   if (loss.getWeight())
     rule.operands.push_back(TensorFactors{inputDims[1]});
-  rule.results.push_back(batchKind == FactorKind::Parallel ? targetDims
-                                                           : TensorFactors());
+  rule.results.push_back(batchKind == FactorKind::Parallel ? targetDims : TensorFactors());
   return rule;
 }
 

@@ -23,9 +23,8 @@ template <typename OpT> static ShardingRule softmaxRule(Operation *op) {
   ShardingRule rule;
   TensorFactors dims;
   for (auto [d, size] : llvm::enumerate(shapeOf(softmax.getInput())))
-    dims.push_back({rule.addFactor(size, static_cast<int64_t>(d) == axis
-                                             ? FactorKind::Normalized
-                                             : FactorKind::Parallel)});
+    dims.push_back({rule.addFactor(size, static_cast<int64_t>(d) == axis ? FactorKind::Normalized
+                                                                         : FactorKind::Parallel)});
   rule.operands.push_back(dims);
   rule.results.push_back(dims);
   return rule;
@@ -41,15 +40,14 @@ static ShardingRule layerNormRule(Operation *op) {
   ShardingRule rule;
   TensorFactors dims;
   for (auto [d, size] : llvm::enumerate(shape))
-    dims.push_back({rule.addFactor(size, static_cast<int64_t>(d) < axis
-                                             ? FactorKind::Parallel
-                                             : FactorKind::NeedReplication)});
+    dims.push_back(
+        {rule.addFactor(size, static_cast<int64_t>(d) < axis ? FactorKind::Parallel
+                                                             : FactorKind::NeedReplication)});
   llvm::ArrayRef<int64_t> normalized = shape.drop_front(axis);
   TensorFactors normalizedDims(dims.begin() + axis, dims.end());
   rule.operands.push_back(dims);
   for (Value operand : layerNorm->getOperands().drop_front())
-    rule.operands.push_back(
-        broadcastFactors(shapeOf(operand), normalized, normalizedDims));
+    rule.operands.push_back(broadcastFactors(shapeOf(operand), normalized, normalizedDims));
   rule.results.push_back(dims);
   return rule;
 }

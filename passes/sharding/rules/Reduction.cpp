@@ -26,8 +26,7 @@ template <typename OpT> static ShardingRuleFn reduceRule(FactorKind reduced) {
     TensorFactors inputDims, resultDims;
     for (auto [d, size] : llvm::enumerate(shapeOf(reduce.getInput()))) {
       bool isReduced = llvm::is_contained(axes, static_cast<int64_t>(d));
-      int64_t factor =
-          rule.addFactor(size, isReduced ? reduced : FactorKind::Parallel);
+      int64_t factor = rule.addFactor(size, isReduced ? reduced : FactorKind::Parallel);
       inputDims.push_back({factor});
       if (!isReduced)
         resultDims.push_back({factor});
@@ -43,12 +42,9 @@ template <typename OpT> static ShardingRuleFn reduceRule(FactorKind reduced) {
 void registerReductionShardingRules(ShardingRuleRegistry &registry) {
   registry.add<ReduceSumOp>(reduceRule<ReduceSumOp>(FactorKind::Reduction));
   registry.add<ReduceMeanOp>(reduceRule<ReduceMeanOp>(FactorKind::Reduction));
-  registry.add<ReduceMaxOp>(
-      reduceRule<ReduceMaxOp>(FactorKind::NeedReplication));
-  registry.add<ReduceMinOp>(
-      reduceRule<ReduceMinOp>(FactorKind::NeedReplication));
-  registry.add<ReduceProdOp>(
-      reduceRule<ReduceProdOp>(FactorKind::NeedReplication));
+  registry.add<ReduceMaxOp>(reduceRule<ReduceMaxOp>(FactorKind::NeedReplication));
+  registry.add<ReduceMinOp>(reduceRule<ReduceMinOp>(FactorKind::NeedReplication));
+  registry.add<ReduceProdOp>(reduceRule<ReduceProdOp>(FactorKind::NeedReplication));
 }
 
 } // namespace ppc

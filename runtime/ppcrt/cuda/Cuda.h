@@ -33,9 +33,8 @@ enum class GemmType { F32, BF16 };
 /// a at sum(coord * aStrides) matrices and b likewise; c is dense. Inputs
 /// of type `inputs`, c of type `output`, accumulation in f32.
 void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batchRank,
-            const int64_t *batchShape, const int64_t *aStrides, const int64_t *bStrides,
-            int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c,
-            const char *node);
+            const int64_t *batchShape, const int64_t *aStrides, const int64_t *bStrides, int64_t m,
+            int64_t n, int64_t k, const void *a, const void *b, void *c, const char *node);
 
 /// Host-to-device copy of a constant into the arena, on the stream.
 void upload(void *device, const void *host, size_t bytes);

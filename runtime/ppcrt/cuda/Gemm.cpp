@@ -30,9 +30,7 @@ void checkBlas(cublasStatus_t status, const char *what, const char *node) {
   fatal(message.c_str());
 }
 
-cudaDataType_t dataType(GemmType type) {
-  return type == GemmType::F32 ? CUDA_R_32F : CUDA_R_16BF;
-}
+cudaDataType_t dataType(GemmType type) { return type == GemmType::F32 ? CUDA_R_32F : CUDA_R_16BF; }
 
 constexpr size_t kWorkspaceBytes = 32 << 20;
 
@@ -42,8 +40,8 @@ struct Plan {
   cublasLtMatmulAlgo_t algo;
 };
 
-using Key = std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, uint32_t, uint32_t, uint32_t>;
+using Key = std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       uint32_t, uint32_t, uint32_t>;
 
 /// The largest power of two (at most 256, cuBLASLt's default assumption)
 /// dividing every address `base + i * step` a call reads or writes.
@@ -78,8 +76,8 @@ struct Gemms {
       checkBlas(cublasLtCreate(&handle), "creating the cuBLASLt handle", node);
       check(cudaMalloc(&workspace, kWorkspaceBytes), "allocating the cuBLASLt workspace");
     }
-    Key key{int(inputs), int(output), transA, transB, m, n, k, count, aStride, bStride,
-            alignA, alignB, alignC};
+    Key key{int(inputs), int(output), transA,  transB, m,      n,     k,
+            count,       aStride,     bStride, alignA, alignB, alignC};
     auto it = plans.find(key);
     if (it != plans.end())
       return it->second;
@@ -97,10 +95,8 @@ struct Gemms {
     // B stored [k, n] (or [n, k] when transposed), row-major.
     int64_t bRows = transB ? k : n, bCols = transB ? n : k;
     int64_t aRows = transA ? m : k, aCols = transA ? k : m;
-    checkBlas(cublasLtMatrixLayoutCreate(&p.b, dataType(inputs), bRows, bCols, bRows), what,
-              node);
-    checkBlas(cublasLtMatrixLayoutCreate(&p.a, dataType(inputs), aRows, aCols, aRows), what,
-              node);
+    checkBlas(cublasLtMatrixLayoutCreate(&p.b, dataType(inputs), bRows, bCols, bRows), what, node);
+    checkBlas(cublasLtMatrixLayoutCreate(&p.a, dataType(inputs), aRows, aCols, aRows), what, node);
     checkBlas(cublasLtMatrixLayoutCreate(&p.c, dataType(output), n, m, n), what, node);
     if (count > 1) {
       int32_t batch = int32_t(count);
@@ -131,8 +127,7 @@ struct Gemms {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignC},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignC}};
     for (auto &[attribute, bytes] : alignments)
-      checkBlas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes,
-                                                     sizeof(bytes)),
+      checkBlas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes)),
                 what, node);
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
@@ -141,8 +136,8 @@ struct Gemms {
               what, node);
     cublasLtMatmulPreferenceDestroy(preference);
     if (found == 0) {
-      std::string message = std::string("cuBLASLt has no algorithm for the GEMM of node '") +
-                            node + "'";
+      std::string message =
+          std::string("cuBLASLt has no algorithm for the GEMM of node '") + node + "'";
       fatal(message.c_str());
     }
     p.algo = result.algo;
@@ -157,9 +152,8 @@ size_t bytesOf(GemmType type) { return type == GemmType::F32 ? 4 : 2; }
 } // namespace
 
 void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batchRank,
-            const int64_t *batchShape, const int64_t *aStrides, const int64_t *bStrides,
-            int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c,
-            const char *node) {
+            const int64_t *batchShape, const int64_t *aStrides, const int64_t *bStrides, int64_t m,
+            int64_t n, int64_t k, const void *a, const void *b, void *c, const char *node) {
   // Collapse batch dimensions: (size, a stride, b stride, c stride).
   struct Dim {
     int64_t size, a, b, c;

@@ -66,13 +66,14 @@ template <> struct Register<bf16> {
 template <typename T> using Reg = typename Register<T>::type;
 
 /// A value computed in float rounded to bf16 and back (one rounding per op).
-__device__ __forceinline__ float roundBf16(float x) { return __bfloat162float(__float2bfloat16(x)); }
+__device__ __forceinline__ float roundBf16(float x) {
+  return __bfloat162float(__float2bfloat16(x));
+}
 
 /// V consecutive elements, loaded or stored with one vector access.
 template <typename T, int V> struct alignas(sizeof(T) * V) Pack {
   T v[V];
 };
-
 
 __device__ __forceinline__ int64_t stridedIndex(const Dims &d, int64_t i) {
   int64_t at = 0;
@@ -121,8 +122,8 @@ __device__ inline double blockSum(double value) {
   return value;
 }
 
-#define PPCRT_GRID_STRIDE(i, n)                                                             \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);                \
+#define PPCRT_GRID_STRIDE(i, n)                                                                    \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);                        \
        i += int64_t(gridDim.x) * blockDim.x)
 
 //===----------------------------------------------------------------------===//
@@ -144,8 +145,7 @@ __global__ void stridedCopyKernel(const T *in, T *out, int64_t n, Dims d, int64_
   PPCRT_GRID_STRIDE(i, n) out[i] = in[offset + stridedIndex(d, i)];
 }
 
-template <typename T>
-void stridedCopy(const T *in, T *out, const Dims &d, int64_t offset) {
+template <typename T> void stridedCopy(const T *in, T *out, const Dims &d, int64_t offset) {
   int64_t n = 1;
   for (int k = 0; k < d.rank; ++k)
     n *= d.size[k];
@@ -159,8 +159,7 @@ __global__ void stridedStoreKernel(const T *in, T *out, int64_t n, Dims d, int64
   PPCRT_GRID_STRIDE(i, n) out[offset + stridedIndex(d, i)] = in[i];
 }
 
-template <typename T>
-void stridedStore(const T *in, T *out, const Dims &d, int64_t offset) {
+template <typename T> void stridedStore(const T *in, T *out, const Dims &d, int64_t offset) {
   int64_t n = 1;
   for (int k = 0; k < d.rank; ++k)
     n *= d.size[k];
@@ -171,8 +170,7 @@ void stridedStore(const T *in, T *out, const Dims &d, int64_t offset) {
 /// Transposes the last two dimensions of [batch, rows, cols] through
 /// shared-memory tiles (both sides coalesced).
 template <typename T>
-__global__ void transposeKernel(const T *in, T *out, int64_t batch, int64_t rows,
-                                int64_t cols) {
+__global__ void transposeKernel(const T *in, T *out, int64_t batch, int64_t rows, int64_t cols) {
   __shared__ T tile[32][33];
   int64_t tileCol = blockIdx.x * 32;
   for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
@@ -194,12 +192,15 @@ __global__ void transposeKernel(const T *in, T *out, int64_t batch, int64_t rows
     }
 }
 
-template <typename T> void transpose2d(const T *in, T *out, int64_t batch, int64_t rows, int64_t cols) {
+template <typename T>
+void transpose2d(const T *in, T *out, int64_t batch, int64_t rows, int64_t cols) {
   // Columns on x (up to 2^31 - 1 tiles); rows and the batch loop past
   // y's and z's 65535.
   int64_t rowTiles = (rows + 31) / 32;
   dim3 grid(unsigned((cols + 31) / 32), unsigned(rowTiles < 65535 ? rowTiles : 65535),
-            unsigned(batch < 1 ? 1 : batch < 65535 ? batch : 65535));
+            unsigned(batch < 1       ? 1
+                     : batch < 65535 ? batch
+                                     : 65535));
   PPCRT_LAUNCH(transposeKernel, grid, dim3(32, 8), 0, stream())(in, out, batch, rows, cols);
   launched("a transpose");
 }
@@ -235,18 +236,17 @@ __global__ void gatherKernel(const T *data, const int64_t *indices, T *out, int6
 }
 
 template <typename T>
-void gather(const T *data, const int64_t *indices, T *out, int64_t outer, int64_t n,
-            int64_t inner, int64_t rows, int error) {
-  PPCRT_LAUNCH(gatherKernel, blocksFor(outer * rows * inner), kThreads, 0, stream())(
-      data, indices, out, outer, n, inner, rows, error);
+void gather(const T *data, const int64_t *indices, T *out, int64_t outer, int64_t n, int64_t inner,
+            int64_t rows, int error) {
+  PPCRT_LAUNCH(gatherKernel, blocksFor(outer * rows * inner), kThreads, 0,
+               stream())(data, indices, out, outer, n, inner, rows, error);
   launched("a gather");
 }
 
 /// out [outer, n, inner] = 0, then row i of updates added to row indices[i].
 template <typename T>
-__global__ void scatterAddKernel(const T *updates, const int64_t *indices, T *out,
-                                 int64_t outer, int64_t n, int64_t inner, int64_t rows,
-                                 int error) {
+__global__ void scatterAddKernel(const T *updates, const int64_t *indices, T *out, int64_t outer,
+                                 int64_t n, int64_t inner, int64_t rows, int error) {
   PPCRT_GRID_STRIDE(i, outer * rows * inner) {
     int64_t j = i % inner, r = i / inner % rows, o = i / (inner * rows);
     int64_t row = indices[r];
@@ -263,8 +263,8 @@ template <typename T>
 void scatterAdd(const T *updates, const int64_t *indices, T *out, int64_t outer, int64_t n,
                 int64_t inner, int64_t rows, int error) {
   check(cudaMemsetAsync(out, 0, outer * n * inner * sizeof(T), stream()), "a scatter_add");
-  PPCRT_LAUNCH(scatterAddKernel, blocksFor(outer * rows * inner), kThreads, 0, stream())(
-      updates, indices, out, outer, n, inner, rows, error);
+  PPCRT_LAUNCH(scatterAddKernel, blocksFor(outer * rows * inner), kThreads, 0,
+               stream())(updates, indices, out, outer, n, inner, rows, error);
   launched("a scatter_add");
 }
 
@@ -281,8 +281,8 @@ __global__ void argMaxKernel(const T *in, int64_t *out, int64_t outer, int64_t n
 template <typename T>
 void argMax(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner, bool largest,
             bool last) {
-  PPCRT_LAUNCH(argMaxKernel, blocksFor(outer * inner), kThreads, 0, stream())(
-      in, out, outer, n, inner, largest, last);
+  PPCRT_LAUNCH(argMaxKernel, blocksFor(outer * inner), kThreads, 0, stream())(in, out, outer, n,
+                                                                              inner, largest, last);
   launched("an arg_max");
 }
 
@@ -299,10 +299,10 @@ __global__ void topKIndicesKernel(const T *in, int64_t *out, int64_t outer, int6
 }
 
 template <typename T>
-void topKIndices(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
-                 int64_t k, bool largest) {
-  PPCRT_LAUNCH(topKIndicesKernel, blocksFor(outer * inner), kThreads, 0, stream())(
-      in, out, outer, n, inner, k, largest);
+void topKIndices(const T *in, int64_t *out, int64_t outer, int64_t n, int64_t inner, int64_t k,
+                 bool largest) {
+  PPCRT_LAUNCH(topKIndicesKernel, blocksFor(outer * inner), kThreads, 0,
+               stream())(in, out, outer, n, inner, k, largest);
   launched("a top_k_indices");
 }
 
@@ -312,16 +312,15 @@ __global__ void cumsumKernel(const T *in, T *out, int64_t outer, int64_t n, int6
                              bool exclusive, bool reverse) {
   PPCRT_GRID_STRIDE(line, outer * inner) {
     int64_t o = line / inner, j = line % inner;
-    lines::cumsum(in + o * n * inner + j, out + o * n * inner + j, n, inner, exclusive,
-                  reverse);
+    lines::cumsum(in + o * n * inner + j, out + o * n * inner + j, n, inner, exclusive, reverse);
   }
 }
 
 template <typename T>
 void cumsum(const T *in, T *out, int64_t outer, int64_t n, int64_t inner, bool exclusive,
             bool reverse) {
-  PPCRT_LAUNCH(cumsumKernel, blocksFor(outer * inner), kThreads, 0, stream())(
-      in, out, outer, n, inner, exclusive, reverse);
+  PPCRT_LAUNCH(cumsumKernel, blocksFor(outer * inner), kThreads, 0,
+               stream())(in, out, outer, n, inner, exclusive, reverse);
   launched("a cumsum");
 }
 
@@ -335,9 +334,9 @@ __global__ void triluKernel(const T *in, T *out, int64_t total, int64_t rows, in
 }
 
 template <typename T>
-void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool upper,
-           int64_t k) {
-  PPCRT_LAUNCH(triluKernel, blocksFor(total), kThreads, 0, stream())(in, out, total, rows, cols, upper, k);
+void trilu(const T *in, T *out, int64_t total, int64_t rows, int64_t cols, bool upper, int64_t k) {
+  PPCRT_LAUNCH(triluKernel, blocksFor(total), kThreads, 0, stream())(in, out, total, rows, cols,
+                                                                     upper, k);
   launched("a trilu");
 }
 
@@ -350,12 +349,13 @@ enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 /// What a reduction of T accumulates in, as on CPUs (CpuKernels.h): double
 /// for floats; uint64_t for integers (sums and products wrap), int64_t for
 /// the max and min of signed ones.
-template <typename T> using Accumulator =
-    std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
-template <ReduceKind Kind, typename T> using ReduceAccumulator = std::conditional_t<
-    std::is_integral_v<T> && std::is_signed_v<T> &&
-        (Kind == ReduceKind::Max || Kind == ReduceKind::Min),
-    int64_t, Accumulator<T>>;
+template <typename T>
+using Accumulator = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+template <ReduceKind Kind, typename T>
+using ReduceAccumulator =
+    std::conditional_t<std::is_integral_v<T> && std::is_signed_v<T> &&
+                           (Kind == ReduceKind::Max || Kind == ReduceKind::Min),
+                       int64_t, Accumulator<T>>;
 
 template <ReduceKind Kind, typename A> __device__ inline A reduceIdentity() {
   if constexpr (Kind == ReduceKind::Sum || Kind == ReduceKind::Mean)
@@ -415,8 +415,8 @@ template <ReduceKind Kind, typename A> __device__ inline void blockCombine(A *pa
 }
 
 /// What a reduction writes for its accumulated value.
-template <ReduceKind Kind, typename T, typename A> __device__ inline T reduceResult(A value,
-                                                                                  int64_t count) {
+template <ReduceKind Kind, typename T, typename A>
+__device__ inline T reduceResult(A value, int64_t count) {
   if constexpr (Kind == ReduceKind::Mean)
     value = meanOf(value, count);
   return T(Reg<T>(value));
@@ -451,9 +451,8 @@ __global__ void reduceRowsKernel(Source in, T *out, Dims kept, Dims reduced, int
 /// every step; with several chunks it writes its partial to
 /// reducePartials[i].
 template <ReduceKind Kind, typename T, typename Source>
-__global__ void reduceColumnsKernel(Source in, T *out, Dims kept, Dims reduced,
-                                    int64_t outputs, int64_t count, int64_t chunk,
-                                    int64_t splits) {
+__global__ void reduceColumnsKernel(Source in, T *out, Dims kept, Dims reduced, int64_t outputs,
+                                    int64_t count, int64_t chunk, int64_t splits) {
   using A = ReduceAccumulator<Kind, T>;
   PPCRT_GRID_STRIDE(i, outputs * splits) {
     int64_t o = i % outputs, s = i / outputs;
@@ -493,8 +492,8 @@ __global__ void reduceSplitsKernel(T *out, int64_t outputs, int64_t splits, int6
 /// The same with one thread per output, chunk 0 first: for many outputs of
 /// few chunks each.
 template <ReduceKind Kind, typename T>
-__global__ void reduceFewSplitsKernel(T *out, int64_t outputs, int64_t splits,
-                                      int64_t outputStride, int64_t splitStride, int64_t count) {
+__global__ void reduceFewSplitsKernel(T *out, int64_t outputs, int64_t splits, int64_t outputStride,
+                                      int64_t splitStride, int64_t count) {
   using A = ReduceAccumulator<Kind, T>;
   const A *partials = partialsOf<A>();
   PPCRT_GRID_STRIDE(o, outputs) {
@@ -510,8 +509,8 @@ template <ReduceKind Kind, typename T>
 void combineSplits(T *out, int64_t outputs, int64_t splits, int64_t outputStride,
                    int64_t splitStride, int64_t count) {
   if (splits <= 32)
-    PPCRT_LAUNCH(reduceFewSplitsKernel<Kind>, blocksFor(outputs), kThreads, 0, stream())(
-        out, outputs, splits, outputStride, splitStride, count);
+    PPCRT_LAUNCH(reduceFewSplitsKernel<Kind>, blocksFor(outputs), kThreads, 0,
+                 stream())(out, outputs, splits, outputStride, splitStride, count);
   else
     PPCRT_LAUNCH(reduceSplitsKernel<Kind>, unsigned(outputs < 65536 * 8 ? outputs : 65536 * 8),
                  kThreads, 0, stream())(out, outputs, splits, outputStride, splitStride, count);
@@ -571,8 +570,8 @@ void reduceWith(Source in, T *out, int rank, const int64_t (&shape)[kMaxRank], u
     splits = split ? (count + chunk - 1) / chunk : 1;
     if (outputs * splits >= int64_t(1) << 31)
       splits = 1, chunk = count;
-    PPCRT_LAUNCH(reduceRowsKernel<Kind>, unsigned(outputs * splits), kThreads, 0, stream())(
-        in, out, kept, reduced, count, chunk, splits);
+    PPCRT_LAUNCH(reduceRowsKernel<Kind>, unsigned(outputs * splits), kThreads, 0,
+                 stream())(in, out, kept, reduced, count, chunk, splits);
     launched("a reduction");
     if (splits > 1)
       combineSplits<Kind>(out, outputs, splits, splits, int64_t(1), count);
@@ -624,8 +623,7 @@ __global__ void softmaxRowsKernel(const T *x, T *y, int64_t size) {
 /// The same over the middle dimension of [outer, size, inner]: one thread
 /// per (outer, inner) column.
 template <bool IsLog, typename T>
-__global__ void softmaxColumnsKernel(const T *x, T *y, int64_t outer, int64_t size,
-                                     int64_t inner) {
+__global__ void softmaxColumnsKernel(const T *x, T *y, int64_t outer, int64_t size, int64_t inner) {
   using C = Compute<T>;
   PPCRT_GRID_STRIDE(c, outer * inner) {
     int64_t base = (c / inner) * size * inner + c % inner;
@@ -648,8 +646,8 @@ void softmax(const T *x, T *y, int64_t outer, int64_t size, int64_t inner) {
   if (inner == 1)
     PPCRT_LAUNCH(softmaxRowsKernel<IsLog>, unsigned(outer), kThreads, 0, stream())(x, y, size);
   else
-    PPCRT_LAUNCH(softmaxColumnsKernel<IsLog>, blocksFor(outer * inner), kThreads, 0, stream())(
-        x, y, outer, size, inner);
+    PPCRT_LAUNCH(softmaxColumnsKernel<IsLog>, blocksFor(outer * inner), kThreads, 0,
+                 stream())(x, y, outer, size, inner);
   launched("a softmax");
 }
 
@@ -678,10 +676,10 @@ __global__ void layerNormKernel(const T *x, const T *scale, int64_t scaleStride,
 }
 
 template <typename T>
-void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias,
-               int64_t biasStride, T *y, int64_t outer, int64_t size, double epsilon) {
-  PPCRT_LAUNCH(layerNormKernel, unsigned(outer), kThreads, 0, stream())(x, scale, scaleStride, bias,
-                                                               biasStride, y, size, epsilon);
+void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, int64_t biasStride,
+               T *y, int64_t outer, int64_t size, double epsilon) {
+  PPCRT_LAUNCH(layerNormKernel, unsigned(outer), kThreads, 0,
+               stream())(x, scale, scaleStride, bias, biasStride, y, size, epsilon);
   launched("a layer norm");
 }
 
@@ -723,8 +721,8 @@ template <typename T>
 void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int64_t batch,
              int64_t classes, int64_t inner, LossReduction reduction, bool hasIgnore,
              int64_t ignoreIndex, int error) {
-  PPCRT_LAUNCH(nllLossKernel, 1, 1024, 0, stream())(input, target, weight, out, batch, classes, inner,
-                                          reduction, hasIgnore, ignoreIndex, error);
+  PPCRT_LAUNCH(nllLossKernel, 1, 1024, 0, stream())(
+      input, target, weight, out, batch, classes, inner, reduction, hasIgnore, ignoreIndex, error);
   launched("a loss");
 }
 
@@ -781,7 +779,7 @@ void einsum(EinsumOperands<T> ops, T *out, const EinsumSpec &spec, int64_t outSi
   for (int l = spec.outLabels; l < spec.labels; ++l)
     contracted *= spec.size[l];
   PPCRT_LAUNCH(einsumKernel, blocksFor(outSize), kThreads, 0, stream())(ops, out, spec, outSize,
-                                                              contracted);
+                                                                        contracted);
   launched("an einsum");
 }
 

@@ -36,7 +36,7 @@ static ncclDataType_t ncclType(DType dtype) {
     return ncclUint64;
   case DType::I16:
   case DType::U16:
-    break;  // NCCL has no 16-bit integers; ppc's programs communicate none
+    break; // NCCL has no 16-bit integers; ppc's programs communicate none
   }
   return ncclUint8;
 }
@@ -94,8 +94,8 @@ NcclRank::NcclRank(const Program &program, double timeoutSeconds, cudaStream_t c
     for (int a : meshAxisIndices(program, program.groups[g]))
       color[a] = 0;
     Comm comm;
-    std::string what = std::string("creating the NCCL communicator over '") +
-                       program.groups[g] + "'";
+    std::string what =
+        std::string("creating the NCCL communicator over '") + program.groups[g] + "'";
     checkNccl(ncclCommSplit(world, int(meshRankAt(program, color)), int(groups[g].position),
                             &comm.comm, &config),
               world, what.c_str());
@@ -268,8 +268,8 @@ Ticket NcclRank::allReduce(int g, DType dtype, const void *in, void *out, int64_
                            Reduction reduction, const char *what) {
   Comm &comm = groupComms[g];
   begin(comm);
-  checkNccl(ncclAllReduce(in, out, size_t(count), ncclType(dtype), ncclOp(reduction),
-                          comm.comm, comm.stream),
+  checkNccl(ncclAllReduce(in, out, size_t(count), ncclType(dtype), ncclOp(reduction), comm.comm,
+                          comm.stream),
             comm.comm, what);
   return finish(comm, what);
 }
@@ -312,13 +312,13 @@ Ticket NcclRank::reduceScatter(int g, DType dtype, const void *in, void *out, in
     for (int64_t j = 0; j < size; ++j)
       check(cudaMemcpy2DAsync(static_cast<char *>(comm.scratch) + j * outer * inner * bytes,
                               inner * bytes, static_cast<const char *>(in) + j * inner * bytes,
-                              size * inner * bytes, inner * bytes, outer,
-                              cudaMemcpyDeviceToDevice, comm.stream),
+                              size * inner * bytes, inner * bytes, outer, cudaMemcpyDeviceToDevice,
+                              comm.stream),
             what);
     send = comm.scratch;
   }
-  checkNccl(ncclReduceScatter(send, out, size_t(outer * inner), ncclType(dtype),
-                              ncclOp(reduction), comm.comm, comm.stream),
+  checkNccl(ncclReduceScatter(send, out, size_t(outer * inner), ncclType(dtype), ncclOp(reduction),
+                              comm.comm, comm.stream),
             comm.comm, what);
   return finish(comm, what);
 }
@@ -336,13 +336,13 @@ static void copyBlock(const int64_t *shape, int rank, int dim, int64_t parts, in
   int64_t rows = shape[dim] / parts, width = rows * inner, pitch = shape[dim] * inner;
   char *at = tensor + index * width;
   if (pack)
-    check(cudaMemcpy2DAsync(dense, width, at, pitch, width, outer, cudaMemcpyDeviceToDevice,
-                            stream),
-          what);
+    check(
+        cudaMemcpy2DAsync(dense, width, at, pitch, width, outer, cudaMemcpyDeviceToDevice, stream),
+        what);
   else
-    check(cudaMemcpy2DAsync(at, pitch, dense, width, width, outer, cudaMemcpyDeviceToDevice,
-                            stream),
-          what);
+    check(
+        cudaMemcpy2DAsync(at, pitch, dense, width, width, outer, cudaMemcpyDeviceToDevice, stream),
+        what);
 }
 
 Ticket NcclRank::allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
@@ -357,9 +357,8 @@ Ticket NcclRank::allToAll(int g, DType dtype, const void *in, void *out, const i
   begin(comm);
   char *packed = static_cast<char *>(comm.scratch), *arrived = static_cast<char *>(comm.scratch2);
   for (int64_t j = 0; j < size; ++j)
-    copyBlock(shape, rank, split, size, j, bytes,
-              const_cast<char *>(static_cast<const char *>(in)), packed + j * block * bytes,
-              true, comm.stream, what);
+    copyBlock(shape, rank, split, size, j, bytes, const_cast<char *>(static_cast<const char *>(in)),
+              packed + j * block * bytes, true, comm.stream, what);
   checkNccl(ncclGroupStart(), comm.comm, what);
   for (int64_t j = 0; j < size; ++j) {
     checkNccl(ncclSend(packed + j * block * bytes, size_t(block), ncclType(dtype), int(j),
@@ -383,19 +382,17 @@ Ticket NcclRank::allToAll(int g, DType dtype, const void *in, void *out, const i
 // Messages
 //===----------------------------------------------------------------------===//
 
-NcclRank::Comm &NcclRank::channel(const char *axis, int64_t from, int64_t to,
-                                  const char *what) {
+NcclRank::Comm &NcclRank::channel(const char *axis, int64_t from, int64_t to, const char *what) {
   for (int c = 0; c < program.numChannels; ++c) {
     const Channel &ch = program.channels[c];
-    if (ch.from == from && ch.to == to && std::strcmp(ch.axis, axis) == 0 &&
-        channelComms[c].comm)
+    if (ch.from == from && ch.to == to && std::strcmp(ch.axis, axis) == 0 && channelComms[c].comm)
       return channelComms[c];
   }
   stop(std::string("no NCCL channel for ") + what);
 }
 
-Ticket NcclRank::send(const char *axis, int64_t peer, DType dtype, const void *data,
-                      int64_t count, const char *what) {
+Ticket NcclRank::send(const char *axis, int64_t peer, DType dtype, const void *data, int64_t count,
+                      const char *what) {
   // As Rank.h promises (and MPI's buffered sends give), the data is copied
   // and the program may overwrite it at once: an NCCL send completes only
   // when its receive runs, and a program waiting for it before its own
@@ -405,8 +402,8 @@ Ticket NcclRank::send(const char *axis, int64_t peer, DType dtype, const void *d
   void *copy = stage(bytes);
   check(cudaMemcpyAsync(copy, data, bytes, cudaMemcpyDeviceToDevice, compute), what);
   begin(comm);
-  checkNccl(ncclSend(copy, size_t(count), ncclType(dtype), 1, comm.comm, comm.stream),
-            comm.comm, what);
+  checkNccl(ncclSend(copy, size_t(count), ncclType(dtype), 1, comm.comm, comm.stream), comm.comm,
+            what);
   finish(comm, what); // Waited for at the end of the step.
   return 0;
 }
@@ -415,8 +412,8 @@ Ticket NcclRank::recv(const char *axis, int64_t peer, DType dtype, void *data, i
                       const char *what) {
   Comm &comm = channel(axis, peer, coordinateOn(program, coords, axis), what);
   begin(comm);
-  checkNccl(ncclRecv(data, size_t(count), ncclType(dtype), 0, comm.comm, comm.stream),
-            comm.comm, what);
+  checkNccl(ncclRecv(data, size_t(count), ncclType(dtype), 0, comm.comm, comm.stream), comm.comm,
+            what);
   return finish(comm, what);
 }
 

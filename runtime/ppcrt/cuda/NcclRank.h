@@ -41,10 +41,10 @@ public:
                    Reduction reduction, const char *what) override;
   Ticket allGather(int g, DType dtype, const void *in, void *out, int64_t outer, int64_t inner,
                    const char *what) override;
-  Ticket reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer,
-                       int64_t inner, Reduction reduction, const char *what) override;
-  Ticket allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape,
-                  int rank, int split, int concat, const char *what) override;
+  Ticket reduceScatter(int g, DType dtype, const void *in, void *out, int64_t outer, int64_t inner,
+                       Reduction reduction, const char *what) override;
+  Ticket allToAll(int g, DType dtype, const void *in, void *out, const int64_t *shape, int rank,
+                  int split, int concat, const char *what) override;
   Ticket send(const char *axis, int64_t peer, DType dtype, const void *data, int64_t count,
               const char *what) override;
   Ticket recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,

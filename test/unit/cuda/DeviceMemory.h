@@ -34,8 +34,7 @@ template <typename T> std::vector<T> hostCopy(const T *device, size_t count) {
 }
 
 /// The host copy once `stream`'s work has run, checking the last launch.
-template <typename T>
-std::vector<T> result(const T *device, size_t count, cudaStream_t stream) {
+template <typename T> std::vector<T> result(const T *device, size_t count, cudaStream_t stream) {
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   std::vector<T> values(count);

@@ -26,8 +26,8 @@
 
 namespace {
 
-using ppcrt::cuda::bf16;
 using ppcrt::Dims;
+using ppcrt::cuda::bf16;
 using ppcrt::cuda::LossReduction;
 using ppcrt::cuda::ReduceKind;
 
@@ -116,8 +116,8 @@ void checkFloatReduce(const std::vector<float> &in, const Shape3 &shape = kSmall
     std::vector<double> want = referenceReduce(Kind, in, mask, shape);
     std::vector<float> got = runReduce<Kind>(in, mask, want.size(), shape);
     for (size_t i = 0; i < want.size(); ++i)
-      ASSERT_TRUE(near(got[i], want[i], 1e-6)) << "kind " << int(Kind) << " mask " << mask
-                                                << " output " << i;
+      ASSERT_TRUE(near(got[i], want[i], 1e-6))
+          << "kind " << int(Kind) << " mask " << mask << " output " << i;
   }
 }
 
@@ -206,8 +206,8 @@ template <bool IsLog> void checkSoftmax(int64_t outer, int64_t size, int64_t inn
   ppcrt::cuda::softmax<IsLog>(dx, dy, outer, size, inner);
   std::vector<float> got = hostCopy(dy, x.size());
   for (size_t i = 0; i < x.size(); ++i)
-    ASSERT_TRUE(near(got[i], want[i], 1e-5)) << "log " << IsLog << " [" << outer << ", " << size
-                                              << ", " << inner << "] element " << i;
+    ASSERT_TRUE(near(got[i], want[i], 1e-5))
+        << "log " << IsLog << " [" << outer << ", " << size << ", " << inner << "] element " << i;
 }
 
 // Rows longer than a block (1000 > 256 threads, not a multiple) and columns.
@@ -247,8 +247,8 @@ TEST(CudaKernels, LayerNormWithBroadcastScaleAndNoBias) {
   float *dy = deviceCopy(std::vector<float>(x.size()));
   for (bool broadcast : {false, true}) {
     for (bool hasBias : {true, false}) {
-      ppcrt::cuda::layerNorm(dx, dscale, broadcast ? 0 : 1, hasBias ? dbias : nullptr, 1, dy,
-                             outer, size, epsilon);
+      ppcrt::cuda::layerNorm(dx, dscale, broadcast ? 0 : 1, hasBias ? dbias : nullptr, 1, dy, outer,
+                             size, epsilon);
       std::vector<float> got = hostCopy(dy, x.size());
       for (int64_t o = 0; o < outer; ++o) {
         double mean = 0, variance = 0;
@@ -294,14 +294,14 @@ TEST(CudaKernels, NllLossWeightsIgnoresAndFlagsTargets) {
   int64_t *dtarget = deviceCopy(target);
   float *dout = deviceCopy(std::vector<float>(target.size()));
 
-  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner,
-                       LossReduction::Mean, true, -100, 17);
+  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner, LossReduction::Mean,
+                       true, -100, 17);
   EXPECT_TRUE(near(hostCopy(dout, 1)[0], lossSum / weightSum, 1e-6));
   ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner, LossReduction::Sum,
                        true, -100, 17);
   EXPECT_TRUE(near(hostCopy(dout, 1)[0], lossSum, 1e-6));
-  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner,
-                       LossReduction::None, true, -100, 17);
+  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner, LossReduction::None,
+                       true, -100, 17);
   std::vector<float> tokens = hostCopy(dout, target.size());
   for (size_t i = 0; i < tokens.size(); ++i)
     EXPECT_TRUE(near(tokens[i], perToken[i], 1e-6)) << "token " << i;
@@ -495,8 +495,8 @@ TEST(CudaKernels, TopKIndicesMatchesAStableSort) {
 // Integers and doubles compare exactly: neighbours that float would merge
 // (2^24 + 1, 1 + 1e-12) keep their order.
 TEST(CudaKernels, TopKIndicesComparesInTheElementType) {
-  std::vector<int64_t> ints = {int64_t(1) << 24, (int64_t(1) << 24) + 1,
-                               (int64_t(1) << 53) + 1, int64_t(1) << 53};
+  std::vector<int64_t> ints = {int64_t(1) << 24, (int64_t(1) << 24) + 1, (int64_t(1) << 53) + 1,
+                               int64_t(1) << 53};
   int64_t *di = deviceCopy(ints), *dout = deviceCopy(std::vector<int64_t>(4));
   ppcrt::cuda::topKIndices(di, dout, 1, 4, 1, 4, true);
   EXPECT_EQ(hostCopy(dout, 4), (std::vector<int64_t>{2, 3, 1, 0}));
@@ -574,7 +574,7 @@ TEST(CudaKernels, Bf16RoundsToNearestEven) {
   EXPECT_EQ(round(1.0f + 0x1p-8f + 0x1p-20f), 1.0f + 0x1p-7f);
   EXPECT_EQ(round(-1.0f - 0x1p-9f), -1.0f);
   EXPECT_EQ(round(0x1.fep127f), 0x1.fep127f); // bf16's largest finite value
-  EXPECT_TRUE(std::isinf(round(FLT_MAX)));     // rounds past it: to infinity
+  EXPECT_TRUE(std::isinf(round(FLT_MAX)));    // rounds past it: to infinity
   EXPECT_TRUE(std::isinf(round(INFINITY)));
   EXPECT_TRUE(std::isnan(round(NAN)));
   EXPECT_EQ(round(0x1p-130f), 0x1p-130f); // subnormals are kept (bf16 has float's exponent)

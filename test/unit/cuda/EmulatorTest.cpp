@@ -98,8 +98,8 @@ TEST(CudaEmulator, LaunchesOutsideTheGpuLimitsFailWithoutRunning) {
   PPCRT_LAUNCH(countLaunches, 2, dim3(4, 2), 0, nullptr)(counter);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(hostCopy(counter, 1)[0], 16);
-  for (auto [grid, block] : {std::pair<dim3, dim3>{1, 1025}, {dim3(1, 65536), 32},
-                             {1, dim3(1, 1, 65)}, {0, 32}}) {
+  for (auto [grid, block] :
+       {std::pair<dim3, dim3>{1, 1025}, {dim3(1, 65536), 32}, {1, dim3(1, 1, 65)}, {0, 32}}) {
     PPCRT_LAUNCH(countLaunches, grid, block, 0, nullptr)(counter);
     EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
   }
@@ -244,15 +244,15 @@ TEST(CudaEmulator, MatmulMatchesADirectProductForTransposesAndBatches) {
       v = uniform(random);
     float *da = deviceCopy(a), *db = deviceCopy(b);
     float *dc = deviceCopy(std::vector<float>(count * g.m * g.n));
-    ppcrt::cuda::matmul(ppcrt::cuda::GemmType::F32, ppcrt::cuda::GemmType::F32, g.transA,
-                        g.transB, int(g.batch.size()), g.batch.data(), g.aStrides.data(),
-                        g.bStrides.data(), g.m, g.n, g.k, da, db, dc, "test");
+    ppcrt::cuda::matmul(ppcrt::cuda::GemmType::F32, ppcrt::cuda::GemmType::F32, g.transA, g.transB,
+                        int(g.batch.size()), g.batch.data(), g.aStrides.data(), g.bStrides.data(),
+                        g.m, g.n, g.k, da, db, dc, "test");
     std::vector<float> c = hostCopy(dc, count * g.m * g.n);
     std::vector<double> want = referenceGemm(g, a, b);
     for (size_t i = 0; i < c.size(); ++i)
-      ASSERT_NEAR(c[i], want[i], 1e-5) << "element " << i << " of the case with m=" << g.m
-                                       << " n=" << g.n << " k=" << g.k << " transA=" << g.transA
-                                       << " transB=" << g.transB;
+      ASSERT_NEAR(c[i], want[i], 1e-5)
+          << "element " << i << " of the case with m=" << g.m << " n=" << g.n << " k=" << g.k
+          << " transA=" << g.transA << " transB=" << g.transB;
     cudaFree(da);
     cudaFree(db);
     cudaFree(dc);
@@ -295,20 +295,19 @@ TEST(CudaEmulator, CublasLtRejectsLayoutsThatDisagreeAndMisalignedPointers) {
   cublasLtMatmulPreferenceCreate(&preference);
   cublasLtMatmulHeuristicResult_t result;
   int found = -1;
-  EXPECT_EQ(cublasLtMatmulAlgoGetHeuristic(handle, op, a, wrongB, c, c, preference, 1, &result,
-                                           &found),
-            CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_EQ(
+      cublasLtMatmulAlgoGetHeuristic(handle, op, a, wrongB, c, c, preference, 1, &result, &found),
+      CUBLAS_STATUS_INVALID_VALUE);
   EXPECT_EQ(found, 0);
-  ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(handle, op, a, b, c, c, preference, 1, &result,
-                                           &found),
+  ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(handle, op, a, b, c, c, preference, 1, &result, &found),
             CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(found, 1);
   // The algorithm assumes cuBLASLt's default 256-byte alignment.
   float *memory = deviceCopy(std::vector<float>(192, 1.0f));
   float *x = memory, *y = memory + 64, *z = memory + 128; // 256 bytes apart
   const float one = 1, zero = 0;
-  EXPECT_EQ(cublasLtMatmul(handle, op, &one, x, a, y, b, &zero, z, c, z, c, &result.algo,
-                           nullptr, 0, nullptr),
+  EXPECT_EQ(cublasLtMatmul(handle, op, &one, x, a, y, b, &zero, z, c, z, c, &result.algo, nullptr,
+                           0, nullptr),
             CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(cublasLtMatmul(handle, op, &one, x + 1, a, y, b, &zero, z, c, z, c, &result.algo,
                            nullptr, 0, nullptr),

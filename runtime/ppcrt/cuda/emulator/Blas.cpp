@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/ppcrt/cuda/emulator/Emulator.h"
-#include "runtime/ppcrt/cuda/emulator/include/cuda_bf16.h"
 #include "runtime/ppcrt/cuda/emulator/include/cublasLt.h"
+#include "runtime/ppcrt/cuda/emulator/include/cuda_bf16.h"
 
 #include <cblas.h>
 
@@ -106,8 +106,8 @@ const float *widened(const void *data, const cublasLtMatrixLayoutOpaque &layout,
 
 void multiply(cublasLtMatmulDescOpaque desc, cublasLtMatrixLayoutOpaque a,
               cublasLtMatrixLayoutOpaque b, cublasLtMatrixLayoutOpaque c,
-              cublasLtMatrixLayoutOpaque d, Shape shape, float alpha, float beta,
-              const char *aData, const char *bData, const char *cData, char *dData) {
+              cublasLtMatrixLayoutOpaque d, Shape shape, float alpha, float beta, const char *aData,
+              const char *bData, const char *cData, char *dData) {
   std::vector<float> aWide, bWide, result;
   for (int32_t i = 0; i < a.batch; ++i) {
     const void *aAt = aData + i * a.stride * elementBytes(a.type);
@@ -126,8 +126,8 @@ void multiply(cublasLtMatmulDescOpaque desc, cublasLtMatrixLayoutOpaque a,
                                    : float(reinterpret_cast<const __nv_bfloat16 *>(cAt)[from]);
         }
     cblas_sgemm(CblasColMajor, desc.transA == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
-                desc.transB == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, shape.m, shape.n,
-                shape.k, alpha, x, a.ld, y, b.ld, beta, result.data(), d.ld);
+                desc.transB == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, shape.m, shape.n, shape.k,
+                alpha, x, a.ld, y, b.ld, beta, result.data(), d.ld);
     for (int64_t col = 0; col < shape.n; ++col)
       for (int64_t row = 0; row < shape.m; ++row) {
         size_t at = size_t(col) * d.ld + row;
@@ -228,10 +228,9 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t prefer
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t
-cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preference,
-                                     cublasLtMatmulPreferenceAttributes_t attribute,
-                                     const void *value, size_t bytes) {
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preference,
+                                                    cublasLtMatmulPreferenceAttributes_t attribute,
+                                                    const void *value, size_t bytes) {
   bool set = false;
   if (attribute == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES)
     set = setScalar(&preference->workspaceBytes, sizeof(size_t), value, bytes);
@@ -242,11 +241,12 @@ cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preference,
   return set ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
-    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
-    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
-    cublasLtMatmulPreference_t preference, int requested,
-    cublasLtMatmulHeuristicResult_t results[], int *found) {
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                              cublasLtMatmulPreference_t preference, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[],
+                                              int *found) {
   *found = 0;
   if (!handle)
     return CUBLAS_STATUS_NOT_INITIALIZED;
@@ -264,10 +264,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                              const void *alpha, const void *a, cublasLtMatrixLayout_t aLayout,
-                              const void *b, cublasLtMatrixLayout_t bLayout, const void *beta,
-                              const void *c, cublasLtMatrixLayout_t cLayout, void *d,
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void *alpha,
+                              const void *a, cublasLtMatrixLayout_t aLayout, const void *b,
+                              cublasLtMatrixLayout_t bLayout, const void *beta, const void *c,
+                              cublasLtMatrixLayout_t cLayout, void *d,
                               cublasLtMatrixLayout_t dLayout, const cublasLtMatmulAlgo_t *algo,
                               void *, size_t, cudaStream_t stream) {
   if (!handle)

@@ -1,8 +1,8 @@
 //===- Nccl.cpp - NCCL over MPI -------------------------------------------===//
 
+#include "runtime/ppcrt/cuda/emulator/include/nccl.h"
 #include "runtime/ppcrt/cuda/emulator/Emulator.h"
 #include "runtime/ppcrt/cuda/emulator/include/cuda_bf16.h"
-#include "runtime/ppcrt/cuda/emulator/include/nccl.h"
 
 #include <mpi.h>
 
@@ -92,8 +92,10 @@ template <ncclRedOp_t Op> void bf16Reduce(void *in, void *inout, int *count, MPI
   auto *y = static_cast<__nv_bfloat16 *>(inout);
   for (int i = 0; i < *count; ++i) {
     float a = float(x[i]), b = float(y[i]);
-    float r = Op == ncclSum ? a + b : Op == ncclProd ? a * b : Op == ncclMax ? (a > b ? a : b)
-                                                                             : (a < b ? a : b);
+    float r = Op == ncclSum    ? a + b
+              : Op == ncclProd ? a * b
+              : Op == ncclMax  ? (a > b ? a : b)
+                               : (a < b ? a : b);
     y[i] = __nv_bfloat16(r);
   }
 }
@@ -153,9 +155,9 @@ void reap(ncclComm &comm) {
 
 void postSend(ncclComm &comm, const void *data, size_t bytes, int peer) {
   reap(comm);
-  comm.sends.push_back({std::vector<char>(static_cast<const char *>(data),
-                                          static_cast<const char *>(data) + bytes),
-                        MPI_REQUEST_NULL});
+  comm.sends.push_back(
+      {std::vector<char>(static_cast<const char *>(data), static_cast<const char *>(data) + bytes),
+       MPI_REQUEST_NULL});
   ncclComm::Send &send = comm.sends.back();
   MPI_Isend(send.data.data(), int(bytes), MPI_BYTE, peer, kTag, comm.comm, &send.request);
 }
@@ -389,9 +391,8 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendCount, ncclD
   return ncclSuccess;
 }
 
-ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvCount,
-                               ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
-                               cudaStream_t stream) {
+ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvCount, ncclDataType_t type,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   std::string why = invalid(comm, recvCount * size_t(comm ? comm->size : 1), type);
   if (!why.empty())
     return error(ncclInvalidArgument, why);
@@ -408,8 +409,7 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvCount,
     // The output may be a block of the input (NCCL's in-place form).
     std::vector<char> input(static_cast<const char *>(send),
                             static_cast<const char *>(send) + bytes * comm->size);
-    MPI_Reduce_scatter_block(input.data(), recv, int(recvCount), mpiType(type), mpi,
-                             comm->comm);
+    MPI_Reduce_scatter_block(input.data(), recv, int(recvCount), mpiType(type), mpi, comm->comm);
   });
   return ncclSuccess;
 }

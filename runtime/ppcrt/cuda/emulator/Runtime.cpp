@@ -168,11 +168,11 @@ void launch(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes, cudaS
             Threads threads) {
   // The limits of every GPU since compute capability 3.0 (sm_90's too).
   uint64_t count = uint64_t(block.x) * block.y * block.z;
-  bool valid = block.x >= 1 && block.y >= 1 && block.z >= 1 && block.x <= 1024 &&
-               block.y <= 1024 && block.z <= 64 && count <= 1024 && grid.x >= 1 &&
-               grid.y >= 1 && grid.z >= 1 && grid.x <= 0x7fffffffu && grid.y <= 65535 &&
-               grid.z <= 65535 && sharedBytes <= 48 * 1024;
-  cudaError_t error = !valid                ? cudaErrorInvalidConfiguration
+  bool valid = block.x >= 1 && block.y >= 1 && block.z >= 1 && block.x <= 1024 && block.y <= 1024 &&
+               block.z <= 64 && count <= 1024 && grid.x >= 1 && grid.y >= 1 && grid.z >= 1 &&
+               grid.x <= 0x7fffffffu && grid.y <= 65535 && grid.z <= 65535 &&
+               sharedBytes <= 48 * 1024;
+  cudaError_t error = !valid                 ? cudaErrorInvalidConfiguration
                       : !knownStream(stream) ? cudaErrorInvalidResourceHandle
                                              : cudaSuccess;
   if (error != cudaSuccess) {

@@ -188,8 +188,8 @@ unsigned checkRound() {
     const Fiber &lead = block.fibers[first];
     if (fiber.syncs != lead.syncs || fiber.at != lead.at)
       emulatorError(blockName() + ": " + threadName(first) + " waits at " + syncName(lead.at) +
-                    " #" + std::to_string(lead.syncs) + " while " + threadName(t) +
-                    " waits at " + syncName(fiber.at) + " #" + std::to_string(fiber.syncs) +
+                    " #" + std::to_string(lead.syncs) + " while " + threadName(t) + " waits at " +
+                    syncName(fiber.at) + " #" + std::to_string(fiber.syncs) +
                     " (divergent synchronization: a GPU would hang or corrupt the block)");
   }
   return first;

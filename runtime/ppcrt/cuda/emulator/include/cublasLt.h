@@ -91,21 +91,21 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
 
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *preference);
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference);
-cublasStatus_t
-cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preference,
-                                     cublasLtMatmulPreferenceAttributes_t attribute,
-                                     const void *value, size_t bytes);
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preference,
+                                                    cublasLtMatmulPreferenceAttributes_t attribute,
+                                                    const void *value, size_t bytes);
 
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
-    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
-    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
-    cublasLtMatmulPreference_t preference, int requested,
-    cublasLtMatmulHeuristicResult_t results[], int *found);
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                              cublasLtMatmulPreference_t preference, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[],
+                                              int *found);
 
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                              const void *alpha, const void *a, cublasLtMatrixLayout_t aLayout,
-                              const void *b, cublasLtMatrixLayout_t bLayout, const void *beta,
-                              const void *c, cublasLtMatrixLayout_t cLayout, void *d,
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void *alpha,
+                              const void *a, cublasLtMatrixLayout_t aLayout, const void *b,
+                              cublasLtMatrixLayout_t bLayout, const void *beta, const void *c,
+                              cublasLtMatrixLayout_t cLayout, void *d,
                               cublasLtMatrixLayout_t dLayout, const cublasLtMatmulAlgo_t *algo,
                               void *workspace, size_t workspaceBytes, cudaStream_t stream);
 

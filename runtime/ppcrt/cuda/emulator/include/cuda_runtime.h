@@ -86,9 +86,9 @@ void launch(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes, cudaS
 /// parameters. (A closure per launch, without std::function: generated
 /// sources have hundreds of launches, and the host compiler's time goes
 /// into what each instantiates.)
-template <typename Thread> void launchThreads(const char *kernel, dim3 grid, dim3 block,
-                                              size_t sharedBytes, cudaStream_t stream,
-                                              Thread &&thread) {
+template <typename Thread>
+void launchThreads(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes,
+                   cudaStream_t stream, Thread &&thread) {
   using Closure = std::decay_t<Thread>;
   launch(kernel, grid, block, sharedBytes, stream,
          Threads{[](void *c) { (*static_cast<Closure *>(c))(); },
@@ -111,10 +111,10 @@ template <typename T> T shuffleXor(T value, int laneMask, int width) {
 
 } // namespace ppcrt::emu
 
-#define PPCRT_LAUNCH(kernel, grid, block, shared, stream)                                   \
-  [&](auto... ppcrtArgs) {                                                                  \
-    ::ppcrt::emu::launchThreads(#kernel, grid, block, shared, stream,                       \
-                                [ppcrtArgs...] { kernel(ppcrtArgs...); });                  \
+#define PPCRT_LAUNCH(kernel, grid, block, shared, stream)                                          \
+  [&](auto... ppcrtArgs) {                                                                         \
+    ::ppcrt::emu::launchThreads(#kernel, grid, block, shared, stream,                              \
+                                [ppcrtArgs...] { kernel(ppcrtArgs...); });                         \
   }
 
 inline void __syncthreads() { ppcrt::emu::synchronize(ppcrt::emu::Sync::Barrier); }

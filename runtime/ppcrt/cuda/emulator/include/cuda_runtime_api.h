@@ -84,8 +84,7 @@ cudaError_t cudaMemcpy2DAsync(void *to, size_t toPitch, const void *from, size_t
                               size_t width, size_t height, cudaMemcpyKind kind,
                               cudaStream_t stream = nullptr);
 cudaError_t cudaMemset(void *pointer, int value, size_t bytes);
-cudaError_t cudaMemsetAsync(void *pointer, int value, size_t bytes,
-                            cudaStream_t stream = nullptr);
+cudaError_t cudaMemsetAsync(void *pointer, int value, size_t bytes, cudaStream_t stream = nullptr);
 
 cudaError_t cudaStreamCreate(cudaStream_t *stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);

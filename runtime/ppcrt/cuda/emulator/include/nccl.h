@@ -65,8 +65,7 @@ struct ncclConfig_t {
   const char *netName;
   int splitShare;
 };
-#define NCCL_CONFIG_INITIALIZER                                                             \
-  { sizeof(ncclConfig_t), 0xcafebeef, 0, 1, 0, 0, 0, nullptr, 0 }
+#define NCCL_CONFIG_INITIALIZER {sizeof(ncclConfig_t), 0xcafebeef, 0, 1, 0, 0, 0, nullptr, 0}
 
 const char *ncclGetErrorString(ncclResult_t result);
 const char *ncclGetLastError(ncclComm_t comm);
@@ -85,15 +84,14 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendCount,
-                           ncclDataType_t type, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvCount,
-                               ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
-                               cudaStream_t stream);
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendCount, ncclDataType_t type,
+                           ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvCount, ncclDataType_t type,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t type, int peer,
                       ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type, int peer,
-                      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                      cudaStream_t stream);
 ncclResult_t ncclGroupStart();
 ncclResult_t ncclGroupEnd();
 
