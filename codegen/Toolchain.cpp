@@ -59,7 +59,6 @@ static std::vector<std::string> cudaBuildCommand(llvm::StringRef source, llvm::S
       args.push_back("-Xlinker=" + name.str());
   }
   args.push_back("-Xlinker=-rpath," PPC_CUDA_LIBRARY_DIR);
-  args.push_back("-lgomp");
   args.push_back("-lpthread");
   return args;
 #else
@@ -69,19 +68,21 @@ static std::vector<std::string> cudaBuildCommand(llvm::StringRef source, llvm::S
 }
 
 /// The system compiler's command: `compile` (flags and the source), then
-/// what every host build links.
+/// the target's runtime archive `targetLibrary`, what every host build
+/// links, and OpenBLAS (the CPU GEMMs and the emulated cuBLASLt's).
 static std::vector<std::string> hostBuildCommand(std::vector<std::string> compile,
-                                                 llvm::StringRef output, const char *extraLibrary) {
+                                                 llvm::StringRef output,
+                                                 const char *targetLibrary) {
   const char *cxx = std::getenv("PPC_CXX");
   std::vector<std::string> args = {cxx ? cxx : PPC_CXX_COMPILER, "-std=c++17", PPC_OPENMP_FLAGS,
                                    "-I" PPC_SOURCE_DIR, "-w"};
   args.insert(args.end(), compile.begin(), compile.end());
   args.insert(args.end(), {"-o", output.str()});
-  if (extraLibrary)
-    args.push_back(extraLibrary);
+  args.push_back(targetLibrary);
   for (const char *lib : {PPC_LINK_LIBRARIES})
     if (*lib)
       args.push_back(lib);
+  args.push_back(PPC_OPENBLAS_LIBRARY);
   args.push_back("-lpthread");
   return args;
 }
@@ -96,7 +97,7 @@ std::vector<std::string> buildCommand(Build build, llvm::StringRef source, llvm:
     return hostBuildCommand({"-O1", "-I" PPC_SOURCE_DIR "/runtime/ppcrt/cuda/emulator/include",
                              "-x", "c++", source.str(), "-x", "none"},
                             output, PPC_CUDA_EMULATOR_LIBRARY);
-  return hostBuildCommand({"-O3", "-march=native", source.str()}, output, nullptr);
+  return hostBuildCommand({"-O3", "-march=native", source.str()}, output, PPC_CPU_LIBRARY);
 }
 
 llvm::Error buildExecutable(Build build, llvm::StringRef source, llvm::StringRef output,
