@@ -326,18 +326,21 @@ static ShardingRule cumSumRule(Operation *op) {
   return rule;
 }
 
-/// arg_max: the searched axis needs replication in the operand (the result
-/// has size 1 there); the other dimensions are parallel.
-static ShardingRule argMaxRule(Operation *op) {
+/// A search along `axis` (arg_max, top_k_indices): that axis needs
+/// replication in the operand; in the result it holds `found` positions, a
+/// factor of its own that needs replication too (k of n), or one position
+/// and no factor; the other dimensions are parallel.
+static ShardingRule searchRule(Operation *op, int64_t axis, std::optional<int64_t> found) {
   llvm::ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
-  int64_t axis = llvm::cast<ArgMaxOp>(op).getAxis();
   ShardingRule rule;
   TensorFactors before = addFactorPerDim(rule, shape.take_front(axis));
   TensorFactors searched = addFactorPerDim(rule, shape.slice(axis, 1), FactorKind::NeedReplication);
+  TensorFactors kept =
+      found ? addFactorPerDim(rule, {*found}, FactorKind::NeedReplication) : TensorFactors(1);
   TensorFactors after = addFactorPerDim(rule, shape.drop_front(axis + 1));
   TensorFactors operand = before, result = before;
   llvm::append_range(operand, searched);
-  result.push_back({});
+  llvm::append_range(result, kept);
   llvm::append_range(operand, after);
   llvm::append_range(result, after);
   rule.operands.push_back(operand);
@@ -345,26 +348,13 @@ static ShardingRule argMaxRule(Operation *op) {
   return rule;
 }
 
-/// top_k_indices: the searched axis needs replication in the operand and in
-/// the result (a different factor: k of n); the other dimensions are
-/// parallel.
+static ShardingRule argMaxRule(Operation *op) {
+  return searchRule(op, llvm::cast<ArgMaxOp>(op).getAxis(), std::nullopt);
+}
+
 static ShardingRule topKIndicesRule(Operation *op) {
-  llvm::ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
   auto topK = llvm::cast<TopKIndicesOp>(op);
-  int64_t axis = topK.getAxis();
-  ShardingRule rule;
-  TensorFactors before = addFactorPerDim(rule, shape.take_front(axis));
-  TensorFactors searched = addFactorPerDim(rule, shape.slice(axis, 1), FactorKind::NeedReplication);
-  TensorFactors found = addFactorPerDim(rule, {int64_t(topK.getK())}, FactorKind::NeedReplication);
-  TensorFactors after = addFactorPerDim(rule, shape.drop_front(axis + 1));
-  TensorFactors operand = before, result = before;
-  llvm::append_range(operand, searched);
-  llvm::append_range(result, found);
-  llvm::append_range(operand, after);
-  llvm::append_range(result, after);
-  rule.operands.push_back(operand);
-  rule.results.push_back(result);
-  return rule;
+  return searchRule(op, topK.getAxis(), int64_t(topK.getK()));
 }
 
 void registerDataMovementShardingRules(ShardingRuleRegistry &registry) {
