@@ -415,6 +415,13 @@ def onehot_depth(out):
          out, "onehot_depth")
 
 
+def argmax_empty_axis(out):
+    """ArgMax along an axis of size 0 (no largest element)."""
+    save(model([helper.make_node("ArgMax", ["x"], ["y"], axis=1, name="argmax")],
+               [vi("x", F32, [3, 0])], [vi("y", I64, [3, 1])]),
+         out, "argmax_empty_axis")
+
+
 def twice_record(out):
     """A record listing l0.w as a parameter and as frozen."""
     two_scales(out, "twice_record", "l0.w",
@@ -739,6 +746,7 @@ def duplicate_tied(out):
 
 
 MODELS = {f.__name__: f for f in [
+    argmax_empty_axis,
     float_axis, int_epsilon, unknown_attribute, duplicate_initializer, duplicate_output,
     out_of_order, op_newer_than_opset, split_no_outputs, slice_scalar,
     slice_empty_backward, duplicate_tied,
