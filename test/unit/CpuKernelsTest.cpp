@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/ppcrt/CpuKernels.h"
+#include "test/unit/ArgMaxReference.h"
 
 #include <gtest/gtest.h>
 
@@ -19,24 +20,15 @@ namespace {
 // and last of equal elements (the values repeat), along a middle axis.
 TEST(CpuKernels, ArgMaxMatchesAScan) {
   const int64_t outer = 4, n = 9, inner = 3;
-  std::vector<float> in(outer * n * inner);
-  for (size_t i = 0; i < in.size(); ++i)
-    in[i] = float(int64_t(i * 5) % 7);
+  std::vector<float> in = ppc::test::argMaxInput(outer * n * inner);
   std::vector<int64_t> out(outer * inner);
   for (bool largest : {true, false})
     for (bool last : {false, true}) {
       ppcrt::cpu::argMax(in.data(), out.data(), outer, n, inner, largest, last);
       for (int64_t o = 0; o < outer; ++o)
-        for (int64_t j = 0; j < inner; ++j) {
-          auto at = [&](int64_t i) { return double(in[(o * n + i) * inner + j]); };
-          int64_t best = 0;
-          for (int64_t i = 1; i < n; ++i)
-            if (largest ? at(i) > at(best) || (last && at(i) == at(best))
-                        : at(i) < at(best) || (last && at(i) == at(best)))
-              best = i;
-          ASSERT_EQ(out[o * inner + j], best)
+        for (int64_t j = 0; j < inner; ++j)
+          ASSERT_EQ(out[o * inner + j], ppc::test::argMaxOfLine(in, n, inner, o, j, largest, last))
               << "largest " << largest << " last " << last << " line " << o << "," << j;
-        }
     }
 }
 

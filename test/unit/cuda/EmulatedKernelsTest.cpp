@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/ppcrt/cuda/Kernels.cuh"
+#include "test/unit/ArgMaxReference.h"
 #include "test/unit/cuda/DeviceMemory.h"
 
 #include <gtest/gtest.h>
@@ -441,9 +442,7 @@ TEST(CudaKernels, CumSumScansEveryLine) {
 // and last of equal elements (the values repeat).
 TEST(CudaKernels, ArgMaxMatchesAScan) {
   const int64_t outer = 4, n = 9, inner = 3;
-  std::vector<float> in(outer * n * inner);
-  for (size_t i = 0; i < in.size(); ++i)
-    in[i] = float(int64_t(i * 5) % 7);
+  std::vector<float> in = ppc::test::argMaxInput(outer * n * inner);
   float *din = deviceCopy(in);
   int64_t *dout = deviceCopy(std::vector<int64_t>(outer * inner));
   for (bool largest : {true, false})
@@ -451,16 +450,9 @@ TEST(CudaKernels, ArgMaxMatchesAScan) {
       ppcrt::cuda::argMax(din, dout, outer, n, inner, largest, last);
       std::vector<int64_t> got = hostCopy(dout, outer * inner);
       for (int64_t o = 0; o < outer; ++o)
-        for (int64_t j = 0; j < inner; ++j) {
-          auto at = [&](int64_t i) { return double(in[(o * n + i) * inner + j]); };
-          int64_t best = 0;
-          for (int64_t i = 1; i < n; ++i)
-            if (largest ? at(i) > at(best) || (last && at(i) == at(best))
-                        : at(i) < at(best) || (last && at(i) == at(best)))
-              best = i;
-          ASSERT_EQ(got[o * inner + j], best)
+        for (int64_t j = 0; j < inner; ++j)
+          ASSERT_EQ(got[o * inner + j], ppc::test::argMaxOfLine(in, n, inner, o, j, largest, last))
               << "largest " << largest << " last " << last << " line " << o << "," << j;
-        }
     }
 }
 
