@@ -351,7 +351,12 @@ def watchdog(ppc, tmp, timeout=4.0):
                 except ProcessLookupError:
                     pass
         took = time.time() - stopped
-        named = [l for l in err.splitlines() if l.startswith("error: rank") and " on [" in l]
+        # A waiting rank names the collective it waited in: one of the step's
+        # (`... on [mesh axes]`) or, when the stop lands between steps, the
+        # runtime's own error check. Where the SIGSTOP lands is chance.
+        named = [l for l in err.splitlines()
+                 if l.startswith("error: rank") and "(--timeout) in " in l
+                 and (" on [" in l or "in the ranks' error check" in l)]
         print(f"{how.name}: exit {proc.returncode} after {took:.1f} s; "
               f"{len(named)} ranks named their collective, e.g.\n  "
               + (named[0] if named else "(none)"))
