@@ -279,6 +279,38 @@ def BucketAllReduces : Pass<"ppc-bucket-all-reduces", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def Recompute : Pass<"ppc-recompute", "mlir::ModuleOp"> {
+  let summary = "Recomputes activations in the backward instead of keeping them (--recompute)";
+  let description = [{
+    Activation recomputation as Megatron-LM offers it, on each training
+    program (after partitioning and pipelining, so that it sees the ops and
+    the order each rank runs): a value of the forward that the backward
+    reads is either kept until then, or recomputed from kept values by
+    clones of its forward ops, inserted right before the first backward op
+    of the value's region that reads one (passes/memory/Recompute.h).
+    `selective` recomputes each block's attention core (the scores and
+    probabilities, which grow with the square of the sequence); `full`
+    keeps only what each block reads from outside it (its input) and
+    recomputes the rest; `auto` recomputes nothing when the program's memory
+    plan fits `memory-per-rank`, and otherwise the least, per block, that
+    makes it fit (by memory saved per second recomputed). Clones run the
+    same ops on the same values in the same order, so losses are
+    bit-identical to no recomputation. Clones carry `ppc.recomputed =
+    "<block>"`, the backward provenance of their forward op and its slot;
+    the program records the levels chosen as `ppc.recompute`.
+
+    Example: with `full`, a GPT block keeps its input (the residual stream)
+    and its backward begins by running its forward again.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"auto\"",
+           "none, selective, full or auto">,
+    Option<"memoryPerRank", "memory-per-rank", "double", /*default=*/"80e9",
+           "device memory of one rank in bytes (auto)">
+  ];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def GemmsInBf16 : Pass<"ppc-gemms-in-bf16", "mlir::func::FuncOp"> {
   let summary = "Computes every f32 GEMM in bf16 (--precision bf16)";
   let description = [{

@@ -48,8 +48,13 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
 }
 
 void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOptions &options) {
-  if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1)
+  RecomputeOptions recompute;
+  recompute.policy = options.recompute;
+  recompute.memoryPerRank = options.memoryPerRank;
+  if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1) {
+    pm.addPass(createRecompute(recompute));
     return;
+  }
   PlanShardingsOptions plan;
   plan.dataParallel = options.dataParallel;
   plan.tensorParallel = options.tensorParallel;
@@ -73,6 +78,7 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
     pm.addPass(createPipeline(pipeline));
   }
   pm.addNestedPass<func::FuncOp>(createBucketAllReduces());
+  pm.addPass(createRecompute(recompute));
 }
 
 void registerPpcPassesAndPipelines() {

@@ -85,12 +85,17 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
                                 llvm::cl::desc("virtual stages per pipeline rank (0: the "
                                                "schedule's default)"),
                                 llvm::cl::init(0)};
+  Option<std::string> recompute{*this, "recompute",
+                                llvm::cl::desc("activation recomputation: none, selective, full "
+                                               "or auto (what fits memory-per-rank)"),
+                                llvm::cl::init("auto")};
 };
 
 /// Splits @train_step over the mesh dp x tp x pp: plans every tensor's
 /// layout, partitions into the per-rank SPMD program, cuts it into pipeline
-/// stages when pp > 1, and buckets the gradient all-reduces. Adds nothing on
-/// a mesh of one rank.
+/// stages when pp > 1, and buckets the gradient all-reduces (nothing of this
+/// on a mesh of one rank); then recomputes activations in each rank's
+/// program as `recompute` says.
 void buildParallelizePipeline(mlir::OpPassManager &pm, const ParallelizePipelineOptions &options);
 
 /// The value `options` give the hyper-parameter argument `name` of the

@@ -16,6 +16,7 @@
 #include "ir/PpcOps.h"
 #include "passes/Pipelines.h"
 #include "passes/memory/MemoryPlan.h"
+#include "passes/memory/Recompute.h"
 #include "runtime/Safetensors.h"
 #include "runtime/ppcrt/Program.h"
 #include "tools/ppc/Driver.h"
@@ -171,6 +172,7 @@ int runCompileCommand(int argc, char **argv) {
     program.walk([&](Operation *) { ++ops; });
     const MemoryPlan &plan = layout.memory;
     printMemoryTable(plan, program.getSymName(), llvm::errs());
+    printBlockActivations(describeBlockActivations(program), program.getSymName(), llvm::errs());
     // The planner chose by an estimate; the plan is exact.
     if (plan.peakBytes > setup.parallelize.memoryPerRank)
       llvm::errs() << llvm::formatv("warning: @{0} needs {1} bytes per rank, more than "

@@ -4,6 +4,7 @@
 #include "frontend/InputBindings.h"
 #include "frontend/OnnxTensor.h"
 #include "passes/Passes.h"
+#include "passes/memory/Recompute.h"
 #include "runtime/ppcrt/HyperParameters.h"
 #include "tools/ppc/Driver.h"
 
@@ -149,6 +150,11 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                     cl::desc("model chunks per pipeline rank for --schedule interleaved "
                              "[2]"),
                     cl::init(0), cl::cat(category)),
+      recompute("recompute",
+                cl::desc("activation recomputation: none, selective (each block's attention "
+                         "core), full (keep only each block's input) or auto (the least that "
+                         "fits --memory-per-rank)"),
+                cl::init("auto"), cl::cat(category)),
       precision("precision", cl::desc("fp32 or bf16"), cl::init("fp32"), cl::cat(category)),
       dims("dim", cl::desc("size of a symbolic input dimension"), cl::value_desc("NAME=N"),
            cl::cat(category)),
@@ -280,6 +286,10 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options, int
   q.zero = zero.empty() ? -1 : std::stoi(zero);
   q.schedule = schedule.getValue();
   q.virtualStages = virtualStages.getValue();
+  if (!parseRecomputePolicy(recompute))
+    return failure(
+        reportError("--recompute '" + recompute + "': expected none, selective, full or auto"));
+  q.recompute = recompute.getValue();
   if (virtualStages < 0 || (virtualStages > 1 && schedule != "interleaved"))
     return failure(reportError(
         llvm::formatv("--virtual-stages {0}: more than one virtual stage per rank needs "
