@@ -180,7 +180,7 @@ void StepAnalysis::findBlocks() {
   for (Operation *op : ops)
     if (sideOf(op) == Side::Forward && !block[op].empty() && seen.insert(block[op]).second)
       blocks.push_back(block[op]);
-  if (blocks.size() < 2)
+  if (blocks.empty())
     findSegments();
 }
 
@@ -231,8 +231,8 @@ void StepAnalysis::findSegments() {
       running += open[i];
       members.push_back(op);
       gemms += isGemm(op);
-      if (running == 1 && llvm::any_of(op->getResults(),
-                                       [&](Value v) { return fromData.contains(v); }))
+      if (running == 1 &&
+          llvm::any_of(op->getResults(), [&](Value v) { return fromData.contains(v); }))
         close();
     }
     close();

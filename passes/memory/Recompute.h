@@ -18,7 +18,7 @@
 //    first numbered scope ("/transformer/h.3/attn/MatMul" is in block
 //    "/transformer/h.3"), the numbered module lists that torch.onnx.export
 //    records and every transformer stacks its layers in;
-//  - without two such scopes, the segments between the cut points of the
+//  - without any such scope, the segments between the cut points of the
 //    forward (after an op whose result is the only activation the rest of
 //    the forward reads: the residual stream between half-blocks), each
 //    segment with at least two GEMMs a block.
