@@ -201,7 +201,9 @@ void StepAnalysis::findSegments() {
     std::vector<int64_t> open(forward.size() + 1, 0);
     for (auto [i, op] : llvm::enumerate(forward))
       for (Value v : op->getResults()) {
-        if (!fromData.contains(v))
+        // Float activations: token ids and labels (integers) are read
+        // throughout the forward.
+        if (!fromData.contains(v) || !llvm::isa<FloatType>(getElementTypeOrSelf(v.getType())))
           continue;
         int64_t last = i;
         for (Operation *user : v.getUsers())

@@ -20,6 +20,7 @@
 `hf-gpt2` and `hf-llama` are Hugging Face transformers models (the
 configurations of hf_families.py), whose blocks are found from the scopes
 torch.onnx.export gives their node names (/transformer/h.0/..., /model/layers.0/...).
+A GPT whose nodes have no names gets its blocks from the forward's cut points.
 """
 import argparse
 import json
@@ -132,6 +133,27 @@ def model_case(ppc, kind, tmp, meshes, targets):
         assert kept, report
 
 
+def nameless_case(ppc, tmp):
+    """A model whose nodes have no names: blocks are the forward's segments."""
+    import onnx
+    model = os.path.join(tmp, "gpt.onnx")
+    if not os.path.exists(model):
+        export_model("gpt", model)
+    graph = onnx.load(model)
+    for node in graph.graph.node:
+        node.name = ""
+    nameless = os.path.join(tmp, "gpt-nameless.onnx")
+    onnx.save(graph, nameless)
+    none, _ = simulate(ppc, nameless, tmp, "nameless-none", "1", ["--recompute", "none"])
+    full, _ = simulate(ppc, nameless, tmp, "nameless-full", "1", ["--recompute", "full"])
+    report = run([ppc, "compile", nameless, "--recompute", "full", "--emit", "mlir", "-o",
+                  os.path.join(tmp, "nameless.mlir")] + TRAINING).stderr
+    segments = 1 + max(int(n) for n in re.findall(r"segment (\d+)", report))
+    print(f"nameless gpt: {segments} segments, full identical to none: {full == none}")
+    # Two per layer: the attention half and the MLP half of each block.
+    assert full == none and segments == 2 * CFG["n_layers"], report
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ppc", required=True)
@@ -146,6 +168,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.models.split(","):
             model_case(args.ppc, kind, tmp, meshes, targets if kind == "gpt" or hf else [])
+        if not hf:
+            nameless_case(args.ppc, tmp)
 
 
 if __name__ == "__main__":
