@@ -289,7 +289,8 @@ def Recompute : Pass<"ppc-recompute", "mlir::ModuleOp"> {
     clones of its forward ops, inserted right before the first backward op
     of the value's region that reads one (passes/memory/Recompute.h).
     `selective` recomputes each block's attention core (the scores and
-    probabilities, which grow with the square of the sequence); `full`
+    probabilities, which grow with the square of the sequence) and its
+    elementwise chains whose inputs the backward keeps anyway; `full`
     keeps only what each block reads from outside it (its input) and
     recomputes the rest; `auto` recomputes nothing when the program's memory
     plan fits `memory-per-rank`, and otherwise the least, per block, that

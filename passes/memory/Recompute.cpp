@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 using namespace mlir;
 
@@ -103,6 +104,10 @@ struct StepAnalysis {
   llvm::SmallVector<std::string> blocks;
   /// Forward ops in an attention core.
   llvm::DenseSet<Operation *> core;
+  /// Forward elementwise ops whose activation operands the backward keeps
+  /// anyway, or that are such ops themselves (an exported GELU's erf
+  /// chain): recomputing them keeps nothing more.
+  llvm::DenseSet<Operation *> pointwise;
   /// Values computed from the batch (not from parameters and constants alone).
   llvm::DenseSet<Value> fromData;
 
@@ -111,6 +116,7 @@ private:
   void findBlocks();
   void findSegments();
   void findCores();
+  void findPointwise();
 };
 
 StepAnalysis::StepAnalysis(func::FuncOp program) {
@@ -131,6 +137,7 @@ StepAnalysis::StepAnalysis(func::FuncOp program) {
   findSides();
   findBlocks();
   findCores();
+  findPointwise();
 }
 
 /// Forward and backward by provenance; an op without it (a collective the
@@ -286,6 +293,28 @@ void StepAnalysis::findCores() {
   }
 }
 
+void StepAnalysis::findPointwise() {
+  auto readByBackward = [&](Value v) {
+    return llvm::any_of(v.getUsers(),
+                        [&](Operation *user) { return sideOf(user) == Side::Backward; });
+  };
+  for (Operation *op : ops) {
+    if (sideOf(op) != Side::Forward || !llvm::isa<ElementwiseOpInterface>(op) ||
+        block.lookup(op).empty() || core.contains(op))
+      continue;
+    // An attention core's clones read the original (outside their region).
+    if (llvm::any_of(op->getUsers(), [&](Operation *user) { return core.contains(user); }))
+      continue;
+    bool cheap = llvm::all_of(op->getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return !fromData.contains(v) || pointwise.contains(def) ||
+             (readByBackward(v) && !core.contains(def));
+    });
+    if (cheap)
+      pointwise.insert(op);
+  }
+}
+
 /// The forward ops of one micro-batch recomputed as one.
 struct Region {
   int64_t mb;
@@ -311,7 +340,9 @@ bool cloneable(Operation *op) {
 }
 
 std::vector<Region> regionsOf(const StepAnalysis &a, const std::map<std::string, Level> &levels) {
-  using Key = std::pair<int64_t, std::string>;
+  // Selective recomputes an attention core and the elementwise chains of
+  // a block apart: each when its own values are first read.
+  using Key = std::tuple<int64_t, std::string, bool>;
   llvm::MapVector<Key, Region, std::map<Key, unsigned>> regions;
   for (Operation *op : a.ops) {
     if (a.sideOf(op) != Side::Forward || !cloneable(op))
@@ -319,10 +350,11 @@ std::vector<Region> regionsOf(const StepAnalysis &a, const std::map<std::string,
     auto it = levels.find(a.block.lookup(op));
     if (it == levels.end() || it->second == Level::None)
       continue;
-    if (it->second == Level::Selective && !a.core.contains(op))
+    bool inCore = a.core.contains(op);
+    if (it->second == Level::Selective && !inCore && !a.pointwise.contains(op))
       continue;
     int64_t mb = a.microBatch.lookup(op);
-    Region &region = regions[{mb, it->first}];
+    Region &region = regions[{mb, it->first, it->second == Level::Selective && inCore}];
     region.mb = mb;
     region.block = it->first;
     region.level = it->second;

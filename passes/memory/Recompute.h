@@ -5,13 +5,15 @@
 // backward use, or computed again from kept values right before that use.
 //
 // The unit of recomputation is a *region*: the forward ops of one block of
-// one micro-batch (`full`), or the attention core of one block of one
-// micro-batch (`selective`). A region's values that backward ops use are
-// recomputed together, by clones of the region's ops inserted just before
-// the first backward use of any of them (as torch.utils.checkpoint and
-// Megatron-LM do it: a block's forward runs again when its backward begins).
-// The clones run the same ops on the same operands in the same order, so the
-// losses are bit-for-bit those of no recomputation.
+// one micro-batch (`full`); or (`selective`) the attention core of one block
+// of one micro-batch, and apart from it the block's elementwise chains whose
+// activation inputs the backward keeps anyway (an exported GELU's
+// x/√2 → erf → +1 → ·x chain, which a fused GELU never stores: recomputing
+// it keeps nothing more and costs one memory-bound pass). A region's values that backward ops use
+// are recomputed together, by clones of the region's ops inserted just before the first backward
+// use of any of them (as torch.utils.checkpoint and Megatron-LM do it: a block's forward runs again
+// when its backward begins). The clones run the same ops on the same operands in the same order, so
+// the losses are bit-for-bit those of no recomputation.
 //
 // Blocks are found from the graph, not from model names:
 //  - the scopes of the ONNX node names: the prefix of a node name up to its

@@ -7,14 +7,16 @@
 
 // Tests the recomputation of one block (/blocks.0, its ops named as torch
 // exports them) with an attention core (t·tᵀ, softmax, ·t), followed by a
-// head outside every block. Backward ops read the block's h, t and p.
+// head outside every block. Backward ops read the block's h, t, p and z.
 //
 // none (and auto when the plan fits): nothing changes.
 // NONE-NOT:     ppc.recomputed
 // NONE-NOT:     ppc.recompute =
 //
 // selective: the core (the scores and the probabilities) is computed again
-// right before the first backward op that reads p; t and h stay kept.
+// right before the first backward op that reads p; t and h stay kept (t is
+// the core's input). z, an elementwise function of the kept h, is computed
+// again right before its own backward use.
 // SELECTIVE-LABEL: func.func @train_step
 // SELECTIVE-SAME:    ppc.recompute = {"/blocks.0" = "selective"}
 // SELECTIVE:         %[[H:.*]] = ppc.matmul %arg0, %arg1 {ppc.fwd = 0
@@ -26,6 +28,8 @@
 // SELECTIVE-NEXT:    %[[P2:.*]] = ppc.softmax %[[S2]] axis = 1 {ppc.bwd = 4 : i64, ppc.mb = 0 : i64, ppc.recomputed = "/blocks.0"}
 // SELECTIVE-NEXT:    ppc.matmul %[[P2]], %{{.*}} {ppc.bwd = 4
 // SELECTIVE:         ppc.mul %{{.*}}, %[[T]] {ppc.bwd = 1
+// SELECTIVE-NEXT:    %[[Z2:.*]] = ppc.exp %[[H]] {ppc.bwd = 8 : i64, ppc.mb = 0 : i64, ppc.recomputed = "/blocks.0"}
+// SELECTIVE-NEXT:    ppc.mul %[[Z2]], %{{.*}} {ppc.bwd = 8
 //
 // full: the block keeps only its input (x, an argument); its backward begins
 // by running its forward again, as far as the backward reads it. The head
@@ -40,9 +44,11 @@
 // FULL-NEXT:    %[[TT2:.*]] = ppc.transpose %[[T2]] perm = [1, 0] {ppc.bwd = 2
 // FULL-NEXT:    %[[S2:.*]] = ppc.matmul %[[T2]], %[[TT2]] {ppc.bwd = 3
 // FULL-NEXT:    %[[P2:.*]] = ppc.softmax %[[S2]] axis = 1 {ppc.bwd = 4
+// FULL-NEXT:    %[[Z2:.*]] = ppc.exp %[[H2]] {ppc.bwd = 8
 // FULL-NEXT:    ppc.neg %[[H2]] {ppc.bwd = 7
 // FULL-NEXT:    ppc.matmul %[[P2]], %{{.*}} {ppc.bwd = 4
 // FULL-NEXT:    ppc.mul %{{.*}}, %[[T2]] {ppc.bwd = 1
+// FULL-NEXT:    ppc.mul %[[Z2]], %{{.*}} {ppc.bwd = 8
 // FULL-NOT:     ppc.recomputed
 // FULL:         return
 //
@@ -58,11 +64,13 @@ func.func @train_step(%x: tensor<4x8xf32> {ppc.input = "x"}, %w: tensor<8x8xf32>
   %s = ppc.matmul %t, %tt {ppc.fwd = 3 : i64, ppc.mb = 0 : i64} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32> loc("/blocks.0/attn/MatMul")
   %p = ppc.softmax %s axis = 1 {ppc.fwd = 4 : i64, ppc.mb = 0 : i64} : tensor<4x4xf32> loc("/blocks.0/attn/Softmax")
   %o = ppc.matmul %p, %t {ppc.fwd = 5 : i64, ppc.mb = 0 : i64} : (tensor<4x4xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("/blocks.0/attn/MatMul_1")
+  %z = ppc.exp %h {ppc.fwd = 8 : i64, ppc.mb = 0 : i64} : tensor<4x8xf32> loc("/blocks.0/gate/Exp")
   %y = ppc.exp %o {ppc.fwd = 6 : i64, ppc.mb = 0 : i64} : tensor<4x8xf32> loc("/head/Exp")
   // The backward, last op first.
   %gy = ppc.neg %y {ppc.bwd = 6 : i64, ppc.mb = 0 : i64} : tensor<4x8xf32> loc("/head/Exp")
   %gh = ppc.neg %h {ppc.bwd = 7 : i64, ppc.mb = 0 : i64} : tensor<4x8xf32> loc("/blocks.0/fc/MatMul")
   %gp = ppc.matmul %p, %gy {ppc.bwd = 4 : i64, ppc.mb = 0 : i64} : (tensor<4x4xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("/blocks.0/attn/Softmax")
   %gt = ppc.mul %gp, %t {ppc.bwd = 1 : i64, ppc.mb = 0 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("/blocks.0/act/Tanh")
-  return %gt, %gh, %y : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+  %gz = ppc.mul %z, %gt {ppc.bwd = 8 : i64, ppc.mb = 0 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("/blocks.0/gate/Exp")
+  return %gz, %gh, %y : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
