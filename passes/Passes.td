@@ -132,8 +132,15 @@ def PlanShardings : Pass<"ppc-plan-shardings", "mlir::ModuleOp"> {
     parameters (`tp-shard`) keep their layout.
 
     Memory counts the model states that the ZeRO stage shards over dp
-    (ppc-partition) as sharded. Without a given `zero`, the search runs for
-    stage 0, then 1, 2 and 3, and keeps the first plan that fits.
+    (ppc-partition) as sharded, and the activations that `recompute` leaves
+    kept (ppc-recompute runs after partitioning: the plan is priced on a copy
+    of the step with its blocks recomputed so, the clones' time included).
+    Without a given `zero`, the search runs for stage 0, then 1, 2 and 3,
+    until a plan fits without recomputation; with `recompute=auto` it prices
+    each stage also with selective, then full, recomputation where the plan
+    does not fit without, and of all that fit keeps the fastest (ties: the
+    lower stage, the less recomputation). `ppc.plan` records the stage and
+    the recomputation the plan was priced with.
   }];
   let options = [
     Option<"dataParallel", "dp", "int64_t", /*default=*/"1", "data-parallel ranks">,
@@ -147,6 +154,9 @@ def PlanShardings : Pass<"ppc-plan-shardings", "mlir::ModuleOp"> {
            "device memory of one rank in bytes; plans must fit">,
     Option<"sequenceParallel", "sequence-parallel", "bool", /*default=*/"false",
            "price plans as ppc-partition's sequence-parallel mode partitions them">,
+    Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
+           "the activation recomputation to price plans with: none, selective, full "
+           "or auto (the fastest that fits)">,
     Option<"zero", "zero", "int64_t", /*default=*/"-1",
            "ZeRO stage 0-3 (-1: the lowest whose plan fits memory-per-rank); "
            "recorded as the step's ppc.zero">

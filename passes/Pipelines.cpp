@@ -63,6 +63,7 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
   plan.memoryPerRank = options.memoryPerRank;
   plan.sequenceParallel = options.sequenceParallel;
   plan.zero = options.zero;
+  plan.recompute = options.recompute;
   pm.addPass(createPlanShardings(plan));
   PartitionOptions partition;
   partition.dataParallel = options.dataParallel;

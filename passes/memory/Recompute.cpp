@@ -533,25 +533,34 @@ struct RecomputePass : impl::RecomputeBase<RecomputePass> {
       for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
         sizes[name] = size;
     for (func::FuncOp program : trainingPrograms(module)) {
-      std::map<std::string, Level> levels;
       if (*parsed == RecomputePolicy::Auto) {
+        std::map<std::string, Level> levels;
         FailureOr<std::map<std::string, Level>> chosen =
             chooseLevels(program, memoryPerRank, sizes);
         if (failed(chosen))
           return signalPassFailure();
         levels = std::move(*chosen);
+        if (!levels.empty())
+          recompute(program, levels);
       } else {
-        Level level = *parsed == RecomputePolicy::Full ? Level::Full : Level::Selective;
-        for (const std::string &block : StepAnalysis(program).blocks)
-          levels[block] = level;
+        recomputeEveryBlock(program, *parsed);
       }
-      if (!levels.empty())
-        recompute(program, levels);
     }
   }
 };
 
 } // namespace
+
+void recomputeEveryBlock(func::FuncOp program, RecomputePolicy policy) {
+  if (policy != RecomputePolicy::Selective && policy != RecomputePolicy::Full)
+    return;
+  Level level = policy == RecomputePolicy::Full ? Level::Full : Level::Selective;
+  std::map<std::string, Level> levels;
+  for (const std::string &block : StepAnalysis(program).blocks)
+    levels[block] = level;
+  if (!levels.empty())
+    recompute(program, levels);
+}
 
 std::vector<BlockActivations> describeBlockActivations(func::FuncOp program) {
   StepAnalysis a(program);

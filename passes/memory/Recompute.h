@@ -53,6 +53,12 @@ enum class RecomputePolicy { None, Selective, Full, Auto };
 /// "none", "selective", "full" or "auto".
 std::optional<RecomputePolicy> parseRecomputePolicy(llvm::StringRef name);
 
+/// Recomputes in every block of `program` (a training program, partitioned
+/// or not) as `policy` says, `Selective` or `Full` (`None` and `Auto` change
+/// nothing): what the ppc-recompute pass does with that policy, and what the
+/// planner prices a plan with.
+void recomputeEveryBlock(mlir::func::FuncOp program, RecomputePolicy policy);
+
 /// What the backward keeps of one block's forward, for one micro-batch.
 struct BlockActivations {
   std::string block;

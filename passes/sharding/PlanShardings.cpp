@@ -12,6 +12,7 @@
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "passes/memory/Recompute.h"
 #include "passes/sharding/CostModel.h"
 #include "passes/sharding/Layout.h"
 #include "runtime/Printable.h"
@@ -400,47 +401,104 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
       module.emitError() << "ZeRO stage " << zero << " is not one of 0, 1, 2, 3";
       return signalPassFailure();
     }
-    // The given ZeRO stage, or the lowest that fits.
+    std::optional<RecomputePolicy> policy = parseRecomputePolicy(recompute);
+    if (!policy) {
+      module.emitError() << "recompute policy '" << recompute
+                         << "' is not one of none, selective, full, auto";
+      return signalPassFailure();
+    }
+    // The given ZeRO stage, or the lowest that fits; with recompute=auto,
+    // also each stage with recomputation, the fastest plan that fits.
     DeviceModel device;
     llvm::SmallVector<std::string> pins(tpShards.begin(), tpShards.end());
-    std::optional<Planner> planner;
-    FailureOr<llvm::SmallVector<Layout>> layouts = failure();
-    int64_t stage = zero >= 0 ? zero : 0;
-    for (;; ++stage) {
-      // The plan prices the whole step; pipeline stages each hold about
-      // 1/pp of it (ppc-pipeline checks each stage against the budget).
-      planner.emplace(step, *sizes, device, memoryPerRank * pipelineParallel, sequenceParallel,
-                      stage);
-      if (failed(planner->setUp(pins)))
-        return signalPassFailure();
-      layouts = planner->run();
-      if (failed(layouts))
-        return signalPassFailure();
-      if (planner->chosenFits() || zero >= 0 || stage == 3 || dataParallel == 1)
+    struct Candidate {
+      int64_t stage;
+      RecomputePolicy recompute;
+      llvm::SmallVector<Layout> layouts;
+      PlanCost cost;
+      size_t priced;
+      bool fits;
+    };
+    std::optional<Candidate> best, closest;
+    llvm::SmallVector<RecomputePolicy> levels;
+    if (*policy == RecomputePolicy::Auto)
+      levels = {RecomputePolicy::None, RecomputePolicy::Selective, RecomputePolicy::Full};
+    else
+      levels = {*policy};
+    int64_t last = zero >= 0 || dataParallel == 1 ? std::max<int64_t>(zero, 0) : 3;
+    for (int64_t stage = zero >= 0 ? zero : 0; stage <= last; ++stage) {
+      bool fitsWithout = false;
+      for (RecomputePolicy level : levels) {
+        // The plan prices the whole step; pipeline stages each hold about
+        // 1/pp of it (ppc-pipeline checks each stage against the budget).
+        func::FuncOp priced = step;
+        if (level != RecomputePolicy::None) {
+          priced = step.clone();
+          recomputeEveryBlock(priced, level);
+        }
+        std::optional<Planner> planner;
+        planner.emplace(priced, *sizes, device, memoryPerRank * pipelineParallel, sequenceParallel,
+                        stage);
+        FailureOr<llvm::SmallVector<Layout>> layouts = failure();
+        if (succeeded(planner->setUp(pins)))
+          layouts = planner->run();
+        Candidate candidate{stage,
+                            level,
+                            succeeded(layouts) ? *layouts : llvm::SmallVector<Layout>{},
+                            planner->chosenCost(),
+                            planner->plansPriced(),
+                            planner->chosenFits()};
+        planner.reset();
+        if (priced != step)
+          priced->erase();
+        if (failed(layouts))
+          return signalPassFailure();
+        if (!candidate.fits) {
+          if (!closest || candidate.cost.peakBytes < closest->cost.peakBytes)
+            closest = candidate;
+          continue;
+        }
+        if (level == RecomputePolicy::None)
+          fitsWithout = true;
+        if (!best || candidate.cost.seconds() < best->cost.seconds() * (1 - 1e-9))
+          best = std::move(candidate);
+        break;
+      }
+      if (fitsWithout)
         break;
     }
-    if (!planner->chosenFits()) {
+    if (!best) {
       step.emitError() << "no plan found fits in " << static_cast<int64_t>(memoryPerRank)
                        << " bytes per rank (memory-per-rank"
                        << (pipelineParallel > 1 ? ", times pp for the whole step" : "")
-                       << ") with ZeRO stage " << stage << ": the best needs "
-                       << static_cast<int64_t>(planner->chosenCost().peakBytes);
+                       << ") with ZeRO stage " << closest->stage
+                       << (closest->recompute == RecomputePolicy::Full ? " and full recomputation"
+                           : closest->recompute == RecomputePolicy::Selective
+                               ? " and selective recomputation"
+                               : "")
+                       << ": the best needs " << static_cast<int64_t>(closest->cost.peakBytes);
       return signalPassFailure();
     }
+    int64_t stage = best->stage;
+    llvm::SmallVector<Layout> *layouts = &best->layouts;
     step->setAttr(PpcDialect::kZeroAttrName,
                   IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
     for (auto [i, layout] : llvm::enumerate(*layouts))
       step.setArgAttr(i, PpcDialect::kShardingAttrName, toAttr(&getContext(), layout));
     // The cost model's estimate for the chosen plan, for reports and tests.
     Builder b(&getContext());
-    const PlanCost &cost = planner->chosenCost();
+    const PlanCost &cost = best->cost;
+    llvm::StringRef recomputed = best->recompute == RecomputePolicy::Full        ? "full"
+                                 : best->recompute == RecomputePolicy::Selective ? "selective"
+                                                                                 : "none";
     step->setAttr(PpcDialect::kPlanAttrName,
                   b.getDictionaryAttr({
                       b.getNamedAttr("compute_seconds", b.getF64FloatAttr(cost.computeSeconds)),
                       b.getNamedAttr("comm_seconds", b.getF64FloatAttr(cost.commSeconds)),
                       b.getNamedAttr("peak_bytes", b.getF64FloatAttr(cost.peakBytes)),
                       b.getNamedAttr("memory_per_rank", b.getF64FloatAttr(memoryPerRank)),
-                      b.getNamedAttr("plans_priced", b.getI64IntegerAttr(planner->plansPriced())),
+                      b.getNamedAttr("plans_priced", b.getI64IntegerAttr(best->priced)),
+                      b.getNamedAttr("recompute", b.getStringAttr(recomputed)),
                   }));
   }
 };

@@ -21,6 +21,11 @@
 configurations of hf_families.py), whose blocks are found from the scopes
 torch.onnx.export gives their node names (/transformer/h.0/..., /model/layers.0/...).
 A GPT whose nodes have no names gets its blocks from the forward's cut points.
+
+4. Under a budget the plan fits only with recomputation, the planner prices
+   ZeRO stages with and without it and picks the fastest that fits: GPT on
+   2x2 gets a plan with recomputation whose simulated peak fits, with the
+   losses of one device (relative 1e-5).
 """
 import argparse
 import json
@@ -133,6 +138,38 @@ def model_case(ppc, kind, tmp, meshes, targets):
         assert kept, report
 
 
+def planner_case(ppc, tmp, kind="gpt", mesh="2x2"):
+    """The planner chooses recomputation beside ZeRO and tp layouts: the
+    largest budget (in steps of 10% below what the plan without
+    recomputation needs) whose plan is priced with recomputation; its
+    simulated peak fits, and its losses are those of one device."""
+    model = os.path.join(tmp, f"{kind}.onnx")
+    one, _ = simulate(ppc, model, tmp, f"{kind}-planner-1", "1", ["--recompute", "none"])
+    _, peak = simulate(ppc, model, tmp, f"{kind}-planner-none", mesh, ["--recompute", "none"])
+    budget = max(peak)
+    for _ in range(20):
+        budget = int(budget * 0.9)
+        ir = os.path.join(tmp, "planner.mlir")
+        proc = subprocess.run([ppc, "compile", model, "--mesh", mesh, "--memory-per-rank",
+                               str(budget), "--emit", "mlir", "-o", ir] + TRAINING,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"no plan with recomputation before the budget failed:\n{proc.stderr}")
+        plan = re.search(r'ppc.plan = \{[^}]*recompute = "(\w+)"', open(ir).read())
+        zero = re.search(r"ppc.zero = (\d)", open(ir).read())
+        if plan and plan.group(1) != "none":
+            break
+    else:
+        sys.exit("the planner never chose recomputation")
+    trace, peak = simulate(ppc, model, tmp, f"{kind}-planner", mesh,
+                           ["--memory-per-rank", str(budget)])
+    error = max(abs(a[0] - b[0]) / abs(b[0]) for a, b in zip(trace, one))
+    print(f"{kind} {mesh} under {budget} bytes: planner chose ZeRO {zero.group(1)} with "
+          f"{plan.group(1)} recomputation; measured peak {max(peak)}; worst relative loss "
+          f"error against one device {error:.1e}")
+    assert max(peak) <= budget and error <= 1e-5, (peak, budget, error)
+
+
 def nameless_case(ppc, tmp):
     """A model whose nodes have no names: blocks are the forward's segments."""
     import onnx
@@ -169,6 +206,7 @@ def main():
         for kind in args.models.split(","):
             model_case(args.ppc, kind, tmp, meshes, targets if kind == "gpt" or hf else [])
         if not hf:
+            planner_case(args.ppc, tmp)
             nameless_case(args.ppc, tmp)
 
 
