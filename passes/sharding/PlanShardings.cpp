@@ -420,52 +420,70 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
       bool fits;
     };
     std::optional<Candidate> best, closest;
-    llvm::SmallVector<RecomputePolicy> levels;
-    if (*policy == RecomputePolicy::Auto)
-      levels = {RecomputePolicy::None, RecomputePolicy::Selective, RecomputePolicy::Full};
-    else
-      levels = {*policy};
     int64_t last = zero >= 0 || dataParallel == 1 ? std::max<int64_t>(zero, 0) : 3;
+    auto priceWith = [&](int64_t stage, RecomputePolicy level) -> FailureOr<Candidate> {
+      // The plan prices the whole step; pipeline stages each hold about
+      // 1/pp of it (ppc-pipeline checks each stage against the budget).
+      func::FuncOp priced = step;
+      if (level != RecomputePolicy::None) {
+        priced = step.clone();
+        recomputeEveryBlock(priced, level);
+      }
+      std::optional<Planner> planner;
+      planner.emplace(priced, *sizes, device, memoryPerRank * pipelineParallel, sequenceParallel,
+                      stage);
+      FailureOr<llvm::SmallVector<Layout>> layouts = failure();
+      if (succeeded(planner->setUp(pins)))
+        layouts = planner->run();
+      Candidate candidate{stage,
+                          level,
+                          succeeded(layouts) ? *layouts : llvm::SmallVector<Layout>{},
+                          planner->chosenCost(),
+                          planner->plansPriced(),
+                          planner->chosenFits()};
+      planner.reset();
+      if (priced != step)
+        priced->erase();
+      if (failed(layouts))
+        return failure();
+      if (!candidate.fits && (!closest || candidate.cost.peakBytes < closest->cost.peakBytes))
+        closest = candidate;
+      return candidate;
+    };
+    auto consider = [&](Candidate candidate) {
+      if (candidate.fits && (!best || candidate.cost.seconds() < best->cost.seconds() * (1 - 1e-9)))
+        best = std::move(candidate);
+    };
     for (int64_t stage = zero >= 0 ? zero : 0; stage <= last; ++stage) {
-      bool fitsWithout = false;
-      for (RecomputePolicy level : levels) {
-        // The plan prices the whole step; pipeline stages each hold about
-        // 1/pp of it (ppc-pipeline checks each stage against the budget).
-        func::FuncOp priced = step;
-        if (level != RecomputePolicy::None) {
-          priced = step.clone();
-          recomputeEveryBlock(priced, level);
-        }
-        std::optional<Planner> planner;
-        planner.emplace(priced, *sizes, device, memoryPerRank * pipelineParallel, sequenceParallel,
-                        stage);
-        FailureOr<llvm::SmallVector<Layout>> layouts = failure();
-        if (succeeded(planner->setUp(pins)))
-          layouts = planner->run();
-        Candidate candidate{stage,
-                            level,
-                            succeeded(layouts) ? *layouts : llvm::SmallVector<Layout>{},
-                            planner->chosenCost(),
-                            planner->plansPriced(),
-                            planner->chosenFits()};
-        planner.reset();
-        if (priced != step)
-          priced->erase();
-        if (failed(layouts))
+      if (*policy != RecomputePolicy::Auto) {
+        FailureOr<Candidate> plan = priceWith(stage, *policy);
+        if (failed(plan))
           return signalPassFailure();
-        if (!candidate.fits) {
-          if (!closest || candidate.cost.peakBytes < closest->cost.peakBytes)
-            closest = candidate;
-          continue;
-        }
-        if (level == RecomputePolicy::None)
-          fitsWithout = true;
-        if (!best || candidate.cost.seconds() < best->cost.seconds() * (1 - 1e-9))
-          best = std::move(candidate);
+        bool fits = plan->fits;
+        consider(std::move(*plan));
+        if (fits)
+          break;
+        continue;
+      }
+      // auto: without recomputation; where that does not fit, selective
+      // (less time), then full. (Full does not always take less memory than
+      // selective: recomputing a whole block is a transient of its own.)
+      FailureOr<Candidate> without = priceWith(stage, RecomputePolicy::None);
+      if (failed(without))
+        return signalPassFailure();
+      if (without->fits) {
+        consider(std::move(*without));
         break;
       }
-      if (fitsWithout)
-        break;
+      for (RecomputePolicy level : {RecomputePolicy::Selective, RecomputePolicy::Full}) {
+        FailureOr<Candidate> plan = priceWith(stage, level);
+        if (failed(plan))
+          return signalPassFailure();
+        bool fits = plan->fits;
+        consider(std::move(*plan));
+        if (fits)
+          break;
+      }
     }
     if (!best) {
       step.emitError() << "no plan found fits in " << static_cast<int64_t>(memoryPerRank)

@@ -167,6 +167,22 @@ int runCompileCommand(int argc, char **argv) {
   if (failed(laidOut))
     return 1;
   std::vector<codegen::ProgramLayout> layouts = std::move(*laidOut);
+  // What the planner chose (meshes of more than one rank).
+  if (auto first = trainingPrograms(*module); !first.empty())
+    if (auto plan = first.front()->getAttrOfType<DictionaryAttr>(PpcDialect::kPlanAttrName)) {
+      auto number = [&](llvm::StringRef key) {
+        auto value = plan.getAs<FloatAttr>(key);
+        return value ? value.getValueAsDouble() : 0.0;
+      };
+      auto zero = first.front()->getAttrOfType<IntegerAttr>(PpcDialect::kZeroAttrName);
+      auto recomputed = plan.getAs<StringAttr>("recompute");
+      llvm::errs() << llvm::formatv(
+          "plan: ZeRO stage {0}, priced with {1} recomputation: {2:F3} ms per step, {3:F0} "
+          "bytes per rank by estimate (--memory-per-rank {4:F0})\n",
+          zero ? zero.getInt() : 0, recomputed ? recomputed.getValue() : "no",
+          1e3 * (number("compute_seconds") + number("comm_seconds")), number("peak_bytes"),
+          number("memory_per_rank"));
+    }
   for (auto [program, layout] : llvm::zip_equal(trainingPrograms(*module), layouts)) {
     int64_t ops = 0;
     program.walk([&](Operation *) { ++ops; });
