@@ -208,7 +208,9 @@ static bool assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
   return true;
 }
 
-FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, const StorageHooks &hooks) {
+/// planMemory, with the offsets or without (peakLiveBytes).
+static FailureOr<MemoryPlan> planBuffers(func::FuncOp func, int64_t alignment,
+                                         const StorageHooks &hooks, bool offsets) {
   MemoryPlan plan;
   if (func.isExternal())
     return plan;
@@ -280,12 +282,25 @@ FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, const Sto
     plan.maxByKind[kind] = ownMax[static_cast<size_t>(kind)];
   }
 
+  if (!offsets)
+    return plan;
   if (!assignOffsets(plan, numOps, alignment))
     return overflow();
   for (Buffer &b : plan.buffers)
     if (Value h = holder(b.value); h != b.value)
       b.offset = plan.buffers[bufferOf[h]].offset;
   return plan;
+}
+
+FailureOr<MemoryPlan> planMemory(func::FuncOp func, int64_t alignment, const StorageHooks &hooks) {
+  return planBuffers(func, alignment, hooks, /*offsets=*/true);
+}
+
+FailureOr<int64_t> peakLiveBytes(func::FuncOp func) {
+  FailureOr<MemoryPlan> live = planBuffers(func, 1, {}, /*offsets=*/false);
+  if (failed(live))
+    return failure();
+  return live->peakBytes;
 }
 
 /// "1.50 MiB (1572864 B)"; below a KiB just "812 B".

@@ -123,6 +123,10 @@ struct MemoryPlan {
 mlir::FailureOr<MemoryPlan> planMemory(mlir::func::FuncOp func, int64_t alignment = 1,
                                        const StorageHooks &hooks = {});
 
+/// planMemory(func).peakBytes without placing the buffers (liveness alone,
+/// linear in the program's size).
+mlir::FailureOr<int64_t> peakLiveBytes(mlir::func::FuncOp func);
+
 /// One-screen table: the title line `memory plan: <title>`, one row per kind
 /// (bytes at the peak, its own maximum), the peak and its op, the arena and
 /// the fragmentation (arena / peak), in KiB/MiB/GiB with the exact bytes.

@@ -449,14 +449,13 @@ void recompute(func::FuncOp program, const std::map<std::string, Level> &levels)
 FailureOr<std::map<std::string, Level>> chooseLevels(func::FuncOp program, double budget,
                                                      const AxisSizes &sizes) {
   auto peakOf = [&](const std::map<std::string, Level> &levels) -> FailureOr<int64_t> {
+    if (levels.empty())
+      return peakLiveBytes(program);
     func::FuncOp copy = program.clone();
-    if (!levels.empty())
-      recompute(copy, levels);
-    FailureOr<MemoryPlan> plan = planMemory(copy);
+    recompute(copy, levels);
+    FailureOr<int64_t> peak = peakLiveBytes(copy);
     copy->erase();
-    if (failed(plan))
-      return failure();
-    return plan->peakBytes;
+    return peak;
   };
   FailureOr<int64_t> peak = peakOf({});
   if (failed(peak))
