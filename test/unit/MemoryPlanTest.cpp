@@ -129,6 +129,7 @@ TEST_F(MemoryPlanTest, PeakOfSmallStepByHand) {
 
   // Op 2 holds w, m, s (72 bytes), %0 and %1 (128 each) and %2 (32).
   EXPECT_EQ(plan.peakBytes, 360);
+  EXPECT_EQ(*peakLiveBytes(func), 360); // the same liveness, no placement
   EXPECT_EQ(plan.peakOp, 2);
   EXPECT_EQ(plan.atPeak[BufferKind::Parameter], 32);
   EXPECT_EQ(plan.atPeak[BufferKind::OptimizerState], 32);
