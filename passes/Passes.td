@@ -139,7 +139,8 @@ def PlanShardings : Pass<"ppc-plan-shardings", "mlir::ModuleOp"> {
     until a plan fits without recomputation; with `recompute=auto` it prices
     each stage also with selective, then full, recomputation where the plan
     does not fit without, and of all that fit keeps the fastest (ties: the
-    lower stage, the less recomputation). `ppc.plan` records the stage and
+    lower stage, the less recomputation); once one fits with recomputation,
+    higher stages are priced only with less of it. `ppc.plan` records the stage and
     the recomputation the plan was priced with.
   }];
   let options = [

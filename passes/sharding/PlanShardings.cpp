@@ -475,7 +475,12 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
         consider(std::move(*without));
         break;
       }
+      // A higher stage with as much recomputation as a plan that fits
+      // already adds communication to the same recomputation: only less is
+      // priced there.
       for (RecomputePolicy level : {RecomputePolicy::Selective, RecomputePolicy::Full}) {
+        if (best && level >= best->recompute)
+          break;
         FailureOr<Candidate> plan = priceWith(stage, level);
         if (failed(plan))
           return signalPassFailure();
