@@ -132,6 +132,9 @@ CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
         report.plan[entry.getName().str()] = f.getValueAsDouble();
       if (auto i = llvm::dyn_cast<IntegerAttr>(entry.getValue()))
         report.plan[entry.getName().str()] = static_cast<double>(i.getInt());
+      if (auto text = llvm::dyn_cast<StringAttr>(entry.getValue());
+          text && entry.getName() == "recompute")
+        report.planRecompute = text.getValue().str();
     }
   return report;
 }
@@ -162,6 +165,8 @@ llvm::json::Object programToJson(const CommunicationReport &report, MeshOp mesh)
   llvm::json::Object plan;
   for (const auto &[key, value] : report.plan)
     plan[key] = value;
+  if (!report.planRecompute.empty())
+    plan["recompute"] = report.planRecompute;
   double measured = report.bytesByAxis.count("dp") ? report.bytesByAxis.at("dp") : 0.0;
   double states = report.parameterStateBytes + report.gradientBytes + report.optimizerStateBytes;
   llvm::json::Object object{

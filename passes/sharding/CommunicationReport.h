@@ -47,6 +47,9 @@ struct CommunicationReport {
   /// The planner's estimate for the plan (`ppc.plan`): compute and
   /// communication seconds per step, peak bytes per rank, ...
   std::map<std::string, double> plan;
+  /// The recomputation the plan was priced with ("none", "selective",
+  /// "full"; "" without a plan).
+  std::string planRecompute;
   /// ZeRO stage (`ppc.zero`) and micro-batches of the step.
   int64_t zero = 0, microBatches = 1;
   /// Model states one rank holds (bytes): its parameter arguments, the

@@ -155,15 +155,19 @@ def planner_case(ppc, tmp, kind="gpt", mesh="2x2"):
     budget = max(peak) // 2 * 10 // 9
     for _ in range(10):
         budget = int(budget * 0.9)
-        ir = os.path.join(tmp, "planner.mlir")
+        ir, report = os.path.join(tmp, "planner.mlir"), os.path.join(tmp, "planner.json")
         proc = subprocess.run([ppc, "compile", model, "--mesh", mesh, "--memory-per-rank",
-                               str(budget), "--emit", "mlir", "-o", ir] + TRAINING,
-                              capture_output=True, text=True)
+                               str(budget), "--emit", "mlir", "-o", ir, "--report", report]
+                              + TRAINING, capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"no plan with recomputation before the budget failed:\n{proc.stderr}")
         plan = re.search(r'ppc.plan = \{[^}]*recompute = "(\w+)"', open(ir).read())
         zero = re.search(r"ppc.zero = (\d)", open(ir).read())
-        if plan and plan.group(1) != "none":
+        reported = json.load(open(report))
+        reported = (reported["programs"][0] if "programs" in reported else reported)["plan"]
+        reported = reported.get("recompute")
+        assert plan and reported == plan.group(1), (reported, plan)
+        if plan.group(1) != "none":
             break
     else:
         sys.exit("the planner never chose recomputation")

@@ -358,7 +358,7 @@ LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module, in
     return failure();
   }
   MeshOp mesh = *meshes.begin();
-  llvm::SmallVector<CommunicationReport> reports;
+  std::vector<CommunicationReport> reports;
   llvm::SmallVector<llvm::json::Object> extra;
   for (func::FuncOp fn : programs) {
     reports.push_back(analyzeCommunication(fn, mesh));
