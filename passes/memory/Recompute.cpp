@@ -88,6 +88,14 @@ struct StepAnalysis {
   explicit StepAnalysis(func::FuncOp program);
 
   Side sideOf(Operation *op) const { return side.lookup(op); }
+  /// The user of `op` that runs first in the program, if any.
+  Operation *firstUser(Operation *op) const {
+    Operation *first = nullptr;
+    for (Operation *user : op->getUsers())
+      if (index.count(user) && (!first || index.lookup(user) < index.lookup(first)))
+        first = user;
+    return first;
+  }
   /// A backward op that a recomputed value replaces its operand for (a
   /// recomputing clone reads the kept originals).
   bool readsRecomputed(Operation *op) const {
@@ -150,10 +158,7 @@ void StepAnalysis::findSides() {
       s = Side::Forward;
     else if (op->hasAttr(kBackwardOfAttrName))
       s = Side::Backward;
-    Operation *first = nullptr;
-    for (Operation *user : op->getUsers())
-      if (index.count(user) && (!first || index[user] < index[first]))
-        first = user;
+    Operation *first = firstUser(op);
     if (first && !op->hasAttr(kForwardOpAttrName) && !op->hasAttr(kBackwardOfAttrName))
       s = side.lookup(first);
     if (!mb && first && microBatch.count(first))
@@ -174,10 +179,7 @@ void StepAnalysis::findBlocks() {
       scope = scopeOf(op->getLoc());
     } else {
       // Inserted ops go with their first user.
-      Operation *first = nullptr;
-      for (Operation *user : op->getUsers())
-        if (index.count(user) && (!first || index[user] < index[first]))
-          first = user;
+      Operation *first = firstUser(op);
       if (first)
         scope = block.lookup(first);
     }
@@ -595,10 +597,7 @@ std::vector<BlockActivations> describeBlockActivations(func::FuncOp program) {
     } else if (auto forward = intAttrOf(op, kBackwardOfAttrName)) {
       block = blockOfForward.lookup(*forward);
     } else {
-      Operation *first = nullptr;
-      for (Operation *user : op->getUsers())
-        if (a.index.count(user) && (!first || a.index.lookup(user) < a.index.lookup(first)))
-          first = user;
+      Operation *first = a.firstUser(op);
       if (first)
         block = backwardBlock.lookup(first);
     }

@@ -421,7 +421,9 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
     };
     std::optional<Candidate> best, closest;
     int64_t last = zero >= 0 || dataParallel == 1 ? std::max<int64_t>(zero, 0) : 3;
-    auto priceWith = [&](int64_t stage, RecomputePolicy level) -> FailureOr<Candidate> {
+    // Prices a plan at `stage` with `level`, keeps it as the best or the
+    // closest, and says whether it fits.
+    auto priceWith = [&](int64_t stage, RecomputePolicy level) -> FailureOr<bool> {
       // The plan prices the whole step; pipeline stages each hold about
       // 1/pp of it (ppc-pipeline checks each stage against the budget).
       func::FuncOp priced = step;
@@ -446,47 +448,40 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
         priced->erase();
       if (failed(layouts))
         return failure();
-      if (!candidate.fits && (!closest || candidate.cost.peakBytes < closest->cost.peakBytes))
+      bool fits = candidate.fits;
+      if (!fits && (!closest || candidate.cost.peakBytes < closest->cost.peakBytes))
         closest = candidate;
-      return candidate;
-    };
-    auto consider = [&](Candidate candidate) {
-      if (candidate.fits && (!best || candidate.cost.seconds() < best->cost.seconds() * (1 - 1e-9)))
+      if (fits && (!best || candidate.cost.seconds() < best->cost.seconds() * (1 - 1e-9)))
         best = std::move(candidate);
+      return fits;
     };
     for (int64_t stage = zero >= 0 ? zero : 0; stage <= last; ++stage) {
       if (*policy != RecomputePolicy::Auto) {
-        FailureOr<Candidate> plan = priceWith(stage, *policy);
-        if (failed(plan))
+        FailureOr<bool> fits = priceWith(stage, *policy);
+        if (failed(fits))
           return signalPassFailure();
-        bool fits = plan->fits;
-        consider(std::move(*plan));
-        if (fits)
+        if (*fits)
           break;
         continue;
       }
       // auto: without recomputation; where that does not fit, selective
       // (less time), then full. (Full does not always take less memory than
       // selective: recomputing a whole block is a transient of its own.)
-      FailureOr<Candidate> without = priceWith(stage, RecomputePolicy::None);
-      if (failed(without))
+      FailureOr<bool> fitsWithout = priceWith(stage, RecomputePolicy::None);
+      if (failed(fitsWithout))
         return signalPassFailure();
-      if (without->fits) {
-        consider(std::move(*without));
+      if (*fitsWithout)
         break;
-      }
       // A higher stage with as much recomputation as a plan that fits
       // already adds communication to the same recomputation: only less is
       // priced there.
       for (RecomputePolicy level : {RecomputePolicy::Selective, RecomputePolicy::Full}) {
         if (best && level >= best->recompute)
           break;
-        FailureOr<Candidate> plan = priceWith(stage, level);
-        if (failed(plan))
+        FailureOr<bool> fits = priceWith(stage, level);
+        if (failed(fits))
           return signalPassFailure();
-        bool fits = plan->fits;
-        consider(std::move(*plan));
-        if (fits)
+        if (*fits)
           break;
       }
     }
