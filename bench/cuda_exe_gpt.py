@@ -3,7 +3,7 @@
 against PyTorch eager's and torch.compile's on the same GPT, optimizer
 (AdamW), weights, data and precision, measured in one run (the GPT-2 124M
 shape by default: 12 layers, d=768, 12 heads, seq 1024, vocabulary 50257,
-bf16 GEMMs).
+--precision bf16).
 
     /usr/bin/python3 bench/cuda_exe_gpt.py --ppc build/bin/ppc [--batch 8 --steps 20
         --precision bf16 --cuda-arch sm_90] [--build-only [--keep DIR]]
@@ -21,8 +21,9 @@ median after three warm-up steps (torch.compile's compilation happens in its
 first step). MFU counts the same FLOPs for both sides (6 x parameters + 12 x
 layers x d x seq per token, as llm.c and PaLM do) against the GPU's dense
 peak for the precision (bf16: 989 TFLOP/s on H100 and H200 SXM). PyTorch runs
-with torch.autocast(bfloat16) for --precision bf16, the closest eager
-equivalent of ppc's GEMMs in bf16. --build-only stops after nvcc (for
+with torch.autocast(bfloat16) for --precision bf16, as users run it (ppc's
+bf16 keeps every activation in bf16, as Megatron-LM does; autocast keeps
+softmax, norms and the residual stream in f32). --build-only stops after nvcc (for
 machines without a GPU).
 """
 import argparse

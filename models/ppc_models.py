@@ -186,7 +186,12 @@ class LlamaAttention(nn.Module):
 
     def forward(self, x):
         q, k, v = (split_heads(w(x), self.n_heads) for w in (self.wq, self.wk, self.wv))
-        cos, sin = rotary_tables(q.shape[-2], q.shape[-1], x.device, x.dtype)
+        # The tables in f32 (f64 for an f64 model) and cast to the activations'
+        # type, as HF LLaMA computes them: a bf16 model's angles in bf16 would be
+        # whole radians off at position 1000.
+        table_type = torch.float64 if x.dtype == torch.float64 else torch.float32
+        cos, sin = (t.to(x.dtype) for t in
+                    rotary_tables(q.shape[-2], q.shape[-1], x.device, table_type))
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         return self.wo(merge_heads(attention(q, k, v, causal=True)))
 

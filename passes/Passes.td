@@ -323,21 +323,31 @@ def Recompute : Pass<"ppc-recompute", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
-def GemmsInBf16 : Pass<"ppc-gemms-in-bf16", "mlir::func::FuncOp"> {
-  let summary = "Computes every f32 GEMM in bf16 (--precision bf16)";
+def MixedPrecision : Pass<"ppc-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "Stores and computes @forward's activations in bf16 (--precision bf16)";
   let description = [{
-    Mixed precision as PyTorch's autocast and Megatron do it: each f32
-    matmul, forward and backward alike, reads its operands cast to bf16 and
-    produces bf16 (accumulated in f32 by the GEMM), cast back to f32 for
-    what follows. Parameters (the master weights), gradient accumulation,
-    normalizations, softmax, the loss and the optimizer stay f32. Run after
-    the training step is built, so the gradient GEMMs are covered too;
-    casts of one value are shared (CSE), and a transposed operand is cast
-    before its transpose so that the transpose still folds into the GEMM.
+    Megatron-LM's bf16 policy, applied to @forward before AppendLoss and
+    Autodiff: every float value computed from an argument (an activation)
+    becomes bf16; each op reads bf16 and rounds its result once (kernels
+    compute in f32); a parameter (the f32 master) or an f32 constant is read
+    through a bf16 copy made before its first reader; what only constants
+    feed stays f32; the results are cast back to f32, so the loss (log-softmax
+    and cross-entropy of the logits) is computed in f32. Autodiff then builds
+    a bf16 backward; each parameter's gradient is cast to f32 by the cast's
+    gradient rule, and micro-batch accumulation, the data-parallel reduction,
+    clipping and the optimizer run in f32. Tensor-parallel collectives and
+    pipeline transfers of activations carry bf16.
 
-    Example: `%c = ppc.matmul %a, %w : f32` becomes
-    `%c = ppc.cast(ppc.matmul(ppc.cast %a : bf16, ppc.cast %w : bf16)) : f32`.
+    `precision` is fp32 (nothing changes), bf16, or fp16 (the same policy
+    with f16 elements; the driver offers it only with loss scaling).
+
+    Example: `%y = ppc.matmul %x, %w : f32` with %w a parameter becomes
+    `%y = ppc.matmul %x, (ppc.cast %w : bf16) : bf16`.
   }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "fp32, bf16 or fp16">
+  ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 

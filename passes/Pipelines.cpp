@@ -22,6 +22,11 @@ void buildImportPipeline(OpPassManager &pm, const ImportPipelineOptions &options
 }
 
 void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &options) {
+  if (options.precision != "fp32") {
+    MixedPrecisionOptions mixed;
+    mixed.precision = options.precision;
+    pm.addPass(createMixedPrecision(mixed));
+  }
   pm.addPass(createAppendLoss());
   pm.addPass(createAutodiff());
   BuildTrainStepOptions step;
@@ -40,8 +45,6 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
   step.microBatches = options.microBatches;
   step.dataParallel = options.dataParallel;
   pm.addPass(createBuildTrainStep(step));
-  if (options.precision == "bf16")
-    pm.addNestedPass<func::FuncOp>(createGemmsInBf16());
   pm.addNestedPass<func::FuncOp>(createFoldConstants());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -48,9 +48,9 @@ struct TrainingPipelineOptions : public mlir::PassPipelineOptions<TrainingPipeli
                        llvm::cl::init(0.0)};
   Option<int64_t> microBatches{*this, "micro-batches", llvm::cl::desc("micro-batches per step"),
                                llvm::cl::init(1)};
-  Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("fp32 or bf16 (GEMMs in bf16, master weights f32)"),
-                                llvm::cl::init("fp32")};
+  Option<std::string> precision{
+      *this, "precision", llvm::cl::desc("fp32, or bf16 (activations in bf16, master weights f32)"),
+      llvm::cl::init("fp32")};
   Option<int64_t> dataParallel{*this, "data-parallel",
                                llvm::cl::desc("size of the data-parallel axis"), llvm::cl::init(1)};
 };

@@ -46,7 +46,7 @@ Library use::
     out = logits(model, input_ids)
 """
 import argparse
-import contextlib
+import copy
 import dataclasses
 import json
 import math
@@ -92,7 +92,7 @@ class Options:
     min_lr: float = 0.0
     data_dtype: str = "u16"              # u8 | u16 | i32
     dtype: str = "f32"                   # f32 | f64 (f64 only to investigate numerics)
-    precision: str = "fp32"              # fp32 | bf16 (GEMMs in bf16, see Bf16Gemms)
+    precision: str = "fp32"              # fp32 | bf16 (Megatron-style, see Bf16Model)
     threads: int = 2
     log: Optional[str] = None            # JSON-lines file, one line per step
     heads: Optional[int] = None          # n_heads when it cannot be read from the ONNX
@@ -337,27 +337,82 @@ def make_optimizer(params, opts):
     raise ReferenceError(f"--optimizer {opts.optimizer!r}: expected sgd or adamw")
 
 
-class Bf16Gemms(torch.overrides.TorchFunctionMode):
-    """ppc's --precision bf16 (passes/GemmsInBf16.cpp) in PyTorch: every matmul and
-    linear, forward and backward, multiplies bf16 copies of its operands (f32
-    accumulation, bf16 product) and hands on the product as f32; biases, norms,
-    softmax, the loss and the optimizer stay f32."""
+def _bind(args, kwargs, required, **optional):
+    """The arguments of a __torch_function__ call in signature order: ``required``
+    names, then ``optional`` ones with their defaults, from positions or keywords."""
+    names = list(required) + list(optional)
+    values = dict(optional)
+    values.update(zip(names, args))
+    values.update(kwargs)
+    return tuple(values[n] for n in names)
+
+
+class AsExported(torch.overrides.TorchFunctionMode):
+    """Runs the ops that torch.onnx.export decomposes as the exported graph computes
+    them, so that a bf16 model rounds where ppc's bf16 program does: linear as MatMul
+    then Add of the bias, GELU as x/sqrt(2) -> Erf -> +1 -> *x -> *0.5, SiLU as
+    x * Sigmoid(x), rsqrt as 1 / Sqrt; and LayerNorm computed in f32 and rounded once,
+    as Megatron's fused kernel and ppc's layer_norm do (torch 1.13's CPU bf16
+    layer_norm rounds intermediates). Each torch op computes in f32 and rounds its
+    result once, like ppc's kernels. The backward is torch's own: its LayerNorm,
+    softmax and GELU backward kernels compute in f32 and round once, where ppc's
+    gradient rules are several bf16 ops (docs/architecture.md, "Mixed precision")."""
+
+    SQRT2 = float(np.float32(math.sqrt(2.0)))   # the graph's f32 constant
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in (torch.matmul, torch.Tensor.__matmul__):
-            a, b = args
-            return func(a.bfloat16(), b.bfloat16()).float()
         if func is F.linear:
-            x, w = args[0], args[1]
-            bias = args[2] if len(args) > 2 else kwargs.get("bias")
-            y = torch.matmul(x.bfloat16(), w.bfloat16().t()).float()
-            return y if bias is None else y + bias
+            x, w, bias = _bind(args, kwargs, ("input", "weight"), bias=None)
+            y = torch.matmul(x, w.t())
+            return y if bias is None else bias + y
+        if func is F.gelu and kwargs.get("approximate", "none") == "none":
+            x = args[0]
+            return (x * (torch.erf(x / self.SQRT2) + 1.0)) * 0.5
+        if func is F.silu:
+            x = args[0]
+            return x * torch.sigmoid(x)
+        if func is F.layer_norm:
+            x, shape, w, b, eps = _bind(args, kwargs, ("input", "normalized_shape"),
+                                        weight=None, bias=None, eps=1e-5)
+            return F.layer_norm(x.float(), shape, w.float(), b.float(), eps).to(x.dtype)
+        if func is torch.rsqrt:
+            return 1.0 / torch.sqrt(args[0])
         return func(*args, **kwargs)
 
 
-def precision_mode(opts):
-    return Bf16Gemms() if opts.precision == "bf16" else contextlib.nullcontext()
+class Bf16Model:
+    """ppc's --precision bf16 (passes/MixedPrecision.cpp) in PyTorch, as Megatron-LM
+    trains in bf16: a bf16 copy of the model computes forward and backward (every
+    activation and activation gradient in bf16, each torch op computing in f32 and
+    rounding once), refreshed from the f32 master weights before each step; the
+    logits reach the cross-entropy as f32; each micro-batch's bf16 parameter
+    gradients are added to the masters' f32 gradients; clipping and the optimizer
+    run on the f32 masters."""
+
+    def __init__(self, master):
+        self.master = [p for p in master.parameters() if p.requires_grad]
+        self.model = copy.deepcopy(master).to(torch.bfloat16)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+
+    def refresh(self):
+        with torch.no_grad():
+            for low, p in zip(self.params, self.master):
+                low.copy_(p)
+
+    def backward(self, inputs, labels, scale):
+        """Loss (f32) of one micro-batch times ``scale``; its gradient is added to
+        the masters'."""
+        with AsExported():
+            loss = loss_of(self.model, inputs, labels).float() * scale
+        loss.backward()
+        for low, p in zip(self.params, self.master):
+            if low.grad is None:
+                continue
+            g = low.grad.float()
+            p.grad = g if p.grad is None else p.grad + g
+            low.grad = None
+        return loss
 
 
 def is_loss_model(model):
@@ -379,7 +434,7 @@ def loss_of(model, inputs, labels):
     cross-entropy of its logits."""
     if is_loss_model(model):
         return model(inputs, labels)
-    out = model(inputs)
+    out = model(inputs).float()   # a bf16 model's logits, as Megatron's loss reads them
     return F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1))
 
 
@@ -418,21 +473,28 @@ def train(kind, cfg_or_onnx_path, data, steps, options=None):
     model.train()   # no dropout in these models; eval and train modes compute the same
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = make_optimizer(params, opts)
+    if opts.precision not in ("fp32", "bf16"):
+        raise ReferenceError(f"--precision {opts.precision!r}: expected fp32 or bf16")
+    low = Bf16Model(model) if opts.precision == "bf16" else None
     log = open(opts.log, "w") if opts.log else None
     losses = []
     try:
         for step in range(steps):
             inputs, labels = batch_windows(tokens, step, batch, seq)
             optimizer.zero_grad(set_to_none=True)
+            if low:
+                low.refresh()
             total = 0.0
             size = batch // m
             for j in range(m):
                 part = slice(j * size, (j + 1) * size)
-                with precision_mode(opts):
+                if low:
+                    loss = low.backward(inputs[part], labels[part], 1 / m)
+                else:
                     loss = loss_of(model, inputs[part], labels[part])
-                if m > 1:
-                    loss = loss / m
-                loss.backward()
+                    if m > 1:
+                        loss = loss / m
+                    loss.backward()
                 total += loss.item()
             if opts.grad_clip:
                 norm = torch.nn.utils.clip_grad_norm_(params, opts.grad_clip)

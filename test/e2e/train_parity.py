@@ -18,9 +18,13 @@ extra cases cover the other TRAINING flags: gpt with AdamW, betas/eps/weight dec
 cosine schedule with warm-up and min-lr, and gradient clipping; llama with SGD, weight
 decay and clipping.
 
-Two cases train in mixed precision (`--precision bf16`: every GEMM in bf16, master
-weights f32) against the same in PyTorch (torch_reference.Bf16Gemms), gpt and llama
-with AdamW, within the looser BF16_* tolerances below.
+Three cases train in mixed precision (`--precision bf16`: activations and the backward
+in bf16, f32 master weights, gradients and optimizer, as Megatron-LM trains in bf16)
+against the same in PyTorch (torch_reference.Bf16Model: a bf16 copy of the model,
+refreshed from f32 masters each step, its ops run as the ONNX graph computes them),
+gpt, llama and bert with AdamW, within the BF16_* tolerances below: the first step's
+loss (the forward alone, rounded at the same points on both sides) tightly, the rest
+at the level of bf16 rounding itself.
 
 Then a micro-batch check on a gpt exported with dynamic batch/seq: AdamW with
 `--batch 8 --micro-batches 4` against `--micro-batches 1`, per-step losses equal to a
@@ -70,14 +74,20 @@ SETTINGS = {
 }
 OPTIMIZERS = ("sgd", "adamw")
 EXTRA_CASES = (("gpt", "adamw-cosine-clip"), ("llama", "sgd-wd-clip"),
-               ("gpt", "adamw-bf16"), ("llama", "adamw-bf16"))
-# --precision bf16 against torch_reference.Bf16Gemms: both round every GEMM's operands
-# and product to bf16 but sum in different orders, so a product can round to the
-# neighbouring bf16 value (2^-8 relative) on one side. Measured (gpt, llama): loss
-# 6.8e-5 and 9.0e-5, grad_norm 3.8e-4 and 9.4e-4, export logits 1.7e-3 and 1.9e-3;
-# ppc in fp32 against torch in bf16 is 1.0e-4 (loss) and 1.5e-3 (grad_norm) apart.
-BF16_LOSS_TOL = 2e-4
-BF16_GRAD_NORM_TOL = 2e-3
+               ("gpt", "adamw-bf16"), ("llama", "adamw-bf16"), ("bert", "adamw-bf16"))
+# --precision bf16 against torch_reference.Bf16Model. The forward rounds at the same
+# points on both sides (each op computes in f32, f64 in ppc's executor, and rounds
+# once), so the first step's loss agrees closely: measured 3.0e-6 (gpt), 0 (llama),
+# 4.1e-6 (bert), where bf16 itself moves it by 6.3e-5, 1.5e-4 and 9.9e-5 from f32.
+# The backward does not: torch's LayerNorm, softmax and GELU backward kernels compute
+# in f32 and round once, ppc's gradient rules are several bf16 ops, so from step 1 on
+# the two runs are two samples of bf16 rounding noise, as far apart as either is from
+# f32. Measured over 20 steps: loss 1.1e-4, 1.8e-4, 1.6e-4 (torch bf16 vs f32: 1.2e-4,
+# 3.5e-4, 1.8e-4); grad_norm 5.8e-4, 2.6e-3, 3.3e-3 (vs f32: 1.4e-3, 4.5e-3, 1.1e-3).
+# The trained f32 masters' logits are compared as for fp32.
+BF16_FIRST_LOSS_TOL = 1.5e-5
+BF16_LOSS_TOL = 5e-4
+BF16_GRAD_NORM_TOL = 6e-3
 BF16_LOGITS_TOL = 5e-3
 LOSS_TOL = 1e-4     # per-step relative loss error, ppc vs torch
 LR_TOL = 1e-6       # per-step relative error of the logged lr (ppc logs it in float32)
@@ -264,12 +274,16 @@ def train_case(ppc, exports, tokens, kind, setting, tmp):
         raise CaseError(f"logits shape {actual.shape}, torch {expected.shape}")
     logits_err = float(np.abs(actual - expected).max() / np.abs(expected).max())
 
+    first = ""
     if training.get("precision") == "bf16":
-        ok = (errors["loss"] <= BF16_LOSS_TOL and errors["lr"] <= LR_TOL
-              and errors["grad_norm"] <= BF16_GRAD_NORM_TOL and logits_err <= BF16_LOGITS_TOL)
+        first_err = worst_relative([ppc_log[0]["loss"]], [torch_losses[0]])
+        ok = (first_err <= BF16_FIRST_LOSS_TOL and errors["loss"] <= BF16_LOSS_TOL
+              and errors["lr"] <= LR_TOL and errors["grad_norm"] <= BF16_GRAD_NORM_TOL
+              and logits_err <= BF16_LOGITS_TOL)
+        first = f"first loss rel err {first_err:.1e}, "
     else:
         ok = log_ok(errors) and logits_err <= LOGITS_TOL
-    return ok, (f"loss rel err {errors['loss']:.2e} (worst of {STEPS} steps; lr "
+    return ok, (f"{first}loss rel err {errors['loss']:.2e} (worst of {STEPS} steps; lr "
                 f"{errors['lr']:.1e}, grad_norm {errors['grad_norm']:.1e}), export "
                 f"logits rel err {logits_err:.2e} (weights {w_err:.1e}); "
                 f"loss {torch_losses[0]:.4f} -> {torch_losses[-1]:.4f}")
