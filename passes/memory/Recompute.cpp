@@ -349,6 +349,12 @@ std::vector<Region> regionsOf(const StepAnalysis &a, const std::map<std::string,
   for (Operation *op : a.ops) {
     if (a.sideOf(op) != Side::Forward || !cloneable(op))
       continue;
+    // What parameters and constants alone compute (a bf16 copy of a weight,
+    // its transpose) is not an activation: ZeRO 3 gathers it again for the
+    // backward (ppc-partition), and a copy made for the backward is placed
+    // after the values a clone would have to precede.
+    if (llvm::none_of(op->getResults(), [&](Value v) { return a.fromData.contains(v); }))
+      continue;
     auto it = levels.find(a.block.lookup(op));
     if (it == levels.end() || it->second == Level::None)
       continue;

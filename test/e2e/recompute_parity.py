@@ -23,7 +23,11 @@ configurations of hf_families.py), whose blocks are found from the scopes
 torch.onnx.export gives their node names (/transformer/h.0/..., /model/layers.0/...).
 A GPT whose nodes have no names gets its blocks from the forward's cut points.
 
-4. Under a budget the plan fits only with recomputation, the planner prices
+4. With --precision bf16 and ZeRO 3 on 2x2 (the bf16 weight copies gathered again
+   for the backward, not recomputed), selective and full give none's trace bit for
+   bit, in simulate and in the CUDA emulator's executables.
+
+5. Under a budget the plan fits only with recomputation, the planner prices
    ZeRO stages with and without it and picks the fastest that fits: GPT on
    2x2 gets a plan with recomputation whose simulated peak fits, with the
    losses of one device (relative 1e-5).
@@ -142,6 +146,35 @@ def model_case(ppc, kind, tmp, meshes, targets):
         print(f"{kind:9} {target:13} {mesh:6} executables: {', '.join(row)} to none")
 
 
+def bf16_case(ppc, tmp, kinds, emulator):
+    """--precision bf16 with ZeRO 3 on 2x2: the bf16 copies of the weights, which
+    ZeRO 3 gathers again for the backward, are not recomputed; activations are,
+    bit for bit (in simulate, and for GPT in the CUDA emulator's executables)."""
+    bf16 = ["--precision", "bf16", "--zero", "3"]
+    for kind in kinds:
+        model = os.path.join(tmp, f"{kind}.onnx")
+        none, _ = simulate(ppc, model, tmp, f"{kind}-bf16-none", "2x2", ["--recompute", "none"] + bf16)
+        row = [f"{kind:9} 2x2 bf16 ZeRO 3"]
+        for policy in ("selective", "full"):
+            trace, _ = simulate(ppc, model, tmp, f"{kind}-bf16-{policy}", "2x2",
+                                ["--recompute", policy] + bf16)
+            assert trace == none, f"{kind} bf16 {policy}: traces differ\n{trace}\n{none}"
+            row.append(f"{policy} identical")
+        print("  ".join(row) + f"  (none: loss {none[-1][0]:.6f})")
+    if emulator:
+        model = os.path.join(tmp, "gpt.onnx")
+        traces = {}
+        for policy in ("none", "selective"):
+            exe = os.path.join(tmp, f"gpt-bf16-{policy}-exe")
+            run([ppc, "compile", model, "--mesh", "2x2", "--target", "cuda-emulator",
+                 "--recompute", policy, "-o", exe] + TRAINING + bf16)
+            log = os.path.join(tmp, f"gpt-bf16-{policy}-exe.jsonl")
+            run(MPIRUN + ["-np", "4", exe, "--data", CORPUS, "--steps", "4", "--log", log])
+            traces[policy] = read(log)[0]
+        assert traces["selective"] == traces["none"], traces
+        print("gpt       cuda-emulator 2x2 bf16 ZeRO 3 executables: selective identical to none")
+
+
 def planner_case(ppc, tmp, kind="gpt", mesh="2x2"):
     """The planner chooses recomputation beside ZeRO and tp layouts: the
     largest budget (in steps of 10%, from half of what the plan without
@@ -217,6 +250,8 @@ def main():
             model_case(args.ppc, kind, tmp, meshes,
                        [t for t in targets if t[0] == "cpu" or kind == "gpt"])
         if not hf:
+            bf16_case(args.ppc, tmp, args.models.split(","),
+                      any(t[0] == "cuda-emulator" for t in targets))
             planner_case(args.ppc, tmp)
             nameless_case(args.ppc, tmp)
 
