@@ -327,6 +327,23 @@ FailureOr<Tensor> Tensor::fromAttr(ElementsAttr attr) {
     return failure();
   Tensor result(*dtype, type.getShape());
   if (result.isFloat()) {
+    // f32 and f64 directly (APFloat per element is most of folding a large
+    // table's time); other widths through APFloat.
+    if (auto dense = llvm::dyn_cast<DenseElementsAttr>(attr)) {
+      if (*dtype == DType::F32) {
+        auto values = dense.tryGetValues<float>();
+        if (succeeded(values)) {
+          llvm::copy(*values, result.floats_.begin());
+          return result;
+        }
+      } else if (*dtype == DType::F64) {
+        auto values = dense.tryGetValues<double>();
+        if (succeeded(values)) {
+          llvm::copy(*values, result.floats_.begin());
+          return result;
+        }
+      }
+    }
     auto values = attr.tryGetValues<llvm::APFloat>();
     if (!values)
       return failure();

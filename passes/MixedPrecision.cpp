@@ -65,9 +65,8 @@ void computeInF32(Operation &op, Value scalar, llvm::DenseSet<Value> &activation
   OpBuilder b(&op);
   for (OpOperand &operand : op.getOpOperands())
     if (operand.get() != scalar && !isF32(operand.get().getType()))
-      operand.set(b.create<CastOp>(op.getLoc(),
-                                   withElement(operand.get().getType(), b.getF32Type()),
-                                   operand.get()));
+      operand.set(b.create<CastOp>(
+          op.getLoc(), withElement(operand.get().getType(), b.getF32Type()), operand.get()));
   b.setInsertionPointAfter(&op);
   Value result = op.getResult(0);
   auto rounded = b.create<CastOp>(op.getLoc(), withElement(result.getType(), low), result);

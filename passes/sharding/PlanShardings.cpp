@@ -20,6 +20,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <map>
 #include <set>
 
 using namespace mlir;
@@ -82,13 +83,25 @@ std::string signature(BlockArgument arg) {
   return shape;
 }
 
+/// What the pricer said of each plan of one step (by the plan's key): its
+/// cost before ZeRO and the layouts its uses asked of arguments. The pricer
+/// does not depend on the ZeRO stage, so the searches of every stage (for
+/// steps recomputed alike) share one: most of their plans are the same.
+struct PriceCache {
+  struct Entry {
+    PlanCost cost;
+    llvm::SmallVector<LayoutRequest> requests;
+  };
+  std::map<std::string, Entry> entries;
+};
+
 class Planner {
 public:
   /// `zero`: the ZeRO stage the plan's memory is counted for.
   Planner(func::FuncOp step, AxisSizes sizes, DeviceModel device, double memoryPerRank,
-          bool sequenceParallel, int64_t zero)
+          bool sequenceParallel, int64_t zero, PriceCache &cache)
       : step(step), sizes(sizes), pricer(step, sizes, device, sequenceParallel),
-        budget(memoryPerRank), zero(zero) {}
+        budget(memoryPerRank), zero(zero), cache(cache) {}
 
   /// Reads parameters and pins, forms classes and their options.
   LogicalResult setUp(llvm::ArrayRef<std::string> pins);
@@ -126,7 +139,9 @@ private:
   llvm::SmallVector<ParamClass> classes;
   /// The class of each argument that is a parameter or its state, or -1.
   llvm::SmallVector<int> classOf;
-  std::map<std::string, PlanCost> memo;
+  /// The plans this search priced.
+  std::set<std::string> memo;
+  PriceCache &cache;
   PlanCost chosen;
 };
 
@@ -256,15 +271,21 @@ FailureOr<PlanCost> Planner::price(const Plan &plan,
   std::string key;
   for (const TpOption &o : plan)
     key += std::to_string(o.dim) + "/" + std::to_string(o.blocks) + ",";
-  if (!requests)
-    if (auto it = memo.find(key); it != memo.end())
-      return it->second;
+  memo.insert(key);
   llvm::SmallVector<Layout> layouts = layoutsOf(plan);
-  auto cost = pricer.price(layouts, requests);
-  if (failed(cost))
-    return failure();
-  cost->peakBytes -= zeroSavings(layouts);
-  memo[key] = *cost;
+  auto it = cache.entries.find(key);
+  if (it == cache.entries.end()) {
+    PriceCache::Entry entry;
+    auto cost = pricer.price(layouts, &entry.requests);
+    if (failed(cost))
+      return failure();
+    entry.cost = *cost;
+    it = cache.entries.emplace(key, std::move(entry)).first;
+  }
+  if (requests)
+    requests->append(it->second.requests.begin(), it->second.requests.end());
+  PlanCost cost = it->second.cost;
+  cost.peakBytes -= zeroSavings(layouts);
   return cost;
 }
 
@@ -420,6 +441,7 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
       bool fits;
     };
     std::optional<Candidate> best, closest;
+    std::map<RecomputePolicy, PriceCache> caches;
     int64_t last = zero >= 0 || dataParallel == 1 ? std::max<int64_t>(zero, 0) : 3;
     // Prices a plan at `stage` with `level`, keeps it as the best or the
     // closest, and says whether it fits.
@@ -433,7 +455,7 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
       }
       std::optional<Planner> planner;
       planner.emplace(priced, *sizes, device, memoryPerRank * pipelineParallel, sequenceParallel,
-                      stage);
+                      stage, caches[level]);
       FailureOr<llvm::SmallVector<Layout>> layouts = failure();
       if (succeeded(planner->setUp(pins)))
         layouts = planner->run();
