@@ -521,6 +521,9 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
     }
     int64_t stage = best->stage;
     llvm::SmallVector<Layout> *layouts = &best->layouts;
+    int64_t pricerRuns = 0;
+    for (const auto &entry : caches)
+      pricerRuns += entry.second.entries.size();
     step->setAttr(PpcDialect::kZeroAttrName,
                   IntegerAttr::get(IntegerType::get(&getContext(), 64), stage));
     for (auto [i, layout] : llvm::enumerate(*layouts))
@@ -538,6 +541,7 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
                       b.getNamedAttr("peak_bytes", b.getF64FloatAttr(cost.peakBytes)),
                       b.getNamedAttr("memory_per_rank", b.getF64FloatAttr(memoryPerRank)),
                       b.getNamedAttr("plans_priced", b.getI64IntegerAttr(best->priced)),
+                      b.getNamedAttr("pricer_runs", b.getI64IntegerAttr(pricerRuns)),
                       b.getNamedAttr("recompute", b.getStringAttr(recomputed)),
                   }));
   }
