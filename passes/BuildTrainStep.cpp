@@ -87,6 +87,13 @@ BuildTrainStepPass::hyperParameters(const OptimizerConfig &config) {
     hypers.push_back({"weight_decay", config.weightDecay});
   if (gradClip > 0)
     hypers.push_back({"grad_clip", gradClip});
+  // Dynamic loss scaling: the scale, and the steps skipped so far (AdamW's
+  // step count is the steps taken), both kept by the driver. The defaults
+  // are the driver's starting values.
+  if (lossScaling) {
+    hypers.push_back({"loss_scale", 65536.0});
+    hypers.push_back({"skipped_steps", 0.0});
+  }
   return hypers;
 }
 
@@ -132,12 +139,21 @@ void BuildTrainStepPass::runOnOperation() {
   llvm::SmallVector<Type> argTypes{RankedTensorType::get({}, b.getI64Type())};
   llvm::SmallVector<DictionaryAttr> argAttrs{
       b.getDictionaryAttr(b.getNamedAttr(PpcDialect::kStepAttrName, b.getUnitAttr()))};
-  llvm::SmallVector<unsigned> paramArgs, inputArgs;
+  llvm::SmallVector<unsigned> paramArgs, inputArgs, hyperArgs;
   for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
     if (grad.getArgAttr(i, PpcDialect::kParamAttrName))
       paramArgs.push_back(i);
+    else if (grad.getArgAttr(i, PpcDialect::kHyperAttrName))
+      hyperArgs.push_back(i); // The loss scale (ppc-scale-loss).
     else
       inputArgs.push_back(i);
+  }
+  if (lossScaling != !hyperArgs.empty()) {
+    grad.emitError() << (lossScaling ? "loss scaling without a loss_scale argument; run "
+                                       "-ppc-scale-loss first"
+                                     : "@forward_grad takes a hyper-parameter, but loss "
+                                       "scaling is off");
+    return signalPassFailure();
   }
   for (unsigned i : paramArgs) {
     argTypes.push_back(grad.getArgument(i).getType());
@@ -191,6 +207,13 @@ void BuildTrainStepPass::runOnOperation() {
     return body->getArgument(1 + numParams * (1 + stateKinds.size()) + n);
   };
 
+  auto hyper = [&](StringRef name) -> Value {
+    for (auto [k, entry] : llvm::enumerate(hypers))
+      if (entry.first == name)
+        return body->getArgument(firstHyper + k);
+    return nullptr;
+  };
+
   // Loss and gradients of each micro-batch, summed.
   auto gradReturn = llvm::cast<func::ReturnOp>(grad.getBody().front().getTerminator());
   Value lossSum;
@@ -200,6 +223,9 @@ void BuildTrainStepPass::runOnOperation() {
     IRMapping mapping;
     for (auto [p, i] : llvm::enumerate(paramArgs))
       mapping.map(grad.getArgument(i), param(p));
+    for (unsigned i : hyperArgs)
+      mapping.map(grad.getArgument(i),
+                  hyper(grad.getArgAttrOfType<StringAttr>(i, PpcDialect::kHyperAttrName)));
     for (auto [n, i] : llvm::enumerate(inputArgs)) {
       Value whole = input(n);
       if (microBatches > 1)
@@ -232,9 +258,35 @@ void BuildTrainStepPass::runOnOperation() {
     markGradient(grads.back(), kStepGradAttrName, p);
   }
 
+  Type lossType = getElementTypeOrSelf(loss.getType());
+  // Loss scaling (torch's GradScaler): the loss and the gradients divided
+  // by the scale again (times its f32 reciprocal, as unscale_ does), and
+  // whether any gradient is not finite: the sum over every gradient of
+  // g * 0 is 0, or NaN when one is inf or NaN. One sum, reduced over every
+  // mesh axis the gradients are split on, as the gradient norm is.
+  Value overflow;
+  if (lossScaling) {
+    Value scale = hyper("loss_scale");
+    loss = b.create<DivOp>(loc, loss, castScalar(b, loc, scale, lossType));
+    Value inverse = b.create<DivOp>(loc, f64Scalar(b, loc, 1.0), scale);
+    Value nonFinite;
+    for (Value &g : grads) {
+      Type element = getElementTypeOrSelf(g.getType());
+      g = b.create<MulOp>(loc, g, castScalar(b, loc, inverse, element));
+      auto type = llvm::cast<RankedTensorType>(g.getType());
+      llvm::SmallVector<int64_t> axes;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        axes.push_back(d);
+      Value zeros = b.create<MulOp>(loc, g, castScalar(b, loc, f64Scalar(b, loc, 0.0), element));
+      Value s = castScalar(b, loc, b.create<ReduceSumOp>(loc, zeros, axes, false), lossType);
+      nonFinite = nonFinite ? b.create<AddOp>(loc, nonFinite, s).getResult() : s;
+    }
+    Value isFinite = nonFinite ? b.create<EqualOp>(loc, nonFinite, nonFinite).getResult() : Value();
+    overflow = isFinite ? b.create<NotOp>(loc, isFinite).getResult() : Value();
+  }
+
   // Global gradient norm (reported, and used for clipping), in f32 like
   // torch.nn.utils.clip_grad_norm_.
-  Type lossType = getElementTypeOrSelf(loss.getType());
   Value sumSquares;
   for (Value g : grads) {
     auto type = llvm::cast<RankedTensorType>(g.getType());
@@ -248,12 +300,6 @@ void BuildTrainStepPass::runOnOperation() {
   }
   Value gradNorm = sumSquares ? b.create<SqrtOp>(loc, sumSquares).getResult()
                               : castScalar(b, loc, f64Scalar(b, loc, 0), lossType);
-  auto hyper = [&](StringRef name) -> Value {
-    for (auto [k, entry] : llvm::enumerate(hypers))
-      if (entry.first == name)
-        return body->getArgument(firstHyper + k);
-    return nullptr;
-  };
   if (Value clip = hyper("grad_clip"); clip && numParams > 0) {
     Value coef = b.create<DivOp>(
         loc, castScalar(b, loc, clip, lossType),
@@ -265,8 +311,12 @@ void BuildTrainStepPass::runOnOperation() {
 
   Value stepF64 =
       b.create<CastOp>(loc, RankedTensorType::get({}, b.getF64Type()), body->getArgument(0));
+  // AdamW's t counts the updates taken: with loss scaling, not the skipped.
+  Value taken = stepF64;
+  if (lossScaling)
+    taken = b.create<SubOp>(loc, stepF64, hyper("skipped_steps"));
   StepScalars scalars{learningRate(b, loc, stepF64, hyper("lr"), hyper("min_lr")),
-                      b.create<AddOp>(loc, stepF64, f64Scalar(b, loc, 1.0)),
+                      b.create<AddOp>(loc, taken, f64Scalar(b, loc, 1.0)),
                       hyper("beta1"),
                       hyper("beta2"),
                       hyper("eps"),
@@ -278,6 +328,12 @@ void BuildTrainStepPass::runOnOperation() {
     for (unsigned k = 0; k < stateKinds.size(); ++k)
       state.push_back(stateArg(k, p));
     buildParameterUpdate(b, loc, *config, scalars, param(p), grads[p], state, updated);
+    // A step with a gradient not finite updates nothing (GradScaler.step).
+    if (overflow) {
+      updated[0] = b.create<WhereOp>(loc, overflow, param(p), updated[0]);
+      for (unsigned k = 0; k < stateKinds.size(); ++k)
+        updated[1 + k] = b.create<WhereOp>(loc, overflow, state[k], updated[1 + k]);
+    }
     newParams.push_back(updated[0]);
     for (unsigned k = 0; k < stateKinds.size(); ++k)
       newStates[k * numParams + p] = updated[1 + k];
@@ -288,11 +344,18 @@ void BuildTrainStepPass::runOnOperation() {
   results.push_back(loss);
   results.push_back(gradNorm);
   results.push_back(castScalar(b, loc, scalars.lr, lossType));
+  llvm::SmallVector<StringRef> outputs{"loss", "grad_norm", "lr"};
+  if (lossScaling) {
+    results.push_back(
+        overflow ? b.create<CastOp>(loc, RankedTensorType::get({}, lossType), overflow).getResult()
+                 : castScalar(b, loc, f64Scalar(b, loc, 0.0), lossType));
+    outputs.push_back("overflow");
+  }
   b.create<func::ReturnOp>(loc, results);
   step.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
   llvm::SmallVector<DictionaryAttr> resultAttrs(
       argAttrs.begin() + 1, argAttrs.begin() + 1 + newParams.size() + newStates.size());
-  for (StringRef name : {"loss", "grad_norm", "lr"})
+  for (StringRef name : outputs)
     resultAttrs.push_back(
         b.getDictionaryAttr(b.getNamedAttr(PpcDialect::kOutputAttrName, b.getStringAttr(name))));
   step.setAllResultAttrs(resultAttrs);

@@ -39,6 +39,21 @@ def AppendLoss : Pass<"ppc-append-loss", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def ScaleLoss : Pass<"ppc-scale-loss", "mlir::ModuleOp"> {
+  let summary = "Multiplies @forward's loss by the loss scale (--precision fp16)";
+  let description = [{
+    Dynamic loss scaling, as torch.cuda.amp.GradScaler scales: @forward
+    gets a rank-0 f64 argument `{ppc.hyper = "loss_scale"}` and returns
+    `loss * scale` (in the loss's f32), so that the backward, built from it,
+    carries gradients times the scale through the f16 activations, where
+    small ones would otherwise flush to zero. ppc-build-train-step divides
+    the loss and the gradients by the scale again, skips the update when a
+    gradient is not finite and reports it (`overflow`); the driver keeps
+    the scale (docs/architecture.md, "Mixed precision").
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def Autodiff : Pass<"ppc-autodiff", "mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of @forward";
   let description = [{
@@ -102,7 +117,10 @@ def BuildTrainStep : Pass<"ppc-build-train-step", "mlir::ModuleOp"> {
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "micro-batches the batch is cut into">,
     Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"1",
-           "size of the data-parallel mesh axis (how the batch is laid out)">
+           "size of the data-parallel mesh axis (how the batch is laid out)">,
+    Option<"lossScaling", "loss-scaling", "bool", /*default=*/"false",
+           "unscale the gradients by the `loss_scale` hyper-parameter, skip the "
+           "update when one is not finite (ppc-scale-loss ran)">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

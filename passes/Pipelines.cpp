@@ -28,6 +28,8 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
     pm.addPass(createMixedPrecision(mixed));
   }
   pm.addPass(createAppendLoss());
+  if (options.precision == "fp16")
+    pm.addPass(createScaleLoss());
   pm.addPass(createAutodiff());
   BuildTrainStepOptions step;
   step.optimizer = options.optimizer;
@@ -44,6 +46,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
   step.minLr = options.minLr;
   step.microBatches = options.microBatches;
   step.dataParallel = options.dataParallel;
+  step.lossScaling = options.precision == "fp16";
   pm.addPass(createBuildTrainStep(step));
   pm.addNestedPass<func::FuncOp>(createFoldConstants());
   pm.addPass(createCanonicalizerPass());
@@ -125,6 +128,8 @@ std::optional<double> hyperParameter(const TrainingPipelineOptions &options, llv
       .Case("momentum", options.momentum)
       .Case("weight_decay", options.weightDecay)
       .Case("grad_clip", options.gradClip)
+      .Case("loss_scale", options.lossScale)
+      .Case("skipped_steps", 0.0)
       .Default(std::nullopt);
 }
 

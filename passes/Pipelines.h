@@ -49,10 +49,19 @@ struct TrainingPipelineOptions : public mlir::PassPipelineOptions<TrainingPipeli
   Option<int64_t> microBatches{*this, "micro-batches", llvm::cl::desc("micro-batches per step"),
                                llvm::cl::init(1)};
   Option<std::string> precision{
-      *this, "precision", llvm::cl::desc("fp32, or bf16 (activations in bf16, master weights f32)"),
+      *this, "precision",
+      llvm::cl::desc("fp32, bf16 (activations in bf16, master weights f32), or fp16 (the same "
+                     "in f16, with loss scaling)"),
       llvm::cl::init("fp32")};
   Option<int64_t> dataParallel{*this, "data-parallel",
                                llvm::cl::desc("size of the data-parallel axis"), llvm::cl::init(1)};
+  Option<double> lossScale{*this, "loss-scale",
+                           llvm::cl::desc("fp16: the loss scale the driver starts from"),
+                           llvm::cl::init(65536.0)};
+  Option<int64_t> lossScaleGrowthInterval{
+      *this, "loss-scale-growth-interval",
+      llvm::cl::desc("fp16: good steps before the driver doubles the loss scale"),
+      llvm::cl::init(2000)};
 };
 
 /// Turns the imported @forward into @train_step: the loss (appended when the

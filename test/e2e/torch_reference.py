@@ -92,7 +92,9 @@ class Options:
     min_lr: float = 0.0
     data_dtype: str = "u16"              # u8 | u16 | i32
     dtype: str = "f32"                   # f32 | f64 (f64 only to investigate numerics)
-    precision: str = "fp32"              # fp32 | bf16 (Megatron-style, see Bf16Model)
+    precision: str = "fp32"              # fp32 | bf16 (Megatron-style, see Bf16Model) | fp16
+    loss_scale: float = 65536.0          # fp16: the initial loss scale
+    loss_scale_growth_interval: int = 2000
     threads: int = 2
     log: Optional[str] = None            # JSON-lines file, one line per step
     heads: Optional[int] = None          # n_heads when it cannot be read from the ONNX
@@ -415,6 +417,71 @@ class Bf16Model:
         return loss
 
 
+class _RoundToHalf(torch.autograd.Function):
+    """Rounds to fp16 (overflowing to inf past 65504), and so the gradient that
+    flows back through it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.half().float()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.half().float()
+
+
+class HalfOps(torch.overrides.TorchFunctionMode):
+    """Every float32 tensor an op returns is rounded to fp16, and every gradient that
+    flows back into it: an f32 model that stores what ppc's fp16 program stores
+    after each op (each op computing in f32 and rounding once, forward and
+    backward). torch 1.13 has few fp16 CPU kernels, so fp16 is emulated so."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        return self._round(out)
+
+    def _round(self, value):
+        if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+            return _RoundToHalf.apply(value)
+        if isinstance(value, (tuple, list)):
+            return type(value)(self._round(v) for v in value)
+        return value
+
+
+class Fp16Model:
+    """ppc's --precision fp16 in PyTorch: as Bf16Model, with fp16 emulated (HalfOps)
+    on an f32 copy of the model that holds the masters rounded to fp16; the loss is
+    computed in f32 from the logits, times the loss scale; each parameter's gradient
+    is rounded to fp16 (the gradient of ppc's fp16 copy) and added to the masters'."""
+
+    def __init__(self, master):
+        self.master = [p for p in master.parameters() if p.requires_grad]
+        self.model = copy.deepcopy(master)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+
+    def refresh(self):
+        with torch.no_grad():
+            for low, p in zip(self.params, self.master):
+                low.copy_(p.half().float())
+
+    def backward(self, inputs, labels, scale):
+        """The loss of one micro-batch times ``scale``; its gradient is added to
+        the masters'."""
+        if is_loss_model(self.model):
+            raise ReferenceError("--precision fp16 takes a model with logits")
+        with HalfOps(), AsExported():
+            out = self.model(inputs)
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1)) * scale
+        loss.backward()
+        for low, p in zip(self.params, self.master):
+            if low.grad is None:
+                continue
+            g = low.grad.half().float()
+            p.grad = g if p.grad is None else p.grad + g
+            low.grad = None
+        return loss
+
+
 def is_loss_model(model):
     return isinstance(model, ppc_models.GPTLoss)
 
@@ -473,9 +540,13 @@ def train(kind, cfg_or_onnx_path, data, steps, options=None):
     model.train()   # no dropout in these models; eval and train modes compute the same
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = make_optimizer(params, opts)
-    if opts.precision not in ("fp32", "bf16"):
-        raise ReferenceError(f"--precision {opts.precision!r}: expected fp32 or bf16")
-    low = Bf16Model(model) if opts.precision == "bf16" else None
+    if opts.precision not in ("fp32", "bf16", "fp16"):
+        raise ReferenceError(f"--precision {opts.precision!r}: expected fp32, bf16 or fp16")
+    low = {"bf16": Bf16Model, "fp16": Fp16Model}.get(opts.precision, lambda m: None)(model)
+    # fp16's dynamic loss scale, as torch.cuda.amp.GradScaler keeps it (backoff 0.5,
+    # growth 2 after growth_interval good steps; a step with a gradient that is not
+    # finite is skipped).
+    scale, good = float(opts.loss_scale), 0
     log = open(opts.log, "w") if opts.log else None
     losses = []
     try:
@@ -488,7 +559,9 @@ def train(kind, cfg_or_onnx_path, data, steps, options=None):
             size = batch // m
             for j in range(m):
                 part = slice(j * size, (j + 1) * size)
-                if low:
+                if opts.precision == "fp16":
+                    loss = low.backward(inputs[part], labels[part], scale / m) / scale
+                elif low:
                     loss = low.backward(inputs[part], labels[part], 1 / m)
                 else:
                     loss = loss_of(model, inputs[part], labels[part])
@@ -496,6 +569,14 @@ def train(kind, cfg_or_onnx_path, data, steps, options=None):
                         loss = loss / m
                     loss.backward()
                 total += loss.item()
+            overflow, scale_used = False, scale
+            if opts.precision == "fp16":
+                inverse = torch.tensor(1.0 / scale, dtype=torch.float64).float()
+                for p in params:
+                    if p.grad is not None:
+                        p.grad.mul_(inverse)
+                overflow = any(not bool(torch.isfinite(p.grad).all())
+                               for p in params if p.grad is not None)
             if opts.grad_clip:
                 norm = torch.nn.utils.clip_grad_norm_(params, opts.grad_clip)
             else:
@@ -503,10 +584,20 @@ def train(kind, cfg_or_onnx_path, data, steps, options=None):
             lr = lr_at(step, steps, opts)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            optimizer.step()
+            if not overflow:
+                optimizer.step()
+            if opts.precision == "fp16":
+                if overflow:
+                    scale, good = scale * 0.5, 0
+                else:
+                    good += 1
+                    if good == opts.loss_scale_growth_interval:
+                        scale, good = scale * 2, 0
             losses.append(float(total))
             record = {"step": step, "loss": float(total), "lr": float(lr),
-                      "grad_norm": float(norm)}
+                      "grad_norm": float(norm) if math.isfinite(float(norm)) else None}
+            if opts.precision == "fp16":
+                record.update(loss_scale=scale_used, overflow=overflow)
             if log:
                 log.write(json.dumps(record) + "\n")
                 log.flush()

@@ -97,6 +97,9 @@ int runCompileCommand(int argc, char **argv) {
   codegen::Build build = targetKind == codegen::Target::Cpu ? codegen::Build::Cpu
                          : target == "cuda-emulator"        ? codegen::Build::CudaEmulator
                                                             : codegen::Build::Cuda;
+  if (training.precision == "fp16")
+    return reportError("--precision fp16: only ppc simulate trains in fp16 so far (the "
+                       "targets have no f16 kernels, and the runtime no loss scaler)");
   if (targetKind == codegen::Target::Cpu && training.precision == "bf16")
     return reportError("--precision bf16: the CPU target computes in fp32; use --target cuda "
                        "(or ppc simulate, whose executor rounds to bf16 as the GPU does)");

@@ -196,6 +196,14 @@ int runSimulateCommand(int argc, char **argv) {
       return reportError("--log '" + logPath + "': " + ec.message());
   }
   llvm::SmallVector<int64_t> peakBytes;
+  // --precision fp16: the loss scale, kept as torch's GradScaler keeps it
+  // (halved on a step whose gradients overflow, which updates nothing;
+  // doubled after the growth interval of good steps), fed to each step with
+  // the steps skipped so far.
+  double lossScale = setup.pipeline.lossScale;
+  int64_t goodSteps = 0, skippedSteps = 0;
+  const std::string scaleKey = std::string(ppcrt::kHyperKey) + "loss_scale",
+                    skippedKey = std::string(ppcrt::kHyperKey) + "skipped_steps";
   for (int64_t s = 0; s < steps; ++s) {
     Tensor &inputs = global[tokenKeys[0]];
     Tensor labels(inputs.dtype(), inputs.shape());
@@ -209,6 +217,10 @@ int runSimulateCommand(int argc, char **argv) {
       for (const std::string &key : argKeys[r]) {
         if (key == "step") {
           held[r][key].setInt(0, s);
+        } else if (key == scaleKey) {
+          held[r][key].setDouble(0, lossScale);
+        } else if (key == skippedKey) {
+          held[r][key].setDouble(0, skippedSteps);
         } else if (llvm::is_contained(tokenKeys, key)) {
           auto local = shard(key, global[key], r);
           if (failed(local))
@@ -253,6 +265,17 @@ int runSimulateCommand(int argc, char **argv) {
     double loss = outputs.lookup("loss");
     double gradNorm = outputs.lookup("grad_norm");
     double rate = outputs.lookup("lr");
+    bool scaling = outputs.count("overflow");
+    bool overflow = scaling && outputs.lookup("overflow") != 0;
+    double scaleUsed = lossScale;
+    if (overflow) {
+      lossScale *= 0.5;
+      goodSteps = 0;
+      ++skippedSteps;
+    } else if (scaling && ++goodSteps == setup.pipeline.lossScaleGrowthInterval) {
+      lossScale *= 2;
+      goodSteps = 0;
+    }
     double tokensPerSecond = globalBatch * seqLen / seconds;
     int64_t peak = peakBytes.empty() ? 0 : *llvm::max_element(peakBytes);
     // JSON has no inf or NaN: a non-finite value is logged as null.
@@ -264,6 +287,10 @@ int runSimulateCommand(int argc, char **argv) {
         json.attribute("loss", number(loss));
         json.attribute("lr", number(rate));
         json.attribute("grad_norm", number(gradNorm));
+        if (scaling) {
+          json.attribute("loss_scale", scaleUsed);
+          json.attribute("overflow", overflow);
+        }
         json.attribute("step_time", seconds);
         json.attribute("tokens_per_s", tokensPerSecond);
         json.attribute("peak_bytes", peak);
@@ -275,13 +302,21 @@ int runSimulateCommand(int argc, char **argv) {
       *log << "\n";
       log->flush();
     }
+    char scaleText[32];
+    std::snprintf(scaleText, sizeof(scaleText), "%g", scaleUsed);
+    std::string scaleNote =
+        !scaling   ? ""
+        : overflow ? "  loss scale " + std::string(scaleText) + " (overflow: step skipped)"
+                   : "  loss scale " + std::string(scaleText);
     llvm::errs() << llvm::formatv("step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  "
-                                  "{5:f2} s  {6:f0} tok/s\n",
-                                  s + 1, steps, loss, rate, gradNorm, seconds, tokensPerSecond);
-    // Steps are counted from 1 here, as on the progress line.
+                                  "{5:f2} s  {6:f0} tok/s{7}\n",
+                                  s + 1, steps, loss, rate, gradNorm, seconds, tokensPerSecond,
+                                  scaleNote);
+    // Steps are counted from 1 here, as on the progress line. (A step whose
+    // scaled gradients overflowed has none to check: it was skipped.)
     for (auto [what, value] :
          {std::pair<const char *, double>{"loss", loss}, {"gradient norm", gradNorm}})
-      if (!std::isfinite(value))
+      if (!std::isfinite(value) && !overflow)
         return reportError("step " + llvm::Twine(s + 1) + ": the " + what + " is " +
                            (std::isnan(value) ? "NaN" : "infinite"));
   }

@@ -155,7 +155,20 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                          "core), full (keep only each block's input) or auto (the least that "
                          "fits --memory-per-rank)"),
                 cl::init("auto"), cl::cat(category)),
-      precision("precision", cl::desc("fp32 or bf16"), cl::init("fp32"), cl::cat(category)),
+      precision("precision",
+                cl::desc("fp32, bf16 (activations in bf16, f32 master weights), or fp16 (the "
+                         "same in f16, with dynamic loss scaling; ppc simulate only)"),
+                cl::init("fp32"), cl::cat(category)),
+      lossScale("loss-scale",
+                cl::desc("--precision fp16: the initial loss scale [65536]; halved when a "
+                         "gradient overflows, doubled after --loss-scale-growth-interval "
+                         "good steps"),
+                cl::init(65536.0), cl::cat(category)),
+      lossScaleGrowthInterval(
+          "loss-scale-growth-interval",
+          cl::desc("--precision fp16: steps without overflow before the loss scale doubles "
+                   "[2000]"),
+          cl::init(2000), cl::cat(category)),
       dims("dim", cl::desc("size of a symbolic input dimension"), cl::value_desc("NAME=N"),
            cl::cat(category)),
       shards("shard",
@@ -224,8 +237,22 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options, int
       return failure(reportError("--" + flag->ArgStr + " " + number(v) +
                                  ": expected a finite number in [0, " + number(high) + ")"));
   }
-  if (precision != "fp32" && precision != "bf16")
-    return failure(reportError("--precision '" + precision + "': expected fp32 or bf16"));
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    return failure(reportError("--precision '" + precision + "': expected fp32, bf16 or fp16"));
+  if (precision != "fp16")
+    for (cl::Option *flag :
+         std::initializer_list<cl::Option *>{&lossScale, &lossScaleGrowthInterval})
+      if (flag->getNumOccurrences())
+        return failure(reportError("--" + flag->ArgStr + " applies to --precision fp16"));
+  // A power of two, as GradScaler's growth and backoff keep it when it
+  // starts as one; any positive finite value is taken.
+  if (!std::isfinite(lossScale) || lossScale <= 0 || !std::isfinite(1 / lossScale))
+    return failure(
+        reportError("--loss-scale " + number(lossScale) + ": expected a positive finite number"));
+  if (lossScaleGrowthInterval < 1)
+    return failure(reportError(llvm::formatv("--loss-scale-growth-interval {0}: expected 1 or "
+                                             "more",
+                                             lossScaleGrowthInterval.getValue())));
   if (!zero.empty() && zero != "0" && zero != "1" && zero != "2" && zero != "3")
     return failure(reportError("--zero '" + zero + "': expected 0, 1, 2 or 3"));
   if (schedule != "gpipe" && schedule != "1f1b" && schedule != "interleaved")
@@ -275,6 +302,8 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options, int
   p.minLr = minLr.getValue();
   p.microBatches = microBatches.getValue();
   p.precision = precision.getValue();
+  p.lossScale = lossScale.getValue();
+  p.lossScaleGrowthInterval = lossScaleGrowthInterval.getValue();
   p.dataParallel = setup.mesh.dp;
   ParallelizePipelineOptions &q = setup.parallelize;
   q.dataParallel = setup.mesh.dp;

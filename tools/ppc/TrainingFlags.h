@@ -59,6 +59,8 @@ struct TrainingFlags {
   llvm::cl::opt<int64_t> virtualStages;
   llvm::cl::opt<std::string> recompute;
   llvm::cl::opt<std::string> precision;
+  llvm::cl::opt<double> lossScale;
+  llvm::cl::opt<int64_t> lossScaleGrowthInterval;
   llvm::cl::list<std::string> dims;
   llvm::cl::list<std::string> shards;
   llvm::cl::opt<std::string> memoryPerRank;
