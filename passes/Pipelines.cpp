@@ -56,7 +56,8 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
 void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOptions &options) {
   RecomputeOptions recompute;
   recompute.policy = options.recompute;
-  recompute.memoryPerRank = options.memoryPerRank;
+  recompute.memoryPerRank =
+      options.recomputeMemoryPerRank > 0 ? options.recomputeMemoryPerRank : options.memoryPerRank;
   if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1) {
     pm.addPass(createRecompute(recompute));
     return;

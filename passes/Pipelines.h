@@ -98,6 +98,12 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
                                 llvm::cl::desc("activation recomputation: none, selective, full "
                                                "or auto (what fits memory-per-rank)"),
                                 llvm::cl::init("auto")};
+  Option<double> recomputeMemoryPerRank{
+      *this, "recompute-memory-per-rank",
+      llvm::cl::desc("the budget recompute=auto fits each rank's program to (0: "
+                     "memory-per-rank); ppc compile lowers it when the executable's "
+                     "arena, after fusion, exceeds what the unfused plan said"),
+      llvm::cl::init(0.0)};
 };
 
 /// Splits @train_step over the mesh dp x tp x pp: plans every tensor's

@@ -149,13 +149,44 @@ int runCompileCommand(int argc, char **argv) {
     return 1;
   MLIRContext context;
   DriverDiagnostics diagnostics(context);
-  OwningOpRef<ModuleOp> module = importModel(**model, context, options, pipelineFlags.dumpIR);
-  if (!module)
-    return 1;
-  if (failed(runPipeline(
-          *module, [&](OpPassManager &pm) { TrainingFlags::buildPipeline(pm, setup); },
-          pipelineFlags.dumpIR)))
-    return 1;
+  OwningOpRef<ModuleOp> module;
+  std::vector<codegen::ProgramLayout> layouts;
+  // --recompute auto fits each rank's program by its unfused plan; the
+  // executable's arena (fusion, views, collectives running beside the
+  // kernels) can be a little larger. Where it exceeds the budget, compile
+  // again with auto aiming that much lower (twice at most).
+  double budget = setup.parallelize.memoryPerRank;
+  for (int attempt = 0;; ++attempt) {
+    module = importModel(**model, context, options, pipelineFlags.dumpIR);
+    if (!module)
+      return 1;
+    if (failed(runPipeline(
+            *module, [&](OpPassManager &pm) { TrainingFlags::buildPipeline(pm, setup); },
+            pipelineFlags.dumpIR)))
+      return 1;
+    auto laidOut = codegen::layOutPrograms(*module, targetKind);
+    if (failed(laidOut))
+      return 1;
+    layouts = std::move(*laidOut);
+    // The arena's peak, and the unfused plans' (what auto fitted).
+    int64_t peak = 0, unfused = 0;
+    for (const codegen::ProgramLayout &layout : layouts)
+      peak = std::max(peak, layout.memory.peakBytes);
+    for (func::FuncOp program : trainingPrograms(*module))
+      if (FailureOr<int64_t> live = peakLiveBytes(program); succeeded(live))
+        unfused = std::max(unfused, *live);
+    if (setup.parallelize.recompute.getValue() != "auto" || peak <= budget || unfused > budget ||
+        attempt == 2)
+      break;
+    double aim = setup.parallelize.recomputeMemoryPerRank > 0
+                     ? setup.parallelize.recomputeMemoryPerRank.getValue()
+                     : budget;
+    setup.parallelize.recomputeMemoryPerRank = aim * (budget / static_cast<double>(peak)) * 0.999;
+    llvm::errs() << llvm::formatv(
+        "note: the executable's arena ({0} bytes per rank) exceeds --memory-per-rank; "
+        "compiling again with --recompute auto fitting the unfused plan to {1:F0}\n",
+        peak, setup.parallelize.recomputeMemoryPerRank.getValue());
+  }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (!report.path.empty() && failed(writeCommunicationReport(report.path, *module, 1)))
@@ -163,13 +194,9 @@ int runCompileCommand(int argc, char **argv) {
   if ((!tracePath.empty() || !timelinePath.empty()) &&
       failed(writeTimeline(*module, tracePath, timelinePath)))
     return 1;
-  // Each program's static memory plan, and its size: the arena the
-  // executable allocates, after fusion (values a fused kernel keeps in
+  // Each program's static memory plan (`layouts`), and its size: the arena
+  // the executable allocates, after fusion (values a fused kernel keeps in
   // registers take no space) and views (reshapes, folded transposes).
-  auto laidOut = codegen::layOutPrograms(*module, targetKind);
-  if (failed(laidOut))
-    return 1;
-  std::vector<codegen::ProgramLayout> layouts = std::move(*laidOut);
   // What the planner chose (meshes of more than one rank).
   if (auto first = trainingPrograms(*module); !first.empty())
     if (auto plan = first.front()->getAttrOfType<DictionaryAttr>(PpcDialect::kPlanAttrName)) {
