@@ -598,8 +598,13 @@ std::vector<BlockActivations> describeBlockActivations(func::FuncOp program) {
     if (auto recomputed = op->getAttrOfType<StringAttr>(kRecomputedAttrName)) {
       block = recomputed.getValue().str();
       auto it = position.find(block);
-      if (it != position.end())
+      if (it != position.end()) {
         ++result[it->second].recomputedOps;
+        for (Value v : op->getResults())
+          if (llvm::any_of(v.getUsers(),
+                           [&](Operation *user) { return !user->hasAttr(kRecomputedAttrName); }))
+            result[it->second].recomputedBytes += tensorBytes(v);
+      }
     } else if (auto forward = intAttrOf(op, kBackwardOfAttrName)) {
       block = blockOfForward.lookup(*forward);
     } else {
@@ -649,7 +654,9 @@ void printBlockActivations(llvm::ArrayRef<BlockActivations> blocks, llvm::String
   for (size_t i = 0; i < blocks.size();) {
     size_t j = i + 1;
     while (j < blocks.size() && blocks[j].keptBytes == blocks[i].keptBytes &&
-           blocks[j].level == blocks[i].level && blocks[j].recomputedOps == blocks[i].recomputedOps)
+           blocks[j].level == blocks[i].level &&
+           blocks[j].recomputedOps == blocks[i].recomputedOps &&
+           blocks[j].recomputedBytes == blocks[i].recomputedBytes)
       ++j;
     std::string name = j == i + 1 ? blocks[i].block
                                   : llvm::formatv("{0} .. {1} ({2} blocks)", blocks[i].block,
@@ -658,7 +665,8 @@ void printBlockActivations(llvm::ArrayRef<BlockActivations> blocks, llvm::String
     os << llvm::formatv("  {0,-40} {1,12} ({2} bytes)  recompute {3}", name,
                         size(blocks[i].keptBytes), blocks[i].keptBytes, blocks[i].level);
     if (blocks[i].recomputedOps)
-      os << llvm::formatv(", {0} ops again", blocks[i].recomputedOps);
+      os << llvm::formatv(", {0} ops again, {1} recomputed", blocks[i].recomputedOps,
+                          size(blocks[i].recomputedBytes));
     os << "\n";
     i = j;
   }

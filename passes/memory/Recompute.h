@@ -67,8 +67,10 @@ struct BlockActivations {
   /// what the forward keeps for the block, its input included. A value
   /// read by several blocks counts for the first.
   int64_t keptBytes = 0;
-  /// Ops of micro-batch 0 recomputed for the block.
+  /// Ops of micro-batch 0 recomputed for the block, and the bytes of what
+  /// they compute again for the backward to read (what is not kept).
   int64_t recomputedOps = 0;
+  int64_t recomputedBytes = 0;
   /// "none", "selective" or "full".
   std::string level = "none";
 };
