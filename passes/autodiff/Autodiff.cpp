@@ -6,6 +6,7 @@
 #include "passes/autodiff/Gradients.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -16,6 +17,56 @@ namespace ppc {
 #include "passes/Passes.h.inc"
 
 namespace {
+
+bool isLowPrecision(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  return element.isBF16() || element.isF16();
+}
+
+/// Runs the op's gradient rule; for a bf16 or f16 op the registry computes
+/// in f32, on an f32 copy of the op whose results stand for the op's own
+/// rounded results cast to f32, with the result gradients cast to f32 and
+/// the operand gradients cast back.
+LogicalResult runRule(const GradientRegistry &registry, const GradientRequest &request,
+                      llvm::SmallVectorImpl<Value> &operandGrads) {
+  const GradientRule &rule = *registry.lookup(request.op);
+  Operation *op = request.op;
+  bool low = llvm::any_of(op->getOperandTypes(), isLowPrecision) ||
+             llvm::any_of(op->getResultTypes(), isLowPrecision);
+  if (!registry.isComputedInF32(op) || !low)
+    return rule(request, operandGrads);
+  OpBuilder &b = request.builder;
+  Location loc = op->getLoc();
+  auto toF32 = [&](Value v) -> Value {
+    if (!v || !isLowPrecision(v.getType()))
+      return v;
+    return b.create<CastOp>(loc, llvm::cast<RankedTensorType>(v.getType()).clone(b.getF32Type()),
+                            v);
+  };
+  llvm::SmallVector<Value> results;
+  for (Value r : op->getResults())
+    results.push_back(toF32(r));
+  IRMapping mapping;
+  for (Value v : op->getOperands())
+    mapping.map(v, toF32(v));
+  Operation *copy = b.clone(*op, mapping);
+  for (Value r : copy->getResults())
+    if (isLowPrecision(r.getType()))
+      r.setType(llvm::cast<RankedTensorType>(r.getType()).clone(b.getF32Type()));
+  llvm::SmallVector<Value> resultGrads;
+  for (Value g : request.resultGrads)
+    resultGrads.push_back(toF32(g));
+  GradientRequest inner{b, copy, resultGrads, request.wanted};
+  if (failed(rule(inner, operandGrads)))
+    return failure();
+  for (auto [copied, rounded] : llvm::zip(copy->getResults(), results))
+    copied.replaceAllUsesWith(rounded);
+  copy->erase();
+  for (auto [grad, operand] : llvm::zip(operandGrads, op->getOperands()))
+    if (grad && grad.getType() != operand.getType())
+      grad = b.create<CastOp>(loc, operand.getType(), grad);
+  return success();
+}
 
 bool isFloatTensor(Value v) { return llvm::isa<FloatType>(getElementTypeOrSelf(v.getType())); }
 
@@ -105,7 +156,7 @@ LogicalResult differentiate(func::FuncOp func) {
       continue;
     llvm::SmallVector<Value> operandGrads;
     GradientRequest request{builder, op, resultGrads, wanted};
-    if (failed((*registry.lookup(op))(request, operandGrads)))
+    if (failed(runRule(registry, request, operandGrads)))
       return failure();
     for (auto [operand, grad, want] : llvm::zip(op->getOperands(), operandGrads, wanted)) {
       if (!grad || !want)

@@ -50,11 +50,22 @@ public:
   template <typename OpT> void addNonDifferentiable() {
     nonDifferentiable.insert(mlir::TypeID::get<OpT>());
   }
+  /// Ops whose gradient, for bf16 or f16 operands, is computed in f32 and
+  /// rounded once (as the fused backward kernels of LayerNorm and softmax
+  /// in Megatron-LM and PyTorch compute it), not as its rule's several ops
+  /// each rounding to the low precision.
+  template <typename OpT> void addComputedInF32() {
+    computedInF32.insert(mlir::TypeID::get<OpT>());
+  }
   const GradientRule *lookup(mlir::Operation *op) const;
   bool isNonDifferentiable(mlir::Operation *op) const;
+  bool isComputedInF32(mlir::Operation *op) const {
+    return computedInF32.contains(op->getName().getTypeID());
+  }
 
 private:
   llvm::DenseMap<mlir::TypeID, GradientRule> rules;
+  llvm::DenseSet<mlir::TypeID> computedInF32;
   llvm::DenseSet<mlir::TypeID> nonDifferentiable;
 };
 

@@ -356,9 +356,9 @@ class AsExported(torch.overrides.TorchFunctionMode):
     x * Sigmoid(x), rsqrt as 1 / Sqrt; and LayerNorm computed in f32 and rounded once,
     as Megatron's fused kernel and ppc's layer_norm do (torch 1.13's CPU bf16
     layer_norm rounds intermediates). Each torch op computes in f32 and rounds its
-    result once, like ppc's kernels. The backward is torch's own: its LayerNorm,
-    softmax and GELU backward kernels compute in f32 and round once, where ppc's
-    gradient rules are several bf16 ops (docs/architecture.md, "Mixed precision")."""
+    result once, like ppc's kernels. The backward is torch's own: its LayerNorm and
+    softmax backward kernels compute in f32 and round once, as ppc computes those
+    gradients; the rest rounds op by op on both sides."""
 
     SQRT2 = float(np.float32(math.sqrt(2.0)))   # the graph's f32 constant
 

@@ -95,6 +95,9 @@ void registerNormalizationGradients(GradientRegistry &registry) {
   registry.add<SoftmaxOp>(softmaxGradient);
   registry.add<LogSoftmaxOp>(logSoftmaxGradient);
   registry.add<LayerNormOp>(layerNormGradient);
+  registry.addComputedInF32<SoftmaxOp>();
+  registry.addComputedInF32<LogSoftmaxOp>();
+  registry.addComputedInF32<LayerNormOp>();
 }
 
 } // namespace ppc
