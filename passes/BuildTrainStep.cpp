@@ -223,9 +223,16 @@ void BuildTrainStepPass::runOnOperation() {
     IRMapping mapping;
     for (auto [p, i] : llvm::enumerate(paramArgs))
       mapping.map(grad.getArgument(i), param(p));
-    for (unsigned i : hyperArgs)
-      mapping.map(grad.getArgument(i),
-                  hyper(grad.getArgAttrOfType<StringAttr>(i, PpcDialect::kHyperAttrName)));
+    for (unsigned i : hyperArgs) {
+      auto name = grad.getArgAttrOfType<StringAttr>(i, PpcDialect::kHyperAttrName);
+      Value value = hyper(name);
+      if (!value) {
+        grad.emitError() << "@forward_grad takes the hyper-parameter '" << name.getValue()
+                         << "', which the step does not have";
+        return signalPassFailure();
+      }
+      mapping.map(grad.getArgument(i), value);
+    }
     for (auto [n, i] : llvm::enumerate(inputArgs)) {
       Value whole = input(n);
       if (microBatches > 1)
@@ -245,8 +252,10 @@ void BuildTrainStepPass::runOnOperation() {
       gradSums[p] = gradSums[p] ? b.create<AddOp>(loc, gradSums[p], g).getResult() : g;
     }
   }
+  // The mean over micro-batches (with loss scaling, each micro-batch's
+  // loss is already its share of it: ppc-scale-loss).
   auto mean = [&](Value sum) -> Value {
-    if (microBatches == 1)
+    if (microBatches == 1 || lossScaling)
       return sum;
     Type element = getElementTypeOrSelf(sum.getType());
     return b.create<DivOp>(loc, sum, castScalar(b, loc, f64Scalar(b, loc, microBatches), element));

@@ -98,11 +98,19 @@ struct MixedPrecisionPass : impl::MixedPrecisionBase<MixedPrecisionPass> {
       return;
     Block &body = forward.getBody().front();
 
-    // Activations: values computed from an argument. What is computed from
-    // constants alone (folded tables too large to fold, masks) stays f32 and
-    // is rounded once where an activation op reads it, as a model's buffers
-    // are (HF LLaMA's rotary tables are computed in f32 and cast at use).
-    llvm::DenseSet<Value> activations(body.args_begin(), body.args_end());
+    // Activations: values computed from a float argument (a parameter, a
+    // float input). What is computed from constants and integer inputs alone
+    // (folded tables too large to fold, masks, positions and the rotary
+    // angles of position ids) stays f32 and is rounded once where an
+    // activation op reads it, as a model's buffers are (HF LLaMA computes
+    // its rotary tables in f32 and casts them at use).
+    llvm::DenseSet<Value> activations;
+    for (BlockArgument arg : body.getArguments())
+      if (llvm::isa<FloatType>(getElementTypeOrSelf(arg.getType())))
+        activations.insert(arg);
+    // A loss the model computes itself (log-softmax, NLL and what follows
+    // them) stays f32, as the appended one is.
+    llvm::DenseSet<Value> lossValues;
     // The low-precision copy of an f32 argument or constant, made right
     // before its first reader and shared by the later ones.
     llvm::DenseMap<Value, Value> copies;
@@ -122,6 +130,19 @@ struct MixedPrecisionPass : impl::MixedPrecisionBase<MixedPrecisionPass> {
       // not visit them.)
       if (llvm::none_of(op.getOperands(), [&](Value v) { return activations.contains(v); }))
         continue;
+      if (llvm::isa<LogSoftmaxOp, NllLossOp>(op) ||
+          llvm::any_of(op.getOperands(), [&](Value v) { return lossValues.contains(v); })) {
+        b.setInsertionPoint(&op);
+        for (OpOperand &operand : op.getOpOperands())
+          if (getElementTypeOrSelf(operand.get().getType()) == low)
+            operand.set(b.create<CastOp>(
+                op.getLoc(), withElement(operand.get().getType(), b.getF32Type()), operand.get()));
+        for (Value result : op.getResults()) {
+          activations.insert(result);
+          lossValues.insert(result);
+        }
+        continue;
+      }
       if (Value scalar = inexactScalar(op, activations, low)) {
         computeInF32(op, scalar, activations, low);
         continue;

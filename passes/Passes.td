@@ -44,13 +44,20 @@ def ScaleLoss : Pass<"ppc-scale-loss", "mlir::ModuleOp"> {
   let description = [{
     Dynamic loss scaling, as torch.cuda.amp.GradScaler scales: @forward
     gets a rank-0 f64 argument `{ppc.hyper = "loss_scale"}` and returns
-    `loss * scale` (in the loss's f32), so that the backward, built from it,
-    carries gradients times the scale through the f16 activations, where
-    small ones would otherwise flush to zero. ppc-build-train-step divides
-    the loss and the gradients by the scale again, skips the update when a
-    gradient is not finite and reports it (`overflow`); the driver keeps
-    the scale (docs/architecture.md, "Mixed precision").
+    `loss * (scale / micro-batches)` (in the loss's f32), so that the
+    backward, built from it, carries gradients times the scale through the
+    f16 activations, where small ones would otherwise flush to zero; each
+    micro-batch's share of the mean is scaled, as torch accumulates
+    `scaler.scale(loss / M).backward()`. ppc-build-train-step sums the
+    micro-batches and divides the loss and the gradients by the scale,
+    skips the update when a gradient is not finite and reports it
+    (`overflow`); the driver keeps the scale (docs/architecture.md, "Mixed
+    precision").
   }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "micro-batches per step (each scaled by scale / micro-batches)">
+  ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
@@ -119,8 +126,9 @@ def BuildTrainStep : Pass<"ppc-build-train-step", "mlir::ModuleOp"> {
     Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"1",
            "size of the data-parallel mesh axis (how the batch is laid out)">,
     Option<"lossScaling", "loss-scaling", "bool", /*default=*/"false",
-           "unscale the gradients by the `loss_scale` hyper-parameter, skip the "
-           "update when one is not finite (ppc-scale-loss ran)">
+           "sum the micro-batches' scaled losses and gradients (ppc-scale-loss "
+           "scaled each one's share of the mean), divide them by the `loss_scale` "
+           "hyper-parameter, skip the update when a gradient is not finite">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

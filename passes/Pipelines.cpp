@@ -28,8 +28,11 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
     pm.addPass(createMixedPrecision(mixed));
   }
   pm.addPass(createAppendLoss());
-  if (options.precision == "fp16")
-    pm.addPass(createScaleLoss());
+  if (options.precision == "fp16") {
+    ScaleLossOptions scale;
+    scale.microBatches = options.microBatches;
+    pm.addPass(createScaleLoss(scale));
+  }
   pm.addPass(createAutodiff());
   BuildTrainStepOptions step;
   step.optimizer = options.optimizer;

@@ -15,6 +15,8 @@ namespace ppc {
 namespace {
 
 struct ScaleLossPass : impl::ScaleLossBase<ScaleLossPass> {
+  using ScaleLossBase::ScaleLossBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
@@ -35,6 +37,17 @@ struct ScaleLossPass : impl::ScaleLossBase<ScaleLossPass> {
     b.setInsertionPoint(ret);
     Location loc = NameLoc::get(b.getStringAttr("loss_scale"));
     Value loss = ret.getOperand(0);
+    if (microBatches < 1) {
+      module.emitError() << "micro-batches must be >= 1";
+      return signalPassFailure();
+    }
+    // scale / M: each micro-batch's share of the mean, scaled, as torch
+    // accumulates `scaler.scale(loss / M).backward()`.
+    if (microBatches > 1)
+      scale = b.create<DivOp>(
+          loc, scale,
+          b.create<ConstantOp>(loc,
+                               DenseElementsAttr::get(scaleType, b.getF64FloatAttr(microBatches))));
     Value factor = b.create<CastOp>(loc, loss.getType(), scale);
     ret.setOperand(0, b.create<MulOp>(loc, loss, factor));
   }

@@ -77,11 +77,16 @@ SETTINGS = {
     # grows and drops again within 20 steps.
     "adamw-fp16": dict(optimizer="adamw", lr=1e-3, weight_decay=0.01, precision="fp16",
                        loss_scale=float(2 ** 20), loss_scale_growth_interval=4),
+    # Two micro-batches: each scaled by scale / 2, as torch accumulates.
+    "adamw-fp16-micro": dict(optimizer="adamw", lr=1e-3, weight_decay=0.01, precision="fp16",
+                             loss_scale=float(2 ** 20), loss_scale_growth_interval=4,
+                             batch=8, micro_batches=2),
 }
 OPTIMIZERS = ("sgd", "adamw")
 EXTRA_CASES = (("gpt", "adamw-cosine-clip"), ("llama", "sgd-wd-clip"),
                ("gpt", "adamw-bf16"), ("llama", "adamw-bf16"), ("bert", "adamw-bf16"),
-               ("gpt", "adamw-fp16"), ("llama", "adamw-fp16"), ("bert", "adamw-fp16"))
+               ("gpt", "adamw-fp16"), ("llama", "adamw-fp16"), ("bert", "adamw-fp16"),
+               ("gpt", "adamw-fp16-micro"))
 # --precision bf16 against torch_reference.Bf16Model. The forward rounds at the same
 # points on both sides (each op computes in f32, f64 in ppc's executor, and rounds
 # once), so the first step's loss agrees closely: measured 3.1e-6 (gpt), 8e-8 (llama),

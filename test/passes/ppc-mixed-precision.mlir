@@ -44,3 +44,30 @@ func.func @forward(%x: tensor<4x8xf32>, %w: tensor<8x8xf32> {ppc.param = "w"}, %
   %g = ppc.gather %z[%i] axis = 0 : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<4x8xf32>
   return %g : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests what stays f32: values computed from integer inputs and constants
+// alone (positions cast to float, a rotary angle) are cast where an
+// activation reads them; a loss the model computes itself (log-softmax, NLL
+// and what follows) reads its bf16 input as f32 and stays f32.
+// CHECK-LABEL: func.func @forward
+// CHECK:         %[[POS:.*]] = ppc.cast %arg0 : tensor<4xi64> -> tensor<4xf32>
+// CHECK:         %[[ANGLE:.*]] = ppc.mul %[[POS]], %{{.*}} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK:         %[[ANGLEB:.*]] = ppc.cast %[[ANGLE]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK:         %[[X:.*]] = ppc.add %{{.*}}, %[[ANGLEB]] : (tensor<4x4xbf16>, tensor<4xbf16>) -> tensor<4x4xbf16>
+// CHECK:         %[[XF:.*]] = ppc.cast %[[X]] : tensor<4x4xbf16> -> tensor<4x4xf32>
+// CHECK:         %[[LP:.*]] = ppc.log_softmax %[[XF]] axis = 1 : tensor<4x4xf32>
+// CHECK:         %[[NLL:.*]] = ppc.nll_loss %[[LP]], %arg0 mean : (tensor<4x4xf32>, tensor<4xi64>) -> tensor<f32>
+// CHECK:         %[[TWICE:.*]] = ppc.add %[[NLL]], %[[NLL]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK:         return %[[TWICE]] : tensor<f32>
+func.func @forward(%ids: tensor<4xi64>, %w: tensor<4x4xf32> {ppc.param = "w"}) -> tensor<f32> {
+  %freq = ppc.constant dense<0.1> : tensor<f32>
+  %pos = ppc.cast %ids : tensor<4xi64> -> tensor<4xf32>
+  %angle = ppc.mul %pos, %freq : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %x = ppc.add %w, %angle : (tensor<4x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+  %lp = ppc.log_softmax %x axis = 1 : tensor<4x4xf32>
+  %nll = ppc.nll_loss %lp, %ids mean : (tensor<4x4xf32>, tensor<4xi64>) -> tensor<f32>
+  %twice = ppc.add %nll, %nll : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %twice : tensor<f32>
+}

@@ -30,6 +30,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -313,10 +314,15 @@ int runSimulateCommand(int argc, char **argv) {
                                   s + 1, steps, loss, rate, gradNorm, seconds, tokensPerSecond,
                                   scaleNote);
     // Steps are counted from 1 here, as on the progress line. (A step whose
-    // scaled gradients overflowed has none to check: it was skipped.)
-    for (auto [what, value] :
-         {std::pair<const char *, double>{"loss", loss}, {"gradient norm", gradNorm}})
-      if (!std::isfinite(value) && !overflow)
+    // scaled gradients overflowed has no gradient norm to check: it was
+    // skipped. Its loss does not depend on the scale: one that is not
+    // finite overflowed in the forward, which no scale mends.)
+    if (overflow && lossScale < 0x1p-24)
+      return reportError("step " + llvm::Twine(s + 1) +
+                         ": the gradients overflow at every loss scale down to 2^-24");
+    for (auto [what, value, skipped] : {std::tuple<const char *, double, bool>{"loss", loss, false},
+                                        {"gradient norm", gradNorm, overflow}})
+      if (!std::isfinite(value) && !skipped)
         return reportError("step " + llvm::Twine(s + 1) + ": the " + what + " is " +
                            (std::isnan(value) ? "NaN" : "infinite"));
   }
