@@ -32,6 +32,7 @@
 #include "llvm/Support/xxhash.h"
 
 #include <chrono>
+#include <cmath>
 #include <set>
 
 using namespace mlir;
@@ -149,24 +150,45 @@ int runCompileCommand(int argc, char **argv) {
     return 1;
   MLIRContext context;
   DriverDiagnostics diagnostics(context);
-  OwningOpRef<ModuleOp> module;
-  std::vector<codegen::ProgramLayout> layouts;
+  OwningOpRef<ModuleOp> module = importModel(**model, context, options, pipelineFlags.dumpIR);
+  if (!module)
+    return 1;
+  if (failed(runPipeline(
+          *module, [&](OpPassManager &pm) { buildTrainingPipeline(pm, setup.pipeline); },
+          pipelineFlags.dumpIR)))
+    return 1;
   // --recompute auto fits each rank's program by its unfused plan; the
   // executable's arena (fusion, views, collectives running beside the
-  // kernels) can be a little larger. Where it exceeds the budget, compile
-  // again with auto aiming that much lower (twice at most).
+  // kernels) can be a little larger. Where it exceeds the budget, the step
+  // is parallelized again with auto aiming that much lower, while that
+  // changes what is recomputed (twice at most); --dump-ir then shows the
+  // run that is kept.
   double budget = setup.parallelize.memoryPerRank;
+  DumpPoint trained = dumpPoint(pipelineFlags.dumpIR);
+  OwningOpRef<ModuleOp> step = module->clone();
+  std::vector<codegen::ProgramLayout> layouts;
+  auto levelsOf = [](ModuleOp m) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    for (func::FuncOp program : trainingPrograms(m))
+      if (Attribute levels = program->getAttr(kRecomputeAttrName))
+        os << levels;
+    return text;
+  };
   for (int attempt = 0;; ++attempt) {
-    module = importModel(**model, context, options, pipelineFlags.dumpIR);
-    if (!module)
-      return 1;
+    OwningOpRef<ModuleOp> parallel = step->clone();
+    rewindDump(pipelineFlags.dumpIR, trained);
     if (failed(runPipeline(
-            *module, [&](OpPassManager &pm) { TrainingFlags::buildPipeline(pm, setup); },
+            *parallel, [&](OpPassManager &pm) { buildParallelizePipeline(pm, setup.parallelize); },
             pipelineFlags.dumpIR)))
       return 1;
-    auto laidOut = codegen::layOutPrograms(*module, targetKind);
+    auto laidOut = codegen::layOutPrograms(*parallel, targetKind);
     if (failed(laidOut))
       return 1;
+    bool changed = attempt == 0 || levelsOf(*parallel) != levelsOf(*module);
+    if (!changed)
+      break; // Aiming lower recomputed nothing more: keep the last.
+    module = std::move(parallel);
     layouts = std::move(*laidOut);
     // The arena's peak, and the unfused plans' (what auto fitted).
     int64_t peak = 0, unfused = 0;
@@ -181,10 +203,14 @@ int runCompileCommand(int argc, char **argv) {
     double aim = setup.parallelize.recomputeMemoryPerRank > 0
                      ? setup.parallelize.recomputeMemoryPerRank.getValue()
                      : budget;
-    setup.parallelize.recomputeMemoryPerRank = aim * (budget / static_cast<double>(peak)) * 0.999;
+    // Six significant digits, so that pipeline.txt (which prints the option
+    // so) replays this very value.
+    double lower = aim * (budget / static_cast<double>(peak)) * 0.999;
+    double unit = std::pow(10.0, std::floor(std::log10(lower)) - 5);
+    setup.parallelize.recomputeMemoryPerRank = std::floor(lower / unit) * unit;
     llvm::errs() << llvm::formatv(
         "note: the executable's arena ({0} bytes per rank) exceeds --memory-per-rank; "
-        "compiling again with --recompute auto fitting the unfused plan to {1:F0}\n",
+        "parallelizing again with --recompute auto fitting the unfused plan to {1:F0}\n",
         peak, setup.parallelize.recomputeMemoryPerRank.getValue());
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

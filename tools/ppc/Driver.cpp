@@ -158,6 +158,17 @@ private:
 };
 } // namespace
 
+DumpPoint dumpPoint(llvm::StringRef dumpDir) {
+  const DumpSession &session = dumpSession(dumpDir);
+  return {session.counter, session.passes};
+}
+
+void rewindDump(llvm::StringRef dumpDir, const DumpPoint &point) {
+  DumpSession &session = dumpSession(dumpDir);
+  session.counter = point.counter;
+  session.passes = point.passes;
+}
+
 LogicalResult runPipeline(ModuleOp module, const std::function<void(OpPassManager &)> &build,
                           llvm::StringRef dumpDir) {
   PassManager pm(module->getContext(), ModuleOp::getOperationName());

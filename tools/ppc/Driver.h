@@ -92,6 +92,17 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module,
                                 const std::function<void(mlir::OpPassManager &)> &build,
                                 llvm::StringRef dumpDir);
 
+/// Where --dump-ir stands in a directory: the next file's number and the
+/// passes pipeline.txt lists. A command that runs a pipeline again from an
+/// earlier point (ppc compile's second try at --recompute auto) rewinds to
+/// it, so that the files and pipeline.txt describe the run it keeps.
+struct DumpPoint {
+  int counter = 0;
+  std::string passes;
+};
+DumpPoint dumpPoint(llvm::StringRef dumpDir);
+void rewindDump(llvm::StringRef dumpDir, const DumpPoint &point);
+
 /// Parses `--dim NAME=N` flags into import options.
 mlir::LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags, ImportOptions &options);
 
