@@ -349,11 +349,14 @@ std::vector<Region> regionsOf(const StepAnalysis &a, const std::map<std::string,
   for (Operation *op : a.ops) {
     if (a.sideOf(op) != Side::Forward || !cloneable(op))
       continue;
-    // What parameters and constants alone compute (a bf16 copy of a weight,
-    // its transpose) is not an activation: ZeRO 3 gathers it again for the
-    // backward (ppc-partition), and a copy made for the backward is placed
-    // after the values a clone would have to precede.
-    if (llvm::none_of(op->getResults(), [&](Value v) { return a.fromData.contains(v); }))
+    // A copy of what parameters and constants alone compute (a bf16 copy of
+    // a weight), made for the backward (ZeRO 3 gathers the weight again for
+    // it: ppc-partition), is read by backward ops only and placed after the
+    // values a clone would have to precede: it is left where it is. (The
+    // forward's own copy is recomputed like any other value of the block.)
+    if (llvm::none_of(op->getResults(), [&](Value v) { return a.fromData.contains(v); }) &&
+        llvm::none_of(op->getUsers(),
+                      [&](Operation *user) { return a.sideOf(user) == Side::Forward; }))
       continue;
     auto it = levels.find(a.block.lookup(op));
     if (it == levels.end() || it->second == Level::None)
