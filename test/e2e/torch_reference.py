@@ -92,7 +92,7 @@ class Options:
     min_lr: float = 0.0
     data_dtype: str = "u16"              # u8 | u16 | i32
     dtype: str = "f32"                   # f32 | f64 (f64 only to investigate numerics)
-    precision: str = "fp32"              # fp32 | bf16 (Megatron-style, see Bf16Model) | fp16
+    precision: str = "fp32"              # fp32 | bf16 | fp16 (LowModel) | bf16-torch (Bf16Model)
     loss_scale: float = 65536.0          # fp16: the initial loss scale
     loss_scale_growth_interval: int = 2000
     threads: int = 2
@@ -377,15 +377,16 @@ class AsExported(torch.overrides.TorchFunctionMode):
         if func is F.layer_norm:
             x, shape, w, b, eps = _bind(args, kwargs, ("input", "normalized_shape"),
                                         weight=None, bias=None, eps=1e-5)
-            return F.layer_norm(x.float(), shape, w.float(), b.float(), eps).to(x.dtype)
+            as_f32 = (lambda t: None if t is None else t.float())
+            return F.layer_norm(x.float(), shape, as_f32(w), as_f32(b), eps).to(x.dtype)
         if func is torch.rsqrt:
             return 1.0 / torch.sqrt(args[0])
         return func(*args, **kwargs)
 
 
 class Bf16Model:
-    """ppc's --precision bf16 (passes/MixedPrecision.cpp) in PyTorch, as Megatron-LM
-    trains in bf16: a bf16 copy of the model computes forward and backward (every
+    """ppc's --precision bf16 (passes/MixedPrecision.cpp) on PyTorch's own bf16
+    kernels, as Megatron-LM trains in bf16: a bf16 copy of the model computes forward and backward (every
     activation and activation gradient in bf16, each torch op computing in f32 and
     rounding once), refreshed from the f32 master weights before each step; the
     logits reach the cross-entropy as f32; each micro-batch's bf16 parameter
@@ -417,44 +418,69 @@ class Bf16Model:
         return loss
 
 
-class _RoundToHalf(torch.autograd.Function):
-    """Rounds to fp16 (overflowing to inf past 65504), and so the gradient that
-    flows back through it."""
+def _rounder(dtype):
+    """An autograd function that rounds to ``dtype`` (fp16 overflows to inf past
+    65504), and so the gradient that flows back through it."""
 
-    @staticmethod
-    def forward(ctx, x):
-        return x.half().float()
+    class RoundTo(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.to(dtype).float()
 
-    @staticmethod
-    def backward(ctx, g):
-        return g.half().float()
+        @staticmethod
+        def backward(ctx, g):
+            return g.to(dtype).float()
+
+    return RoundTo
 
 
-class HalfOps(torch.overrides.TorchFunctionMode):
-    """Every float32 tensor an op returns is rounded to fp16, and every gradient that
-    flows back into it: an f32 model that stores what ppc's fp16 program stores
-    after each op (each op computing in f32 and rounding once, forward and
-    backward). torch 1.13 has few fp16 CPU kernels, so fp16 is emulated so."""
+class LowOps(torch.overrides.TorchFunctionMode):
+    """ppc's low-precision program emulated on an f32 model: the f32 result of every
+    op on an activation (a tensor that requires grad, or is computed from one) is
+    rounded to ``dtype``, and so is every gradient that flows back into it; a
+    constant tensor such an op reads is rounded first (ppc casts it at use), a
+    Python or one-element scalar is not (ppc computes the op in f32 then). Each op
+    computes in f32 and rounds once, forward and backward, as ppc's do. (torch 1.13
+    has few fp16 CPU kernels, and its bf16 ones round differently in the backward;
+    this rounds where ppc's program does.)"""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.round = _rounder(dtype).apply
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        return self._round(out)
+        kwargs = kwargs or {}
+        tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+        if not any(t.requires_grad for t in tensors):
+            return func(*args, **kwargs)   # constants alone: f32, as ppc keeps them
+
+        def constant(a):
+            if (isinstance(a, torch.Tensor) and not a.requires_grad
+                    and a.dtype == torch.float32 and a.numel() > 1):
+                return self.round(a)
+            return a
+        args = tuple(constant(a) for a in args)
+        kwargs = {k: constant(v) for k, v in kwargs.items()}
+        return self._round(func(*args, **kwargs))
 
     def _round(self, value):
         if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
-            return _RoundToHalf.apply(value)
+            return self.round(value)
         if isinstance(value, (tuple, list)):
             return type(value)(self._round(v) for v in value)
         return value
 
 
-class Fp16Model:
-    """ppc's --precision fp16 in PyTorch: as Bf16Model, with fp16 emulated (HalfOps)
-    on an f32 copy of the model that holds the masters rounded to fp16; the loss is
-    computed in f32 from the logits, times the loss scale; each parameter's gradient
-    is rounded to fp16 (the gradient of ppc's fp16 copy) and added to the masters'."""
+class LowModel:
+    """ppc's --precision bf16 or fp16 in PyTorch, rounding where ppc does (LowOps):
+    an f32 copy of the model holds the masters rounded to ``dtype``, refreshed each
+    step; its forward runs as exported (AsExported) under LowOps; the loss is
+    computed in f32 from the logits, times ``scale`` (fp16's loss scale); each
+    parameter's gradient is rounded to ``dtype`` (the gradient of ppc's low copy)
+    and added to the masters' f32 gradient."""
 
-    def __init__(self, master):
+    def __init__(self, master, dtype):
+        self.dtype = dtype
         self.master = [p for p in master.parameters() if p.requires_grad]
         self.model = copy.deepcopy(master)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -462,21 +488,21 @@ class Fp16Model:
     def refresh(self):
         with torch.no_grad():
             for low, p in zip(self.params, self.master):
-                low.copy_(p.half().float())
+                low.copy_(p.to(self.dtype).float())
 
     def backward(self, inputs, labels, scale):
         """The loss of one micro-batch times ``scale``; its gradient is added to
         the masters'."""
         if is_loss_model(self.model):
-            raise ReferenceError("--precision fp16 takes a model with logits")
-        with HalfOps(), AsExported():
+            raise ReferenceError("--precision bf16/fp16 takes a model with logits")
+        with LowOps(self.dtype), AsExported():
             out = self.model(inputs)
         loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1)) * scale
         loss.backward()
         for low, p in zip(self.params, self.master):
             if low.grad is None:
                 continue
-            g = low.grad.half().float()
+            g = low.grad.to(self.dtype).float()
             p.grad = g if p.grad is None else p.grad + g
             low.grad = None
         return loss
@@ -540,9 +566,12 @@ def train(kind, cfg_or_onnx_path, data, steps, options=None):
     model.train()   # no dropout in these models; eval and train modes compute the same
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = make_optimizer(params, opts)
-    if opts.precision not in ("fp32", "bf16", "fp16"):
-        raise ReferenceError(f"--precision {opts.precision!r}: expected fp32, bf16 or fp16")
-    low = {"bf16": Bf16Model, "fp16": Fp16Model}.get(opts.precision, lambda m: None)(model)
+    if opts.precision not in ("fp32", "bf16", "fp16", "bf16-torch"):
+        raise ReferenceError(f"--precision {opts.precision!r}: expected fp32, bf16, fp16 or "
+                             "bf16-torch")
+    low = {"bf16": lambda m: LowModel(m, torch.bfloat16),
+           "fp16": lambda m: LowModel(m, torch.float16),
+           "bf16-torch": Bf16Model}.get(opts.precision, lambda m: None)(model)
     # fp16's dynamic loss scale, as torch.cuda.amp.GradScaler keeps it (backoff 0.5,
     # growth 2 after growth_interval good steps; a step with a gradient that is not
     # finite is skipped).
@@ -561,6 +590,8 @@ def train(kind, cfg_or_onnx_path, data, steps, options=None):
                 part = slice(j * size, (j + 1) * size)
                 if opts.precision == "fp16":
                     loss = low.backward(inputs[part], labels[part], scale / m) / scale
+                elif opts.precision == "bf16":
+                    loss = low.backward(inputs[part], labels[part], 1 / m)
                 elif low:
                     loss = low.backward(inputs[part], labels[part], 1 / m)
                 else:

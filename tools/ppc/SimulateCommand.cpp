@@ -26,6 +26,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -303,12 +304,13 @@ int runSimulateCommand(int argc, char **argv) {
       *log << "\n";
       log->flush();
     }
-    char scaleText[32];
-    std::snprintf(scaleText, sizeof(scaleText), "%g", scaleUsed);
-    std::string scaleNote =
-        !scaling   ? ""
-        : overflow ? "  loss scale " + std::string(scaleText) + " (overflow: step skipped)"
-                   : "  loss scale " + std::string(scaleText);
+    std::string scaleNote;
+    if (scaling)
+      scaleNote = llvm::formatv(scaleUsed >= 1 && scaleUsed == std::floor(scaleUsed)
+                                    ? "  loss scale {0:F0}{1}"
+                                    : "  loss scale {0:E3}{1}",
+                                scaleUsed, overflow ? " (overflow: step skipped)" : "")
+                      .str();
     llvm::errs() << llvm::formatv("step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  "
                                   "{5:f2} s  {6:f0} tok/s{7}\n",
                                   s + 1, steps, loss, rate, gradNorm, seconds, tokensPerSecond,
