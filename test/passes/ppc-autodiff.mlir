@@ -55,3 +55,27 @@ func.func @forward(%w: tensor<4xf32> {ppc.param = "w"}) -> (tensor<f32> {ppc.out
   %l = ppc.reduce_sum %r axes = [0] keepdims = false : (tensor<4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that a bf16 softmax's gradient is computed in f32 and rounded once,
+// as fused backward kernels compute it: the rule reads the softmax's own
+// (rounded) result and the result's gradient as f32, and its answer is cast
+// back to bf16.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK:         %[[P:.*]] = ppc.softmax %{{.*}} axis = 1 {ppc.fwd = 3 : i64} : tensor<2x4xbf16>
+// CHECK:         %[[DP:.*]] = ppc.cast %{{.*}} {ppc.bwd = 4 : i64} : tensor<2x4xf32> -> tensor<2x4xbf16>
+// CHECK:         %[[PF:.*]] = ppc.cast %[[P]] {ppc.bwd = 3 : i64} : tensor<2x4xbf16> -> tensor<2x4xf32>
+// CHECK:         %[[DPF:.*]] = ppc.cast %[[DP]] {ppc.bwd = 3 : i64} : tensor<2x4xbf16> -> tensor<2x4xf32>
+// CHECK:         %[[T:.*]] = ppc.mul %[[DPF]], %[[PF]] {ppc.bwd = 3 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>)
+// CHECK:         %[[DH:.*]] = ppc.sub %[[T]], %{{.*}} {ppc.bwd = 3 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>)
+// CHECK:         ppc.cast %[[DH]] {ppc.bwd = 3 : i64} : tensor<2x4xf32> -> tensor<2x4xbf16>
+func.func @forward(%x: tensor<2x4xf32> {ppc.input = "x"}, %w: tensor<4x4xf32> {ppc.param = "w"}) -> (tensor<f32> {ppc.output = "loss"}) {
+  %xb = ppc.cast %x : tensor<2x4xf32> -> tensor<2x4xbf16>
+  %wb = ppc.cast %w : tensor<4x4xf32> -> tensor<4x4xbf16>
+  %h = ppc.matmul %xb, %wb : (tensor<2x4xbf16>, tensor<4x4xbf16>) -> tensor<2x4xbf16>
+  %p = ppc.softmax %h axis = 1 : tensor<2x4xbf16>
+  %pf = ppc.cast %p : tensor<2x4xbf16> -> tensor<2x4xf32>
+  %s = ppc.reduce_sum %pf axes = [0, 1] keepdims = false : (tensor<2x4xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
