@@ -12,7 +12,6 @@
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
-#include "passes/Provenance.h"
 #include "passes/memory/Recompute.h"
 #include "passes/sharding/CostModel.h"
 #include "passes/sharding/Layout.h"
@@ -101,7 +100,7 @@ public:
   /// `zero`: the ZeRO stage the plan's memory is counted for.
   Planner(func::FuncOp step, AxisSizes sizes, DeviceModel device, double memoryPerRank,
           bool sequenceParallel, int64_t zero, PriceCache &cache)
-      : step(step), sizes(sizes), device(device), pricer(step, sizes, device, sequenceParallel),
+      : step(step), sizes(sizes), pricer(step, sizes, device, sequenceParallel),
         budget(memoryPerRank), zero(zero), cache(cache) {}
 
   /// Reads parameters and pins, forms classes and their options.
@@ -128,24 +127,13 @@ private:
 
   func::FuncOp step;
   AxisSizes sizes;
-  DeviceModel device;
   PlanPricer pricer;
   double budget;
   int64_t zero;
-  /// What ZeRO stage `zero` changes in the plan with argument layouts
-  /// `layouts` (the pricer counts model states whole on every data-parallel
-  /// rank, and their reduction as an all-reduce): the bytes per rank it
-  /// takes off, and at stage 3 the seconds of gathering each parameter's
-  /// shards again for the forward and for the backward of every micro-batch
-  /// (ppc-partition's gathers; a reduce-scatter and the updated shards'
-  /// gather cost what the all-reduce does).
-  struct ZeroEffect {
-    double savedBytes = 0;
-    double gatherSeconds = 0;
-  };
-  ZeroEffect zeroEffect(llvm::ArrayRef<Layout> layouts);
-  /// Micro-batches the step runs (ZeRO 3 gathers per micro-batch).
-  int64_t microBatches = 1;
+  /// Bytes per rank that ZeRO stage `zero` takes off the model states of
+  /// the plan with argument layouts `layouts` (the pricer counts them whole
+  /// on every data-parallel rank).
+  double zeroSavings(llvm::ArrayRef<Layout> layouts);
   int64_t tp() const { return sizes.lookup("tp"); }
 
   llvm::SmallVector<ParamClass> classes;
@@ -158,10 +146,6 @@ private:
 };
 
 LogicalResult Planner::setUp(llvm::ArrayRef<std::string> pins) {
-  step.walk([&](Operation *op) {
-    if (auto mb = intAttrOf(op, kMicroBatchAttrName))
-      microBatches = std::max(microBatches, *mb + 1);
-  });
   unsigned numArgs = step.getNumArguments();
   classOf.assign(numArgs, -1);
   llvm::StringMap<unsigned> paramArg;
@@ -301,17 +285,15 @@ FailureOr<PlanCost> Planner::price(const Plan &plan,
   if (requests)
     requests->append(it->second.requests.begin(), it->second.requests.end());
   PlanCost cost = it->second.cost;
-  ZeroEffect effect = zeroEffect(layouts);
-  cost.peakBytes -= effect.savedBytes;
-  cost.commSeconds += effect.gatherSeconds;
+  cost.peakBytes -= zeroSavings(layouts);
   return cost;
 }
 
-Planner::ZeroEffect Planner::zeroEffect(llvm::ArrayRef<Layout> layouts) {
+double Planner::zeroSavings(llvm::ArrayRef<Layout> layouts) {
   int64_t dp = sizes.lookup("dp");
-  ZeroEffect effect;
   if (zero == 0 || dp == 1)
-    return effect;
+    return 0;
+  double saved = 0;
   for (auto [i, layout] : llvm::enumerate(layouts)) {
     bool param = step.getArgAttr(i, PpcDialect::kParamAttrName) != nullptr;
     bool state = step.getArgAttr(i, PpcDialect::kStateAttrName) != nullptr;
@@ -329,18 +311,9 @@ Planner::ZeroEffect Planner::zeroEffect(llvm::ArrayRef<Layout> layouts) {
     double bytes = type.getElementTypeBitWidth() / 8.0;
     for (int64_t n : *local)
       bytes *= n;
-    effect.savedBytes += copies * bytes * (1 - 1.0 / dp);
-    if (param && zero >= 3) {
-      ConversionStep gather{ConversionStep::AllGather,
-                            {"dp"},
-                            -1,
-                            dp,
-                            static_cast<int64_t>(bytes * 8 / type.getElementTypeBitWidth())};
-      effect.gatherSeconds +=
-          2 * microBatches * device.seconds(gather, type.getElementTypeBitWidth() / 8, sizes);
-    }
+    saved += copies * bytes * (1 - 1.0 / dp);
   }
-  return effect;
+  return saved;
 }
 
 FailureOr<Planner::Scored> Planner::closure(Plan plan) {
