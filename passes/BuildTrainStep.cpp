@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/Sequence.h"
 
 #include <cmath>
 
@@ -268,6 +269,18 @@ void BuildTrainStepPass::runOnOperation() {
   }
 
   Type lossType = getElementTypeOrSelf(loss.getType());
+  // The sum, as a loss-typed scalar, of every element of `term(g)` over the
+  // gradients (null without parameters).
+  auto sumOverGradients = [&](llvm::function_ref<Value(Value)> term) {
+    Value total;
+    for (Value g : grads) {
+      auto type = llvm::cast<RankedTensorType>(g.getType());
+      auto axes = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+      Value s = castScalar(b, loc, b.create<ReduceSumOp>(loc, term(g), axes, false), lossType);
+      total = total ? b.create<AddOp>(loc, total, s).getResult() : s;
+    }
+    return total;
+  };
   // Loss scaling (torch's GradScaler): the loss and the gradients divided
   // by the scale again (times its f32 reciprocal, as unscale_ does), and
   // whether any gradient is not finite: the sum over every gradient of
@@ -278,35 +291,19 @@ void BuildTrainStepPass::runOnOperation() {
     Value scale = hyper("loss_scale");
     loss = b.create<DivOp>(loc, loss, castScalar(b, loc, scale, lossType));
     Value inverse = b.create<DivOp>(loc, f64Scalar(b, loc, 1.0), scale);
-    Value nonFinite;
-    for (Value &g : grads) {
+    for (Value &g : grads)
+      g = b.create<MulOp>(loc, g, castScalar(b, loc, inverse, getElementTypeOrSelf(g.getType())));
+    Value nonFinite = sumOverGradients([&](Value g) -> Value {
       Type element = getElementTypeOrSelf(g.getType());
-      g = b.create<MulOp>(loc, g, castScalar(b, loc, inverse, element));
-      auto type = llvm::cast<RankedTensorType>(g.getType());
-      llvm::SmallVector<int64_t> axes;
-      for (int64_t d = 0; d < type.getRank(); ++d)
-        axes.push_back(d);
-      Value zeros = b.create<MulOp>(loc, g, castScalar(b, loc, f64Scalar(b, loc, 0.0), element));
-      Value s = castScalar(b, loc, b.create<ReduceSumOp>(loc, zeros, axes, false), lossType);
-      nonFinite = nonFinite ? b.create<AddOp>(loc, nonFinite, s).getResult() : s;
-    }
-    Value isFinite = nonFinite ? b.create<EqualOp>(loc, nonFinite, nonFinite).getResult() : Value();
-    overflow = isFinite ? b.create<NotOp>(loc, isFinite).getResult() : Value();
+      return b.create<MulOp>(loc, g, castScalar(b, loc, f64Scalar(b, loc, 0.0), element));
+    });
+    if (nonFinite)
+      overflow = b.create<NotOp>(loc, b.create<EqualOp>(loc, nonFinite, nonFinite));
   }
 
   // Global gradient norm (reported, and used for clipping), in f32 like
   // torch.nn.utils.clip_grad_norm_.
-  Value sumSquares;
-  for (Value g : grads) {
-    auto type = llvm::cast<RankedTensorType>(g.getType());
-    llvm::SmallVector<int64_t> axes;
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      axes.push_back(d);
-    Value squares = b.create<MulOp>(loc, g, g);
-    Value s = b.create<ReduceSumOp>(loc, squares, axes, false);
-    s = castScalar(b, loc, s, lossType);
-    sumSquares = sumSquares ? b.create<AddOp>(loc, sumSquares, s).getResult() : s;
-  }
+  Value sumSquares = sumOverGradients([&](Value g) -> Value { return b.create<MulOp>(loc, g, g); });
   Value gradNorm = sumSquares ? b.create<SqrtOp>(loc, sumSquares).getResult()
                               : castScalar(b, loc, f64Scalar(b, loc, 0), lossType);
   if (Value clip = hyper("grad_clip"); clip && numParams > 0) {

@@ -58,15 +58,21 @@ Value inexactScalar(Operation &op, const llvm::DenseSet<Value> &activations, Typ
   return nullptr;
 }
 
+/// Makes `op` read its `low` operands (but `except`) through f32 casts.
+void upcastLow(Operation &op, Type low, Value except = nullptr) {
+  OpBuilder b(&op);
+  for (OpOperand &operand : op.getOpOperands())
+    if (operand.get() != except && getElementTypeOrSelf(operand.get().getType()) == low)
+      operand.set(b.create<CastOp>(
+          op.getLoc(), withElement(operand.get().getType(), b.getF32Type()), operand.get()));
+}
+
 /// Runs `op` (activation op scalar) in f32 and rounds its result to `low`
 /// once, as torch runs a bf16 tensor op with a Python scalar: rounding the
 /// scalar first would divide by 1.4140625 where the model says sqrt(2).
 void computeInF32(Operation &op, Value scalar, llvm::DenseSet<Value> &activations, Type low) {
+  upcastLow(op, low, scalar);
   OpBuilder b(&op);
-  for (OpOperand &operand : op.getOpOperands())
-    if (operand.get() != scalar && !isF32(operand.get().getType()))
-      operand.set(b.create<CastOp>(
-          op.getLoc(), withElement(operand.get().getType(), b.getF32Type()), operand.get()));
   b.setInsertionPointAfter(&op);
   Value result = op.getResult(0);
   auto rounded = b.create<CastOp>(op.getLoc(), withElement(result.getType(), low), result);
@@ -132,11 +138,7 @@ struct MixedPrecisionPass : impl::MixedPrecisionBase<MixedPrecisionPass> {
         continue;
       if (llvm::isa<LogSoftmaxOp, NllLossOp>(op) ||
           llvm::any_of(op.getOperands(), [&](Value v) { return lossValues.contains(v); })) {
-        b.setInsertionPoint(&op);
-        for (OpOperand &operand : op.getOpOperands())
-          if (getElementTypeOrSelf(operand.get().getType()) == low)
-            operand.set(b.create<CastOp>(
-                op.getLoc(), withElement(operand.get().getType(), b.getF32Type()), operand.get()));
+        upcastLow(op, low);
         for (Value result : op.getResults()) {
           activations.insert(result);
           lossValues.insert(result);

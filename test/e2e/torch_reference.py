@@ -384,6 +384,17 @@ class AsExported(torch.overrides.TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+def _add_grads(copies, masters, as_master):
+    """Adds each low-precision copy's gradient, made f32 by ``as_master``, to its
+    master's (f32 accumulation over micro-batches), and clears the copy's."""
+    for low, p in zip(copies, masters):
+        if low.grad is None:
+            continue
+        g = as_master(low.grad)
+        p.grad = g if p.grad is None else p.grad + g
+        low.grad = None
+
+
 class Bf16Model:
     """ppc's --precision bf16 (passes/MixedPrecision.cpp) on PyTorch's own bf16
     kernels, as Megatron-LM trains in bf16: a bf16 copy of the model computes forward and backward (every
@@ -409,12 +420,7 @@ class Bf16Model:
         with AsExported():
             loss = loss_of(self.model, inputs, labels).float() * scale
         loss.backward()
-        for low, p in zip(self.params, self.master):
-            if low.grad is None:
-                continue
-            g = low.grad.float()
-            p.grad = g if p.grad is None else p.grad + g
-            low.grad = None
+        _add_grads(self.params, self.master, lambda g: g.float())
         return loss
 
 
@@ -499,12 +505,7 @@ class LowModel:
             out = self.model(inputs)
         loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1)) * scale
         loss.backward()
-        for low, p in zip(self.params, self.master):
-            if low.grad is None:
-                continue
-            g = low.grad.to(self.dtype).float()
-            p.grad = g if p.grad is None else p.grad + g
-            low.grad = None
+        _add_grads(self.params, self.master, lambda g: g.to(self.dtype).float())
         return loss
 
 
