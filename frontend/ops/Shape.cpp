@@ -307,6 +307,8 @@ static LogicalResult importSplit(NodeImporter &n) {
   if (failed(x))
     return failure();
   auto shape = NodeImporter::typeOf(*x).getShape();
+  if (shape.empty())
+    return n.error("the input is a scalar: there is no dimension to split");
   auto axis = n.normalizeAxis(n.intAttr("axis", 0), shape.size());
   if (failed(axis))
     return failure();
