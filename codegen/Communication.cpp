@@ -138,7 +138,23 @@ static LogicalResult emitRecv(Operation *op, EmitContext &ctx) {
   return success();
 }
 
+/// A copy between device and host memory (offload) is a call too: on CUDA
+/// it runs on a copy stream and hands a ticket.
+static LogicalResult emitTransfer(Operation *op, EmitContext &ctx) {
+  auto transfer = llvm::cast<TransferOp>(op);
+  std::string in = ctx.ptr(transfer.getInput()), out = ctx.ptr(transfer.getResult());
+  std::string node = nodeName(op);
+  std::string what = quote((transfer.toHost() ? "transfer to the host" : "transfer to the device") +
+                           (node.empty() ? "" : " for '" + node + "'"));
+  ctx.body() << "  " << ctx.ticket()
+             << llvm::formatv("rt.transfer({0}, {1}, {2}, {3}, {4});\n", out, in,
+                              boundedTensorBytes(transfer.getType()),
+                              transfer.toHost() ? "true" : "false", what);
+  return success();
+}
+
 void registerCommunicationEmitters(llvm::DenseMap<TypeID, OpEmitter> &table) {
+  table[TypeID::get<TransferOp>()] = emitTransfer;
   table[TypeID::get<AllReduceOp>()] = emitAllReduce;
   table[TypeID::get<AllGatherOp>()] = emitAllGather;
   table[TypeID::get<ReduceScatterOp>()] = emitReduceScatter;

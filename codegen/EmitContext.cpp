@@ -134,8 +134,8 @@ Value EmitContext::holder(Value value) const {
 
 std::string EmitContext::elementType(Value value) {
   Type element = llvm::cast<ShapedType>(value.getType()).getElementType();
-  if (element.isBF16() && !spelling.bf16Type().empty())
-    return spelling.bf16Type().str();
+  if (element.isBF16() && !spelling->bf16Type().empty())
+    return spelling->bf16Type().str();
   auto type = cType(element);
   return succeeded(type) ? *type : "void";
 }
@@ -146,8 +146,9 @@ std::string EmitContext::ptr(Value value) {
     return it->second;
   std::string name = "v" + std::to_string(nextName++);
   std::string type = elementType(value);
-  body() << llvm::formatv("  {0} *{1} = reinterpret_cast<{0} *>(arena + {2});\n", type, name,
-                          offsets.lookup(holder(value)));
+  body() << llvm::formatv("  {0} *{1} = reinterpret_cast<{0} *>({3} + {2});\n", type, name,
+                          offsets.lookup(holder(value)),
+                          onHost(holder(value)) ? "hostArena" : "arena");
   names[value] = name;
   return name;
 }
@@ -194,7 +195,7 @@ void EmitContext::comment(Operation *op) {
 }
 
 std::string EmitContext::ticket() {
-  if (!spelling.asynchronousCommunication())
+  if (!spelling->asynchronousCommunication())
     return "";
   pendingTicket = "ticket" + std::to_string(nextTicket++);
   return "const ppcrt::Ticket " + pendingTicket + " = ";

@@ -53,12 +53,18 @@ class EmitContext {
 public:
   EmitContext(llvm::raw_ostream &kernels, std::vector<std::string> &groups,
               const TargetSpelling &spelling)
-      : kernels(kernels), groups(groups), spelling(spelling) {}
+      : kernels(kernels), groups(groups), spelling(&spelling) {}
 
   /// What the target spells its own way.
-  const TargetSpelling &target() const { return spelling; }
+  const TargetSpelling &target() const { return *spelling; }
   /// The namespace of the target's kernel library ("ppcrt::cpu").
-  llvm::StringRef kernelLibrary() const { return spelling.kernels(); }
+  llvm::StringRef kernelLibrary() const { return spelling->kernels(); }
+  /// Spells what follows for `target` instead, returning the spelling it
+  /// replaces: the ops the host runs in a CUDA program (offload) are
+  /// spelled as the CPU target spells them.
+  const TargetSpelling &spellFor(const TargetSpelling &target) {
+    return *std::exchange(spelling, &target);
+  }
 
   /// Starts a program: `body` receives its statements.
   void beginProgram(llvm::raw_ostream &body, llvm::DenseMap<mlir::Value, mlir::Value> storage,
@@ -69,7 +75,8 @@ public:
   /// File-level definitions (kernels, constants), written before the programs.
   llvm::raw_ostream &file() { return kernels; }
 
-  /// The C++ pointer expression of `value`'s elements in the arena, typed
+  /// The C++ pointer expression of `value`'s elements in the arena (the
+  /// host's, `hostArena`, for a value in host memory: ppc::onHost), typed
   /// (declares the variable the first time).
   std::string ptr(mlir::Value value);
   /// The element type in C++ of `value`.
@@ -115,7 +122,7 @@ private:
   llvm::DenseMap<mlir::Value, std::string> names;
   unsigned nextName = 0;
   unsigned nextDefinition = 0;
-  const TargetSpelling &spelling;
+  const TargetSpelling *spelling;
   std::string pendingTicket;
   unsigned nextTicket = 0;
   std::vector<std::string> errors;

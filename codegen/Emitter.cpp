@@ -143,29 +143,53 @@ FailureOr<std::string> tensorInfo(func::FuncOp fn, unsigned i, bool result, Mesh
     global.push_back(0);
     blocks.push_back(1);
   }
-  return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {{{5}}, {6}, {7}}", quote(key), *dtype,
+  bool host = result ? bool(fn.getResultAttr(i, PpcDialect::kPlaceAttrName))
+                     : bool(fn.getArgAttr(i, PpcDialect::kPlaceAttrName));
+  return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {{{5}}, {6}, {7}, {8}}", quote(key), *dtype,
                        tensor.getRank(), braces(shape), braces(global), llvm::join(splits, ", "),
-                       braces(blocks), offset)
+                       braces(blocks), offset, host ? "true" : "false")
       .str();
 }
 
-/// Bytes [begin, end) of the arena.
+/// Bytes [begin, end) of the device's arena or the host's.
 struct Range {
   int64_t begin, end;
-  bool overlaps(const Range &other) const { return begin < other.end && other.begin < end; }
+  bool host;
+  bool overlaps(const Range &other) const {
+    return host == other.host && begin < other.end && other.begin < end;
+  }
 };
 
-/// A communication call in flight on CUDA: its ticket and what it reads and
-/// writes.
+/// A communication call or transfer in flight on CUDA: its ticket, what it
+/// reads and writes, and whether the compute stream already waits for it
+/// (the host may not: a copy to the host is waited for again before the
+/// host's ops touch what it writes).
 struct InFlight {
   std::string ticket;
   llvm::SmallVector<Range> reads, writes;
+  bool deviceWaits = false;
 };
 
 bool anyOverlap(ArrayRef<Range> a, ArrayRef<Range> b) {
   return llvm::any_of(a, [&](const Range &x) {
     return llvm::any_of(b, [&](const Range &y) { return x.overlaps(y); });
   });
+}
+
+/// Fails, with an error at the group, where the host of a CUDA program
+/// cannot run a fused group: the generated source has the CPU target's
+/// scalar functions (Scalar.h), not its kernel library (reductions, bf16).
+LogicalResult hostCanRun(const FusionGroup &group, EmitContext &ctx) {
+  if (group.reduction)
+    return ctx.unsupported(group.reduction, "the host of a CUDA program runs no reductions");
+  auto low = [](Type type) {
+    Type element = getElementTypeOrSelf(type);
+    return element.isBF16() || element.isF16();
+  };
+  for (Operation *op : group.ops)
+    if (llvm::any_of(op->getOperandTypes(), low) || llvm::any_of(op->getResultTypes(), low))
+      return ctx.unsupported(op, "the host of a CUDA program computes in f32 and f64 only");
+  return success();
 }
 
 /// Whether `op` emits no code: a reshape or transpose read through its
@@ -226,17 +250,26 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
         auto type = llvm::cast<RankedTensorType>(h.getType());
         int64_t bytes = std::max<int64_t>(
             1, type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
-        ranges.push_back({offsets.lookup(h), offsets.lookup(h) + bytes});
+        ranges.push_back({offsets.lookup(h), offsets.lookup(h) + bytes, onHost(h)});
       }
       return ranges;
     };
-    auto waitFor = [&](ArrayRef<Range> reads, ArrayRef<Range> writes) {
-      llvm::erase_if(inFlight, [&](const InFlight &call) {
-        if (!anyOverlap(reads, call.writes) && !anyOverlap(writes, call.writes) &&
-            !anyOverlap(writes, call.reads))
+    // The device's kernels and copies wait on the compute stream; the
+    // host's ops (offload) block the host thread until the call is done.
+    auto waitFor = [&](ArrayRef<Range> reads, ArrayRef<Range> writes, bool byHost = false) {
+      llvm::erase_if(inFlight, [&](InFlight &call) {
+        if ((!byHost && call.deviceWaits) ||
+            (!anyOverlap(reads, call.writes) && !anyOverlap(writes, call.writes) &&
+             !anyOverlap(writes, call.reads)))
           return false;
+        if (byHost) {
+          ctx.body() << "  rt.waitOnHost(" << call.ticket << ");\n";
+          return true;
+        }
         ctx.body() << "  rt.wait(" << call.ticket << ");\n";
-        return true;
+        call.deviceWaits = true;
+        auto host = [](const Range &r) { return r.host; };
+        return !llvm::any_of(call.writes, host) && !llvm::any_of(call.reads, host);
       });
     };
 
@@ -253,12 +286,27 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
         const FusionGroup &fused = layout.fusion.groups[group->second];
         if (&op != fused.ops.back())
           continue;
+        bool byHost = runsOnHost(&op);
         if (cuda)
-          waitFor(rangesOf(fused.inputs), rangesOf(fused.outputs));
-        if (failed(ctx.target().fusedGroup(fused, ctx)))
+          waitFor(rangesOf(fused.inputs), rangesOf(fused.outputs), byHost);
+        if (!byHost) {
+          if (failed(ctx.target().fusedGroup(fused, ctx)))
+            return failure();
+          continue;
+        }
+        // Offload: the host runs the group as the CPU target would.
+        if (cuda && failed(hostCanRun(fused, ctx)))
+          return failure();
+        const TargetSpelling &device = ctx.spellFor(cpuSpelling());
+        LogicalResult emitted = ctx.target().fusedGroup(fused, ctx);
+        ctx.spellFor(device);
+        if (failed(emitted))
           return failure();
         continue;
       }
+      if (cuda && runsOnHost(&op))
+        return ctx.unsupported(&op, "the host runs only elementwise ops in a CUDA program "
+                                    "(--offload moves the optimizer step there)");
       const OpEmitter *emitter = lookupEmitter(&op);
       if (!emitter)
         return op.emitError() << "code generation for " << (cuda ? "CUDA" : "the CPU")
@@ -280,8 +328,9 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
     std::string name = program.getSymName().str();
     code << "\n/// @" << name << ": " << layout.memory.numOps << " ops, arena of "
          << layout.memory.arenaBytes << " bytes (peak " << layout.memory.peakBytes << ").\n"
-         << "static void run_" << name << "(ppcrt::Rank &rt, char *arena) {\n"
+         << "static void run_" << name << "(ppcrt::Rank &rt, char *arena, char *hostArena) {\n"
          << "  (void)rt;\n"
+         << "  (void)hostArena;\n"
          << bodyText
          << (inFlight.empty() ? "" : "  // The calls still in flight end with the step.\n")
          << "}\n";
@@ -307,9 +356,10 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
     tables << "};\n";
     char flopText[64];
     std::snprintf(flopText, sizeof(flopText), "%.17g", flops);
-    entries.push_back(llvm::formatv("{{{0}, run_{1}, {2}, args_{1}, {3}, results_{1}, {4}, {5}}",
-                                    quote(name), name, layout.memory.arenaBytes,
-                                    program.getNumArguments(), program.getNumResults(), flopText));
+    entries.push_back(
+        llvm::formatv("{{{0}, run_{1}, {2}, args_{1}, {3}, results_{1}, {4}, {5}, {6}}",
+                      quote(name), name, layout.memory.arenaBytes, program.getNumArguments(),
+                      program.getNumResults(), flopText, layout.memory.hostArenaBytes));
   }
 
   llvm::SmallVector<std::string> axes, quotedGroups;

@@ -83,6 +83,7 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
       Operation *def = input.getDefiningOp();
       auto it = def ? plan.groupOf.find(def) : plan.groupOf.end();
       if (it != plan.groupOf.end() && input.hasOneUse() && !plan.groups[it->second].reduction &&
+          runsOnHost(plan.groups[it->second].ops.back()) == runsOnHost(&op) &&
           usesComeAfter(it->second, op)) {
         plan.groups[it->second].ops.push_back(&op);
         plan.groups[it->second].reduction = &op;
@@ -99,6 +100,9 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
       if (it == plan.groupOf.end())
         continue;
       unsigned g = it->second;
+      // The host's ops (offload) and the device's run apart.
+      if (runsOnHost(plan.groups[g].ops.back()) != runsOnHost(&op))
+        continue;
       if (plan.groups[g].reduction ||
           shapeOf(plan.groups[g].ops.back()->getResult(0)) != shapeOf(op.getResult(0)))
         continue;

@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <array>
 #include <unistd.h>
 
 using namespace mlir;
@@ -88,7 +89,7 @@ FailureOr<ExecutionFrame> ExecutionFrame::create(func::FuncOp func,
   ExecutionFrame frame;
   for (auto [arg, tensor] : llvm::zip(body.getArguments(), arguments)) {
     frame.values[arg] = tensor;
-    frame.heldBytes += storageBytes(tensor);
+    frame.heldBytes[onHost(arg)] += storageBytes(tensor);
   }
   frame.bytesAtOp = frame.peak = frame.heldBytes;
   for (Operation &op : body)
@@ -100,14 +101,15 @@ FailureOr<ExecutionFrame> ExecutionFrame::create(func::FuncOp func,
 FailureOr<llvm::SmallVector<Tensor>> ExecutionFrame::takeOperands(Operation &op) {
   opTaken = &op;
   bytesAtOp = heldBytes;
-  peak = std::max(peak, bytesAtOp);
+  for (int side : {0, 1})
+    peak[side] = std::max(peak[side], bytesAtOp[side]);
   llvm::SmallVector<Tensor> operands;
   for (Value v : op.getOperands()) {
     auto it = values.find(v);
     if (it == values.end())
       return op.emitError() << "operand has no value";
     if (--usesLeft[v] == 0) {
-      heldBytes -= storageBytes(it->second);
+      heldBytes[onHost(v)] -= storageBytes(it->second);
       operands.push_back(std::move(it->second));
       values.erase(it);
     } else {
@@ -121,15 +123,16 @@ void ExecutionFrame::setResults(Operation &op, llvm::MutableArrayRef<Tensor> res
   // An op without operands (ppc.recv) may skip takeOperands.
   if (opTaken != &op)
     bytesAtOp = heldBytes;
-  int64_t resultBytes = 0;
+  std::array<int64_t, 2> resultBytes{};
   for (auto [v, t] : llvm::zip(op.getResults(), results)) {
-    resultBytes += storageBytes(t);
+    resultBytes[onHost(v)] += storageBytes(t);
     if (!v.use_empty()) {
-      heldBytes += storageBytes(t);
+      heldBytes[onHost(v)] += storageBytes(t);
       values[v] = std::move(t);
     }
   }
-  peak = std::max(peak, bytesAtOp + resultBytes);
+  for (int side : {0, 1})
+    peak[side] = std::max(peak[side], bytesAtOp[side] + resultBytes[side]);
 }
 
 LogicalResult ExecutionFrame::runOp(Operation &op, const ExecOptions &options) {
@@ -152,8 +155,10 @@ FailureOr<llvm::SmallVector<Tensor>> runFunction(func::FuncOp func,
   for (Operation &op : func.getBody().front()) {
     if (llvm::isa<func::ReturnOp>(op)) {
       auto results = frame->takeOperands(op);
-      if (succeeded(results) && stats)
+      if (succeeded(results) && stats) {
         stats->peakBytes = frame->peakBytes();
+        stats->hostPeakBytes = frame->hostPeakBytes();
+      }
       return results;
     }
     if (failed(frame->runOp(op, options)))

@@ -6,12 +6,16 @@
 #include "executor/Kernels.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <array>
+
 namespace ppc {
 
 /// What one run of a function measured.
 struct RunStats {
-  /// The peak of live bytes (`ExecutionFrame::peakBytes`).
+  /// The peak of live bytes (`ExecutionFrame::peakBytes`), and of those in
+  /// host memory (`hostPeakBytes`).
   int64_t peakBytes = 0;
+  int64_t hostPeakBytes = 0;
 };
 
 /// Runs `func` op by op on `arguments` (one per function argument, already
@@ -43,7 +47,7 @@ public:
 
   /// Bytes of the tensors the frame holds now, in their storage dtype
   /// (elements times `byteWidth`).
-  int64_t liveBytes() const { return heldBytes; }
+  int64_t liveBytes() const { return heldBytes[0]; }
   /// The largest live bytes at one op so far: at op k, the frame's bytes
   /// before `takeOperands(k)` plus the bytes of all of k's results (those
   /// without uses too, which `setResults` drops). This is the liveness of
@@ -51,17 +55,21 @@ public:
   /// the two agree exactly when floats are stored as declared (f32 programs
   /// run without `ExecOptions::f64`); with f64 storage every float counts 8
   /// bytes.
-  int64_t peakBytes() const { return peak; }
+  int64_t peakBytes() const { return peak[0]; }
+  /// The same for the values in host memory (ppc::onHost: offload), which
+  /// the two above leave out.
+  int64_t hostPeakBytes() const { return peak[1]; }
 
 private:
   llvm::DenseMap<mlir::Value, Tensor> values;
   /// Remaining uses per value, so each tensor is freed after its last use.
   llvm::DenseMap<mlir::Value, unsigned> usesLeft;
-  int64_t heldBytes = 0;
+  /// Bytes by memory: [0] the device's, [1] the host's.
+  std::array<int64_t, 2> heldBytes{};
   /// `heldBytes` when `opTaken`, the op that took operands last, took them.
-  int64_t bytesAtOp = 0;
+  std::array<int64_t, 2> bytesAtOp{};
   mlir::Operation *opTaken = nullptr;
-  int64_t peak = 0;
+  std::array<int64_t, 2> peak{};
 };
 
 /// Checks that the executor can hold every result of `op`: at 8 bytes per

@@ -380,7 +380,8 @@ LogicalResult MeshRun::checkMailboxesEmpty() {
 FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>>
 runMesh(llvm::ArrayRef<func::FuncOp> programOfRank, MeshOp mesh,
         llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank, const ExecOptions &options,
-        llvm::SmallVectorImpl<int64_t> *peakBytesPerRank) {
+        llvm::SmallVectorImpl<int64_t> *peakBytesPerRank,
+        llvm::SmallVectorImpl<int64_t> *hostPeakBytesPerRank) {
   int64_t numRanks = mesh.getNumRanks();
   if (static_cast<int64_t>(programOfRank.size()) != numRanks)
     return mesh.emitError() << "mesh @" << mesh.getSymName() << " has " << numRanks
@@ -404,10 +405,14 @@ runMesh(llvm::ArrayRef<func::FuncOp> programOfRank, MeshOp mesh,
   llvm::SmallVector<llvm::SmallVector<Tensor>> results;
   if (peakBytesPerRank)
     peakBytesPerRank->clear();
+  if (hostPeakBytesPerRank)
+    hostPeakBytesPerRank->clear();
   for (RankState &state : run.ranks) {
     results.push_back(std::move(state.results));
     if (peakBytesPerRank)
       peakBytesPerRank->push_back(state.frame.peakBytes());
+    if (hostPeakBytesPerRank)
+      hostPeakBytesPerRank->push_back(state.frame.hostPeakBytes());
   }
   return results;
 }

@@ -22,7 +22,8 @@ namespace ppc {
 /// Runs `programOfRank[r]` on rank r of `mesh`: `argsPerRank[r]` are rank
 /// r's local arguments (storage dtypes of `options`); returns every rank's
 /// results, and fills `peakBytesPerRank` (when given) with each rank's peak
-/// of live bytes (`ExecutionFrame::peakBytes`).
+/// of live bytes (`ExecutionFrame::peakBytes`), and `hostPeakBytesPerRank`
+/// with those in host memory (`hostPeakBytes`: offload).
 ///
 /// Each rank steps through its own program. Ordinary ops run their kernels
 /// on the rank's values. A collective is a meeting of the ranks of its group
@@ -39,7 +40,8 @@ namespace ppc {
 mlir::FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>>
 runMesh(llvm::ArrayRef<mlir::func::FuncOp> programOfRank, MeshOp mesh,
         llvm::ArrayRef<llvm::SmallVector<Tensor>> argsPerRank, const ExecOptions &options,
-        llvm::SmallVectorImpl<int64_t> *peakBytesPerRank = nullptr);
+        llvm::SmallVectorImpl<int64_t> *peakBytesPerRank = nullptr,
+        llvm::SmallVectorImpl<int64_t> *hostPeakBytesPerRank = nullptr);
 
 /// Runs the SPMD program `func` on every rank of `mesh` (`runMesh` with
 /// `func` for every rank).

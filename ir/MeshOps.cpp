@@ -7,7 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "runtime/Layout.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -352,6 +355,36 @@ std::optional<int64_t> RecvOp::getPeerRank(MeshOp mesh, int64_t rank) {
 
 MeshOp RecvOp::getMeshOp() {
   return SymbolTable::lookupNearestSymbolFrom<MeshOp>(*this, getMeshAttr());
+}
+
+} // namespace ppc
+
+//===----------------------------------------------------------------------===//
+// Placement
+//===----------------------------------------------------------------------===//
+
+namespace ppc {
+
+LogicalResult TransferOp::verify() {
+  if (getTo() != "host" && getTo() != "device")
+    return emitOpError() << "'to' must be \"host\" or \"device\", not \"" << getTo() << "\"";
+  return success();
+}
+
+bool onHost(Value value) {
+  if (auto arg = llvm::dyn_cast<BlockArgument>(value)) {
+    auto fn = llvm::dyn_cast_or_null<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    return fn && arg.getOwner()->isEntryBlock() &&
+           fn.getArgAttr(arg.getArgNumber(), PpcDialect::kPlaceAttrName);
+  }
+  Operation *op = value.getDefiningOp();
+  if (auto transfer = llvm::dyn_cast<TransferOp>(op))
+    return transfer.toHost();
+  return op->hasAttr(PpcDialect::kPlaceAttrName);
+}
+
+bool runsOnHost(Operation *op) {
+  return !llvm::isa<TransferOp>(op) && op->hasAttr(PpcDialect::kPlaceAttrName);
 }
 
 } // namespace ppc

@@ -59,6 +59,12 @@ def Ppc_Dialect : Dialect {
     // pipeline transfer's slot.
     static constexpr llvm::StringLiteral kValueAttrName = "ppc.value";
     static constexpr llvm::StringLiteral kSlotAttrName = "ppc.slot";
+    // Offload: where a function argument or result, or an op's results,
+    // live ("host"; device memory when absent), and the ops of the
+    // optimizer step, naming the parameter they update (BuildTrainStep
+    // marks them; ppc-offload moves them).
+    static constexpr llvm::StringLiteral kPlaceAttrName = "ppc.place";
+    static constexpr llvm::StringLiteral kOptimizerAttrName = "ppc.optimizer";
 
   private:
     /// Adds the attributes (in PpcAttrs.cpp, beside their storage classes).

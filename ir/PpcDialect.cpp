@@ -88,6 +88,12 @@ static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr, unsigned
     return op->emitError() << "unknown ppc attribute '" << attr.getName().getValue() << "' here";
   if (attr.getName().getValue() == PpcDialect::kShardingAttrName)
     return verifyFunctionSharding(op, attr, index, isResult);
+  if (attr.getName().getValue() == PpcDialect::kPlaceAttrName) {
+    auto place = llvm::dyn_cast<StringAttr>(attr.getValue());
+    if (!place || place.getValue() != "host")
+      return op->emitError() << "'" << PpcDialect::kPlaceAttrName << "' must be \"host\"";
+    return success();
+  }
   if (attr.getName().getValue() == PpcDialect::kStepAttrName) {
     if (!llvm::isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << PpcDialect::kStepAttrName << "' must be a unit attribute";
@@ -117,25 +123,32 @@ LogicalResult PpcDialect::verifyRegionArgAttribute(Operation *op, unsigned, unsi
                                                    NamedAttribute attr) {
   if (failed(verifyNameAttr(op, attr, argIndex, /*isResult=*/false,
                             {kInputAttrName, kParamAttrName, kStateAttrName, kStepAttrName,
-                             kHyperAttrName, kShardingAttrName})))
+                             kHyperAttrName, kShardingAttrName, kPlaceAttrName})))
     return failure();
-  // Once per argument: a sharding accompanies one of the others.
-  if (attr.getName().getValue() == kShardingAttrName)
+  // Once per argument: a sharding or place accompanies one of the others.
+  if (attr.getName().getValue() == kShardingAttrName || attr.getName().getValue() == kPlaceAttrName)
     return success();
   return verifyArgumentSize(op, argIndex);
 }
 
 LogicalResult PpcDialect::verifyRegionResultAttribute(Operation *op, unsigned, unsigned resultIndex,
                                                       NamedAttribute attr) {
-  return verifyNameAttr(
-      op, attr, resultIndex, /*isResult=*/true,
-      {kOutputAttrName, kParamAttrName, kGradAttrName, kStateAttrName, kShardingAttrName});
+  return verifyNameAttr(op, attr, resultIndex, /*isResult=*/true,
+                        {kOutputAttrName, kParamAttrName, kGradAttrName, kStateAttrName,
+                         kShardingAttrName, kPlaceAttrName});
 }
 
+/// `ppc.place` on an op: "host" (its results live in host memory).
 /// `ppc.shardings` on an op: one sharding per result. Other discardable
 /// `ppc.*` attributes on ops (the module's `ppc.source` and `ppc.opset`)
 /// are not checked here.
 LogicalResult PpcDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+  if (attr.getName().getValue() == kPlaceAttrName) {
+    auto place = llvm::dyn_cast<StringAttr>(attr.getValue());
+    if (!place || place.getValue() != "host")
+      return op->emitOpError() << "'" << kPlaceAttrName << "' must be \"host\"";
+    return success();
+  }
   if (attr.getName().getValue() != kShardingsAttrName)
     return success();
   auto array = llvm::dyn_cast<ArrayAttr>(attr.getValue());

@@ -77,6 +77,13 @@ class BoundedTensorsTrait : public mlir::OpTrait::TraitBase<ConcreteType, Bounde
 public:
   static mlir::LogicalResult verifyTrait(mlir::Operation *op) { return verifyBoundedResults(op); }
 };
+/// Whether `value` lives in host memory: a function argument marked
+/// `ppc.place = "host"`, the result of a transfer to the host, or a result
+/// of an op that runs on the host (offload; device memory otherwise).
+bool onHost(mlir::Value value);
+/// Whether the host runs `op` (`ppc.place = "host"`; never a transfer).
+bool runsOnHost(mlir::Operation *op);
+
 } // namespace ppc
 
 #define GET_OP_CLASSES

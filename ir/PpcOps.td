@@ -982,4 +982,39 @@ def Ppc_RecvOp : Ppc_PointToPointOp<"recv",
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Host and device memory (offload)
+//===----------------------------------------------------------------------===//
+
+def Ppc_TransferOp : Ppc_Op<"transfer", [Pure, SameOperandsAndResultType]> {
+  let summary = "copies a tensor between device and host memory";
+  let description = [{
+    The value of `input`, placed in host memory (`to = "host"`) or in device
+    memory (`to = "device"`). Its input lives in the other one. ppc-offload
+    inserts transfers where a value crosses between the ops the device runs
+    and those the host runs (`ppc.place = "host"`): gradients to the host's
+    optimizer step, updated parameters back. On CUDA each is an asynchronous
+    copy on a stream of its own; on one memory it is a copy.
+
+    Example:
+    ```mlir
+    %h = ppc.transfer %g to "host" : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_Tensor:$input, StrAttr:$to);
+  let results = (outs Ppc_Tensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "$input `to` $to attr-dict `:` type($input)";
+  let extraClassDeclaration = [{
+    /// Whether the result is in host memory (`to = "host"`).
+    bool toHost() { return getTo() == "host"; }
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "bool":$toHost), [{
+      build($_builder, $_state, input.getType(), input,
+            $_builder.getStringAttr(toHost ? "host" : "device"));
+    }]>
+  ];
+}
+
 #endif // PPC_OPS_TD

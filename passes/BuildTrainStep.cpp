@@ -333,6 +333,7 @@ void BuildTrainStepPass::runOnOperation() {
     llvm::SmallVector<Value> state, updated;
     for (unsigned k = 0; k < stateKinds.size(); ++k)
       state.push_back(stateArg(k, p));
+    Operation *before = &b.getInsertionBlock()->back();
     buildParameterUpdate(b, loc, *config, scalars, param(p), grads[p], state, updated);
     // A step with a gradient not finite updates nothing (GradScaler.step).
     if (overflow) {
@@ -340,6 +341,11 @@ void BuildTrainStepPass::runOnOperation() {
       for (unsigned k = 0; k < stateKinds.size(); ++k)
         updated[1 + k] = b.create<WhereOp>(loc, overflow, state[k], updated[1 + k]);
     }
+    // The update's ops are the optimizer step that ppc-offload moves to
+    // the host; each names its parameter.
+    auto name = grad.getArgAttrOfType<StringAttr>(paramArgs[p], PpcDialect::kParamAttrName);
+    for (Operation *op = before->getNextNode(); op; op = op->getNextNode())
+      op->setAttr(PpcDialect::kOptimizerAttrName, name);
     newParams.push_back(updated[0]);
     for (unsigned k = 0; k < stateKinds.size(); ++k)
       newStates[k * numParams + p] = updated[1 + k];

@@ -349,6 +349,36 @@ def Recompute : Pass<"ppc-recompute", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def Offload : Pass<"ppc-offload", "mlir::ModuleOp"> {
+  let summary = "Keeps optimizer state (and parameters) in host memory (--offload)";
+  let description = [{
+    ZeRO-Offload and FSDP's CPU offload on each training program (after
+    partitioning and pipelining, before recomputation): the optimizer state
+    arguments and results live in host memory (`ppc.place = "host"`), and
+    the ops of the optimizer step (`ppc.optimizer`, marked by
+    ppc-build-train-step) run on the host. With `optimizer+params` the
+    parameters (the f32 masters) live there too. A value crossing between
+    the device's ops and the host's is copied by `ppc.transfer`: to the host
+    right after it is computed (a gradient, once reduced), so the copy runs
+    beside the rest of the backward; to the device right before its first
+    reader there (an updated parameter before its all-gather). A parameter
+    in host memory is copied to the device before each op that reads it
+    there (ZeRO 3's gathers in the forward and in the backward), so that
+    no copy of it stays on the device in between; every other value
+    crosses once each way at most. The values are unchanged, so losses are
+    the same as without offload.
+
+    Example: AdamW's exp_avg and exp_avg_sq, and the update computing them,
+    move to the host; each parameter's gradient is copied to the host and
+    its updated value back.
+  }];
+  let options = [
+    Option<"what", "what", "std::string", /*default=*/"\"optimizer\"",
+           "optimizer or optimizer+params">
+  ];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def MixedPrecision : Pass<"ppc-mixed-precision", "mlir::ModuleOp"> {
   let summary = "Stores and computes @forward's activations in bf16 (--precision bf16)";
   let description = [{

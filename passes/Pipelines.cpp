@@ -61,7 +61,11 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
   recompute.policy = options.recompute;
   recompute.memoryPerRank =
       options.recomputeMemoryPerRank > 0 ? options.recomputeMemoryPerRank : options.memoryPerRank;
+  OffloadOptions offload;
+  offload.what = options.offload;
   if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1) {
+    if (options.offload != "none")
+      pm.addPass(createOffload(offload));
     pm.addPass(createRecompute(recompute));
     return;
   }
@@ -89,6 +93,8 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
     pm.addPass(createPipeline(pipeline));
   }
   pm.addNestedPass<func::FuncOp>(createBucketAllReduces());
+  if (options.offload != "none")
+    pm.addPass(createOffload(offload));
   pm.addPass(createRecompute(recompute));
 }
 

@@ -98,6 +98,10 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
                                 llvm::cl::desc("activation recomputation: none, selective, full "
                                                "or auto (what fits memory-per-rank)"),
                                 llvm::cl::init("auto")};
+  Option<std::string> offload{*this, "offload",
+                              llvm::cl::desc("none, optimizer or optimizer+params: what "
+                                             "lives in host memory (ppc-offload)"),
+                              llvm::cl::init("none")};
   Option<double> recomputeMemoryPerRank{
       *this, "recompute-memory-per-rank",
       llvm::cl::desc("the budget recompute=auto fits each rank's program to (0: "
@@ -109,8 +113,8 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
 /// Splits @train_step over the mesh dp x tp x pp: plans every tensor's
 /// layout, partitions into the per-rank SPMD program, cuts it into pipeline
 /// stages when pp > 1, and buckets the gradient all-reduces (nothing of this
-/// on a mesh of one rank); then recomputes activations in each rank's
-/// program as `recompute` says.
+/// on a mesh of one rank); then moves what `offload` names to host memory
+/// and recomputes activations in each rank's program as `recompute` says.
 void buildParallelizePipeline(mlir::OpPassManager &pm, const ParallelizePipelineOptions &options);
 
 /// The value `options` give the hyper-parameter argument `name` of the

@@ -87,6 +87,14 @@ static LogicalResult reshapeKernel(Operation *op, llvm::ArrayRef<Tensor> operand
   return success();
 }
 
+/// A transfer between host and device memory copies its operand: the
+/// executor has one memory (ExecutionFrame counts each side's bytes).
+static LogicalResult transferKernel(Operation *, llvm::ArrayRef<Tensor> operands,
+                                    llvm::SmallVectorImpl<Tensor> &results, const ExecOptions &) {
+  results.push_back(operands[0]);
+  return success();
+}
+
 static LogicalResult transposeKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                      llvm::SmallVectorImpl<Tensor> &results,
                                      const ExecOptions &options) {
@@ -389,6 +397,7 @@ void registerDataMovementKernels(KernelRegistry &registry) {
   registry.add<GatherOp>(gatherKernel);
   registry.add<ScatterAddOp>(scatterAddKernel);
   registry.add<TriluOp>(triluKernel);
+  registry.add<TransferOp>(transferKernel);
 }
 
 } // namespace ppc

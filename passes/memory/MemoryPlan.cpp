@@ -8,6 +8,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -67,6 +68,9 @@ BufferKind classify(Value value) {
     return BufferKind::Input;
   }
   Operation *op = value.getDefiningOp();
+  // A copy between host and device memory holds what its operand holds.
+  if (auto transfer = llvm::dyn_cast<TransferOp>(op))
+    return classify(transfer.getInput());
   if (auto tag = op->getAttrOfType<StringAttr>(kMemoryAttrName))
     if (auto kind = kindOfTag(tag.getValue()))
       return *kind;
@@ -139,9 +143,11 @@ private:
 
 } // namespace
 
-/// Gives every buffer of `plan` an offset and sets the arena size; false
-/// when an offset would overflow an int64.
-static bool assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
+/// Gives every buffer of `plan` in one memory (`host` or the device) an
+/// offset in that memory's arena and returns its size; none when an offset
+/// would overflow an int64.
+static std::optional<int64_t> assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment,
+                                            bool host) {
   std::vector<Buffer> &buffers = plan.buffers;
   // Bytes are at most kMaxTensorBytes + 1 (boundedTensorBytes): aligning
   // them cannot overflow.
@@ -152,10 +158,12 @@ static bool assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
   int64_t base = 0;
   std::vector<unsigned> rest;
   for (auto [id, b] : llvm::enumerate(buffers)) {
+    if (b.host != host)
+      continue;
     if (b.begin == 0 && b.end == numOps - 1) {
       b.offset = base;
       if (!addBytes(base, alignedBytes(b)))
-        return false;
+        return std::nullopt;
     } else {
       rest.push_back(id);
     }
@@ -190,7 +198,7 @@ static bool assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
     // A placed buffer's end is at most the arena, whose sums were checked.
     int64_t offset = base, end = base;
     if (!addBytes(end, size))
-      return false;
+      return std::nullopt;
     for (unsigned other : meeting) {
       const Buffer &o = buffers[other];
       if (o.offset >= end)
@@ -198,14 +206,13 @@ static bool assignOffsets(MemoryPlan &plan, int64_t numOps, int64_t alignment) {
       offset = std::max(offset, o.offset + alignedBytes(o));
       end = offset;
       if (!addBytes(end, size))
-        return false;
+        return std::nullopt;
     }
     b.offset = offset;
     arena = std::max(arena, end);
     placed.insert(b.begin, b.end, id);
   }
-  plan.arenaBytes = arena;
-  return true;
+  return arena;
 }
 
 /// planMemory, with the offsets or without (peakLiveBytes).
@@ -230,7 +237,8 @@ static FailureOr<MemoryPlan> planBuffers(func::FuncOp func, int64_t alignment,
   llvm::DenseMap<Value, unsigned> bufferOf;
   auto add = [&](Value v, int64_t begin) {
     bufferOf[v] = plan.buffers.size();
-    plan.buffers.push_back({v, boundedTensorBytes(v.getType()), begin, begin, classify(v), 0});
+    plan.buffers.push_back(
+        {v, boundedTensorBytes(v.getType()), begin, begin, classify(v), 0, onHost(v)});
   };
   for (BlockArgument arg : body.getArguments())
     add(arg, 0);
@@ -254,38 +262,50 @@ static FailureOr<MemoryPlan> planBuffers(func::FuncOp func, int64_t alignment,
     }
   }
 
-  // Live bytes per op by kind: +bytes at begin, -bytes after end.
+  // Live bytes per op by kind in each memory: +bytes at begin, -bytes
+  // after end.
   constexpr size_t numKinds = kAllKinds.size();
-  std::vector<std::array<int64_t, numKinds>> delta(numOps + 1);
-  for (auto &d : delta)
-    d.fill(0);
-  for (const Buffer &b : plan.buffers)
-    if (!addBytes(delta[b.begin][static_cast<size_t>(b.kind)], b.bytes) ||
-        !addBytes(delta[b.end + 1][static_cast<size_t>(b.kind)], -b.bytes))
-      return overflow();
-  std::array<int64_t, numKinds> live{}, ownMax{}, atPeak{};
-  for (int64_t k = 0; k < numOps; ++k) {
-    int64_t total = 0;
-    for (size_t c = 0; c < numKinds; ++c) {
-      if (!addBytes(live[c], delta[k][c]) || !addBytes(total, live[c]))
+  for (bool host : {false, true}) {
+    std::vector<std::array<int64_t, numKinds>> delta(numOps + 1);
+    for (auto &d : delta)
+      d.fill(0);
+    for (const Buffer &b : plan.buffers)
+      if (b.host == host && (!addBytes(delta[b.begin][static_cast<size_t>(b.kind)], b.bytes) ||
+                             !addBytes(delta[b.end + 1][static_cast<size_t>(b.kind)], -b.bytes)))
         return overflow();
-      ownMax[c] = std::max(ownMax[c], live[c]);
+    std::array<int64_t, numKinds> live{}, ownMax{}, atPeak{};
+    int64_t peak = 0, peakOp = -1;
+    for (int64_t k = 0; k < numOps; ++k) {
+      int64_t total = 0;
+      for (size_t c = 0; c < numKinds; ++c) {
+        if (!addBytes(live[c], delta[k][c]) || !addBytes(total, live[c]))
+          return overflow();
+        ownMax[c] = std::max(ownMax[c], live[c]);
+      }
+      if (total > peak || peakOp < 0) {
+        peak = total;
+        peakOp = k;
+        atPeak = live;
+      }
     }
-    if (total > plan.peakBytes || plan.peakOp < 0) {
-      plan.peakBytes = total;
-      plan.peakOp = k;
-      atPeak = live;
+    for (BufferKind kind : kAllKinds) {
+      (host ? plan.hostAtPeak : plan.atPeak)[kind] = atPeak[static_cast<size_t>(kind)];
+      if (!host)
+        plan.maxByKind[kind] = ownMax[static_cast<size_t>(kind)];
     }
-  }
-  for (BufferKind kind : kAllKinds) {
-    plan.atPeak[kind] = atPeak[static_cast<size_t>(kind)];
-    plan.maxByKind[kind] = ownMax[static_cast<size_t>(kind)];
+    (host ? plan.hostPeakBytes : plan.peakBytes) = peak;
+    if (!host)
+      plan.peakOp = peakOp;
   }
 
   if (!offsets)
     return plan;
-  if (!assignOffsets(plan, numOps, alignment))
+  std::optional<int64_t> arena = assignOffsets(plan, numOps, alignment, /*host=*/false);
+  std::optional<int64_t> hostArena = assignOffsets(plan, numOps, alignment, /*host=*/true);
+  if (!arena || !hostArena)
     return overflow();
+  plan.arenaBytes = *arena;
+  plan.hostArenaBytes = *hostArena;
   for (Buffer &b : plan.buffers)
     if (Value h = holder(b.value); h != b.value)
       b.offset = plan.buffers[bufferOf[h]].offset;
@@ -329,6 +349,16 @@ void printMemoryTable(const MemoryPlan &plan, llvm::StringRef title, llvm::raw_o
   double fragmentation = plan.peakBytes ? double(plan.arenaBytes) / double(plan.peakBytes) : 1.0;
   os << llvm::formatv("  {0,-17}{1}, fragmentation {2:F3}\n", "arena", humanBytes(plan.arenaBytes),
                       fragmentation);
+  if (plan.hostPeakBytes == 0)
+    return;
+  // Offload: the host's memory, by kind at its own peak.
+  llvm::SmallVector<std::string> kinds;
+  for (BufferKind kind : kAllKinds)
+    if (int64_t bytes = plan.hostAtPeak.count(kind) ? plan.hostAtPeak.at(kind) : 0)
+      kinds.push_back(llvm::formatv("{0} {1}", bufferKindName(kind), humanBytes(bytes)).str());
+  os << llvm::formatv("  {0,-17}{1} at its peak: {2}; arena {3}\n", "host memory",
+                      humanBytes(plan.hostPeakBytes), llvm::join(kinds, ", "),
+                      humanBytes(plan.hostArenaBytes));
 }
 
 llvm::json::Value memoryPlanJson(const MemoryPlan &plan) {
@@ -346,7 +376,10 @@ llvm::json::Value memoryPlanJson(const MemoryPlan &plan) {
                             {"arena_bytes", plan.arenaBytes},
                             {"peak_op", plan.peakOp},
                             {"at_peak", byKind(plan.atPeak)},
-                            {"max_by_kind", byKind(plan.maxByKind)}};
+                            {"max_by_kind", byKind(plan.maxByKind)},
+                            {"host_peak_bytes", plan.hostPeakBytes},
+                            {"host_arena_bytes", plan.hostArenaBytes},
+                            {"host_at_peak", byKind(plan.hostAtPeak)}};
 }
 
 void annotateOffsets(const MemoryPlan &plan, func::FuncOp func) {

@@ -59,6 +59,8 @@ struct Buffer {
   BufferKind kind;
   /// Offset in the arena.
   int64_t offset;
+  /// In host memory (ppc::onHost: offload), planned in an arena of its own.
+  bool host = false;
 };
 
 /// How generated code departs from running every op at its place, each
@@ -98,6 +100,11 @@ struct MemoryPlan {
   std::map<BufferKind, int64_t> atPeak;
   /// Each kind's own maximum over the ops.
   std::map<BufferKind, int64_t> maxByKind;
+  /// The same for the values in host memory (offload), which the fields
+  /// above leave out: their liveness peak, arena, and bytes by kind at it.
+  int64_t hostPeakBytes = 0;
+  int64_t hostArenaBytes = 0;
+  std::map<BufferKind, int64_t> hostAtPeak;
 };
 
 /// Plans the memory of `func`, whose body is one straight-line block (ops
@@ -116,6 +123,10 @@ struct MemoryPlan {
 ///
 /// `hooks` describe how code generation departs from running each op at its
 /// place on buffers of its own (see StorageHooks).
+///
+/// Values in host memory (ppc::onHost, after ppc-offload) are planned the
+/// same way in a second arena (`host*` fields); the device fields leave
+/// them out.
 ///
 /// Values are sized by boundedTensorBytes (each within kMaxTensorBytes) and
 /// summed with overflow checks: a program whose live bytes or arena would

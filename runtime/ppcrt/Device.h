@@ -12,6 +12,7 @@
 
 #include "runtime/ppcrt/Rank.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,13 @@ public:
   /// Zero-filled memory of the device (null when it cannot be had).
   virtual void *allocate(size_t bytes) = 0;
   virtual void release(void *memory) = 0;
+  /// Zero-filled host memory the device copies to and from at full speed
+  /// (pinned on CUDA): the host arena and state of --offload (null when it
+  /// cannot be had).
+  void *allocateHost(size_t bytes);
+  void releaseHost(void *memory);
+  /// Bytes allocateHost has handed out and releaseHost not taken back.
+  int64_t hostBytesInUse() const { return hostBytes; }
   /// Copies between host and device memory, and within the device. They
   /// are ordered with the programs' work; `download` returns once the data
   /// is on the host.
@@ -47,6 +55,16 @@ public:
   virtual double peakFlops() const { return 0; }
   /// Bytes of device memory this process has in use (0: not reported).
   virtual int64_t memoryInUse() const { return 0; }
+
+protected:
+  /// What allocateHost and releaseHost get their memory from (plain host
+  /// memory by default; page-locked on CUDA).
+  virtual void *hostMemory(size_t bytes);
+  virtual void freeHostMemory(void *memory);
+
+private:
+  std::map<void *, size_t> hostAllocations;
+  int64_t hostBytes = 0;
 };
 
 /// The host's memory and MPI (libppcrt).

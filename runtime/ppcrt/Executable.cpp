@@ -159,14 +159,46 @@ struct Trainer {
       : program(program), device(device), rank(rank),
         coordinates(meshCoordinates(program, rank.worldRank())), rp(rp) {}
   ~Trainer() {
-    for (auto &[key, memory] : held)
-      device.release(memory);
+    for (auto &[key, memory] : held) {
+      if (heldOnHost.count(key))
+        device.releaseHost(memory);
+      else
+        device.release(memory);
+    }
+  }
+
+  /// The state --offload keeps in host memory, by key.
+  std::set<std::string> heldOnHost;
+
+  /// Where `t` is in this step's arenas.
+  static char *slotOf(const TensorInfo &t, char *arena, char *hostArena) {
+    return (t.host ? hostArena : arena) + t.offset;
+  }
+  /// Copies of `bytes` into and out of memory of `t`'s side (the device's,
+  /// or the host's with --offload) from and to host memory, and within it.
+  void toSide(const TensorInfo &t, void *to, const void *from, size_t bytes) {
+    if (t.host)
+      std::memcpy(to, from, bytes);
+    else
+      device.upload(to, from, bytes);
+  }
+  void fromSide(const TensorInfo &t, void *to, const void *from, size_t bytes) {
+    if (t.host)
+      std::memcpy(to, from, bytes);
+    else
+      device.download(to, from, bytes);
+  }
+  void withinSide(const TensorInfo &t, void *to, const void *from, size_t bytes) {
+    if (t.host)
+      std::memcpy(to, from, bytes);
+    else
+      device.copy(to, from, bytes);
   }
 
   /// A host copy of held tensor `t`.
   std::vector<char> fetch(const TensorInfo &t) {
     std::vector<char> host(bytesOf(t));
-    device.download(host.data(), held[t.key], host.size());
+    fromSide(t, host.data(), held[t.key], host.size());
     return host;
   }
 
@@ -182,7 +214,10 @@ struct Trainer {
       if (!isState(t))
         continue;
       void *&memory = held[t.key];
-      memory = device.allocate(std::max<size_t>(1, bytesOf(t)));
+      if (t.host)
+        heldOnHost.insert(t.key);
+      memory = t.host ? device.allocateHost(std::max<size_t>(1, bytesOf(t)))
+                      : device.allocate(std::max<size_t>(1, bytesOf(t)));
       if (!memory)
         return llvm::createStringError(std::string("cannot allocate '") + t.key + "' on " +
                                        device.describe());
@@ -209,7 +244,7 @@ struct Trainer {
       forEachBlockElement(program, t, coordinates, [&](int64_t l, int64_t g) {
         std::memcpy(local.data() + l * bytes, from + g * bytes, bytes);
       });
-      device.upload(memory, local.data(), local.size());
+      toSide(t, memory, local.data(), local.size());
     }
     return llvm::Error::success();
   }
@@ -241,26 +276,26 @@ struct Trainer {
     return {};
   }
 
-  /// Runs step `step` on `arena`; returns the error a kernel of this rank
+  /// Runs step `step` on `arena` and `hostArena`; returns the error a kernel of this rank
   /// found (an index out of range), empty when none did.
-  std::string step(int64_t step, char *arena, const ppc::TokenData &tokens) {
+  std::string step(int64_t step, char *arena, char *hostArena, const ppc::TokenData &tokens) {
     std::vector<int64_t> scratch, window;
     for (int i = 0; i < rp.numArgs; ++i) {
       const TensorInfo &t = rp.args[i];
-      char *slot = arena + t.offset;
+      char *slot = slotOf(t, arena, hostArena);
       llvm::StringRef key = t.key;
       if (key == "step") {
         int64_t s = step;
-        device.upload(slot, &s, sizeof(s));
+        toSide(t, slot, &s, sizeof(s));
         continue;
       }
       if (isState(t)) {
-        device.copy(slot, held[t.key], bytesOf(t));
+        withinSide(t, slot, held[t.key], bytesOf(t));
         continue;
       }
       if (key.starts_with(kHyperKey)) {
         double value = hypers.at(key.drop_front(kHyperKey.size()).str());
-        device.upload(slot, &value, sizeof(value));
+        toSide(t, slot, &value, sizeof(value));
         continue;
       }
       // Token windows: inputs for the first token input, labels for the
@@ -277,9 +312,9 @@ struct Trainer {
         std::memcpy(window.data() + r * seq, scratch.data() + (which ? seq : 0),
                     seq * sizeof(int64_t));
       }
-      device.upload(slot, window.data(), window.size() * sizeof(int64_t));
+      toSide(t, slot, window.data(), window.size() * sizeof(int64_t));
     }
-    rp.run(rank, arena);
+    rp.run(rank, arena, hostArena);
     rank.endStep();
     // CUDA kernels flag their errors on the device, CPU kernels in the
     // runtime (kernelFailed); both are taken once the step has ended.
@@ -288,21 +323,21 @@ struct Trainer {
       return error;
     for (int i = 0; i < rp.numResults; ++i) {
       const TensorInfo &t = rp.results[i];
-      const char *slot = arena + t.offset;
+      const char *slot = slotOf(t, arena, hostArena);
       llvm::StringRef key = t.key;
       if (key.starts_with(kOutputKey)) {
         double value = 0;
         if (t.dtype == DType::F32) {
           float f;
-          device.download(&f, slot, sizeof(f));
+          fromSide(t, &f, slot, sizeof(f));
           value = f;
         } else if (t.dtype == DType::F64) {
-          device.download(&value, slot, sizeof(value));
+          fromSide(t, &value, slot, sizeof(value));
         }
         outputs[key.drop_front(kOutputKey.size()).str()] = value;
         continue;
       }
-      device.copy(held[t.key], slot, bytesOf(t));
+      withinSide(t, held[t.key], slot, bytesOf(t));
     }
     return {};
   }
@@ -363,7 +398,7 @@ struct Trainer {
           tensor->shape != std::vector<int64_t>(t.shape, t.shape + t.rank))
         return llvm::createStringError("checkpoint '" + std::string(path) + "': tensor '" + t.key +
                                        "' does not match the compiled program");
-      device.upload(held[t.key], tensor->data, bytesOf(t));
+      toSide(t, held[t.key], tensor->data, bytesOf(t));
     }
     return llvm::Error::success();
   }
@@ -391,7 +426,7 @@ struct Trainer {
                           llvm::make_range(layout.globalShape.begin(), layout.globalShape.end()))
                 .str());
       std::vector<char> local = takeBlock(*global, mesh, layout, coordinates);
-      device.upload(held[t.key], local.data(), local.size());
+      toSide(t, held[t.key], local.data(), local.size());
     }
     return llvm::Error::success();
   }
@@ -577,6 +612,12 @@ Stop reportStep(const RunContext &ctx, Trainer &trainer, Device &device, llvm::r
         json.attribute("mfu", mfu);
       if (memory > 0)
         json.attribute("memory_bytes", memory);
+      // --offload: the host's arena, and the host memory this rank holds
+      // (arena and state).
+      if (trainer.rp.hostArenaBytes > 0) {
+        json.attribute("host_arena_bytes", trainer.rp.hostArenaBytes);
+        json.attribute("host_memory_bytes", device.hostBytesInUse());
+      }
     });
     *log << "\n";
     log->flush();
@@ -1044,6 +1085,14 @@ void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Devic
                            ctx.worldRank, rp.arenaBytes / 1048576.0, device.describe());
   stopIfAny(opened, ctx.worldRank);
   char *arena = static_cast<char *>(arenaMemory);
+  // --offload: the host's arena.
+  void *hostArenaMemory =
+      rp.hostArenaBytes > 0 ? device.allocateHost(size_t(rp.hostArenaBytes)) : nullptr;
+  if (rp.hostArenaBytes > 0 && !hostArenaMemory)
+    opened = llvm::formatv("rank {0}: cannot allocate the host arena of {1:f1} MiB", ctx.worldRank,
+                           rp.hostArenaBytes / 1048576.0);
+  stopIfAny(opened, ctx.worldRank);
+  char *hostArena = static_cast<char *>(hostArenaMemory);
   // The ranks' arenas differ with pipelining; the log reports the largest.
   int64_t largestArena = rp.arenaBytes;
   watched("comparing the ranks' arenas", [&] {
@@ -1053,7 +1102,7 @@ void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Devic
   int64_t steps = flags.steps;
   for (int64_t s = start; s < steps; ++s) {
     auto begin = std::chrono::steady_clock::now();
-    std::string kernelError = trainer.step(s, arena, tokens);
+    std::string kernelError = trainer.step(s, arena, hostArena, tokens);
     failpoint("step-done", ctx.worldRank);
     // An error a kernel found on some ranks (a token id outside the
     // vocabulary, say) ends every rank cleanly, before anything of the step
@@ -1088,6 +1137,8 @@ void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Devic
       saveCheckpoint(ctx, trainer, flags.checkpointDir, s + 1, flags.keep);
   }
   device.release(arenaMemory);
+  if (hostArenaMemory)
+    device.releaseHost(hostArenaMemory);
 }
 
 } // namespace
@@ -1139,5 +1190,28 @@ int run(int argc, char **argv, const Program &program, Device &device) {
 }
 
 Device::~Device() = default;
+
+void *Device::hostMemory(size_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64); }
+
+void Device::freeHostMemory(void *memory) { std::free(memory); }
+
+void *Device::allocateHost(size_t bytes) {
+  void *memory = hostMemory(bytes);
+  if (!memory)
+    return nullptr;
+  std::memset(memory, 0, bytes);
+  hostAllocations[memory] = bytes;
+  hostBytes += int64_t(bytes);
+  return memory;
+}
+
+void Device::releaseHost(void *memory) {
+  auto it = hostAllocations.find(memory);
+  if (it == hostAllocations.end())
+    return;
+  hostBytes -= int64_t(it->second);
+  hostAllocations.erase(it);
+  freeHostMemory(memory);
+}
 
 } // namespace ppcrt

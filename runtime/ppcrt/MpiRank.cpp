@@ -16,6 +16,13 @@ namespace ppcrt {
 
 Rank::~Rank() = default;
 
+Ticket Rank::transfer(void *to, const void *from, int64_t bytes, bool toHost, const char *what) {
+  (void)toHost;
+  (void)what;
+  std::memcpy(to, from, size_t(bytes));
+  return 0;
+}
+
 static double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

@@ -61,16 +61,19 @@ struct TensorInfo {
   int64_t blocks[kMaxRank];
   /// Where the program reads or leaves it in the arena.
   int64_t offset;
+  /// In the host's arena and memory rather than the device's (--offload).
+  bool host = false;
 };
 
 class Rank;
 
-/// One rank program: `run` executes one training step on `arena`, which
-/// holds the arguments at their offsets when it starts and the results at
+/// One rank program: `run` executes one training step on `arena` (device
+/// memory) and `hostArena` (host memory: what --offload put there), which
+/// hold the arguments at their offsets when it starts and the results at
 /// theirs when it returns.
 struct RankProgram {
   const char *name;
-  void (*run)(Rank &rank, char *arena);
+  void (*run)(Rank &rank, char *arena, char *hostArena);
   int64_t arenaBytes;
   const TensorInfo *args;
   int numArgs;
@@ -78,6 +81,8 @@ struct RankProgram {
   int numResults;
   /// Floating-point operations of one step in GEMMs (2mnk each), for MFU.
   double gemmFlops = 0;
+  /// The host arena's size (0 without --offload).
+  int64_t hostArenaBytes = 0;
 };
 
 /// A pipeline channel: messages from the rank at coordinate `from` on mesh

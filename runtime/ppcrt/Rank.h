@@ -63,8 +63,15 @@ public:
   /// Receives the next message from that rank into `data`.
   virtual Ticket recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
                       const char *what) = 0;
+  /// Copies `bytes` from device memory to host memory (`toHost`) or from
+  /// host to device (--offload). On CPUs, one memory, a copy complete when
+  /// it returns; on GPUs it runs on a copy stream after the kernels so far.
+  virtual Ticket transfer(void *to, const void *from, int64_t bytes, bool toHost, const char *what);
   /// Makes the program's next kernels wait for call `ticket`.
   virtual void wait(Ticket ticket) { (void)ticket; }
+  /// Blocks until call `ticket` is complete: before the host's own ops
+  /// (--offload) read what it writes or overwrite what it reads.
+  virtual void waitOnHost(Ticket ticket) { (void)ticket; }
   /// Ends a step: waits for every call and for the messages this rank sent.
   virtual void endStep() = 0;
   /// Runs `call`, one of the runtime's own collectives on the world (the

@@ -20,10 +20,10 @@
 // SGD:         %[[GSUM:.*]] = ppc.add
 // SGD:         %[[LOSS:.*]] = ppc.div %[[LSUM]]
 // SGD:         %[[G:.*]] = ppc.div %[[GSUM]], %{{.*}} {ppc.step_grad = array<i64: 0>}
-// SGD:         %[[M:.*]] = ppc.cast %[[MOMENTUM]] : tensor<f64> -> tensor<f32>
+// SGD:         %[[M:.*]] = ppc.cast %[[MOMENTUM]] {ppc.optimizer = "w"} : tensor<f64> -> tensor<f32>
 // SGD:         %[[NEWBUF:.*]] = ppc.add %{{.*}}, %[[G]]
 // SGD:         %[[STEPPED:.*]] = ppc.mul %[[NEWBUF]]
-// SGD:         %[[NEWW:.*]] = ppc.sub %[[W]], %[[STEPPED]]
+// SGD:         %[[NEWW:.*]] = ppc.sub %[[W]], %[[STEPPED]] {ppc.optimizer = "w"}
 // SGD:         return %[[NEWW]], %[[NEWBUF]], %[[LOSS]]
 // SGD-NOT:     func.func @forward
 

@@ -41,7 +41,7 @@
 // ZERO1:         ppc.add %{{.*}}, %[[G1S]] {{.*}} -> tensor<3x2xf32>
 // ZERO1:         %[[NEW1:.*]] = ppc.sub {{.*}} -> tensor<3x2xf32>
 // ZERO1:         %[[NEW2:.*]] = ppc.sub {{.*}} -> tensor<2x2xf32>
-// ZERO1-NEXT:    %[[P1:.*]] = ppc.all_gather %[[NEW1]] on @mesh["dp"] dim = 1 {{.*}} : tensor<3x2xf32> -> tensor<3x4xf32>
+// ZERO1:         %[[P1:.*]] = ppc.all_gather %[[NEW1]] on @mesh["dp"] dim = 1 {{.*}} : tensor<3x2xf32> -> tensor<3x4xf32>
 // ZERO1-NEXT:    %[[P2:.*]] = ppc.all_gather %[[NEW2]] on @mesh["dp"] dim = 0 {{.*}} : tensor<2x2xf32> -> tensor<4x2xf32>
 // ZERO1:         return %[[P1]], %[[P2]],
 

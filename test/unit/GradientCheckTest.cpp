@@ -585,9 +585,10 @@ TEST_F(GradientCheckTest, EveryRuleMatchesFiniteDifferences) {
 TEST_F(GradientCheckTest, EveryPpcOpHasARuleOrIsNonDifferentiable) {
   const GradientRegistry &registry = GradientRegistry::get();
   for (Operation *op : everyPpcOp(context)) {
-    // The mesh, the collectives and send/recv appear only in partitioned
-    // programs, after autodiff; the pass names a collective on a gradient path.
-    if (llvm::isa<MeshOp, SendOp, RecvOp>(op) || op->hasTrait<CollectiveTrait>()) {
+    // The mesh, the collectives, send/recv and transfers appear only in
+    // partitioned programs, after autodiff; the pass names a collective on a
+    // gradient path.
+    if (llvm::isa<MeshOp, SendOp, RecvOp, TransferOp>(op) || op->hasTrait<CollectiveTrait>()) {
       op->destroy();
       continue;
     }

@@ -197,7 +197,7 @@ int runSimulateCommand(int argc, char **argv) {
     if (ec)
       return reportError("--log '" + logPath + "': " + ec.message());
   }
-  llvm::SmallVector<int64_t> peakBytes;
+  llvm::SmallVector<int64_t> peakBytes, hostPeakBytes;
   // --precision fp16: the loss scale, kept as torch's GradScaler keeps it
   // (halved on a step whose gradients overflow, which updates nothing;
   // doubled after the growth interval of good steps), fed to each step with
@@ -240,13 +240,14 @@ int runSimulateCommand(int argc, char **argv) {
     auto start = std::chrono::steady_clock::now();
     FailureOr<llvm::SmallVector<llvm::SmallVector<Tensor>>> results;
     if (meshOp) {
-      results = runMesh(programOfRank, meshOp, args, exec, &peakBytes);
+      results = runMesh(programOfRank, meshOp, args, exec, &peakBytes, &hostPeakBytes);
     } else {
       RunStats stats;
       auto single = runFunction(programOfRank[0], args[0], exec, &stats);
       if (succeeded(single))
         results = llvm::SmallVector<llvm::SmallVector<Tensor>>{std::move(*single)};
       peakBytes.assign(1, stats.peakBytes);
+      hostPeakBytes.assign(1, stats.hostPeakBytes);
     }
     if (failed(results))
       return 1;
@@ -300,6 +301,12 @@ int runSimulateCommand(int argc, char **argv) {
           for (int64_t b : peakBytes)
             json.value(b);
         });
+        // --offload: what the host's memory held at its peak, per rank.
+        if (llvm::any_of(hostPeakBytes, [](int64_t b) { return b > 0; }))
+          json.attributeArray("host_peak_bytes_per_rank", [&] {
+            for (int64_t b : hostPeakBytes)
+              json.value(b);
+          });
       });
       *log << "\n";
       log->flush();

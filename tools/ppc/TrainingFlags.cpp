@@ -155,6 +155,11 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                          "core), full (keep only each block's input) or auto (the least that "
                          "fits --memory-per-rank)"),
                 cl::init("auto"), cl::cat(category)),
+      offload("offload",
+              cl::desc("keep state in host memory: none, optimizer (the optimizer state, and "
+                       "its step run by the host) or optimizer+params (the parameters too, "
+                       "copied to the device where the step reads them)"),
+              cl::init("none"), cl::cat(category)),
       precision("precision",
                 cl::desc("fp32, bf16 (activations in bf16, f32 master weights), or fp16 (the "
                          "same in f16, with dynamic loss scaling; ppc simulate only)"),
@@ -319,6 +324,10 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options, int
     return failure(
         reportError("--recompute '" + recompute + "': expected none, selective, full or auto"));
   q.recompute = recompute.getValue();
+  if (offload != "none" && offload != "optimizer" && offload != "optimizer+params")
+    return failure(
+        reportError("--offload '" + offload + "': expected none, optimizer or optimizer+params"));
+  q.offload = offload.getValue();
   if (virtualStages < 0 || (virtualStages > 1 && schedule != "interleaved"))
     return failure(reportError(
         llvm::formatv("--virtual-stages {0}: more than one virtual stage per rank needs "

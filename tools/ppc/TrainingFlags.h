@@ -57,7 +57,7 @@ struct TrainingFlags {
   llvm::cl::opt<int64_t> seed;
   llvm::cl::opt<std::string> dataDtype, zero, schedule;
   llvm::cl::opt<int64_t> virtualStages;
-  llvm::cl::opt<std::string> recompute;
+  llvm::cl::opt<std::string> recompute, offload;
   llvm::cl::opt<std::string> precision;
   llvm::cl::opt<double> lossScale;
   llvm::cl::opt<int64_t> lossScaleGrowthInterval;

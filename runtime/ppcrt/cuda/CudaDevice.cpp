@@ -10,6 +10,7 @@
 #include "runtime/ppcrt/cuda/Cuda.h"
 #include "runtime/ppcrt/cuda/NcclRank.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -84,6 +85,13 @@ public:
     return memory;
   }
   void release(void *memory) override { cudaFree(memory); }
+  /// Page-locked, so that copies to and from it run asynchronously at the
+  /// link's full rate.
+  void *hostMemory(size_t bytes) override {
+    void *memory = nullptr;
+    return cudaMallocHost(&memory, std::max<size_t>(bytes, 1)) == cudaSuccess ? memory : nullptr;
+  }
+  void freeHostMemory(void *memory) override { cudaFreeHost(memory); }
   void upload(void *device, const void *host, size_t bytes) override {
     check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, computeStream),
           "copying to the GPU");

@@ -126,10 +126,17 @@ NcclRank::NcclRank(const Program &program, double timeoutSeconds, cudaStream_t c
     channelComms.push_back(comm);
   }
   check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "creating a CUDA event");
+  // --offload: a copy stream each way, so gradients going to the host and
+  // parameters coming back do not wait for each other.
+  for (Comm *copies : {&toHost, &toDevice})
+    check(cudaStreamCreateWithFlags(&copies->stream, cudaStreamNonBlocking),
+          "creating a copy stream");
 }
 
 NcclRank::~NcclRank() {
   endStep();
+  for (Comm *copies : {&toHost, &toDevice})
+    cudaStreamDestroy(copies->stream);
   for (Call &call : calls)
     cudaEventDestroy(call.done);
   cudaEventDestroy(ready);
@@ -187,6 +194,25 @@ Ticket NcclRank::finish(Comm &comm, const char *what) {
   call.what = what;
   check(cudaEventRecord(call.done, comm.stream), what);
   return Ticket(callsThisStep);
+}
+
+Ticket NcclRank::transfer(void *to, const void *from, int64_t bytes, bool toHostMemory,
+                          const char *what) {
+  Comm &copies = toHostMemory ? toHost : toDevice;
+  begin(copies);
+  check(cudaMemcpyAsync(to, from, size_t(bytes),
+                        toHostMemory ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+                        copies.stream),
+        what);
+  return finish(copies, what);
+}
+
+void NcclRank::waitOnHost(Ticket ticket) {
+  if (ticket <= 0)
+    return;
+  enter(calls[ticket - 1].what);
+  check(cudaEventSynchronize(calls[ticket - 1].done), calls[ticket - 1].what);
+  leave();
 }
 
 void NcclRank::wait(Ticket ticket) {

@@ -49,7 +49,10 @@ public:
               const char *what) override;
   Ticket recv(const char *axis, int64_t peer, DType dtype, void *data, int64_t count,
               const char *what) override;
+  Ticket transfer(void *to, const void *from, int64_t bytes, bool toHost,
+                  const char *what) override;
   void wait(Ticket ticket) override;
+  void waitOnHost(Ticket ticket) override;
   void endStep() override;
 
 private:
@@ -90,6 +93,8 @@ private:
   ncclComm_t world = nullptr;
   std::vector<Comm> groupComms;
   std::vector<Comm> channelComms;
+  /// The copy streams of --offload's transfers (no communicator).
+  Comm toHost, toDevice;
   cudaEvent_t ready = nullptr;
   /// The calls of this step, by ticket - 1; events are reused across steps.
   std::vector<Call> calls;

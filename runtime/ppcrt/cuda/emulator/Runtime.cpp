@@ -10,6 +10,7 @@
 
 #include "runtime/ppcrt/cuda/emulator/Emulator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,6 +53,8 @@ struct State {
   /// Device allocations by address (their sizes).
   std::map<uintptr_t, size_t> allocations;
   size_t allocatedBytes = 0;
+  /// Page-locked host allocations (cudaMallocHost) by address.
+  std::map<uintptr_t, size_t> pinned;
 
   State() {
     legacy.eager = true;
@@ -119,11 +122,27 @@ cudaError_t release(void *pointer) {
   return cudaSuccess;
 }
 
-/// Whether the sides of a copy of `kind` are where the kind says.
+/// Whether [pointer, pointer + bytes) meets an allocation of `in`.
+bool meets(const std::map<uintptr_t, size_t> &in, const void *pointer, size_t bytes) {
+  auto at = reinterpret_cast<uintptr_t>(pointer);
+  auto it = in.upper_bound(at + std::max<size_t>(bytes, 1) - 1);
+  if (it == in.begin())
+    return false;
+  --it;
+  return it->first + it->second > at;
+}
+
+/// Whether the sides of a copy of `kind` are where the kind says: the
+/// device side within one device allocation, the host side (of a copy
+/// between host and device) outside every one.
 bool validCopy(void *to, size_t toSpan, const void *from, size_t fromSpan, cudaMemcpyKind kind) {
   bool toDevice = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   bool fromDevice = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   if (kind > cudaMemcpyDefault)
+    return false;
+  if (kind == cudaMemcpyHostToDevice && meets(state().allocations, from, fromSpan))
+    return false;
+  if (kind == cudaMemcpyDeviceToHost && meets(state().allocations, to, toSpan))
     return false;
   return (!toDevice || isDeviceRange(to, toSpan)) && (!fromDevice || isDeviceRange(from, fromSpan));
 }
@@ -147,6 +166,10 @@ void runsKernels(cudaStream_t stream) {
     return;
   runThrough(s->last);
   s->eager = true;
+}
+
+bool isPinnedRange(const void *pointer, size_t bytes) {
+  return meets(state().pinned, pointer, bytes);
 }
 
 bool isDeviceRange(const void *pointer, size_t bytes) {
@@ -344,6 +367,27 @@ cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream) {
   if (!state().allocations.count(reinterpret_cast<uintptr_t>(pointer)))
     return cudaErrorInvalidDevicePointer;
   enqueue(stream, [pointer] { release(pointer); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void **pointer, size_t bytes) {
+  *pointer = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
+  if (!*pointer)
+    return cudaErrorMemoryAllocation;
+  std::memset(*pointer, 0xff, bytes);
+  state().pinned[reinterpret_cast<uintptr_t>(*pointer)] = bytes;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void *pointer) {
+  if (!pointer)
+    return cudaSuccess;
+  runThrough(state().issued); // as cudaFree, it waits for the device
+  auto it = state().pinned.find(reinterpret_cast<uintptr_t>(pointer));
+  if (it == state().pinned.end())
+    return cudaErrorInvalidValue;
+  state().pinned.erase(it);
+  std::free(pointer);
   return cudaSuccess;
 }
 

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 #include <math.h>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -76,6 +77,21 @@ struct Threads {
   void *closure;
 };
 
+/// Whether [pointer, pointer + bytes) meets page-locked host memory
+/// (cudaMallocHost).
+bool isPinnedRange(const void *pointer, size_t bytes);
+[[noreturn]] void emulatorError(const std::string &message);
+
+/// A kernel argument: a pointer into page-locked host memory (the host's
+/// arena of --offload) is an error of the generated code, which runs only
+/// the host's ops there. (A GPU could read it, over PCIe, at every access.)
+template <typename T> void checkLaunchArgument(const char *kernel, const T &argument) {
+  if constexpr (std::is_pointer_v<T>)
+    if (argument && isPinnedRange(argument, 1))
+      emulatorError(std::string("kernel ") + kernel +
+                    " was passed a pointer into host memory (cudaMallocHost)");
+}
+
 /// Runs `threads` once per thread of every block of `grid`, on `stream`.
 /// A launch outside the limits of the GPU sets cudaGetLastError() instead.
 void launch(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes, cudaStream_t stream,
@@ -113,6 +129,7 @@ template <typename T> T shuffleXor(T value, int laneMask, int width) {
 
 #define PPCRT_LAUNCH(kernel, grid, block, shared, stream)                                          \
   [&](auto... ppcrtArgs) {                                                                         \
+    (::ppcrt::emu::checkLaunchArgument(#kernel, ppcrtArgs), ...);                                  \
     ::ppcrt::emu::launchThreads(#kernel, grid, block, shared, stream,                              \
                                 [ppcrtArgs...] { kernel(ppcrtArgs...); });                         \
   }

@@ -74,6 +74,8 @@ const char *cudaGetErrorName(cudaError_t error);
 
 cudaError_t cudaMalloc(void **pointer, size_t bytes);
 cudaError_t cudaFree(void *pointer);
+cudaError_t cudaMallocHost(void **pointer, size_t bytes);
+cudaError_t cudaFreeHost(void *pointer);
 cudaError_t cudaMallocAsync(void **pointer, size_t bytes, cudaStream_t stream);
 cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream);
 
