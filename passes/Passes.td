@@ -166,8 +166,15 @@ def PlanShardings : Pass<"ppc-plan-shardings", "mlir::ModuleOp"> {
     each stage also with selective, then full, recomputation where the plan
     does not fit without, and of all that fit keeps the fastest (ties: the
     lower stage, the less recomputation); once one fits with recomputation,
-    higher stages are priced only with less of it. `ppc.plan` records the stage and
-    the recomputation the plan was priced with.
+    higher stages are priced only with less of it. With `offload=auto`,
+    where no plan of a stage fits with any recomputation (and none of a
+    lower stage fits at all), it prices the stage with the optimizer state
+    in host memory, and then (ZeRO 3) with the parameter shards there too,
+    each with the recomputation levels in turn: offload takes the state off
+    the device and costs the copies over the host link and the host's
+    optimizer step (none overlapped), and its host bytes must fit
+    `host-memory-per-rank`. `ppc.plan` records the stage, the recomputation
+    and the offload the plan was priced with.
   }];
   let options = [
     Option<"dataParallel", "dp", "int64_t", /*default=*/"1", "data-parallel ranks">,
@@ -186,7 +193,13 @@ def PlanShardings : Pass<"ppc-plan-shardings", "mlir::ModuleOp"> {
            "or auto (the fastest that fits)">,
     Option<"zero", "zero", "int64_t", /*default=*/"-1",
            "ZeRO stage 0-3 (-1: the lowest whose plan fits memory-per-rank); "
-           "recorded as the step's ppc.zero">
+           "recorded as the step's ppc.zero">,
+    Option<"offload", "offload", "std::string", /*default=*/"\"none\"",
+           "what to price plans with in host memory: none, optimizer, "
+           "optimizer+params, or auto (where nothing fits without)">,
+    Option<"hostMemoryPerRank", "host-memory-per-rank", "double",
+           /*default=*/"274877906944.0",
+           "host memory of one rank in bytes (offload); plans must fit">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }
@@ -374,7 +387,8 @@ def Offload : Pass<"ppc-offload", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"what", "what", "std::string", /*default=*/"\"optimizer\"",
-           "optimizer or optimizer+params">
+           "optimizer, optimizer+params, or auto (what ppc-plan-shardings chose: "
+           "the ppc.plan's offload; none without a plan)">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

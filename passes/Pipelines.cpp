@@ -78,6 +78,8 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
   plan.sequenceParallel = options.sequenceParallel;
   plan.zero = options.zero;
   plan.recompute = options.recompute;
+  plan.offload = options.offload;
+  plan.hostMemoryPerRank = options.hostMemoryPerRank;
   pm.addPass(createPlanShardings(plan));
   PartitionOptions partition;
   partition.dataParallel = options.dataParallel;

@@ -99,9 +99,14 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
                                                "or auto (what fits memory-per-rank)"),
                                 llvm::cl::init("auto")};
   Option<std::string> offload{*this, "offload",
-                              llvm::cl::desc("none, optimizer or optimizer+params: what "
-                                             "lives in host memory (ppc-offload)"),
-                              llvm::cl::init("none")};
+                              llvm::cl::desc("none, optimizer, optimizer+params, or auto "
+                                             "(the planner's choice: only where nothing fits "
+                                             "without): what lives in host memory "
+                                             "(ppc-offload)"),
+                              llvm::cl::init("auto")};
+  Option<double> hostMemoryPerRank{*this, "host-memory-per-rank",
+                                   llvm::cl::desc("host memory of one rank in bytes (offload)"),
+                                   llvm::cl::init(274877906944.0)};
   Option<double> recomputeMemoryPerRank{
       *this, "recompute-memory-per-rank",
       llvm::cl::desc("the budget recompute=auto fits each rank's program to (0: "

@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/memory/Offload.h"
+
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
@@ -19,12 +21,33 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
 namespace ppc {
 #define GEN_PASS_DEF_OFFLOAD
 #include "passes/Passes.h.inc"
+
+std::optional<OffloadLevel> parseOffloadLevel(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<OffloadLevel>>(name)
+      .Case("none", OffloadLevel::None)
+      .Case("optimizer", OffloadLevel::Optimizer)
+      .Case("optimizer+params", OffloadLevel::OptimizerAndParams)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef offloadLevelName(OffloadLevel level) {
+  switch (level) {
+  case OffloadLevel::None:
+    return "none";
+  case OffloadLevel::Optimizer:
+    return "optimizer";
+  case OffloadLevel::OptimizerAndParams:
+    return "optimizer+params";
+  }
+  return "none";
+}
 
 namespace {
 
@@ -117,12 +140,28 @@ struct OffloadPass : impl::OffloadBase<OffloadPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (what != "optimizer" && what != "optimizer+params") {
-      module.emitError() << "offload '" << what << "' is not one of optimizer, optimizer+params";
+    std::optional<OffloadLevel> level = parseOffloadLevel(what);
+    if (what != "auto" && (!level || *level == OffloadLevel::None)) {
+      module.emitError() << "offload '" << what
+                         << "' is not one of optimizer, optimizer+params, auto";
       return signalPassFailure();
     }
-    for (func::FuncOp program : trainingPrograms(module))
-      offload(program, what == "optimizer+params");
+    for (func::FuncOp program : trainingPrograms(module)) {
+      // auto: what the planner chose for the step (ppc.plan), none without
+      // a plan (one rank: nothing else to choose from).
+      if (what == "auto") {
+        auto plan = program->getAttrOfType<DictionaryAttr>(PpcDialect::kPlanAttrName);
+        auto chosen = plan ? plan.getAs<StringAttr>("offload") : StringAttr();
+        level = chosen ? parseOffloadLevel(chosen.getValue()) : OffloadLevel::None;
+        if (!level) {
+          program.emitError() << "the plan's offload '" << chosen.getValue()
+                              << "' is not one of none, optimizer, optimizer+params";
+          return signalPassFailure();
+        }
+      }
+      if (*level != OffloadLevel::None)
+        offload(program, *level == OffloadLevel::OptimizerAndParams);
+    }
   }
 };
 

@@ -43,6 +43,13 @@ struct DeviceModel {
   double interNodeBandwidth = 50e9;
   /// Fixed cost of one collective, seconds.
   double latency = 10e-6;
+  /// Offload: the link between a GPU and its host (PCIe Gen5 x16: 64 GB/s
+  /// per direction in theory, about 50 in copies of pinned memory), and a
+  /// rank's share of its host's memory bandwidth for the optimizer step on
+  /// the host (a DGX H100's 2 x 8 channels of DDR5-4800, 614 GB/s in
+  /// theory, over 8 GPUs, taken at about 2/3). Estimates, not measured here.
+  double hostLinkBandwidth = 50e9;
+  double hostMemoryBandwidth = 50e9;
 
   /// The bandwidth of a collective over `axes`: the slowest axis's.
   double bandwidth(llvm::ArrayRef<std::string> axes) const;
@@ -71,10 +78,14 @@ struct PlanCost {
   double computeSeconds = 0;
   double commSeconds = 0;
   double peakBytes = 0;
+  /// Offload: the copies between device and host and the host's optimizer
+  /// step (none overlapped: an upper bound), and the host's bytes.
+  double offloadSeconds = 0;
+  double hostBytes = 0;
   /// Bytes each rank sends, by the mesh axes of the collective ("dp", "tp").
   std::map<std::string, double> bytesByAxes;
 
-  double seconds() const { return computeSeconds + commSeconds; }
+  double seconds() const { return computeSeconds + commSeconds + offloadSeconds; }
 };
 
 /// A layout a use of an argument asked for, reached by slicing alone: the

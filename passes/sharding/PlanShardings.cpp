@@ -12,6 +12,7 @@
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "passes/memory/Offload.h"
 #include "passes/memory/Recompute.h"
 #include "passes/sharding/CostModel.h"
 #include "passes/sharding/Layout.h"
@@ -97,11 +98,14 @@ struct PriceCache {
 
 class Planner {
 public:
-  /// `zero`: the ZeRO stage the plan's memory is counted for.
+  /// `zero`: the ZeRO stage the plan's memory is counted for; `offload`:
+  /// what lives in host memory, whose bytes must fit `hostMemoryPerRank`.
   Planner(func::FuncOp step, AxisSizes sizes, DeviceModel device, double memoryPerRank,
-          bool sequenceParallel, int64_t zero, PriceCache &cache)
-      : step(step), sizes(sizes), pricer(step, sizes, device, sequenceParallel),
-        budget(memoryPerRank), zero(zero), cache(cache) {}
+          bool sequenceParallel, int64_t zero, OffloadLevel offload, double hostMemoryPerRank,
+          PriceCache &cache)
+      : step(step), sizes(sizes), device(device), pricer(step, sizes, device, sequenceParallel),
+        budget(memoryPerRank), zero(zero), offload(offload), hostBudget(hostMemoryPerRank),
+        cache(cache) {}
 
   /// Reads parameters and pins, forms classes and their options.
   LogicalResult setUp(llvm::ArrayRef<std::string> pins);
@@ -123,13 +127,22 @@ private:
   /// `plan` with every request on a free, replicated class granted, until
   /// none is left.
   FailureOr<Scored> closure(Plan plan);
-  bool fits(const PlanCost &cost) const { return cost.peakBytes <= budget; }
+  bool fits(const PlanCost &cost) const {
+    return cost.peakBytes <= budget && cost.hostBytes <= hostBudget;
+  }
 
   func::FuncOp step;
   AxisSizes sizes;
+  DeviceModel device;
   PlanPricer pricer;
   double budget;
   int64_t zero;
+  OffloadLevel offload;
+  double hostBudget;
+  /// What `offload` does to the plan with argument layouts `layouts`: the
+  /// device bytes it saves, the host's bytes, and the seconds of its copies
+  /// and of the host's optimizer step (PlanCost's fields).
+  void addOffload(llvm::ArrayRef<Layout> layouts, PlanCost &cost);
   /// Bytes per rank that ZeRO stage `zero` takes off the model states of
   /// the plan with argument layouts `layouts` (the pricer counts them whole
   /// on every data-parallel rank).
@@ -286,7 +299,53 @@ FailureOr<PlanCost> Planner::price(const Plan &plan,
     requests->append(it->second.requests.begin(), it->second.requests.end());
   PlanCost cost = it->second.cost;
   cost.peakBytes -= zeroSavings(layouts);
+  addOffload(layouts, cost);
   return cost;
+}
+
+void Planner::addOffload(llvm::ArrayRef<Layout> layouts, PlanCost &cost) {
+  if (offload == OffloadLevel::None)
+    return;
+  bool params = offload == OffloadLevel::OptimizerAndParams;
+  int64_t dp = sizes.lookup("dp");
+  double saved = 0, host = 0, linkBytes = 0, stepBytes = 0;
+  for (auto [i, layout] : llvm::enumerate(layouts)) {
+    bool param = step.getArgAttr(i, PpcDialect::kParamAttrName) != nullptr;
+    bool state = step.getArgAttr(i, PpcDialect::kStateAttrName) != nullptr;
+    if (!param && !state)
+      continue;
+    auto type = llvm::cast<RankedTensorType>(step.getArgument(i).getType());
+    auto local = localShape(type.getShape(), layout, sizes);
+    if (!local)
+      continue;
+    double bytes = type.getElementTypeBitWidth() / 8.0;
+    for (int64_t n : *local)
+      bytes *= n;
+    // The share of it this rank updates (ZeRO's shard from stage 1).
+    bool sharded = dp > 1 && zeroShardDim(type.getShape(), layout, dp);
+    double own = zero >= 1 && sharded ? bytes / dp : bytes;
+    if (state) {
+      // Off the device; read and written by the host's step.
+      saved += own;
+      host += own;
+      stepBytes += 2 * own;
+      continue;
+    }
+    // The gradient goes to the host; the parameter's share comes to the
+    // host and goes back updated, or (params) lives there and comes to the
+    // device for each reader: ZeRO 3's two gathers, else the forward's and
+    // the backward's reads of the whole of it.
+    bool fetched = params && zero >= 3 && sharded;
+    linkBytes += own + (params ? 2 * (fetched ? own : bytes) : 2 * own);
+    host += 2 * own;
+    stepBytes += 3 * own;
+    if (fetched)
+      saved += own;
+  }
+  cost.peakBytes -= saved;
+  cost.hostBytes += host;
+  cost.offloadSeconds +=
+      linkBytes / device.hostLinkBandwidth + stepBytes / device.hostMemoryBandwidth;
 }
 
 double Planner::zeroSavings(llvm::ArrayRef<Layout> layouts) {
@@ -428,6 +487,14 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
                          << "' is not one of none, selective, full, auto";
       return signalPassFailure();
     }
+    std::optional<OffloadLevel> offloadLevel = parseOffloadLevel(offload);
+    bool offloadAuto = offload == "auto";
+    if (!offloadLevel && !offloadAuto) {
+      module.emitError() << "offload '" << offload
+                         << "' is not one of none, optimizer, optimizer+params, auto";
+      return signalPassFailure();
+    }
+    OffloadLevel given = offloadLevel.value_or(OffloadLevel::None);
     // The given ZeRO stage, or the lowest that fits; with recompute=auto,
     // also each stage with recomputation, the fastest plan that fits.
     DeviceModel device;
@@ -435,6 +502,7 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
     struct Candidate {
       int64_t stage;
       RecomputePolicy recompute;
+      OffloadLevel offload;
       llvm::SmallVector<Layout> layouts;
       PlanCost cost;
       size_t priced;
@@ -445,7 +513,8 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
     int64_t last = zero >= 0 || dataParallel == 1 ? std::max<int64_t>(zero, 0) : 3;
     // Prices a plan at `stage` with `level`, keeps it as the best or the
     // closest, and says whether it fits.
-    auto priceWith = [&](int64_t stage, RecomputePolicy level) -> FailureOr<bool> {
+    auto priceWith = [&](int64_t stage, RecomputePolicy level,
+                         OffloadLevel offloaded) -> FailureOr<bool> {
       // The plan prices the whole step; pipeline stages each hold about
       // 1/pp of it (ppc-pipeline checks each stage against the budget).
       func::FuncOp priced = step;
@@ -455,12 +524,13 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
       }
       std::optional<Planner> planner;
       planner.emplace(priced, *sizes, device, memoryPerRank * pipelineParallel, sequenceParallel,
-                      stage, caches[level]);
+                      stage, offloaded, hostMemoryPerRank * pipelineParallel, caches[level]);
       FailureOr<llvm::SmallVector<Layout>> layouts = failure();
       if (succeeded(planner->setUp(pins)))
         layouts = planner->run();
       Candidate candidate{stage,
                           level,
+                          offloaded,
                           succeeded(layouts) ? *layouts : llvm::SmallVector<Layout>{},
                           planner->chosenCost(),
                           planner->plansPriced(),
@@ -477,46 +547,74 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
         best = std::move(candidate);
       return fits;
     };
-    for (int64_t stage = zero >= 0 ? zero : 0; stage <= last; ++stage) {
-      if (*policy != RecomputePolicy::Auto) {
-        FailureOr<bool> fits = priceWith(stage, *policy);
-        if (failed(fits))
-          return signalPassFailure();
-        if (*fits)
-          break;
-        continue;
-      }
+    // Prices `stage` with the recomputation `policy` allows and `offloaded`;
+    // says whether a plan fits (failure: the search failed), and sets
+    // `fitsWithout` when one fits without recomputation (auto).
+    bool fitsWithout = false;
+    auto priceStage = [&](int64_t stage, OffloadLevel offloaded) -> FailureOr<bool> {
+      if (*policy != RecomputePolicy::Auto)
+        return priceWith(stage, *policy, offloaded);
       // auto: without recomputation; where that does not fit, selective
       // (less time), then full. (Full does not always take less memory than
       // selective: recomputing a whole block is a transient of its own.)
-      FailureOr<bool> fitsWithout = priceWith(stage, RecomputePolicy::None);
-      if (failed(fitsWithout))
-        return signalPassFailure();
-      if (*fitsWithout)
-        break;
+      FailureOr<bool> without = priceWith(stage, RecomputePolicy::None, offloaded);
+      if (failed(without) || *without) {
+        fitsWithout = succeeded(without);
+        return without;
+      }
       // A higher stage with as much recomputation as a plan that fits
       // already adds communication to the same recomputation: only less is
       // priced there.
       for (RecomputePolicy level : {RecomputePolicy::Selective, RecomputePolicy::Full}) {
-        if (best && level >= best->recompute)
+        if (best && best->offload == offloaded && level >= best->recompute)
           break;
-        FailureOr<bool> fits = priceWith(stage, level);
-        if (failed(fits))
+        FailureOr<bool> fits = priceWith(stage, level, offloaded);
+        if (failed(fits) || *fits)
+          return fits;
+      }
+      return false;
+    };
+    for (int64_t stage = zero >= 0 ? zero : 0; stage <= last; ++stage) {
+      fitsWithout = false;
+      FailureOr<bool> fits = priceStage(stage, given);
+      if (failed(fits))
+        return signalPassFailure();
+      if (*fits && (*policy != RecomputePolicy::Auto || fitsWithout))
+        break;
+      // offload=auto: where nothing fits so far, the optimizer state in host
+      // memory, then (ZeRO 3, where the shards can be fetched per gather)
+      // the parameters too.
+      if (!offloadAuto || best)
+        continue;
+      for (OffloadLevel level : {OffloadLevel::Optimizer, OffloadLevel::OptimizerAndParams}) {
+        if (level == OffloadLevel::OptimizerAndParams && stage < 3)
+          break;
+        FailureOr<bool> offloaded = priceStage(stage, level);
+        if (failed(offloaded))
           return signalPassFailure();
-        if (*fits)
+        if (*offloaded)
           break;
       }
     }
     if (!best) {
-      step.emitError() << "no plan found fits in " << static_cast<int64_t>(memoryPerRank)
-                       << " bytes per rank (memory-per-rank"
-                       << (pipelineParallel > 1 ? ", times pp for the whole step" : "")
-                       << ") with ZeRO stage " << closest->stage
-                       << (closest->recompute == RecomputePolicy::Full ? " and full recomputation"
-                           : closest->recompute == RecomputePolicy::Selective
-                               ? " and selective recomputation"
-                               : "")
-                       << ": the best needs " << static_cast<int64_t>(closest->cost.peakBytes);
+      step.emitError()
+          << "no plan found fits in " << static_cast<int64_t>(memoryPerRank)
+          << " bytes per rank (memory-per-rank"
+          << (pipelineParallel > 1 ? ", times pp for the whole step" : "") << ") with ZeRO stage "
+          << closest->stage
+          << (closest->recompute == RecomputePolicy::Full        ? " and full recomputation"
+              : closest->recompute == RecomputePolicy::Selective ? " and selective recomputation"
+                                                                 : "")
+          << (closest->offload == OffloadLevel::None
+                  ? ""
+                  : ", offloading the " + std::string(closest->offload == OffloadLevel::Optimizer
+                                                          ? "optimizer state"
+                                                          : "optimizer state and parameters"))
+          << ": the best needs " << static_cast<int64_t>(closest->cost.peakBytes)
+          << (closest->cost.hostBytes > hostMemoryPerRank * pipelineParallel
+                  ? " (and " + std::to_string(static_cast<int64_t>(closest->cost.hostBytes)) +
+                        " bytes of host memory, over host-memory-per-rank)"
+                  : "");
       return signalPassFailure();
     }
     int64_t stage = best->stage;
@@ -543,6 +641,9 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
                       b.getNamedAttr("plans_priced", b.getI64IntegerAttr(best->priced)),
                       b.getNamedAttr("pricer_runs", b.getI64IntegerAttr(pricerRuns)),
                       b.getNamedAttr("recompute", b.getStringAttr(recomputed)),
+                      b.getNamedAttr("offload", b.getStringAttr(offloadLevelName(best->offload))),
+                      b.getNamedAttr("offload_seconds", b.getF64FloatAttr(cost.offloadSeconds)),
+                      b.getNamedAttr("host_bytes", b.getF64FloatAttr(cost.hostBytes)),
                   }));
   }
 };

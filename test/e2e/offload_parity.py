@@ -21,6 +21,12 @@
    optimizer state (and parameters), no longer held there between steps; its
    host memory is its host arena plus at least that state.
 3. The CPU target runs it too (one memory: the transfers are copies).
+4. The planner chooses offload (--offload auto, the default) only where no
+   plan fits without: GPT on 2x2, under budgets from what the plan without
+   offload needs down by 10%, gets a plan with offload before any budget
+   fails; its simulated device and host peaks fit, and its losses are those
+   of one device (relative 1e-5). Under the default budget nothing is
+   offloaded.
 """
 import argparse
 import json
@@ -161,6 +167,35 @@ def executable_case(ppc, tmp, kind, mesh, extra, mode, target):
           f"identical to none{note}")
 
 
+def planner_case(ppc, tmp, kind="gpt", mesh="2x2"):
+    model = os.path.join(tmp, f"{kind}.onnx")
+    one = simulate(ppc, model, tmp, f"{kind}-planner-1", "1", [])
+    default = simulate(ppc, model, tmp, f"{kind}-planner-default", mesh, [])
+    assert "host_peak_bytes_per_rank" not in default[-1], default[-1]
+    budget = max(default[-1]["peak_bytes_per_rank"])
+    for _ in range(20):
+        budget = int(budget * 0.9)
+        ir = os.path.join(tmp, "planner.mlir")
+        proc = subprocess.run([ppc, "compile", model, "--mesh", mesh, "--memory-per-rank",
+                               str(budget), "--emit", "mlir", "-o", ir] + TRAINING,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"no plan with offload before the budget failed:\n{proc.stderr}")
+        chosen = [l for l in proc.stderr.splitlines() if l.startswith("plan:")]
+        if "offload" in chosen[0]:
+            break
+    else:
+        sys.exit("the planner never chose offload")
+    lines = simulate(ppc, model, tmp, f"{kind}-planner", mesh, ["--memory-per-rank", str(budget)])
+    error = max(abs(a[0] - b[0]) / abs(b[0]) for a, b in zip(trace(lines), trace(one)))
+    device = max(lines[-1]["peak_bytes_per_rank"])
+    host = max(lines[-1]["host_peak_bytes_per_rank"])
+    print(f"{kind} {mesh} under {budget} bytes: {chosen[0]}\n  simulated: device peak "
+          f"{device}, host peak {host}; worst relative loss error against one device "
+          f"{error:.1e}")
+    assert device <= budget and error <= 1e-5, (device, budget, error)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ppc", required=True)
@@ -180,6 +215,7 @@ def main():
         else:
             print("ppc has no CUDA emulator target: the executables are not checked there")
         executable_case(args.ppc, tmp, "gpt", "2x2", ["--zero", "1"], "optimizer", "cpu")
+        planner_case(args.ppc, tmp)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@
 
 // Tests that an unknown mode is an error.
 // RUN: not ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1" "-ppc-offload=what=gradients" 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: offload 'gradients' is not one of optimizer, optimizer+params
+// BAD: offload 'gradients' is not one of optimizer, optimizer+params, auto
 
 func.func @forward(%x: tensor<4x3xf32> {ppc.input = "x"}, %w1: tensor<3x4xf32> {ppc.param = "w1"},
                    %w2: tensor<4x2xf32> {ppc.param = "w2"}) -> (tensor<f32> {ppc.output = "loss"}) {

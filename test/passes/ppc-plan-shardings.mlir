@@ -12,7 +12,7 @@
 // PLAN-SAME: ppc.input = "x", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], []]>
 // PLAN-SAME: ppc.param = "w1", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], [tp]]>
 // PLAN-SAME: ppc.param = "w2", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}tp], []]>
-// PLAN: ppc.plan = {comm_seconds = {{.*}}, compute_seconds = {{.*}}, memory_per_rank = 6.000000e+04 : f64, peak_bytes = {{.*}}, plans_priced = {{[0-9]+}} : i64, pricer_runs = {{[0-9]+}} : i64, recompute = "none"}
+// PLAN: ppc.plan = {comm_seconds = {{.*}}, compute_seconds = {{.*}}, host_bytes = 0.000000e+00 : f64, memory_per_rank = 6.000000e+04 : f64, offload = "none", offload_seconds = 0.000000e+00 : f64, peak_bytes = {{.*}}, plans_priced = {{[0-9]+}} : i64, pricer_runs = {{[0-9]+}} : i64, recompute = "none"}
 
 // Tests that -ppc-partition carries out that plan: each rank holds a
 // 32x32 block of w1 (columns) and of w2 (rows), the first matmul runs on

@@ -232,12 +232,20 @@ int runCompileCommand(int argc, char **argv) {
       };
       auto zero = first.front()->getAttrOfType<IntegerAttr>(PpcDialect::kZeroAttrName);
       auto recomputed = plan.getAs<StringAttr>("recompute");
+      auto offloaded = plan.getAs<StringAttr>("offload");
+      std::string offload;
+      if (offloaded && offloaded.getValue() != "none")
+        offload = llvm::formatv(" and offload {0} ({1:F0} bytes of host memory per rank, "
+                                "{2:F3} ms of copies and host step)",
+                                offloaded.getValue(), number("host_bytes"),
+                                1e3 * number("offload_seconds"))
+                      .str();
       llvm::errs() << llvm::formatv(
-          "plan: ZeRO stage {0}, priced with {1} recomputation: {2:F3} ms per step, {3:F0} "
+          "plan: ZeRO stage {0}, priced with {1} recomputation{5}: {2:F3} ms per step, {3:F0} "
           "bytes per rank by estimate (--memory-per-rank {4:F0})\n",
           zero ? zero.getInt() : 0, recomputed ? recomputed.getValue() : "no",
-          1e3 * (number("compute_seconds") + number("comm_seconds")), number("peak_bytes"),
-          number("memory_per_rank"));
+          1e3 * (number("compute_seconds") + number("comm_seconds") + number("offload_seconds")),
+          number("peak_bytes"), number("memory_per_rank"), offload);
     }
   for (auto [program, layout] : llvm::zip_equal(trainingPrograms(*module), layouts)) {
     int64_t ops = 0;

@@ -157,9 +157,15 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                 cl::init("auto"), cl::cat(category)),
       offload("offload",
               cl::desc("keep state in host memory: none, optimizer (the optimizer state, and "
-                       "its step run by the host) or optimizer+params (the parameters too, "
-                       "copied to the device where the step reads them)"),
-              cl::init("none"), cl::cat(category)),
+                       "its step run by the host), optimizer+params (the parameters too, "
+                       "copied to the device where the step reads them) or auto (the "
+                       "planner's choice, where no plan fits --memory-per-rank without)"),
+              cl::init("auto"), cl::cat(category)),
+      hostMemoryPerRank("host-memory-per-rank",
+                        cl::desc("host memory of one rank in bytes (suffixes K, M, G); what "
+                                 "--offload keeps there must fit [256G: a DGX H100's 2 TiB "
+                                 "over 8 GPUs]"),
+                        cl::value_desc("BYTES"), cl::init(""), cl::cat(category)),
       precision("precision",
                 cl::desc("fp32, bf16 (activations in bf16, f32 master weights), or fp16 (the "
                          "same in f16, with dynamic loss scaling; ppc simulate only)"),
@@ -324,9 +330,10 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options, int
     return failure(
         reportError("--recompute '" + recompute + "': expected none, selective, full or auto"));
   q.recompute = recompute.getValue();
-  if (offload != "none" && offload != "optimizer" && offload != "optimizer+params")
-    return failure(
-        reportError("--offload '" + offload + "': expected none, optimizer or optimizer+params"));
+  if (offload != "none" && offload != "optimizer" && offload != "optimizer+params" &&
+      offload != "auto")
+    return failure(reportError("--offload '" + offload +
+                               "': expected none, optimizer, optimizer+params or auto"));
   q.offload = offload.getValue();
   if (virtualStages < 0 || (virtualStages > 1 && schedule != "interleaved"))
     return failure(reportError(
@@ -334,18 +341,33 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options, int
                       "--schedule interleaved",
                       virtualStages.getValue())));
 
-  if (!memoryPerRank.empty()) {
-    llvm::StringRef text = llvm::StringRef(memoryPerRank).trim();
+  // A byte count with an optional K, M or G suffix (powers of 1024).
+  auto parseBytes = [](const std::string &flag, const std::string &given,
+                       double &out) -> mlir::LogicalResult {
+    llvm::StringRef text = llvm::StringRef(given).trim();
     double scale = 1;
     if (!text.empty() && llvm::StringRef("KMG").contains(text.back())) {
       scale = text.back() == 'K' ? 1024.0 : text.back() == 'M' ? 1048576.0 : 1073741824.0;
       text = text.drop_back();
     }
     double bytes;
-    if (text.getAsDouble(bytes) || bytes <= 0)
-      return failure(reportError("--memory-per-rank '" + memoryPerRank +
+    if (text.getAsDouble(bytes) || !(bytes > 0) || !std::isfinite(bytes))
+      return failure(reportError("--" + flag + " '" + given +
                                  "': expected a positive number of bytes (e.g. 80e9, 512M)"));
-    q.memoryPerRank = bytes * scale;
+    out = bytes * scale;
+    return mlir::success();
+  };
+  if (!memoryPerRank.empty()) {
+    double bytes;
+    if (failed(parseBytes("memory-per-rank", memoryPerRank, bytes)))
+      return mlir::failure();
+    q.memoryPerRank = bytes;
+  }
+  if (!hostMemoryPerRank.empty()) {
+    double bytes;
+    if (failed(parseBytes("host-memory-per-rank", hostMemoryPerRank, bytes)))
+      return mlir::failure();
+    q.hostMemoryPerRank = bytes;
   }
   if (!shards.empty() && setup.mesh.tp == 1)
     return failure(reportError("--shard needs a tensor-parallel axis (--mesh AxB with B > 1)"));

@@ -63,7 +63,7 @@ struct TrainingFlags {
   llvm::cl::opt<int64_t> lossScaleGrowthInterval;
   llvm::cl::list<std::string> dims;
   llvm::cl::list<std::string> shards;
-  llvm::cl::opt<std::string> memoryPerRank;
+  llvm::cl::opt<std::string> memoryPerRank, hostMemoryPerRank;
   llvm::cl::opt<bool> sequenceParallel;
   ParameterFlags parameters;
   llvm::cl::list<std::string> bind;
