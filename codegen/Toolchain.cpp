@@ -43,8 +43,9 @@ static std::vector<std::string> cudaBuildCommand(llvm::StringRef source, llvm::S
                                                  const std::vector<std::string> &archFlags) {
 #ifdef PPC_HAVE_CUDA
   const char *nvcc = std::getenv("PPC_NVCC");
-  std::vector<std::string> args = {nvcc ? nvcc : PPC_NVCC, "-std=c++17", "-O3", "-I" PPC_SOURCE_DIR,
-                                   "-w"};
+  // OpenMP for the loops the host runs (--offload's optimizer step).
+  std::vector<std::string> args = {nvcc ? nvcc : PPC_NVCC,         "-std=c++17",        "-O3",
+                                   "-Xcompiler=" PPC_OPENMP_FLAGS, "-I" PPC_SOURCE_DIR, "-w"};
   args.insert(args.end(), archFlags.begin(), archFlags.end());
   args.insert(args.end(), {source.str(), "-o", output.str()});
   // nvcc takes libraries named *.a or *.so; others (libonnx_proto.so.1)

@@ -98,6 +98,7 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device,
     opIndex[&op] = ops.size();
     ops.push_back(&op);
     rules.push_back(ShardingRuleRegistry::get().lookup(&op));
+    firstResult.push_back(values.size());
     for (Value result : op.getResults()) {
       numbers[result] = values.size();
       values.push_back(result);
@@ -119,6 +120,16 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device,
       lastUse[numbers.lookup(v)] = i;
   for (Value v : body.getTerminator()->getOperands())
     lastUse[numbers.lookup(v)] = ops.size();
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    auto &operands = operandNumbers.emplace_back();
+    auto &dying = dyingNumbers.emplace_back();
+    for (Value v : op->getOperands()) {
+      unsigned n = numbers.lookup(v);
+      operands.push_back(n);
+      if (n >= body.getNumArguments() && lastUse[n] == i && !llvm::is_contained(dying, n))
+        dying.push_back(n);
+    }
+  }
 }
 
 FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
@@ -183,32 +194,33 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (!rules[i])
       return op->emitError() << "'" << op->getName() << "' has no sharding rule";
+    const llvm::SmallVector<unsigned, 4> &operands = operandNumbers[i];
     // A partial value reduced for an earlier use is used reduced.
-    for (Value v : op->getOperands()) {
-      Layout &layout = layouts[numbers.lookup(v)];
+    for (unsigned n : operands) {
+      Layout &layout = layouts[n];
       if (layout.partial.empty())
         continue;
       Layout full = layout;
       full.partial.clear();
-      if (converted.count({numbers.lookup(v), full.str()}))
+      if (converted.count({n, full.str()}))
         layout = full;
     }
     llvm::SmallVector<const Layout *> in;
-    for (Value v : op->getOperands())
-      in.push_back(&layouts[numbers.lookup(v)]);
+    for (unsigned n : operands)
+      in.push_back(&layouts[n]);
     OpLayouts decided = layoutsForOp(op, *rules[i], in, sizes, &operandInfo[i]);
 
     double temporaries = 0, touched = 0;
-    for (auto [k, v] : llvm::enumerate(op->getOperands())) {
-      temporaries += convert(numbers.lookup(v), *in[k], decided.operands[k]);
-      touched += bytesOf(v, decided.operands[k]);
+    for (auto [k, n] : llvm::enumerate(operands)) {
+      temporaries += convert(n, *in[k], decided.operands[k]);
+      touched += bytesOf(values[n], decided.operands[k]);
     }
     // The collectives of the op's local form (a split softmax's statistics).
     for (const ConversionStep &s : localCollectives(op, *rules[i], decided, sizes))
       charge(s, elementBytes(op->getOperand(0)));
     double resultBytes = 0;
     for (auto [r, result] : llvm::enumerate(op->getResults())) {
-      unsigned n = numbers.lookup(result);
+      unsigned n = firstResult[i] + r;
       layouts[n] = decided.results[r];
       resultBytes += bytesOf(result, decided.results[r]);
       if (auto hint = hints.find(result); hint != hints.end()) {
@@ -235,11 +247,8 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
       cost.computeSeconds += (touched + resultBytes) / device.memoryBandwidth;
     live += resultBytes;
     cost.peakBytes = std::max(cost.peakBytes, argumentBytes + live + temporaries);
-    for (Value v : llvm::SmallDenseSet<Value>(op->getOperands().begin(), op->getOperands().end())) {
-      unsigned n = numbers.lookup(v);
-      if (n >= numArgs && lastUse[n] == i)
-        live -= bytesOf(v, layouts[n]);
-    }
+    for (unsigned n : dyingNumbers[i])
+      live -= bytesOf(values[n], layouts[n]);
   }
 
   // Updated parameters and state return in their argument's layout;

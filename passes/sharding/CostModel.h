@@ -125,6 +125,11 @@ private:
   std::vector<OperandInfo> operandInfo;
   /// The op index of each value's last use (ops.size() for the return).
   std::vector<size_t> lastUse;
+  /// Each op's operands by number (`numbers`), and the distinct ones whose
+  /// last use it is, so that pricing looks no value up.
+  std::vector<llvm::SmallVector<unsigned, 4>> operandNumbers, dyingNumbers;
+  /// The number of each op's first result (the others follow it).
+  std::vector<unsigned> firstResult;
 };
 
 } // namespace ppc
