@@ -109,8 +109,10 @@ public:
 
   /// Reads parameters and pins, forms classes and their options.
   LogicalResult setUp(llvm::ArrayRef<std::string> pins);
-  /// Runs the search; the argument layouts of the chosen plan.
-  FailureOr<llvm::SmallVector<Layout>> run();
+  /// Runs the search from `warm` (argument layouts: another search's plan,
+  /// whose classes' tp splits it starts from; replicated when empty); the
+  /// argument layouts of the chosen plan.
+  FailureOr<llvm::SmallVector<Layout>> run(llvm::ArrayRef<Layout> warm = {});
   /// The chosen plan's cost, and how many plans were priced.
   const PlanCost &chosenCost() const { return chosen; }
   bool chosenFits() const { return fits(chosen); }
@@ -407,10 +409,20 @@ FailureOr<Planner::Scored> Planner::closure(Plan plan) {
   }
 }
 
-FailureOr<llvm::SmallVector<Layout>> Planner::run() {
+FailureOr<llvm::SmallVector<Layout>> Planner::run(llvm::ArrayRef<Layout> warm) {
   Plan start;
-  for (const ParamClass &c : classes)
-    start.push_back(c.pinned ? c.options.front() : TpOption{});
+  for (const ParamClass &c : classes) {
+    TpOption option;
+    if (!warm.empty() && !c.params.empty()) {
+      const Layout &given = warm[c.params.front()];
+      for (auto [d, axes] : llvm::enumerate(given.dims))
+        if (axes.size() == 1 && axes[0] == "tp")
+          option = {static_cast<int64_t>(d), given.blocks[d]};
+      if (!llvm::is_contained(c.options, option))
+        option = TpOption{};
+    }
+    start.push_back(c.pinned ? c.options.front() : option);
+  }
   auto current = closure(start);
   if (failed(current))
     return failure();
@@ -510,6 +522,10 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
     };
     std::optional<Candidate> best, closest;
     std::map<RecomputePolicy, PriceCache> caches;
+    // The plan each stage got without recomputation: where the search with
+    // recomputation starts (it mostly stays there, pricing a round of moves
+    // rather than the whole search again).
+    std::map<int64_t, llvm::SmallVector<Layout>> withoutRecomputation;
     int64_t last = zero >= 0 || dataParallel == 1 ? std::max<int64_t>(zero, 0) : 3;
     // Prices a plan at `stage` with `level`, keeps it as the best or the
     // closest, and says whether it fits.
@@ -526,8 +542,13 @@ struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
       planner.emplace(priced, *sizes, device, memoryPerRank * pipelineParallel, sequenceParallel,
                       stage, offloaded, hostMemoryPerRank * pipelineParallel, caches[level]);
       FailureOr<llvm::SmallVector<Layout>> layouts = failure();
+      llvm::ArrayRef<Layout> warm;
+      if (level != RecomputePolicy::None && withoutRecomputation.count(stage))
+        warm = withoutRecomputation[stage];
       if (succeeded(planner->setUp(pins)))
-        layouts = planner->run();
+        layouts = planner->run(warm);
+      if (succeeded(layouts) && level == RecomputePolicy::None)
+        withoutRecomputation[stage] = *layouts;
       Candidate candidate{stage,
                           level,
                           offloaded,
