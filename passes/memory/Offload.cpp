@@ -75,10 +75,16 @@ void offload(func::FuncOp program, bool params) {
   for (Operation &op : body)
     if (op.hasAttr(PpcDialect::kOptimizerAttrName))
       op.setAttr(PpcDialect::kPlaceAttrName, host);
-  // A constant that only the host reads is made there.
+  // A constant that only the host reads is made there, and so is the shard
+  // of a parameter in host memory that only the host's update reads (ZeRO 1
+  // and 2 slice it out of the whole parameter).
+  auto onlyHostReads = [](Operation &op) {
+    return !op.use_empty() &&
+           llvm::all_of(op.getUsers(), [](Operation *user) { return runsOnHost(user); });
+  };
   for (Operation &op : body)
-    if (llvm::isa<ConstantOp>(op) && !op.use_empty() &&
-        llvm::all_of(op.getUsers(), [](Operation *user) { return runsOnHost(user); }))
+    if ((llvm::isa<ConstantOp>(op) || (llvm::isa<AllSliceOp>(op) && onHost(op.getOperand(0)))) &&
+        onlyHostReads(op))
       op.setAttr(PpcDialect::kPlaceAttrName, host);
 
   llvm::DenseMap<Value, Value> onHostCopy, onDeviceCopy;

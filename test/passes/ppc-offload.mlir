@@ -40,6 +40,18 @@
 // PARAMS:         %[[NEW1:.*]] = ppc.sub %[[W1]], {{.*}}ppc.place = "host"
 // PARAMS:         return %[[NEW1]],
 
+// Tests --offload optimizer+params with ZeRO 1: the host slices its shard
+// out of the whole parameter it holds (no copy of it goes to the device and
+// back for the update), which is copied to the device for each forward read.
+// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0 data-parallel=2 micro-batches=2" "-ppc-partition=dp=2 zero=1" "-ppc-offload=what=optimizer+params" \
+// RUN:   | FileCheck %s --check-prefix=PARAMS1
+// PARAMS1-LABEL: func.func @train_step
+// PARAMS1-SAME:    %[[W1:[a-z0-9]+]]: tensor<3x4xf32> {ppc.param = "w1", ppc.place = "host"
+// PARAMS1:         %[[C:.*]] = ppc.transfer %[[W1]] to "device" : tensor<3x4xf32>
+// PARAMS1-NEXT:    ppc.matmul %{{.*}}, %[[C]]
+// PARAMS1:         %[[S:.*]] = ppc.all_slice %[[W1]] on @mesh["dp"] dim = 1 {ppc.place = "host"
+// PARAMS1-NEXT:    ppc.sub %[[S]], {{.*}}ppc.place = "host"
+
 // Tests that an unknown mode is an error.
 // RUN: not ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1" "-ppc-offload=what=gradients" 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: offload 'gradients' is not one of optimizer, optimizer+params, auto
