@@ -120,6 +120,20 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device,
       lastUse[numbers.lookup(v)] = i;
   for (Value v : body.getTerminator()->getOperands())
     lastUse[numbers.lookup(v)] = ops.size();
+  // What layoutHints (Layout.h) walks, once: the same propagation, by number.
+  for (auto [i, op] : llvm::enumerate(llvm::reverse(ops))) {
+    size_t index = ops.size() - 1 - i;
+    const std::optional<ShardingRule> &rule = rules[index];
+    if (op->getNumResults() != 1 || !rule || rule->results.size() != 1 ||
+        llvm::any_of(rule->factorKinds, [](FactorKind k) { return k != FactorKind::Parallel; }))
+      continue;
+    HintEdge edge{firstResult[index], {}};
+    for (auto [operand, dims] : llvm::zip(op->getOperands(), rule->operands))
+      if (dims == rule->results[0])
+        edge.operands.push_back(numbers.lookup(operand));
+    if (!edge.operands.empty())
+      hintEdges.push_back(std::move(edge));
+  }
   for (auto [i, op] : llvm::enumerate(ops)) {
     auto &operands = operandNumbers.emplace_back();
     auto &dying = dyingNumbers.emplace_back();
@@ -180,14 +194,27 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     return bytesOf(v, to);
   };
 
-  // Where results end up, and the hints that follow.
+  // Where results end up, and the hints that follow (layoutHints, by
+  // number: the same propagation along the edges found once).
   auto ret = step.getBody().front().getTerminator();
   llvm::SmallVector<Layout> resultLayouts = returnLayouts(step, arguments);
-  auto hints = layoutHints(
-      step.getBody().front(), resultLayouts, [&](Operation *op) -> const ShardingRule * {
-        auto it = opIndex.find(op);
-        return it != opIndex.end() && rules[it->second] ? &*rules[it->second] : nullptr;
-      });
+  llvm::DenseMap<unsigned, Layout> hints;
+  auto addHint = [&](unsigned n, const Layout &layout) {
+    Layout whole = layout;
+    whole.partial.clear();
+    if (!whole.isReplicated())
+      hints.try_emplace(n, std::move(whole));
+  };
+  for (auto [v, layout] : llvm::zip(ret->getOperands(), resultLayouts))
+    addHint(numbers.lookup(v), layout);
+  for (const HintEdge &edge : hintEdges) {
+    auto it = hints.find(edge.result);
+    if (it == hints.end())
+      continue;
+    Layout wanted = it->second;
+    for (unsigned n : edge.operands)
+      addHint(n, wanted);
+  }
 
   double live = 0;
   cost.peakBytes = argumentBytes;
@@ -221,12 +248,12 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     double resultBytes = 0;
     for (auto [r, result] : llvm::enumerate(op->getResults())) {
       unsigned n = firstResult[i] + r;
-      layouts[n] = decided.results[r];
       resultBytes += bytesOf(result, decided.results[r]);
-      if (auto hint = hints.find(result); hint != hints.end()) {
+      layouts[n] = std::move(decided.results[r]);
+      if (auto hint = hints.find(n); hint != hints.end()) {
         Layout sliced = applyHint(layouts[n], hint->second);
         convert(n, layouts[n], sliced);
-        layouts[n] = sliced;
+        layouts[n] = std::move(sliced);
       }
     }
     // A contraction's FLOPs on the rank's local blocks of its operands.

@@ -130,6 +130,14 @@ private:
   std::vector<llvm::SmallVector<unsigned, 4>> operandNumbers, dyingNumbers;
   /// The number of each op's first result (the others follow it).
   std::vector<unsigned> firstResult;
+  /// layoutHints' propagation, by number: in reverse program order, each
+  /// single-result op with an all-parallel rule, and its operands that take
+  /// its result's layout as a hint.
+  struct HintEdge {
+    unsigned result;
+    llvm::SmallVector<unsigned, 2> operands;
+  };
+  std::vector<HintEdge> hintEdges;
 };
 
 } // namespace ppc
