@@ -388,7 +388,10 @@ def Offload : Pass<"ppc-offload", "mlir::ModuleOp"> {
   let options = [
     Option<"what", "what", "std::string", /*default=*/"\"optimizer\"",
            "optimizer, optimizer+params, or auto (what ppc-plan-shardings chose: "
-           "the ppc.plan's offload; none without a plan)">
+           "the ppc.plan's offload; without a plan, one rank, the least that fits "
+           "memory-per-rank with full recomputation)">,
+    Option<"memoryPerRank", "memory-per-rank", "double", /*default=*/"80e9",
+           "device memory of one rank in bytes (auto without a plan)">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

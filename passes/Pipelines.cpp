@@ -63,6 +63,7 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
       options.recomputeMemoryPerRank > 0 ? options.recomputeMemoryPerRank : options.memoryPerRank;
   OffloadOptions offload;
   offload.what = options.offload;
+  offload.memoryPerRank = recompute.memoryPerRank;
   if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1) {
     if (options.offload != "none")
       pm.addPass(createOffload(offload));

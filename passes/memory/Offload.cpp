@@ -18,6 +18,8 @@
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "passes/memory/MemoryPlan.h"
+#include "passes/memory/Recompute.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -141,6 +143,27 @@ void offload(func::FuncOp program, bool params) {
   }
 }
 
+/// What a program without a plan (one rank: no planner) offloads with
+/// `auto`: nothing where its memory plan fits `budget` with full
+/// recomputation (ppc-recompute's auto, after this pass, takes the least of
+/// it that fits); else the optimizer state, if that then fits; else the
+/// parameters too. Each trial plans a copy of the program.
+FailureOr<OffloadLevel> chooseWithoutPlan(func::FuncOp program, double budget) {
+  for (OffloadLevel level : {OffloadLevel::None, OffloadLevel::Optimizer}) {
+    func::FuncOp trial = program.clone();
+    if (level != OffloadLevel::None)
+      offload(trial, false);
+    recomputeEveryBlock(trial, RecomputePolicy::Full);
+    FailureOr<int64_t> peak = peakLiveBytes(trial);
+    trial->erase();
+    if (failed(peak))
+      return failure();
+    if (*peak <= budget)
+      return level;
+  }
+  return OffloadLevel::OptimizerAndParams;
+}
+
 struct OffloadPass : impl::OffloadBase<OffloadPass> {
   using OffloadBase::OffloadBase;
 
@@ -153,15 +176,23 @@ struct OffloadPass : impl::OffloadBase<OffloadPass> {
       return signalPassFailure();
     }
     for (func::FuncOp program : trainingPrograms(module)) {
-      // auto: what the planner chose for the step (ppc.plan), none without
-      // a plan (one rank: nothing else to choose from).
+      // auto: what the planner chose for the step (ppc.plan); without a plan
+      // (one rank), the least that fits memory-per-rank.
       if (what == "auto") {
         auto plan = program->getAttrOfType<DictionaryAttr>(PpcDialect::kPlanAttrName);
-        auto chosen = plan ? plan.getAs<StringAttr>("offload") : StringAttr();
-        level = chosen ? parseOffloadLevel(chosen.getValue()) : OffloadLevel::None;
+        if (!plan) {
+          FailureOr<OffloadLevel> chosen = chooseWithoutPlan(program, memoryPerRank);
+          if (failed(chosen))
+            return signalPassFailure();
+          level = *chosen;
+        } else if (auto chosen = plan.getAs<StringAttr>("offload")) {
+          level = parseOffloadLevel(chosen.getValue());
+        } else {
+          level = OffloadLevel::None;
+        }
         if (!level) {
-          program.emitError() << "the plan's offload '" << chosen.getValue()
-                              << "' is not one of none, optimizer, optimizer+params";
+          program.emitError() << "the plan's offload is not one of none, optimizer, "
+                                 "optimizer+params";
           return signalPassFailure();
         }
       }

@@ -52,6 +52,18 @@
 // PARAMS1:         %[[S:.*]] = ppc.all_slice %[[W1]] on @mesh["dp"] dim = 1 {ppc.place = "host"
 // PARAMS1-NEXT:    ppc.sub %[[S]], {{.*}}ppc.place = "host"
 
+// Tests `auto` without a plan (one rank: no ppc-plan-shardings): nothing
+// where the program fits memory-per-rank with full recomputation; else the
+// optimizer state, or (as under 100 bytes) the parameters too.
+// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0" "-ppc-offload=what=auto memory-per-rank=1e9" \
+// RUN:   | FileCheck %s --check-prefix=AUTOFITS --implicit-check-not=ppc.transfer --implicit-check-not=ppc.place
+// AUTOFITS-LABEL: func.func @train_step
+// RUN: ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0" "-ppc-offload=what=auto memory-per-rank=100" \
+// RUN:   | FileCheck %s --check-prefix=AUTOTIGHT
+// AUTOTIGHT-LABEL: func.func @train_step
+// AUTOTIGHT-SAME:    {ppc.param = "w1", ppc.place = "host"}
+// AUTOTIGHT-SAME:    {ppc.place = "host", ppc.state = "momentum:w1"}
+
 // Tests that an unknown mode is an error.
 // RUN: not ppc-opt %s "-ppc-training-pipeline=optimizer=sgd lr=0.1" "-ppc-offload=what=gradients" 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: offload 'gradients' is not one of optimizer, optimizer+params, auto
