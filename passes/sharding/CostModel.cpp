@@ -123,14 +123,9 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device,
   // What layoutHints (Layout.h) walks, once: the same propagation, by number.
   for (auto [i, op] : llvm::enumerate(llvm::reverse(ops))) {
     size_t index = ops.size() - 1 - i;
-    const std::optional<ShardingRule> &rule = rules[index];
-    if (op->getNumResults() != 1 || !rule || rule->results.size() != 1 ||
-        llvm::any_of(rule->factorKinds, [](FactorKind k) { return k != FactorKind::Parallel; }))
-      continue;
     HintEdge edge{firstResult[index], {}};
-    for (auto [operand, dims] : llvm::zip(op->getOperands(), rule->operands))
-      if (dims == rule->results[0])
-        edge.operands.push_back(numbers.lookup(operand));
+    for (unsigned k : hintedOperands(op, rules[index] ? &*rules[index] : nullptr))
+      edge.operands.push_back(numbers.lookup(op->getOperand(k)));
     if (!edge.operands.empty())
       hintEdges.push_back(std::move(edge));
   }
@@ -200,10 +195,8 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
   llvm::SmallVector<Layout> resultLayouts = returnLayouts(step, arguments);
   llvm::DenseMap<unsigned, Layout> hints;
   auto addHint = [&](unsigned n, const Layout &layout) {
-    Layout whole = layout;
-    whole.partial.clear();
-    if (!whole.isReplicated())
-      hints.try_emplace(n, std::move(whole));
+    if (std::optional<Layout> wanted = asHint(layout))
+      hints.try_emplace(n, std::move(*wanted));
   };
   for (auto [v, layout] : llvm::zip(ret->getOperands(), resultLayouts))
     addHint(numbers.lookup(v), layout);

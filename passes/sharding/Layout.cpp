@@ -359,10 +359,8 @@ layoutHints(Block &body, llvm::ArrayRef<Layout> returnLayouts,
             llvm::function_ref<const ShardingRule *(Operation *)> ruleOf) {
   llvm::DenseMap<Value, Layout> hints;
   auto hint = [&](Value v, const Layout &layout) {
-    Layout whole = layout;
-    whole.partial.clear();
-    if (!whole.isReplicated())
-      hints.try_emplace(v, std::move(whole));
+    if (std::optional<Layout> wanted = asHint(layout))
+      hints.try_emplace(v, std::move(*wanted));
   };
   for (auto [v, layout] : llvm::zip(body.getTerminator()->getOperands(), returnLayouts))
     hint(v, layout);
@@ -372,18 +370,32 @@ layoutHints(Block &body, llvm::ArrayRef<Layout> returnLayouts,
     auto it = hints.find(op.getResult(0));
     if (it == hints.end())
       continue;
-    // Elementwise: the operands with exactly the result's factors (not
-    // broadcast ones) want the result's layout.
-    const ShardingRule *rule = ruleOf(&op);
-    if (!rule || rule->results.size() != 1 ||
-        llvm::any_of(rule->factorKinds, [](FactorKind k) { return k != FactorKind::Parallel; }))
-      continue;
     Layout wanted = it->second;
-    for (auto [operand, dims] : llvm::zip(op.getOperands(), rule->operands))
-      if (dims == rule->results[0])
-        hint(operand, wanted);
+    for (unsigned i : hintedOperands(&op, ruleOf(&op)))
+      hint(op.getOperand(i), wanted);
   }
   return hints;
+}
+
+std::optional<Layout> asHint(const Layout &layout) {
+  Layout whole = layout;
+  whole.partial.clear();
+  if (whole.isReplicated())
+    return std::nullopt;
+  return whole;
+}
+
+llvm::SmallVector<unsigned, 2> hintedOperands(Operation *op, const ShardingRule *rule) {
+  llvm::SmallVector<unsigned, 2> hinted;
+  // Elementwise: the operands with exactly the result's factors (not
+  // broadcast ones) want the result's layout.
+  if (op->getNumResults() != 1 || !rule || rule->results.size() != 1 ||
+      llvm::any_of(rule->factorKinds, [](FactorKind k) { return k != FactorKind::Parallel; }))
+    return hinted;
+  for (auto [i, dims] : llvm::enumerate(rule->operands))
+    if (i < op->getNumOperands() && dims == rule->results[0])
+      hinted.push_back(i);
+  return hinted;
 }
 
 Layout applyHint(const Layout &computed, const Layout &hint) {

@@ -166,6 +166,15 @@ llvm::DenseMap<mlir::Value, Layout>
 layoutHints(mlir::Block &body, llvm::ArrayRef<Layout> returnLayouts,
             llvm::function_ref<const ShardingRule *(mlir::Operation *)> ruleOf);
 
+/// The steps of layoutHints, for a caller that repeats the propagation
+/// (the planner's pricer): `layout` as a hint (its partial sums dropped;
+/// none when that is replicated), and the operands of `op` (with `rule`,
+/// or null) that take the hint of its result: for a single-result op whose
+/// factors are all parallel, the operands with exactly the result's
+/// factors (not broadcast ones).
+std::optional<Layout> asHint(const Layout &layout);
+llvm::SmallVector<unsigned, 2> hintedOperands(mlir::Operation *op, const ShardingRule *rule);
+
 /// A result computed with layout `computed` but hinted `hint`: the layout to
 /// slice it to right away (dimensions split where the hint splits them and
 /// the result is whole; partial sums stay), or `computed`. Slicing is local,

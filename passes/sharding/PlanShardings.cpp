@@ -149,6 +149,13 @@ private:
   /// the plan with argument layouts `layouts` (the pricer counts them whole
   /// on every data-parallel rank).
   double zeroSavings(llvm::ArrayRef<Layout> layouts);
+  /// Argument `arg`'s bytes on a rank under `layout` (none when the layout
+  /// does not divide it), and whether ZeRO can shard it over dp.
+  struct Share {
+    double bytes;
+    bool zeroShardable;
+  };
+  std::optional<Share> shareOf(unsigned arg, const Layout &layout);
   int64_t tp() const { return sizes.lookup("tp"); }
 
   llvm::SmallVector<ParamClass> classes;
@@ -316,15 +323,12 @@ void Planner::addOffload(llvm::ArrayRef<Layout> layouts, PlanCost &cost) {
     bool state = step.getArgAttr(i, PpcDialect::kStateAttrName) != nullptr;
     if (!param && !state)
       continue;
-    auto type = llvm::cast<RankedTensorType>(step.getArgument(i).getType());
-    auto local = localShape(type.getShape(), layout, sizes);
-    if (!local)
+    std::optional<Share> share = shareOf(i, layout);
+    if (!share)
       continue;
-    double bytes = type.getElementTypeBitWidth() / 8.0;
-    for (int64_t n : *local)
-      bytes *= n;
+    double bytes = share->bytes;
     // The share of it this rank updates (ZeRO's shard from stage 1).
-    bool sharded = dp > 1 && zeroShardDim(type.getShape(), layout, dp);
+    bool sharded = dp > 1 && share->zeroShardable;
     double own = zero >= 1 && sharded ? bytes / dp : bytes;
     if (state) {
       // Off the device; read and written by the host's step.
@@ -363,18 +367,22 @@ double Planner::zeroSavings(llvm::ArrayRef<Layout> layouts) {
     int copies = (state && zero >= 1) + (param && zero >= 2) + (param && zero >= 3);
     if (copies == 0)
       continue;
-    auto type = llvm::cast<RankedTensorType>(step.getArgument(i).getType());
-    auto local = localShape(type.getShape(), layout, sizes);
-    if (!local)
-      continue;
-    if (!zeroShardDim(type.getShape(), layout, dp))
-      continue;
-    double bytes = type.getElementTypeBitWidth() / 8.0;
-    for (int64_t n : *local)
-      bytes *= n;
-    saved += copies * bytes * (1 - 1.0 / dp);
+    std::optional<Share> share = shareOf(i, layout);
+    if (share && share->zeroShardable)
+      saved += copies * share->bytes * (1 - 1.0 / dp);
   }
   return saved;
+}
+
+std::optional<Planner::Share> Planner::shareOf(unsigned arg, const Layout &layout) {
+  auto type = llvm::cast<RankedTensorType>(step.getArgument(arg).getType());
+  auto local = localShape(type.getShape(), layout, sizes);
+  if (!local)
+    return std::nullopt;
+  double bytes = type.getElementTypeBitWidth() / 8.0;
+  for (int64_t n : *local)
+    bytes *= n;
+  return Share{bytes, zeroShardDim(type.getShape(), layout, sizes.lookup("dp")).has_value()};
 }
 
 FailureOr<Planner::Scored> Planner::closure(Plan plan) {
