@@ -422,6 +422,105 @@ static LogicalResult emitNllLoss(Operation *op, EmitContext &ctx) {
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// `ppcrt::lines::AttentionShape{...}` of an attention or its gradient, or
+/// "" when its bias's broadcast over the batch dimensions is not two
+/// strides (outer and inner batch) deep.
+template <typename OpT> static std::string attentionShape(OpT op) {
+  auto q = shapeOf(op.getQ()), k = shapeOf(op.getK()), v = shapeOf(op.getV());
+  size_t rank = q.size();
+  llvm::ArrayRef<int64_t> batch = q.drop_back(2);
+  int64_t queries = q[rank - 2], keys = k[rank - 2];
+  int64_t inner = 1, outerStride = 0, innerStride = 0, rowStride = 0, colStride = 0;
+  if (Value bias = op.getBias()) {
+    // The bias's strides, padded on the left to the scores' rank, 0 where
+    // it is broadcast.
+    auto shape = shapeOf(bias);
+    llvm::SmallVector<int64_t> padded(rank - shape.size(), 1);
+    padded.append(shape.begin(), shape.end());
+    llvm::SmallVector<int64_t> strides(rank, 0);
+    int64_t stride = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      strides[d] = padded[d] == 1 ? 0 : stride;
+      stride *= padded[d];
+    }
+    rowStride = strides[rank - 2];
+    colStride = strides[rank - 1];
+    // Collapse the batch dimensions into runs with one stride each.
+    llvm::SmallVector<std::pair<int64_t, int64_t>> runs; // (size, stride)
+    for (size_t d = 0; d < batch.size(); ++d) {
+      if (batch[d] == 1)
+        continue;
+      if (!runs.empty() && runs.back().second == strides[d] * batch[d] && strides[d] != 0)
+        runs.back() = {runs.back().first * batch[d], strides[d]};
+      else if (!runs.empty() && runs.back().second == 0 && strides[d] == 0)
+        runs.back().first *= batch[d];
+      else
+        runs.push_back({batch[d], strides[d]});
+    }
+    if (runs.size() > 2)
+      return "";
+    if (runs.size() == 2) {
+      inner = runs[1].first;
+      outerStride = runs[0].second;
+      innerStride = runs[1].second;
+    } else if (runs.size() == 1) {
+      inner = runs[0].first;
+      innerStride = runs[0].second;
+    }
+  }
+  char scale[64];
+  std::snprintf(scale, sizeof(scale), "%a", op.getScale().convertToDouble());
+  return llvm::formatv("ppcrt::lines::AttentionShape{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+                       "{8}, {9}, {10}, {11}}",
+                       numElements(batch), queries, keys, q.back(), v.back(), scale,
+                       op.getCausal() ? "true" : "false", inner, outerStride, innerStride,
+                       rowStride, colStride)
+      .str();
+}
+
+static LogicalResult emitAttention(Operation *op, EmitContext &ctx) {
+  auto attention = llvm::cast<AttentionOp>(op);
+  std::string shape = attentionShape(attention);
+  if (shape.empty())
+    return ctx.unsupported(op, "the bias must broadcast over at most two runs of batch "
+                               "dimensions");
+  std::string q = ctx.ptr(attention.getQ()), k = ctx.ptr(attention.getK()),
+              v = ctx.ptr(attention.getV()),
+              bias = attention.getBias() ? ctx.ptr(attention.getBias()) : "nullptr",
+              o = ctx.ptr(attention.getOutput()), lse = ctx.ptr(attention.getLse());
+  comment(ctx, op);
+  ctx.body() << llvm::formatv("  {0}::attention<{1}, {2}>({3}, {4}, {5}, {6}, {7}, {8}, {9});\n",
+                              ctx.kernelLibrary(), ctx.elementType(attention.getOutput()),
+                              ctx.elementType(attention.getLse()), q, k, v, bias, o, lse, shape);
+  return success();
+}
+
+static LogicalResult emitAttentionGrad(Operation *op, EmitContext &ctx) {
+  auto grad = llvm::cast<AttentionGradOp>(op);
+  std::string shape = attentionShape(grad);
+  if (shape.empty())
+    return ctx.unsupported(op, "the bias must broadcast over at most two runs of batch "
+                               "dimensions");
+  std::string bias = grad.getBias() ? ctx.ptr(grad.getBias()) : "nullptr";
+  std::string args = llvm::join(llvm::map_range(ValueRange{grad.getQ(), grad.getK(), grad.getV()},
+                                                [&](Value x) { return ctx.ptr(x); }),
+                                ", ");
+  std::string rest =
+      llvm::join(llvm::map_range(ValueRange{grad.getOutput(), grad.getLse(), grad.getDOutput(),
+                                            grad.getDQ(), grad.getDK(), grad.getDV()},
+                                 [&](Value x) { return ctx.ptr(x); }),
+                 ", ");
+  comment(ctx, op);
+  ctx.body() << llvm::formatv("  {0}::attentionGrad<{1}, {2}>({3}, {4}, {5}, {6});\n",
+                              ctx.kernelLibrary(), ctx.elementType(grad.getQ()),
+                              ctx.elementType(grad.getLse()), args, bias, rest, shape);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Registry
 //===----------------------------------------------------------------------===//
 
@@ -445,6 +544,8 @@ const OpEmitter *lookupEmitter(Operation *op) {
     t[TypeID::get<TopKIndicesOp>()] = emitTopKIndices;
     t[TypeID::get<MatMulOp>()] = emitMatMul;
     t[TypeID::get<EinsumOp>()] = emitEinsum;
+    t[TypeID::get<AttentionOp>()] = emitAttention;
+    t[TypeID::get<AttentionGradOp>()] = emitAttentionGrad;
     t[TypeID::get<ReduceSumOp>()] = [](Operation *op, EmitContext &ctx) {
       return emitReduce<ReduceSumOp>(op, ctx, "Sum");
     };

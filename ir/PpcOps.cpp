@@ -257,6 +257,92 @@ LogicalResult SoftmaxOp::verify() { return checkAxis(*this, getAxis(), getType()
 LogicalResult LogSoftmaxOp::verify() { return checkAxis(*this, getAxis(), getType().getRank()); }
 
 //===----------------------------------------------------------------------===//
+// AttentionOp, AttentionGradOp
+//===----------------------------------------------------------------------===//
+
+/// The FLOPs of the score and value GEMMs (`gemms` of them: 2 forward, 5
+/// backward with the scores recomputed) over q [..., T, D], k [..., S, D],
+/// v [..., S, Dv]; causal attention computes about half the pairs.
+static double attentionFlops(llvm::ArrayRef<llvm::ArrayRef<int64_t>> operands, bool causal,
+                             double scoreGemms, double valueGemms) {
+  llvm::ArrayRef<int64_t> q = operands[0], k = operands[1], v = operands[2];
+  double batch = 1;
+  for (int64_t size : q.drop_back(2))
+    batch *= size;
+  double t = q[q.size() - 2], s = k[k.size() - 2];
+  double pairs = causal ? t * s - std::min(t, s) * (std::min(t, s) - 1) / 2 : t * s;
+  return 2.0 * batch * pairs * (scoreGemms * q.back() + valueGemms * v.back());
+}
+
+double AttentionOp::getFlops(llvm::ArrayRef<llvm::ArrayRef<int64_t>> operands) {
+  return attentionFlops(operands, getCausal(), 1, 1);
+}
+
+double AttentionGradOp::getFlops(llvm::ArrayRef<llvm::ArrayRef<int64_t>> operands) {
+  // Scores again, dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q.
+  return attentionFlops(operands, getCausal(), 3, 2);
+}
+
+/// Checks q, k, v (and bias) of an attention and returns the shapes of its
+/// output [..., T, Dv] and lse [..., T].
+template <typename OpT>
+static LogicalResult verifyAttentionOperands(OpT op, RankedTensorType &outputType,
+                                             RankedTensorType &lseType) {
+  auto q = op.getQ().getType(), k = op.getK().getType(), v = op.getV().getType();
+  if (q.getRank() < 3 || k.getRank() != q.getRank() || v.getRank() != q.getRank())
+    return op.emitOpError() << "q, k and v must have one rank of at least 3, not " << q << ", " << k
+                            << ", " << v;
+  if (k.getElementType() != q.getElementType() || v.getElementType() != q.getElementType())
+    return op.emitOpError() << "q, k and v must share their element type";
+  int64_t rank = q.getRank();
+  auto batch = q.getShape().drop_back(2);
+  if (k.getShape().drop_back(2) != batch || v.getShape().drop_back(2) != batch)
+    return op.emitOpError() << "q, k and v must have the same batch dimensions, not " << q << ", "
+                            << k << ", " << v;
+  if (k.getShape()[rank - 1] != q.getShape()[rank - 1])
+    return op.emitOpError() << "q and k must have the same head size, not " << q << " and " << k;
+  if (v.getShape()[rank - 2] != k.getShape()[rank - 2])
+    return op.emitOpError() << "k and v must have as many keys, not " << k << " and " << v;
+  llvm::SmallVector<int64_t> scores(batch);
+  scores.append({q.getShape()[rank - 2], k.getShape()[rank - 2]});
+  if (Value bias = op.getBias()) {
+    auto type = llvm::cast<RankedTensorType>(bias.getType());
+    if (type.getElementType() != q.getElementType() || !broadcastsTo(type.getShape(), scores))
+      return op.emitOpError() << "bias " << type << " must broadcast to the scores' shape "
+                              << RankedTensorType::get(scores, q.getElementType());
+  }
+  llvm::SmallVector<int64_t> output(batch);
+  output.append({q.getShape()[rank - 2], v.getShape()[rank - 1]});
+  outputType = RankedTensorType::get(output, q.getElementType());
+  Type lseElement =
+      q.getElementType().isF64() ? q.getElementType() : Float32Type::get(op.getContext());
+  lseType = RankedTensorType::get(q.getShape().drop_back(), lseElement);
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType output, lse;
+  if (failed(verifyAttentionOperands(*this, output, lse)))
+    return failure();
+  if (getOutput().getType() != output || getLse().getType() != lse)
+    return emitOpError() << "results must be " << output << " and " << lse;
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  RankedTensorType output, lse;
+  if (failed(verifyAttentionOperands(*this, output, lse)))
+    return failure();
+  if (getOutput().getType() != output || getDOutput().getType() != output ||
+      getLse().getType() != lse)
+    return emitOpError() << "output and d_output must be " << output << ", lse " << lse;
+  if (getDQ().getType() != getQ().getType() || getDK().getType() != getK().getType() ||
+      getDV().getType() != getV().getType())
+    return emitOpError() << "d_q, d_k and d_v must have the types of q, k and v";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // LayerNormOp
 //===----------------------------------------------------------------------===//
 

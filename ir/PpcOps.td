@@ -337,6 +337,65 @@ def Ppc_LayerNormOp : Ppc_Op<"layer_norm", [Pure,
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Ppc_AttentionOp : Ppc_Op<"attention", [Pure,
+    DeclareOpInterfaceMethods<Ppc_ContractionOpInterface>]> {
+  let summary = "scaled dot-product attention, fused (FlashAttention)";
+  let description = [{
+    For queries `q[..., T, D]`, keys `k[..., S, D]` and values `v[..., S, Dv]`
+    with the same batch dimensions (heads included), the scores are
+    `s = scale * q k^T + bias` (`bias` optional, broadcast to `[..., T, S]`,
+    never differentiated); with `causal`, key j is hidden from query i when
+    j > i. `output = softmax(s) v` and `lse[..., T]` is each query's
+    log-sum-exp of its scores, kept (in f32, f64 for f64 operands) so that
+    the backward (`ppc.attention_grad`) recomputes the probabilities rather
+    than storing `T x S` of them. `ppc-fuse-attention` makes it from the
+    matmul-softmax-matmul form exported models have.
+
+    Example:
+    ```mlir
+    %o, %lse = ppc.attention %q, %k, %v scale = 1.250000e-01 causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins Ppc_FloatTensor:$q, Ppc_FloatTensor:$k, Ppc_FloatTensor:$v,
+                       Optional<Ppc_FloatTensor>:$bias, F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs Ppc_FloatTensor:$output, Ppc_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`bias` $bias^)? `scale` `=` $scale (`causal` $causal^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Ppc_AttentionGradOp : Ppc_Op<"attention_grad", [Pure,
+    DeclareOpInterfaceMethods<Ppc_ContractionOpInterface>]> {
+  let summary = "the gradient of ppc.attention (FlashAttention's backward)";
+  let description = [{
+    The adjoints of `q`, `k` and `v` of a `ppc.attention` with the same
+    operands and attributes, given its `output`, its `lse` and the output's
+    adjoint `d_output`: the probabilities are recomputed from `lse`, so no
+    `T x S` tensor is read or written.
+
+    Example:
+    ```mlir
+    %dq, %dk, %dv = ppc.attention_grad %q, %k, %v, %o, %lse, %do scale = 1.250000e-01 causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
+    ```
+  }];
+  let arguments = (ins Ppc_FloatTensor:$q, Ppc_FloatTensor:$k, Ppc_FloatTensor:$v,
+                       Ppc_FloatTensor:$output, Ppc_FloatTensor:$lse,
+                       Ppc_FloatTensor:$d_output, Optional<Ppc_FloatTensor>:$bias,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs Ppc_FloatTensor:$d_q, Ppc_FloatTensor:$d_k, Ppc_FloatTensor:$d_v);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $output `,` $lse `,` $d_output (`bias` $bias^)? `scale` `=` $scale
+    (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
 

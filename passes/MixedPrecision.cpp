@@ -154,6 +154,11 @@ struct MixedPrecisionPass : impl::MixedPrecisionBase<MixedPrecisionPass> {
           operand.set(lowCopy(operand.get(), &op));
       for (Value result : op.getResults()) {
         activations.insert(result);
+        // An attention's log-sum-exp stays f32 (the statistic its backward
+        // recomputes the probabilities from), as FlashAttention keeps it.
+        if (auto attention = llvm::dyn_cast<AttentionOp>(op);
+            attention && result == attention.getLse())
+          continue;
         if (isF32(result.getType()))
           result.setType(withElement(result.getType(), low));
       }

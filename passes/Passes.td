@@ -23,6 +23,28 @@ def FoldConstants : Pass<"ppc-fold-constants", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def FuseAttention : Pass<"ppc-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Replaces matmul-softmax-matmul attention by ppc.attention";
+  let description = [{
+    Finds scaled dot-product attention as exports write it: `q @ k^T`,
+    scalar scalings, additive masks (a causal or padding mask, ALiBi) and
+    masked_fills with a scalar fill, a softmax over the keys and `@ v`; and
+    replaces it by one `ppc.attention`, whose kernels never hold the
+    `T x S` scores (FlashAttention). A bias that folds to the causal mask
+    becomes the op's `causal` flag. Attention where a parameter reaches the
+    mask, or whose scores or probabilities have other readers, keeps its
+    unfused form.
+
+    Example: `matmul(softmax(where(tril, matmul(q, transpose(k)) / 8, -inf)), v)`
+    becomes `ppc.attention %q, %k, %v scale = 0.125 causal`.
+  }];
+  let options = [
+    Option<"maxFoldElements", "max-fold-elements", "int64_t", /*default=*/"int64_t(1) << 24",
+           "largest mask (in elements) evaluated to recognise the causal mask">
+  ];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def AppendLoss : Pass<"ppc-append-loss", "mlir::ModuleOp"> {
   let summary = "Makes @forward return the training loss";
   let description = [{

@@ -22,6 +22,8 @@ void buildImportPipeline(OpPassManager &pm, const ImportPipelineOptions &options
 }
 
 void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &options) {
+  if (options.attention == "fused")
+    pm.addNestedPass<func::FuncOp>(createFuseAttention());
   if (options.precision != "fp32") {
     MixedPrecisionOptions mixed;
     mixed.precision = options.precision;

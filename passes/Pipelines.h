@@ -48,6 +48,11 @@ struct TrainingPipelineOptions : public mlir::PassPipelineOptions<TrainingPipeli
                        llvm::cl::init(0.0)};
   Option<int64_t> microBatches{*this, "micro-batches", llvm::cl::desc("micro-batches per step"),
                                llvm::cl::init(1)};
+  Option<std::string> attention{
+      *this, "attention",
+      llvm::cl::desc("fused (scaled dot-product attention becomes ppc.attention, "
+                     "FlashAttention's kernels) or unfused (as imported)"),
+      llvm::cl::init("fused")};
   Option<std::string> precision{
       *this, "precision",
       llvm::cl::desc("fp32, bf16 (activations in bf16, master weights f32), or fp16 (the same "

@@ -1,4 +1,4 @@
-//===- Contraction.cpp - matmul and einsum kernels ------------------------===//
+//===- Contraction.cpp - matmul, einsum and attention kernels -------------===//
 //
 // Products are accumulated in double for floats and in wrapping 64-bit
 // arithmetic for integers; the result is rounded to its dtype once at the end.
@@ -8,7 +8,10 @@
 #include "executor/Kernels.h"
 #include "ir/PpcOps.h"
 
+#include <cmath>
+#include <limits>
 #include <type_traits>
+#include <vector>
 
 using namespace mlir;
 
@@ -165,9 +168,154 @@ static LogicalResult einsumKernel(Operation *op, llvm::ArrayRef<Tensor> operands
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// The scores of one (batch, query) row of an attention, in double: scale *
+/// q_i . k_j + bias (hidden keys -inf), and their log-sum-exp.
+struct AttentionRows {
+  int64_t batch, queries, keys, headDim, valueDim;
+  double scale;
+  bool causal;
+  const Tensor &q, &k;
+  const Tensor *bias;
+  Shape scoreShape, scoreStrides, biasStrides;
+
+  template <typename OpT>
+  AttentionRows(OpT op, llvm::ArrayRef<Tensor> operands, const Tensor *bias)
+      : scale(op.getScale().convertToDouble()), causal(op.getCausal()), q(operands[0]),
+        k(operands[1]), bias(bias) {
+    llvm::ArrayRef<int64_t> qShape = q.shape();
+    int64_t rank = qShape.size();
+    batch = numElements(qShape.drop_back(2));
+    queries = qShape[rank - 2];
+    headDim = qShape[rank - 1];
+    keys = k.shape()[rank - 2];
+    valueDim = operands[2].shape()[rank - 1];
+    scoreShape.assign(qShape.begin(), qShape.end() - 1);
+    scoreShape.push_back(keys);
+    scoreStrides = stridesOf(scoreShape);
+    if (bias)
+      biasStrides = stridesOf(bias->shape());
+  }
+
+  /// Fills `scores` (keys of them) for query i of batch n; returns the
+  /// log-sum-exp.
+  double row(int64_t n, int64_t i, std::vector<double> &scores) const {
+    const double *qi = q.floats().data() + (n * queries + i) * headDim;
+    double max = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < keys; ++j) {
+      if (causal && j > i) {
+        scores[j] = -std::numeric_limits<double>::infinity();
+        continue;
+      }
+      const double *kj = k.floats().data() + (n * keys + j) * headDim;
+      double dot = 0;
+      for (int64_t d = 0; d < headDim; ++d)
+        dot += qi[d] * kj[d];
+      double s = scale * dot;
+      if (bias)
+        s += bias->floats()[broadcastIndex((n * queries + i) * keys + j, scoreShape, scoreStrides,
+                                           bias->shape(), biasStrides)];
+      scores[j] = s;
+      max = std::max(max, s);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < keys; ++j)
+      sum += std::exp(scores[j] - max);
+    return max + std::log(sum);
+  }
+};
+
+static LogicalResult attentionKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                     llvm::SmallVectorImpl<Tensor> &results,
+                                     const ExecOptions &options) {
+  auto attention = llvm::cast<AttentionOp>(op);
+  AttentionRows rows(attention, operands, attention.getBias() ? &operands[3] : nullptr);
+  const Tensor &v = operands[2];
+  Tensor output(resultDType(op, 0, options), attention.getOutput().getType().getShape());
+  Tensor lse(resultDType(op, 1, options), attention.getLse().getType().getShape());
+  std::vector<double> scores(rows.keys), sum(rows.valueDim);
+  for (int64_t n = 0; n < rows.batch; ++n)
+    for (int64_t i = 0; i < rows.queries; ++i) {
+      double logSum = rows.row(n, i, scores);
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int64_t j = 0; j < rows.keys; ++j) {
+        double p = std::exp(scores[j] - logSum);
+        const double *vj = v.floats().data() + (n * rows.keys + j) * rows.valueDim;
+        for (int64_t d = 0; d < rows.valueDim; ++d)
+          sum[d] += p * vj[d];
+      }
+      int64_t at = n * rows.queries + i;
+      for (int64_t d = 0; d < rows.valueDim; ++d)
+        output.setDouble(at * rows.valueDim + d, sum[d]);
+      lse.setDouble(at, logSum);
+    }
+  results.push_back(std::move(output));
+  results.push_back(std::move(lse));
+  return success();
+}
+
+/// FlashAttention's backward, in double: P = exp(s - lse) from the saved
+/// lse, D_i = dO_i . o_i, dS = P (dO v^T - D), dq = scale dS k, dk = scale
+/// dS^T q, dv = P^T dO.
+static LogicalResult attentionGradKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                         llvm::SmallVectorImpl<Tensor> &results,
+                                         const ExecOptions &options) {
+  auto grad = llvm::cast<AttentionGradOp>(op);
+  AttentionRows rows(grad, operands, grad.getBias() ? &operands[6] : nullptr);
+  const Tensor &q = operands[0], &k = operands[1], &v = operands[2], &o = operands[3],
+               &lse = operands[4], &dO = operands[5];
+  int64_t hd = rows.headDim, vd = rows.valueDim;
+  std::vector<double> dq(q.numElements()), dk(k.numElements()), dv(v.numElements());
+  std::vector<double> scores(rows.keys);
+  for (int64_t n = 0; n < rows.batch; ++n)
+    for (int64_t i = 0; i < rows.queries; ++i) {
+      int64_t at = n * rows.queries + i;
+      (void)rows.row(n, i, scores);
+      double logSum = lse.floats()[at];
+      const double *doi = dO.floats().data() + at * vd, *oi = o.floats().data() + at * vd,
+                   *qi = q.floats().data() + at * hd;
+      double delta = 0;
+      for (int64_t d = 0; d < vd; ++d)
+        delta += doi[d] * oi[d];
+      for (int64_t j = 0; j < rows.keys; ++j) {
+        double p = std::exp(scores[j] - logSum);
+        if (p == 0)
+          continue;
+        int64_t key = n * rows.keys + j;
+        const double *vj = v.floats().data() + key * vd, *kj = k.floats().data() + key * hd;
+        double dp = 0;
+        for (int64_t d = 0; d < vd; ++d) {
+          dp += doi[d] * vj[d];
+          dv[key * vd + d] += p * doi[d];
+        }
+        double ds = p * (dp - delta) * rows.scale;
+        for (int64_t d = 0; d < hd; ++d) {
+          dq[at * hd + d] += ds * kj[d];
+          dk[key * hd + d] += ds * qi[d];
+        }
+      }
+    }
+  auto store = [&](unsigned index, llvm::ArrayRef<double> values) {
+    Tensor result(resultDType(op, index, options),
+                  llvm::cast<RankedTensorType>(op->getResult(index).getType()).getShape());
+    for (auto [i, x] : llvm::enumerate(values))
+      result.setDouble(i, x);
+    results.push_back(std::move(result));
+  };
+  store(0, dq);
+  store(1, dk);
+  store(2, dv);
+  return success();
+}
+
 void registerContractionKernels(KernelRegistry &registry) {
   registry.add<MatMulOp>(matmulKernel);
   registry.add<EinsumOp>(einsumKernel);
+  registry.add<AttentionOp>(attentionKernel);
+  registry.add<AttentionGradOp>(attentionGradKernel);
 }
 
 } // namespace ppc

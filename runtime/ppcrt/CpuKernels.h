@@ -1,13 +1,13 @@
 //===- CpuKernels.h - library kernels generated CPU code calls -----------===//
 //
 // The ops that are not fused elementwise loops: GEMMs (OpenBLAS), reductions,
-// normalizations, the loss, and data movement. Generated code calls them with
-// every size a compile-time constant, so after inlining they are as
-// specialized as emitted loops. Numerics follow the reference executor:
-// sums accumulate in double and round once; GEMMs accumulate in the
-// element type (BLAS). The functions the op emitters call have the names and
-// arguments of runtime/ppcrt/cuda/Kernels.cuh's: one emitter per op writes
-// the call for either target (codegen/Ops.cpp).
+// normalizations, the loss, attention, and data movement. Generated code
+// calls them with every size a compile-time constant, so after inlining they
+// are as specialized as emitted loops. Numerics follow the reference
+// executor: sums accumulate in double and round once; GEMMs (BLAS) and
+// attention (tile by tile) accumulate in the element type. The functions the op emitters call have
+// the names and arguments of runtime/ppcrt/cuda/Kernels.cuh's: one emitter per op writes the call
+// for either target (codegen/Ops.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace ppcrt::cpu {
@@ -272,6 +273,352 @@ void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int
     out[0] = T(lossSum);
   else if (reduction == LossReduction::Mean)
     out[0] = T(lossSum / weightSum);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// The rows a task of the attention kernels takes (queries in the forward
+/// and dq passes, keys in the dk/dv pass) and the columns of a tile of
+/// scores (keys, queries): the tile products below keep 4 rows of a tile
+/// in vector registers.
+constexpr int64_t kAttentionRows = 64, kAttentionTile = 32;
+
+/// exp(x) for floats, in a form the compiler vectorizes (the libm call does
+/// not vectorize without -ffast-math and costs more than the rest of a
+/// score): 2^n exp(r), |r| <= ln(2)/2, with Cephes' polynomial (within an
+/// ulp of exp). 0 below -87 (exp is under 1.7e-38 there), NaN stays NaN;
+/// for x <= 88, which covers the scores minus their max or log-sum-exp that
+/// the kernels take.
+inline float attentionExp(float x) {
+  float clamped = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+  // Rounded to the nearest integer by adding 1.5 * 2^23.
+  float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = clamped - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  int32_t bits = (int32_t(n) + 127) << 23;
+  float power;
+  std::memcpy(&power, &bits, sizeof(power));
+  float result = p * power;
+  return x < -87.0f ? 0.0f : x != x ? x : result;
+}
+inline double attentionExp(double x) { return std::exp(x); }
+
+/// bT[d * kAttentionTile + c] = b[c * ldb + d]: `cols` rows of b transposed
+/// (depth of them each), zeros past them.
+template <typename C>
+inline void attentionTranspose(const C *b, int64_t ldb, int64_t cols, int64_t depth, C *bT) {
+  constexpr int64_t N = kAttentionTile;
+  for (int64_t d = 0; d < depth; ++d)
+    std::fill_n(bT + d * N + cols, N - cols, C(0));
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t d = 0; d < depth; ++d)
+      bT[d * N + c] = b[c * ldb + d];
+}
+
+/// out[r * kAttentionTile + c] = sum_d a[r * lda + d] * bT[d * kAttentionTile
+/// + c] for r < rows: a tile of dot products, vectorized along c.
+template <typename C>
+inline void attentionDots(const C *a, int64_t lda, int64_t rows, const C *bT, int64_t depth,
+                          C *out) {
+  constexpr int64_t N = kAttentionTile;
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    C acc[4][N] = {};
+    const C *a0 = a + r * lda;
+    for (int64_t d = 0; d < depth; ++d) {
+      const C *b = bT + d * N;
+      for (int x = 0; x < 4; ++x) {
+        C s = a0[x * lda + d];
+        for (int64_t c = 0; c < N; ++c)
+          acc[x][c] += s * b[c];
+      }
+    }
+    std::memcpy(out + r * N, acc, sizeof(acc));
+  }
+  for (; r < rows; ++r) {
+    C acc[N] = {};
+    for (int64_t d = 0; d < depth; ++d) {
+      C s = a[r * lda + d];
+      for (int64_t c = 0; c < N; ++c)
+        acc[c] += s * bT[d * N + c];
+    }
+    std::memcpy(out + r * N, acc, sizeof(acc));
+  }
+}
+
+/// out[r * cols + e] += sum_c p[r * kAttentionTile + c] * b[c * cols + e] for
+/// r < rows, c < depth: a tile of weights times `depth` rows of b,
+/// vectorized along e.
+template <typename C>
+inline void attentionAccumulate(const C *p, int64_t rows, const C *b, int64_t depth, int64_t cols,
+                                C *out) {
+  constexpr int64_t N = kAttentionTile, W = 32;
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    int64_t e0 = 0;
+    for (; e0 + W <= cols; e0 += W) {
+      C acc[4][W];
+      for (int x = 0; x < 4; ++x)
+        for (int64_t e = 0; e < W; ++e)
+          acc[x][e] = out[(r + x) * cols + e0 + e];
+      for (int64_t c = 0; c < depth; ++c) {
+        const C *row = b + c * cols + e0;
+        for (int x = 0; x < 4; ++x) {
+          C w = p[(r + x) * N + c];
+          for (int64_t e = 0; e < W; ++e)
+            acc[x][e] += w * row[e];
+        }
+      }
+      for (int x = 0; x < 4; ++x)
+        for (int64_t e = 0; e < W; ++e)
+          out[(r + x) * cols + e0 + e] = acc[x][e];
+    }
+    for (int x = 0; x < 4; ++x)
+      for (int64_t c = 0; c < depth; ++c) {
+        C w = p[(r + x) * N + c];
+        for (int64_t e = e0; e < cols; ++e)
+          out[(r + x) * cols + e] += w * b[c * cols + e];
+      }
+  }
+  for (; r < rows; ++r)
+    for (int64_t c = 0; c < depth; ++c) {
+      C w = p[r * N + c];
+      for (int64_t e = 0; e < cols; ++e)
+        out[r * cols + e] += w * b[c * cols + e];
+    }
+}
+
+/// The scores of one row of a tile: s[c] = scale * s[c] + bias[c *
+/// biasStride] for c < visible, -inf past it (the keys a causal query does
+/// not see, and the tile's padding); returns their max.
+template <typename C>
+inline C attentionScores(C *s, C scale, const C *bias, int64_t biasStride, int64_t visible) {
+  constexpr int64_t N = kAttentionTile;
+  const C none = -std::numeric_limits<C>::infinity();
+  for (int64_t c = 0; c < N; ++c)
+    s[c] = c < visible ? scale * s[c] : none;
+  if (bias)
+    for (int64_t c = 0; c < visible; ++c)
+      s[c] += bias[c * biasStride];
+  C best = none;
+#pragma omp simd reduction(max : best)
+  for (int64_t c = 0; c < N; ++c)
+    best = s[c] > best ? s[c] : best;
+  return best;
+}
+
+/// Whether a scaled dot-product attention this big runs on several threads.
+inline bool attentionInParallel(const lines::AttentionShape &shape, int64_t tasks) {
+  return tasks > 1 &&
+         shape.batch * shape.queries * shape.keys * (shape.headDim + shape.valueDim) > 65536;
+}
+
+} // namespace detail
+
+/// Scaled dot-product attention (ppc.attention) over the shape's batch of
+/// heads (lines::AttentionShape): o = softmax(scale q k^T + bias) v, dense
+/// row-major, and the log-sum-exp of each query's scores in lse. The scores
+/// are never stored: each task takes kAttentionRows queries through tiles
+/// of kAttentionTile keys with an online softmax (FlashAttention's), so the
+/// memory is a few tiles per thread. Computed in T (float or double; the
+/// CPU target has no bf16); L is T.
+template <typename T, typename L>
+void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
+               const lines::AttentionShape &shape) {
+  static_assert(std::is_floating_point_v<T>, "attention computes in float or double");
+  using detail::kAttentionRows, detail::kAttentionTile;
+  constexpr int64_t R = kAttentionRows, N = kAttentionTile;
+  const int64_t queries = shape.queries, keys = shape.keys, depth = shape.headDim,
+                width = shape.valueDim;
+  const int64_t blocks = (queries + R - 1) / R, tasks = shape.batch * blocks;
+  const T scale = T(shape.scale), none = -std::numeric_limits<T>::infinity();
+#pragma omp parallel if (detail::attentionInParallel(shape, tasks))
+  {
+    std::vector<T> kT(depth * N), scores(R * N), acc(R * width);
+    T rowMax[R], sum[R];
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t n = task / blocks, i0 = task % blocks * R, rows = std::min(R, queries - i0);
+      const T *qs = q + (n * queries + i0) * depth, *ks = k + n * keys * depth,
+              *vs = v + n * keys * width;
+      std::fill_n(acc.data(), rows * width, T(0));
+      std::fill_n(rowMax, R, none);
+      std::fill_n(sum, R, T(0));
+      const int64_t end = shape.visibleKeys(i0 + rows - 1);
+      for (int64_t j0 = 0; j0 < end; j0 += N) {
+        const int64_t cols = std::min(N, end - j0);
+        detail::attentionTranspose(ks + j0 * depth, depth, cols, depth, kT.data());
+        detail::attentionDots(qs, depth, rows, kT.data(), depth, scores.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t i = i0 + r, visible = std::min(shape.visibleKeys(i) - j0, cols);
+          T *s = scores.data() + r * N;
+          T tileMax = visible > 0
+                          ? detail::attentionScores(s, scale,
+                                                    bias ? bias + shape.biasAt(n, i, j0) : nullptr,
+                                                    shape.biasColStride, visible)
+                          : none;
+          if (tileMax == none) { // nothing to see in this tile: adds 0
+            std::fill_n(s, N, T(0));
+            continue;
+          }
+          T next = std::max(rowMax[r], tileMax), rowSum = 0;
+#pragma omp simd reduction(+ : rowSum)
+          for (int64_t c = 0; c < N; ++c) {
+            s[c] = detail::attentionExp(s[c] - next);
+            rowSum += s[c];
+          }
+          if (next != rowMax[r]) {
+            T alpha = detail::attentionExp(rowMax[r] - next);
+            sum[r] *= alpha;
+            for (int64_t e = 0; e < width; ++e)
+              acc[r * width + e] *= alpha;
+            rowMax[r] = next;
+          }
+          sum[r] += rowSum;
+        }
+        detail::attentionAccumulate(scores.data(), rows, vs + j0 * width, cols, width, acc.data());
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = n * queries + i0 + r;
+        lse[i] = L(rowMax[r] + std::log(sum[r]));
+        T inverse = T(1) / sum[r];
+        for (int64_t e = 0; e < width; ++e)
+          o[i * width + e] = acc[r * width + e] * inverse;
+      }
+    }
+  }
+}
+
+/// The gradients of attention (ppc.attention_grad) with respect to q, k
+/// and v (written, not accumulated; the bias has none), from the forward's
+/// output o and log-sum-exp (FlashAttention's backward): P = exp(S - lse)
+/// recomputed tile by tile, dS = P (dO v^T - rowsum(dO o)), dq = scale dS k,
+/// dk = scale dS^T q, dv = P^T dO. Two passes so that no two threads write
+/// one row: queries for dq, then keys for dk and dv (with the tiles
+/// transposed: keys are the rows, queries the columns).
+template <typename T, typename L>
+void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o, const L *lse,
+                   const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &shape) {
+  static_assert(std::is_floating_point_v<T>, "attention computes in float or double");
+  using detail::kAttentionRows, detail::kAttentionTile;
+  constexpr int64_t R = kAttentionRows, N = kAttentionTile;
+  const int64_t queries = shape.queries, keys = shape.keys, depth = shape.headDim,
+                width = shape.valueDim;
+  const T scale = T(shape.scale), none = -std::numeric_limits<T>::infinity();
+  auto rowDot = [](const T *x, const T *y, int64_t size) {
+    T dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t e = 0; e < size; ++e)
+      dot += x[e] * y[e];
+    return dot;
+  };
+
+  // dq: tasks of R queries.
+  const int64_t queryBlocks = (queries + R - 1) / R, queryTasks = shape.batch * queryBlocks;
+#pragma omp parallel if (detail::attentionInParallel(shape, queryTasks))
+  {
+    std::vector<T> kT(depth * N), vT(width * N), scores(R * N), dP(R * N), acc(R * depth);
+    T rowLse[R], rowD[R];
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < queryTasks; ++task) {
+      const int64_t n = task / queryBlocks, i0 = task % queryBlocks * R,
+                    rows = std::min(R, queries - i0);
+      const int64_t first = n * queries + i0;
+      const T *ks = k + n * keys * depth, *vs = v + n * keys * width;
+      for (int64_t r = 0; r < rows; ++r) {
+        rowLse[r] = T(lse[first + r]);
+        rowD[r] = rowDot(dO + (first + r) * width, o + (first + r) * width, width);
+      }
+      std::fill_n(acc.data(), rows * depth, T(0));
+      const int64_t end = shape.visibleKeys(i0 + rows - 1);
+      for (int64_t j0 = 0; j0 < end; j0 += N) {
+        const int64_t cols = std::min(N, end - j0);
+        detail::attentionTranspose(ks + j0 * depth, depth, cols, depth, kT.data());
+        detail::attentionTranspose(vs + j0 * width, width, cols, width, vT.data());
+        detail::attentionDots(q + first * depth, depth, rows, kT.data(), depth, scores.data());
+        detail::attentionDots(dO + first * width, width, rows, vT.data(), width, dP.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t i = i0 + r, visible = std::min(shape.visibleKeys(i) - j0, cols);
+          T *s = scores.data() + r * N;
+          const T *dp = dP.data() + r * N;
+          detail::attentionScores(s, scale, bias ? bias + shape.biasAt(n, i, j0) : nullptr,
+                                  shape.biasColStride, std::max<int64_t>(visible, 0));
+          for (int64_t c = 0; c < N; ++c) {
+            T p = detail::attentionExp(s[c] - rowLse[r]);
+            s[c] = p * (dp[c] - rowD[r]);
+          }
+        }
+        detail::attentionAccumulate(scores.data(), rows, ks + j0 * depth, cols, depth, acc.data());
+      }
+      for (int64_t e = 0; e < rows * depth; ++e)
+        dq[first * depth + e] = scale * acc[e];
+    }
+  }
+
+  // dk and dv: tasks of R keys; a causal one starts at the first query that
+  // sees its first key.
+  const int64_t keyBlocks = (keys + R - 1) / R, keyTasks = shape.batch * keyBlocks;
+#pragma omp parallel if (detail::attentionInParallel(shape, keyTasks))
+  {
+    std::vector<T> qT(depth * N), dOT(width * N), scores(R * N), dP(R * N), accK(R * depth),
+        accV(R * width);
+    T colLse[N], colD[N];
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < keyTasks; ++task) {
+      const int64_t n = task / keyBlocks, j0 = task % keyBlocks * R, rows = std::min(R, keys - j0);
+      const int64_t first = n * keys + j0;
+      const T *biasN = bias ? bias + shape.biasAt(n, 0, 0) : nullptr;
+      std::fill_n(accK.data(), rows * depth, T(0));
+      std::fill_n(accV.data(), rows * width, T(0));
+      for (int64_t i0 = shape.causal ? j0 : 0; i0 < queries; i0 += N) {
+        const int64_t cols = std::min(N, queries - i0), at = n * queries + i0;
+        for (int64_t c = 0; c < cols; ++c) {
+          colLse[c] = T(lse[at + c]);
+          colD[c] = rowDot(dO + (at + c) * width, o + (at + c) * width, width);
+        }
+        detail::attentionTranspose(q + at * depth, depth, cols, depth, qT.data());
+        detail::attentionTranspose(dO + at * width, width, cols, width, dOT.data());
+        detail::attentionDots(k + first * depth, depth, rows, qT.data(), depth, scores.data());
+        detail::attentionDots(v + first * width, width, rows, dOT.data(), width, dP.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t j = j0 + r;
+          T *s = scores.data() + r * N, *dp = dP.data() + r * N;
+          // Query i0 + c sees key j when j <= i0 + c (causal) or always.
+          const int64_t from = shape.causal ? std::max<int64_t>(j - i0, 0) : 0;
+          const T *biasRow =
+              biasN ? biasN + i0 * shape.biasRowStride + j * shape.biasColStride : nullptr;
+          T x[N];
+          for (int64_t c = 0; c < N; ++c)
+            x[c] = scale * s[c] - colLse[c];
+          if (biasRow)
+            for (int64_t c = from; c < cols; ++c)
+              x[c] += T(biasRow[c * shape.biasRowStride]);
+          for (int64_t c = 0; c < N; ++c) {
+            bool seen = c >= from && c < cols;
+            T p = detail::attentionExp(seen ? x[c] : none);
+            s[c] = p;
+            dp[c] = seen ? p * (dp[c] - colD[c]) : T(0);
+          }
+        }
+        detail::attentionAccumulate(scores.data(), rows, dO + at * width, cols, width, accV.data());
+        detail::attentionAccumulate(dP.data(), rows, q + at * depth, cols, depth, accK.data());
+      }
+      for (int64_t e = 0; e < rows * depth; ++e)
+        dk[first * depth + e] = scale * accK[e];
+      std::copy_n(accV.data(), rows * width, dv + first * width);
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -87,6 +87,31 @@ PPCRT_HD inline void topKIndices(const T *in, int64_t *out, int64_t n, int64_t i
   }
 }
 
+/// The sizes of scaled dot-product attention (ppc.attention) over `batch`
+/// independent heads: q [batch, queries, headDim], k [batch, keys, headDim],
+/// v [batch, keys, valueDim], the output [batch, queries, valueDim] and the
+/// log-sum-exp of each query's scores [batch, queries]. The score of query i
+/// and key j is scale * dot(q_i, k_j) + bias(n, i, j); with `causal`, keys
+/// j > i are left out (as if their score were -inf). The optional bias is
+/// read at biasAt(n, i, j), which covers a bias broadcast along the batch
+/// (batch = outer * inner, e.g. [B, 1, T, S] over heads B*H), the queries or
+/// the keys (stride 0).
+struct AttentionShape {
+  int64_t batch, queries, keys, headDim, valueDim;
+  double scale;
+  bool causal;
+  int64_t biasInner, biasOuterStride, biasInnerStride, biasRowStride, biasColStride;
+
+  PPCRT_HD int64_t biasAt(int64_t n, int64_t i, int64_t j) const {
+    return (n / biasInner) * biasOuterStride + (n % biasInner) * biasInnerStride +
+           i * biasRowStride + j * biasColStride;
+  }
+  /// The number of keys query i sees (all of them without `causal`).
+  PPCRT_HD int64_t visibleKeys(int64_t i) const {
+    return causal ? (i + 1 < keys ? i + 1 : keys) : keys;
+  }
+};
+
 } // namespace ppcrt::lines
 
 #endif // PPC_RUNTIME_PPCRT_LINES_H

@@ -780,3 +780,44 @@ func.func @cast_too_big(%x: tensor<274877906944xf32>) {
 func.func @param_overflows(%w: tensor<4611686018427387904x4xf32> {ppc.param = "w"}) {
   return
 }
+
+// -----
+
+// Tests that attention checks its operands' shapes and its results.
+func.func @attention_head_size(%q: tensor<2x8x16xf32>, %k: tensor<2x8x8xf32>, %v: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{'ppc.attention' op q and k must have the same head size, not 'tensor<2x8x16xf32>' and 'tensor<2x8x8xf32>'}}
+  %o, %l = ppc.attention %q, %k, %v scale = 1.0 : (tensor<2x8x16xf32>, tensor<2x8x8xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<2x8x16xf32>, %k: tensor<3x8x16xf32>, %v: tensor<3x8x16xf32>) {
+  // expected-error @+1 {{'ppc.attention' op q, k and v must have the same batch dimensions}}
+  %o, %l = ppc.attention %q, %k, %v scale = 1.0 : (tensor<2x8x16xf32>, tensor<3x8x16xf32>, tensor<3x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_lse_type(%q: tensor<2x8x16xbf16>) {
+  // expected-error @+1 {{'ppc.attention' op results must be 'tensor<2x8x16xbf16>' and 'tensor<2x8xf32>'}}
+  %o, %l = ppc.attention %q, %q, %q scale = 1.0 : (tensor<2x8x16xbf16>, tensor<2x8x16xbf16>, tensor<2x8x16xbf16>) -> (tensor<2x8x16xbf16>, tensor<2x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_bias(%q: tensor<2x8x16xf32>, %b: tensor<8x7xf32>) {
+  // expected-error @+1 {{'ppc.attention' op bias 'tensor<8x7xf32>' must broadcast to the scores' shape 'tensor<2x8x8xf32>'}}
+  %o, %l = ppc.attention %q, %q, %q bias %b scale = 1.0 : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<8x7xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_types(%q: tensor<2x8x16xf32>, %l: tensor<2x8xf32>) {
+  // expected-error @+1 {{'ppc.attention_grad' op d_q, d_k and d_v must have the types of q, k and v}}
+  %a, %b, %c = ppc.attention_grad %q, %q, %q, %q, %l, %q scale = 1.0 : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x8xf32>, tensor<2x8x16xf32>)
+  return
+}

@@ -266,6 +266,23 @@ func.func @layer_norm(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   return
 }
 
+// Tests attention with and without bias and causal, and its gradient.
+// CHECK-LABEL: func.func @attention
+// CHECK:         %[[O:.*]], %[[L:.*]] = ppc.attention %[[Q:.*]], %[[K:.*]], %[[V:.*]] scale = 1.250000e-01 causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)
+// CHECK-NEXT:    ppc.attention %[[Q]], %[[K]], %[[V]] bias %{{.*}} scale = 5.000000e-01 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>, tensor<2x1x1x8xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)
+// CHECK-NEXT:    ppc.attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[L]], %[[O]] scale = 1.250000e-01 causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8xf32>, tensor<2x4x8x32xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>)
+// CHECK-NEXT:    ppc.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 1.000000e+00 : (tensor<3x5x2xbf16>, tensor<3x7x2xbf16>, tensor<3x7x4xbf16>) -> (tensor<3x5x4xbf16>, tensor<3x5xf32>)
+// GENERIC-LABEL: sym_name = "attention"
+// GENERIC:         "ppc.attention"(%{{.*}}, %{{.*}}, %{{.*}}) <{causal, scale = 1.250000e-01 : f64}>
+func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x32xf32>, %mask: tensor<2x1x1x8xf32>,
+                     %a: tensor<3x5x2xbf16>, %b: tensor<3x7x2xbf16>, %c: tensor<3x7x4xbf16>) {
+  %o, %lse = ppc.attention %q, %k, %v scale = 0.125 causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)
+  %o2, %lse2 = ppc.attention %q, %k, %v bias %mask scale = 0.5 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>, tensor<2x1x1x8xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)
+  %dq, %dk, %dv = ppc.attention_grad %q, %k, %v, %o, %lse, %o scale = 0.125 causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8xf32>, tensor<2x4x8x32xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>)
+  %o3, %lse3 = ppc.attention %a, %b, %c scale = 1.0 : (tensor<3x5x2xbf16>, tensor<3x7x2xbf16>, tensor<3x7x4xbf16>) -> (tensor<3x5x4xbf16>, tensor<3x5xf32>)
+  return
+}
+
 // Tests reshape, including to and from 0-d tensors.
 // CHECK-LABEL: func.func @reshape
 // CHECK-SAME:    (%[[X:.*]]: tensor<2x16x64xf32>, %[[S:.*]]: tensor<i64>)

@@ -7,14 +7,20 @@
 
 #include "runtime/ppcrt/CpuKernels.h"
 #include "test/unit/ArgMaxReference.h"
+#include "test/unit/AttentionReference.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
+
+namespace lines = ppcrt::lines;
 
 // Every line's arg_max against a scan in double: largest and smallest, first
 // and last of equal elements (the values repeat), along a middle axis.
@@ -41,6 +47,124 @@ TEST(CpuKernels, ArgMaxTakesNaNFirst) {
   EXPECT_EQ(out, 1);
   ppcrt::cpu::argMax(in.data(), &out, 1, 5, 1, false, true);
   EXPECT_EQ(out, 3);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+using ppc::test::AttentionCase;
+using ppc::test::AttentionInputs;
+
+/// The values as T holds them (the kernel's inputs), in double.
+template <typename T> std::vector<double> roundedTo(const std::vector<double> &values) {
+  std::vector<double> rounded(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    rounded[i] = double(T(values[i]));
+  return rounded;
+}
+
+template <typename T> std::vector<T> as(const std::vector<double> &values) {
+  return std::vector<T>(values.begin(), values.end());
+}
+
+/// Every element within `relative` of the reference (of 1 near zero).
+template <typename T>
+::testing::AssertionResult allNear(const std::vector<T> &got, const std::vector<double> &want,
+                                   double relative) {
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::fabs(double(got[i]) - want[i]) <= relative * std::max(1.0, std::fabs(want[i]))))
+      return ::testing::AssertionFailure() << "element " << i << ": " << double(got[i]) << " where "
+                                           << want[i] << " was expected";
+  return ::testing::AssertionSuccess();
+}
+
+/// attention (or attentionGrad, from the reference's o and lse) of every
+/// case against the reference, in T.
+template <typename T> void checkAttention(bool gradients, double relative) {
+  for (const AttentionCase &c : ppc::test::attentionCases()) {
+    SCOPED_TRACE(c.name() + (sizeof(T) == 4 ? " f32" : " f64"));
+    lines::AttentionShape shape = c.shape();
+    AttentionInputs in = ppc::test::attentionInputs(c, 7);
+    for (std::vector<double> *values : {&in.q, &in.k, &in.v, &in.bias, &in.dO})
+      *values = roundedTo<T>(*values);
+    std::vector<double> o, lse, dq, dk, dv;
+    ppc::test::referenceAttention(shape, in, o, lse);
+    std::vector<T> q = as<T>(in.q), k = as<T>(in.k), v = as<T>(in.v), bias = as<T>(in.bias),
+                   dO = as<T>(in.dO), gotO(o.size()), gotLse(lse.size());
+    const T *biasData = bias.empty() ? nullptr : bias.data();
+    ppcrt::cpu::attention<T, T>(q.data(), k.data(), v.data(), biasData, gotO.data(), gotLse.data(),
+                                shape);
+    if (!gradients) {
+      EXPECT_TRUE(allNear(gotO, o, relative)) << "o";
+      EXPECT_TRUE(allNear(gotLse, lse, relative)) << "lse";
+      continue;
+    }
+    o = roundedTo<T>(o);
+    lse = roundedTo<T>(lse);
+    ppc::test::referenceAttentionGrad(shape, in, o, lse, dq, dk, dv);
+    std::vector<T> oT = as<T>(o), lseT = as<T>(lse), gotDq(dq.size()), gotDk(dk.size()),
+                   gotDv(dv.size());
+    // NaN where a kernel leaves an element unwritten.
+    std::fill(gotDq.begin(), gotDq.end(), std::numeric_limits<T>::quiet_NaN());
+    std::fill(gotDk.begin(), gotDk.end(), std::numeric_limits<T>::quiet_NaN());
+    std::fill(gotDv.begin(), gotDv.end(), std::numeric_limits<T>::quiet_NaN());
+    ppcrt::cpu::attentionGrad<T, T>(q.data(), k.data(), v.data(), biasData, oT.data(), lseT.data(),
+                                    dO.data(), gotDq.data(), gotDk.data(), gotDv.data(), shape);
+    EXPECT_TRUE(allNear(gotDq, dq, relative)) << "dq";
+    EXPECT_TRUE(allNear(gotDk, dk, relative)) << "dk";
+    EXPECT_TRUE(allNear(gotDv, dv, relative)) << "dv";
+  }
+}
+
+// The reference's gradient formulas (FlashAttention's backward, which the
+// kernels compute) against central differences of the loss sum(o * dO) in
+// double, for every element of q, k and v: causal with fewer and more
+// queries than keys, a bias per query broadcast over heads, a padding mask.
+TEST(CpuKernels, AttentionReferenceMatchesFiniteDifferences) {
+  for (AttentionCase c : {AttentionCase{2, 5, 7, 3, 4, true, AttentionCase::QueryBias},
+                          AttentionCase{2, 7, 4, 3, 3, true, AttentionCase::None},
+                          AttentionCase{4, 6, 5, 3, 2, false, AttentionCase::Padding}}) {
+    SCOPED_TRACE(c.name());
+    lines::AttentionShape shape = c.shape();
+    AttentionInputs in = ppc::test::attentionInputs(c, 11);
+    auto loss = [&] {
+      std::vector<double> o, lse;
+      ppc::test::referenceAttention(shape, in, o, lse);
+      double sum = 0;
+      for (size_t i = 0; i < o.size(); ++i)
+        sum += o[i] * in.dO[i];
+      return sum;
+    };
+    std::vector<double> o, lse, dq, dk, dv;
+    ppc::test::referenceAttention(shape, in, o, lse);
+    ppc::test::referenceAttentionGrad(shape, in, o, lse, dq, dk, dv);
+    const double step = 1e-5;
+    for (auto [values, grad, name] :
+         {std::tuple{&in.q, &dq, "dq"}, std::tuple{&in.k, &dk, "dk"}, std::tuple{&in.v, &dv, "dv"}})
+      for (size_t i = 0; i < values->size(); ++i) {
+        double x = (*values)[i];
+        (*values)[i] = x + step;
+        double up = loss();
+        (*values)[i] = x - step;
+        double down = loss();
+        (*values)[i] = x;
+        ASSERT_NEAR((*grad)[i], (up - down) / (2 * step), 1e-8) << name << " element " << i;
+      }
+  }
+}
+
+// f32 within 1e-5 and f64 within 1e-12 of the reference (relative; of 1 near
+// zero): tiles of queries and keys cut off on every side, causal, biases.
+TEST(CpuKernels, AttentionMatchesReference) {
+  checkAttention<float>(false, 1e-5);
+  checkAttention<double>(false, 1e-12);
+}
+
+// dq, dk and dv (written over NaN) likewise.
+TEST(CpuKernels, AttentionGradMatchesReference) {
+  checkAttention<float>(true, 1e-5);
+  checkAttention<double>(true, 1e-12);
 }
 
 } // namespace

@@ -356,6 +356,33 @@ void GradientCheckTest::checkContractions() {
   // Repeated labels within an operand take its diagonal.
   check("einsum diagonal", {uniform({3, 3})}, einsum("ii->i"));
   check("einsum trace times vector", {uniform({3, 3, 2}), uniform({2})}, einsum("iij,j->"));
+
+  // Attention against finite differences of the whole (scores, softmax,
+  // values) in f64: the rule's ppc.attention_grad, FlashAttention's backward.
+  auto attention = [](double scale, bool causal) {
+    return [scale, causal](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      auto q = llvm::cast<RankedTensorType>(a[0].getType());
+      auto v = llvm::cast<RankedTensorType>(a[2].getType());
+      llvm::SmallVector<int64_t> out(q.getShape()), lse(q.getShape().drop_back());
+      out.back() = v.getShape().back();
+      return b
+          .create<AttentionOp>(loc,
+                               TypeRange{RankedTensorType::get(out, q.getElementType()),
+                                         RankedTensorType::get(lse, q.getElementType())},
+                               a[0], a[1], a[2], a.size() > 3 ? a[3] : Value(),
+                               b.getF64FloatAttr(scale), causal ? b.getUnitAttr() : UnitAttr())
+          .getOutput();
+    };
+  };
+  check("attention [2,3,4,3] [2,3,5,3] [2,3,5,2]",
+        {uniform({2, 3, 4, 3}), uniform({2, 3, 5, 3}), uniform({2, 3, 5, 2})},
+        attention(0.6, false));
+  check("attention causal [2,4,3]", {uniform({2, 4, 3}), uniform({2, 4, 3}), uniform({2, 4, 2})},
+        attention(0.5, true));
+  check("attention with a fixed bias [2,1,3,4]",
+        {uniform({2, 2, 3, 2}), uniform({2, 2, 4, 2}), uniform({2, 2, 4, 3}),
+         fixed(uniform({2, 1, 3, 4}))},
+        attention(0.7, false));
 }
 
 void GradientCheckTest::checkReductions() {
@@ -587,8 +614,10 @@ TEST_F(GradientCheckTest, EveryPpcOpHasARuleOrIsNonDifferentiable) {
   for (Operation *op : everyPpcOp(context)) {
     // The mesh, the collectives, send/recv and transfers appear only in
     // partitioned programs, after autodiff; the pass names a collective on a
-    // gradient path.
-    if (llvm::isa<MeshOp, SendOp, RecvOp, TransferOp>(op) || op->hasTrait<CollectiveTrait>()) {
+    // gradient path. attention_grad appears only in gradients (ppc takes no
+    // second derivatives).
+    if (llvm::isa<MeshOp, SendOp, RecvOp, TransferOp, AttentionGradOp>(op) ||
+        op->hasTrait<CollectiveTrait>()) {
       op->destroy();
       continue;
     }

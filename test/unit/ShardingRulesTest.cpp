@@ -483,6 +483,49 @@ void ShardingRulesTest::checkContractions() {
   check("einsum sum", {uniform({4, 6})}, einsum("ij->"));
   check("einsum diagonal", {uniform({4, 4})}, einsum("ii->i"));
   check("einsum trace times vector", {uniform({4, 4, 2}), uniform({2})}, einsum("iij,j->"));
+
+  auto attention = [](double scale, bool causal) {
+    return [scale, causal](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      auto q = llvm::cast<RankedTensorType>(a[0].getType());
+      auto v = llvm::cast<RankedTensorType>(a[2].getType());
+      llvm::SmallVector<int64_t> out(q.getShape()), lse(q.getShape().drop_back());
+      out.back() = v.getShape().back();
+      return b
+          .create<AttentionOp>(loc,
+                               TypeRange{RankedTensorType::get(out, q.getElementType()),
+                                         RankedTensorType::get(lse, q.getElementType())},
+                               a[0], a[1], a[2], a.size() > 3 ? a[3] : Value(),
+                               b.getF64FloatAttr(scale), causal ? b.getUnitAttr() : UnitAttr())
+          .getOutput();
+    };
+  };
+  check("attention [2,4,3,5] [2,4,6,5] [2,4,6,2]",
+        {uniform({2, 4, 3, 5}), uniform({2, 4, 6, 5}), uniform({2, 4, 6, 2})},
+        attention(0.5, false));
+  check("attention causal [4,6,4]", {uniform({4, 6, 4}), uniform({4, 6, 4}), uniform({4, 6, 4})},
+        attention(0.25, true));
+  check(
+      "attention bias [2,1,4,6] over [2,2,4,6]",
+      {uniform({2, 2, 4, 3}), uniform({2, 2, 6, 3}), uniform({2, 2, 6, 4}), uniform({2, 1, 4, 6})},
+      attention(0.5, false));
+  auto attentionGrad = [](bool causal) {
+    return [causal](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b
+          .create<AttentionGradOp>(loc, TypeRange{a[0].getType(), a[1].getType(), a[2].getType()},
+                                   a[0], a[1], a[2], a[3], a[4], a[5],
+                                   a.size() > 6 ? a[6] : Value(), b.getF64FloatAttr(0.5),
+                                   causal ? b.getUnitAttr() : UnitAttr())
+          .getDQ();
+    };
+  };
+  check("attention_grad [2,2,4,3] [2,2,6,3] [2,2,6,4] bias [2,1,1,6]",
+        {uniform({2, 2, 4, 3}), uniform({2, 2, 6, 3}), uniform({2, 2, 6, 4}), uniform({2, 2, 4, 4}),
+         uniform({2, 2, 4}, 1, 3), uniform({2, 2, 4, 4}), uniform({2, 1, 1, 6})},
+        attentionGrad(false));
+  check("attention_grad causal [4,4,3]",
+        {uniform({4, 4, 3}), uniform({4, 4, 3}), uniform({4, 4, 3}), uniform({4, 4, 3}),
+         uniform({4, 4}, 1, 3), uniform({4, 4, 3})},
+        attentionGrad(true));
 }
 
 void ShardingRulesTest::checkReductions() {

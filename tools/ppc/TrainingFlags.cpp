@@ -170,6 +170,11 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                 cl::desc("fp32, bf16 (activations in bf16, f32 master weights), or fp16 (the "
                          "same in f16, with dynamic loss scaling; ppc simulate only)"),
                 cl::init("fp32"), cl::cat(category)),
+      attention("attention",
+                cl::desc("fused (scaled dot-product attention runs as one FlashAttention "
+                         "op that never stores the T x T scores) or unfused (the matmuls "
+                         "and softmax as exported) [fused]"),
+                cl::init("fused"), cl::cat(category)),
       lossScale("loss-scale",
                 cl::desc("--precision fp16: the initial loss scale [65536]; halved when a "
                          "gradient overflows, doubled after --loss-scale-growth-interval "
@@ -250,6 +255,8 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options, int
   }
   if (precision != "fp32" && precision != "bf16" && precision != "fp16")
     return failure(reportError("--precision '" + precision + "': expected fp32, bf16 or fp16"));
+  if (attention != "fused" && attention != "unfused")
+    return failure(reportError("--attention '" + attention + "': expected fused or unfused"));
   if (precision != "fp16")
     for (cl::Option *flag :
          std::initializer_list<cl::Option *>{&lossScale, &lossScaleGrowthInterval})
@@ -313,6 +320,7 @@ LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options, int
   p.minLr = minLr.getValue();
   p.microBatches = microBatches.getValue();
   p.precision = precision.getValue();
+  p.attention = attention.getValue();
   p.lossScale = lossScale.getValue();
   p.lossScaleGrowthInterval = lossScaleGrowthInterval.getValue();
   p.dataParallel = setup.mesh.dp;

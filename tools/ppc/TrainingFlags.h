@@ -59,6 +59,7 @@ struct TrainingFlags {
   llvm::cl::opt<int64_t> virtualStages;
   llvm::cl::opt<std::string> recompute, offload;
   llvm::cl::opt<std::string> precision;
+  llvm::cl::opt<std::string> attention;
   llvm::cl::opt<double> lossScale;
   llvm::cl::opt<int64_t> lossScaleGrowthInterval;
   llvm::cl::list<std::string> dims;

@@ -1,4 +1,4 @@
-//===- Contraction.cpp - gradients of matmul and einsum -------------------===//
+//===- Contraction.cpp - gradients of matmul, einsum and attention --------===//
 //
 // The adjoint of an operand of a contraction is the contraction of the
 // result's adjoint with the other operands; batch dimensions that an operand
@@ -162,9 +162,43 @@ static LogicalResult einsumGradient(const GradientRequest &request,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+/// FlashAttention's backward as one op, `ppc.attention_grad`, which
+/// recomputes the probabilities from the saved log-sum-exp. The bias (a
+/// mask, ALiBi) has no adjoint: ppc-fuse-attention fuses only biases that
+/// no parameter reaches.
+static LogicalResult attentionGradient(const GradientRequest &request,
+                                       llvm::SmallVectorImpl<Value> &operandGrads) {
+  auto attention = llvm::cast<AttentionOp>(request.op);
+  if (request.resultGrads.size() > 1 && request.resultGrads[1])
+    return attention.emitOpError() << "has no gradient with respect to its log-sum-exp";
+  if (attention.getBias() && request.wanted[3])
+    return attention.emitOpError() << "has no gradient with respect to its bias";
+  Value dOutput = request.resultGrads[0];
+  if (!llvm::any_of(request.wanted.take_front(3), [](bool w) { return w; })) {
+    operandGrads.append(attention->getNumOperands(), Value());
+    return success();
+  }
+  auto grad = request.builder.create<AttentionGradOp>(
+      attention.getLoc(),
+      TypeRange{attention.getQ().getType(), attention.getK().getType(), attention.getV().getType()},
+      attention.getQ(), attention.getK(), attention.getV(), attention.getOutput(),
+      attention.getLse(), dOutput, attention.getBias(), attention.getScaleAttr(),
+      attention.getCausalAttr());
+  for (unsigned i = 0; i < 3; ++i)
+    operandGrads.push_back(request.wanted[i] ? grad.getResult(i) : Value());
+  if (attention.getBias())
+    operandGrads.push_back(Value());
+  return success();
+}
+
 void registerContractionGradients(GradientRegistry &registry) {
   registry.add<MatMulOp>(matmulGradient);
   registry.add<EinsumOp>(einsumGradient);
+  registry.add<AttentionOp>(attentionGradient);
 }
 
 } // namespace ppc

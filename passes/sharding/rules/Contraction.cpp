@@ -13,6 +13,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <type_traits>
+
 using namespace mlir;
 
 namespace ppc {
@@ -83,9 +85,49 @@ static ShardingRule einsumRule(Operation *op) {
   return rule;
 }
 
+/// attention and attention_grad: batch dimensions (heads included) are
+/// parallel; queries, keys and head sizes need replication (the scores
+/// contract the head size inside a softmax over the keys, and a causal
+/// mask depends on where a query is in the whole sequence). The bias
+/// shares the factors of the scores' dimensions it is not broadcast along.
+template <typename OpT> static ShardingRule attentionRule(Operation *op) {
+  auto attention = llvm::cast<OpT>(op);
+  llvm::ArrayRef<int64_t> q = shapeOf(attention.getQ()), k = shapeOf(attention.getK()),
+                          v = shapeOf(attention.getV());
+  ShardingRule rule;
+  TensorFactors batch = addFactorPerDim(rule, q.drop_back(2));
+  int64_t queries = rule.addFactor(q[q.size() - 2], FactorKind::NeedReplication);
+  int64_t keys = rule.addFactor(k[k.size() - 2], FactorKind::NeedReplication);
+  int64_t headDim = rule.addFactor(q.back(), FactorKind::NeedReplication);
+  int64_t valueDim = rule.addFactor(v.back(), FactorKind::NeedReplication);
+  auto tensor = [&](std::initializer_list<int64_t> last) {
+    TensorFactors dims = batch;
+    for (int64_t factor : last)
+      dims.push_back({factor});
+    return dims;
+  };
+  TensorFactors qDims = tensor({queries, headDim}), kDims = tensor({keys, headDim}),
+                vDims = tensor({keys, valueDim}), oDims = tensor({queries, valueDim}),
+                lseDims = tensor({queries}), scores = tensor({queries, keys});
+  llvm::SmallVector<int64_t> scoreShape(q.drop_back());
+  scoreShape.push_back(k[k.size() - 2]);
+  rule.operands = {qDims, kDims, vDims};
+  if constexpr (std::is_same_v<OpT, AttentionOp>) {
+    rule.results = {oDims, lseDims};
+  } else {
+    rule.operands.append({oDims, lseDims, oDims});
+    rule.results = {qDims, kDims, vDims};
+  }
+  if (Value bias = attention.getBias())
+    rule.operands.push_back(broadcastFactors(shapeOf(bias), scoreShape, scores));
+  return rule;
+}
+
 void registerContractionShardingRules(ShardingRuleRegistry &registry) {
   registry.add<MatMulOp>(matmulRule);
   registry.add<EinsumOp>(einsumRule);
+  registry.add<AttentionOp>(attentionRule<AttentionOp>);
+  registry.add<AttentionGradOp>(attentionRule<AttentionGradOp>);
 }
 
 } // namespace ppc

@@ -1,13 +1,14 @@
 //===- Kernels.cuh - library kernels generated CUDA code launches -*- CUDA -*-===//
 //
 // The ops that are not fused elementwise kernels: reductions, softmax, layer
-// norm, the loss, and data movement, as templates nvcc instantiates in each
-// generated executable (GEMMs are cuBLASLt calls, Cuda.h). Every launch goes
-// on the rank's compute stream. Numerics: sums over many elements (reduce,
-// the loss) accumulate in double, softmax and layer norm in float (double
-// for f64); bf16 values are computed in float and rounded once per op. The
-// functions the op emitters call have the names and arguments of
-// runtime/ppcrt/CpuKernels.h's (codegen/Ops.cpp writes the call for either).
+// norm, the loss, attention, and data movement, as templates nvcc
+// instantiates in each generated executable (GEMMs are cuBLASLt calls,
+// Cuda.h). Every launch goes on the rank's compute stream. Numerics: sums
+// over many elements (reduce, the loss) accumulate in double, softmax, layer
+// norm and attention in float (double for f64); bf16 values are computed in
+// float and rounded once per op. The functions the op emitters call have the
+// names and arguments of runtime/ppcrt/CpuKernels.h's (codegen/Ops.cpp writes
+// the call for either).
 //
 // Kernels cannot stop the process; an index out of range sets
 // kernelErrorFlag (the first error's id), which the generated
@@ -724,6 +725,374 @@ void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int
   PPCRT_LAUNCH(nllLossKernel, 1, 1024, 0, stream())(
       input, target, weight, out, batch, classes, inner, reduction, hasIgnore, ignoreIndex, error);
   launched("a loss");
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+// The scalar FlashAttention-style kernels: a group of threads per query
+// (key) row keeps the row's vectors in registers, each thread a slice of
+// them, and sums its dot products with warp shuffles; tiles of the keys
+// (queries) go through static shared memory, which the rows of a warp read
+// together (broadcasts); the softmax is online, so no buffer holds
+// queries × keys scores. Tensor cores (mma over tiles of rows, as
+// FlashAttention-2/3 do) are future work.
+
+// nvcc unrolls the loops over register arrays fully (their indices must be
+// constants); the emulator's host compiler need not.
+#ifdef __CUDACC__
+#define PPCRT_UNROLL _Pragma("unroll")
+#else
+#define PPCRT_UNROLL
+#endif
+
+/// The largest head and value size the attention kernels take.
+constexpr int kAttentionMaxDim = 256;
+
+/// How an attention kernel that keeps `Arrays` vectors of MaxDim elements
+/// per row (MaxDim = 64, 128 or 256, the smallest that holds the head and
+/// value sizes) lays out its block: each of a row's `group` threads holds
+/// `per` elements of each vector (element g + group * t in thread g's slot
+/// t), about 128 registers in all; a block has `rows` rows, at most 256
+/// threads (so each may have 255 registers); a tile of `tile` rows of two
+/// [tile][MaxDim] arrays of T fills up to 32 KiB of shared memory.
+template <typename T, int MaxDim, int Arrays> struct AttentionBlock {
+  static constexpr int budget = (Arrays == 2 ? 64 : 32) * 4 / int(sizeof(Compute<T>));
+  static constexpr int per = budget < MaxDim ? budget : MaxDim;
+  static constexpr int group = MaxDim / per;
+  static constexpr int rows = 256 / group < 64 ? 256 / group : 64;
+  static constexpr int threads = rows * group;
+  static constexpr int tileBytes = 2 * MaxDim * int(sizeof(T));
+  static constexpr int tile = 32768 / tileBytes < 32 ? 32768 / tileBytes : 32;
+};
+
+/// The sum of `value` over the `Group` neighbouring lanes of a row (every
+/// lane of a warp takes part; each gets the same sum).
+template <int Group, typename C> __device__ inline C attentionRowSum(C value) {
+  for (int offset = Group / 2; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+/// Copies rows [from, from + rows) of the dense [*, size] matrix `in` into
+/// the [*, MaxDim] tile, the block's threads together.
+template <int MaxDim, typename T>
+__device__ inline void attentionStage(const T *in, int64_t from, int rows, int size, T *tile) {
+  for (int e = threadIdx.x; e < rows * size; e += blockDim.x)
+    tile[(e / size) * MaxDim + e % size] = in[from * size + e];
+}
+
+/// The forward: block b takes the rows of query tile b % queryTiles of head
+/// b / queryTiles through tiles of keys, one key at a time (the running max
+/// rescales the row's sums when it grows).
+template <int MaxDim, typename T, typename L>
+__global__ void __launch_bounds__(256)
+    attentionKernel(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
+                    lines::AttentionShape shape, int64_t queryTiles) {
+  using C = Compute<T>;
+  using B = AttentionBlock<T, MaxDim, 2>;
+  constexpr int Per = B::per, Group = B::group, Tile = B::tile;
+  __shared__ T kTile[Tile * MaxDim];
+  __shared__ T vTile[Tile * MaxDim];
+  const int depth = int(shape.headDim), width = int(shape.valueDim), g = threadIdx.x % Group;
+  const C scale = C(shape.scale), none = C(-INFINITY);
+  for (int64_t block = blockIdx.x; block < shape.batch * queryTiles; block += gridDim.x) {
+    const int64_t n = block / queryTiles, i0 = block % queryTiles * B::rows;
+    const int64_t i = i0 + threadIdx.x / Group, row = n * shape.queries + i;
+    const bool active = i < shape.queries;
+    const int64_t last = i0 + B::rows < shape.queries ? i0 + B::rows : shape.queries;
+    const int64_t end = shape.visibleKeys(last - 1), visible = active ? shape.visibleKeys(i) : 0;
+    const T *biasRow = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
+    C qr[Per], acc[Per];
+    PPCRT_UNROLL
+    for (int t = 0; t < Per; ++t) {
+      const int d = g + Group * t;
+      qr[t] = active && d < depth ? C(q[row * depth + d]) : C(0);
+      acc[t] = C(0);
+    }
+    C rowMax = none, sum = C(0);
+    for (int64_t j0 = 0; j0 < end; j0 += Tile) {
+      const int cols = int(end - j0 < Tile ? end - j0 : Tile);
+      __syncthreads(); // the previous tile is used up
+      attentionStage<MaxDim>(k + n * shape.keys * depth, j0, cols, depth, kTile);
+      attentionStage<MaxDim>(v + n * shape.keys * width, j0, cols, width, vTile);
+      __syncthreads();
+      for (int c = 0; c < cols; ++c) {
+        C dot = C(0);
+        PPCRT_UNROLL
+        for (int t = 0; t < Per; ++t)
+          if (g + Group * t < depth)
+            dot += qr[t] * C(kTile[c * MaxDim + g + Group * t]);
+        dot = attentionRowSum<Group>(dot);
+        if (j0 + c >= visible)
+          continue;
+        C s = scale * dot + (biasRow ? C(biasRow[(j0 + c) * shape.biasColStride]) : C(0));
+        if (s == none)
+          continue;
+        if (s > rowMax) {
+          C alpha = exp(rowMax - s);
+          sum *= alpha;
+          PPCRT_UNROLL
+          for (int t = 0; t < Per; ++t)
+            acc[t] *= alpha;
+          rowMax = s;
+        }
+        C p = exp(s - rowMax);
+        sum += p;
+        PPCRT_UNROLL
+        for (int t = 0; t < Per; ++t)
+          if (g + Group * t < width)
+            acc[t] += p * C(vTile[c * MaxDim + g + Group * t]);
+      }
+    }
+    if (active) {
+      if (g == 0)
+        lse[row] = L(rowMax + log(sum));
+      C inverse = C(1) / sum;
+      PPCRT_UNROLL
+      for (int t = 0; t < Per; ++t)
+        if (g + Group * t < width)
+          o[row * width + g + Group * t] = T(acc[t] * inverse);
+    }
+  }
+}
+
+/// The gradient of q: block b takes the rows of query tile b % queryTiles
+/// of head b / queryTiles through tiles of keys, recomputing each query's
+/// P = exp(S - lse) and D = dot(dO, o).
+template <int MaxDim, typename T, typename L>
+__global__ void __launch_bounds__(256)
+    attentionGradQKernel(const T *q, const T *k, const T *v, const T *bias, const T *o,
+                         const L *lse, const T *dO, T *dq, lines::AttentionShape shape,
+                         int64_t queryTiles) {
+  using C = Compute<T>;
+  using B = AttentionBlock<T, MaxDim, 3>;
+  constexpr int Per = B::per, Group = B::group, Tile = B::tile;
+  __shared__ T kTile[Tile * MaxDim];
+  __shared__ T vTile[Tile * MaxDim];
+  const int depth = int(shape.headDim), width = int(shape.valueDim), g = threadIdx.x % Group;
+  const C scale = C(shape.scale);
+  for (int64_t block = blockIdx.x; block < shape.batch * queryTiles; block += gridDim.x) {
+    const int64_t n = block / queryTiles, i0 = block % queryTiles * B::rows;
+    const int64_t i = i0 + threadIdx.x / Group, row = n * shape.queries + i;
+    const bool active = i < shape.queries;
+    const int64_t last = i0 + B::rows < shape.queries ? i0 + B::rows : shape.queries;
+    const int64_t end = shape.visibleKeys(last - 1), visible = active ? shape.visibleKeys(i) : 0;
+    const T *biasRow = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
+    C qr[Per], dOr[Per], acc[Per], rowD = C(0);
+    PPCRT_UNROLL
+    for (int t = 0; t < Per; ++t) {
+      const int d = g + Group * t;
+      qr[t] = active && d < depth ? C(q[row * depth + d]) : C(0);
+      dOr[t] = active && d < width ? C(dO[row * width + d]) : C(0);
+      if (active && d < width)
+        rowD += dOr[t] * C(o[row * width + d]);
+      acc[t] = C(0);
+    }
+    rowD = attentionRowSum<Group>(rowD);
+    const C rowLse = active ? C(lse[row]) : C(0);
+    for (int64_t j0 = 0; j0 < end; j0 += Tile) {
+      const int cols = int(end - j0 < Tile ? end - j0 : Tile);
+      __syncthreads();
+      attentionStage<MaxDim>(k + n * shape.keys * depth, j0, cols, depth, kTile);
+      attentionStage<MaxDim>(v + n * shape.keys * width, j0, cols, width, vTile);
+      __syncthreads();
+      for (int c = 0; c < cols; ++c) {
+        C dot = C(0), dp = C(0);
+        PPCRT_UNROLL
+        for (int t = 0; t < Per; ++t) {
+          const int d = g + Group * t;
+          if (d < depth)
+            dot += qr[t] * C(kTile[c * MaxDim + d]);
+          if (d < width)
+            dp += dOr[t] * C(vTile[c * MaxDim + d]);
+        }
+        dot = attentionRowSum<Group>(dot);
+        dp = attentionRowSum<Group>(dp);
+        if (j0 + c >= visible)
+          continue;
+        C s = scale * dot + (biasRow ? C(biasRow[(j0 + c) * shape.biasColStride]) : C(0));
+        C ds = exp(s - rowLse) * (dp - rowD);
+        PPCRT_UNROLL
+        for (int t = 0; t < Per; ++t)
+          if (g + Group * t < depth)
+            acc[t] += ds * C(kTile[c * MaxDim + g + Group * t]);
+      }
+    }
+    if (active) {
+      PPCRT_UNROLL
+      for (int t = 0; t < Per; ++t)
+        if (g + Group * t < depth)
+          dq[row * depth + g + Group * t] = T(scale * acc[t]);
+    }
+  }
+}
+
+/// The gradients of k and v: block b takes the rows of key tile b %
+/// keyTiles of head b / keyTiles through tiles of the queries that see them
+/// (from the block's first key on when causal), each tile's D = dot(dO, o)
+/// computed as it is staged.
+template <int MaxDim, typename T, typename L>
+__global__ void __launch_bounds__(256)
+    attentionGradKVKernel(const T *q, const T *k, const T *v, const T *bias, const T *o,
+                          const L *lse, const T *dO, T *dk, T *dv, lines::AttentionShape shape,
+                          int64_t keyTiles) {
+  using C = Compute<T>;
+  using B = AttentionBlock<T, MaxDim, 4>;
+  constexpr int Per = B::per, Group = B::group, Tile = B::tile;
+  __shared__ T qTile[Tile * MaxDim];
+  __shared__ T dOTile[Tile * MaxDim];
+  __shared__ C lseTile[Tile], dTile[Tile];
+  const int depth = int(shape.headDim), width = int(shape.valueDim), g = threadIdx.x % Group;
+  const C scale = C(shape.scale);
+  for (int64_t block = blockIdx.x; block < shape.batch * keyTiles; block += gridDim.x) {
+    const int64_t n = block / keyTiles, j0 = block % keyTiles * B::rows;
+    const int64_t j = j0 + threadIdx.x / Group, row = n * shape.keys + j;
+    const bool active = j < shape.keys;
+    const T *biasColumn = bias && active ? bias + shape.biasAt(n, 0, j) : nullptr;
+    C kr[Per], vr[Per], dkAcc[Per], dvAcc[Per];
+    PPCRT_UNROLL
+    for (int t = 0; t < Per; ++t) {
+      const int d = g + Group * t;
+      kr[t] = active && d < depth ? C(k[row * depth + d]) : C(0);
+      vr[t] = active && d < width ? C(v[row * width + d]) : C(0);
+      dkAcc[t] = C(0);
+      dvAcc[t] = C(0);
+    }
+    for (int64_t i0 = shape.causal ? j0 : 0; i0 < shape.queries; i0 += Tile) {
+      const int rows = int(shape.queries - i0 < Tile ? shape.queries - i0 : Tile);
+      const int64_t first = n * shape.queries + i0;
+      __syncthreads();
+      attentionStage<MaxDim>(q + n * shape.queries * depth, i0, rows, depth, qTile);
+      attentionStage<MaxDim>(dO + n * shape.queries * width, i0, rows, width, dOTile);
+      for (int c = threadIdx.x; c < rows; c += blockDim.x) {
+        C rowD = C(0);
+        for (int e = 0; e < width; ++e)
+          rowD += C(dO[(first + c) * width + e]) * C(o[(first + c) * width + e]);
+        dTile[c] = rowD;
+        lseTile[c] = C(lse[first + c]);
+      }
+      __syncthreads();
+      for (int c = 0; c < rows; ++c) {
+        C dot = C(0), dp = C(0);
+        PPCRT_UNROLL
+        for (int t = 0; t < Per; ++t) {
+          const int d = g + Group * t;
+          if (d < depth)
+            dot += kr[t] * C(qTile[c * MaxDim + d]);
+          if (d < width)
+            dp += vr[t] * C(dOTile[c * MaxDim + d]);
+        }
+        dot = attentionRowSum<Group>(dot);
+        dp = attentionRowSum<Group>(dp);
+        if (!active || j >= shape.visibleKeys(i0 + c))
+          continue;
+        C s = scale * dot + (biasColumn ? C(biasColumn[(i0 + c) * shape.biasRowStride]) : C(0));
+        C p = exp(s - lseTile[c]), ds = p * (dp - dTile[c]);
+        PPCRT_UNROLL
+        for (int t = 0; t < Per; ++t) {
+          const int d = g + Group * t;
+          if (d < depth)
+            dkAcc[t] += ds * C(qTile[c * MaxDim + d]);
+          if (d < width)
+            dvAcc[t] += p * C(dOTile[c * MaxDim + d]);
+        }
+      }
+    }
+    if (active) {
+      PPCRT_UNROLL
+      for (int t = 0; t < Per; ++t) {
+        const int d = g + Group * t;
+        if (d < depth)
+          dk[row * depth + d] = T(scale * dkAcc[t]);
+        if (d < width)
+          dv[row * width + d] = T(dvAcc[t]);
+      }
+    }
+  }
+}
+
+/// Blocks for `tiles` tiles of rows (blocks loop past the grid's limit).
+inline unsigned attentionBlocks(int64_t tiles) {
+  return unsigned(tiles < 1 ? 1 : tiles < 0x7fffffff ? tiles : 0x7fffffff);
+}
+
+/// The MaxDim of the kernels that take the shape's head and value sizes;
+/// sizes above kAttentionMaxDim end the process (check).
+inline int attentionMaxDim(const lines::AttentionShape &shape) {
+  int64_t dim = shape.headDim > shape.valueDim ? shape.headDim : shape.valueDim;
+  if (dim > kAttentionMaxDim)
+    check(cudaErrorInvalidValue, "an attention (head and value sizes above 256 are not supported "
+                                 "by the CUDA kernels)");
+  return dim <= 64 ? 64 : dim <= 128 ? 128 : 256;
+}
+
+template <int MaxDim, typename T, typename L>
+void launchAttention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
+                     const lines::AttentionShape &shape) {
+  using B = AttentionBlock<T, MaxDim, 2>;
+  int64_t tiles = (shape.queries + B::rows - 1) / B::rows;
+  PPCRT_LAUNCH(attentionKernel<MaxDim>, attentionBlocks(shape.batch * tiles), B::threads, 0,
+               stream())(q, k, v, bias, o, lse, shape, tiles);
+}
+
+/// Scaled dot-product attention (ppc.attention) over the shape's batch of
+/// heads (lines::AttentionShape): o = softmax(scale q k^T + bias) v, dense
+/// row-major, and each query's log-sum-exp in lse (L: float for float and
+/// bf16, double for double). Computed in float (double for double), o
+/// rounded once. Head and value sizes up to kAttentionMaxDim.
+template <typename T, typename L>
+void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
+               const lines::AttentionShape &shape) {
+  switch (attentionMaxDim(shape)) {
+  case 64:
+    launchAttention<64>(q, k, v, bias, o, lse, shape);
+    break;
+  case 128:
+    launchAttention<128>(q, k, v, bias, o, lse, shape);
+    break;
+  default:
+    launchAttention<256>(q, k, v, bias, o, lse, shape);
+  }
+  launched("an attention");
+}
+
+template <int MaxDim, typename T, typename L>
+void launchAttentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o,
+                         const L *lse, const T *dO, T *dq, T *dk, T *dv,
+                         const lines::AttentionShape &shape) {
+  using Q = AttentionBlock<T, MaxDim, 3>;
+  using KV = AttentionBlock<T, MaxDim, 4>;
+  int64_t queryTiles = (shape.queries + Q::rows - 1) / Q::rows;
+  int64_t keyTiles = (shape.keys + KV::rows - 1) / KV::rows;
+  PPCRT_LAUNCH(attentionGradQKernel<MaxDim>, attentionBlocks(shape.batch * queryTiles), Q::threads,
+               0, stream())(q, k, v, bias, o, lse, dO, dq, shape, queryTiles);
+  launched("an attention gradient");
+  PPCRT_LAUNCH(attentionGradKVKernel<MaxDim>, attentionBlocks(shape.batch * keyTiles), KV::threads,
+               0, stream())(q, k, v, bias, o, lse, dO, dk, dv, shape, keyTiles);
+}
+
+/// The gradients of attention (ppc.attention_grad) with respect to q, k and
+/// v (written, not accumulated; the bias has none), from the forward's o and
+/// lse (FlashAttention's backward): a kernel with a row per query for dq and
+/// one with a row per key for dk and dv, each recomputing P = exp(S - lse)
+/// and D = dot(dO, o), so that no two rows write one element and nothing
+/// holds more than a value per query.
+template <typename T, typename L>
+void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o, const L *lse,
+                   const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &shape) {
+  switch (attentionMaxDim(shape)) {
+  case 64:
+    launchAttentionGrad<64>(q, k, v, bias, o, lse, dO, dq, dk, dv, shape);
+    break;
+  case 128:
+    launchAttentionGrad<128>(q, k, v, bias, o, lse, dO, dq, dk, dv, shape);
+    break;
+  default:
+    launchAttentionGrad<256>(q, k, v, bias, o, lse, dO, dq, dk, dv, shape);
+  }
+  launched("an attention gradient");
 }
 
 //===----------------------------------------------------------------------===//

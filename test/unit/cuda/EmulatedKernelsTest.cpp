@@ -7,14 +7,15 @@
 // norm with broadcast scale and no bias, nll_loss with class weights and an
 // ignored index, gather and scatter_add with negative and out-of-range
 // indices (kernelErrorFlag), tiled transposes of sizes that are not
-// multiples of the tile, strided copies and stores, trilu, einsum, and bf16
-// rounding. The end-to-end tests (test/e2e/exe_parity.py) show the kernels
-// together; these name the one that is wrong.
+// multiples of the tile, strided copies and stores, trilu, einsum,
+// attention and its gradients (f32, f64, bf16), and bf16 rounding. The end-to-end tests
+// (test/e2e/exe_parity.py) show the kernels together; these name the one that is wrong.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/ppcrt/cuda/Kernels.cuh"
 #include "test/unit/ArgMaxReference.h"
+#include "test/unit/AttentionReference.h"
 #include "test/unit/cuda/DeviceMemory.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,8 @@
 #include <cfloat>
 #include <cmath>
 #include <random>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -551,6 +554,136 @@ TEST(CudaKernels, EinsumContractsEveryOperand) {
   for (int i = 0; i < 9; ++i)
     want += double(x[i]) * y[i] * z[i];
   EXPECT_TRUE(near(hostCopy(dc, 1)[0], want, 1e-6));
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+using ppc::test::AttentionCase;
+using ppc::test::AttentionInputs;
+
+/// The log-sum-exp's type: float for float and bf16, double for double.
+template <typename T> using LseOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <typename T> double widen(T x) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return double(__bfloat162float(x));
+  else
+    return double(x);
+}
+
+/// The values as T holds them (the kernel's inputs), in double.
+template <typename T> std::vector<double> roundedTo(const std::vector<double> &values) {
+  std::vector<double> rounded(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    rounded[i] = widen(T(values[i]));
+  return rounded;
+}
+
+template <typename T> T *deviceCopyAs(const std::vector<double> &values) {
+  if (values.empty())
+    return nullptr;
+  std::vector<T> converted(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    converted[i] = T(values[i]);
+  return deviceCopy(converted);
+}
+
+/// Device memory of `count` NaNs (the emulator's fill of fresh memory), so
+/// an element a kernel does not write fails.
+template <typename T> T *deviceOutput(size_t count) {
+  void *memory = nullptr;
+  EXPECT_EQ(cudaMalloc(&memory, count * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemset(memory, 0xff, count * sizeof(T)), cudaSuccess);
+  return static_cast<T *>(memory);
+}
+
+/// Every element of the device array within relative * |want| + absolute.
+template <typename T>
+::testing::AssertionResult allNear(const T *device, const std::vector<double> &want,
+                                   double relative, double absolute) {
+  std::vector<T> got = hostCopy(device, want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::fabs(widen(got[i]) - want[i]) <= relative * std::fabs(want[i]) + absolute))
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << widen(got[i]) << " where " << want[i] << " was expected";
+  return ::testing::AssertionSuccess();
+}
+
+/// attention (or attentionGrad, from the reference's o and lse rounded to
+/// the kernel's types) of every case against the reference on T's inputs.
+template <typename T>
+void checkAttention(bool gradients, double relative, double absolute,
+                    const std::vector<AttentionCase> &cases = ppc::test::attentionCases()) {
+  using L = LseOf<T>;
+  for (const AttentionCase &c : cases) {
+    SCOPED_TRACE(c.name() + (std::is_same_v<T, bf16> ? " bf16" : sizeof(T) == 4 ? " f32" : " f64"));
+    ppcrt::lines::AttentionShape shape = c.shape();
+    AttentionInputs in = ppc::test::attentionInputs(c, 7);
+    for (std::vector<double> *values : {&in.q, &in.k, &in.v, &in.bias, &in.dO})
+      *values = roundedTo<T>(*values);
+    std::vector<double> o, lse, dq, dk, dv;
+    ppc::test::referenceAttention(shape, in, o, lse);
+    T *q = deviceCopyAs<T>(in.q), *k = deviceCopyAs<T>(in.k), *v = deviceCopyAs<T>(in.v),
+      *bias = deviceCopyAs<T>(in.bias), *dO = deviceCopyAs<T>(in.dO);
+    if (!gradients) {
+      T *gotO = deviceOutput<T>(o.size());
+      L *gotLse = deviceOutput<L>(lse.size());
+      ppcrt::cuda::attention<T, L>(q, k, v, bias, gotO, gotLse, shape);
+      EXPECT_TRUE(allNear(gotO, o, relative, absolute)) << "o";
+      EXPECT_TRUE(allNear(gotLse, lse, relative, absolute)) << "lse";
+      continue;
+    }
+    o = roundedTo<T>(o);
+    lse = roundedTo<L>(lse);
+    ppc::test::referenceAttentionGrad(shape, in, o, lse, dq, dk, dv);
+    T *gotDq = deviceOutput<T>(dq.size()), *gotDk = deviceOutput<T>(dk.size()),
+      *gotDv = deviceOutput<T>(dv.size());
+    ppcrt::cuda::attentionGrad<T, L>(q, k, v, bias, deviceCopyAs<T>(o), deviceCopyAs<L>(lse), dO,
+                                     gotDq, gotDk, gotDv, shape);
+    EXPECT_TRUE(allNear(gotDq, dq, relative, absolute)) << "dq";
+    EXPECT_TRUE(allNear(gotDk, dk, relative, absolute)) << "dk";
+    EXPECT_TRUE(allNear(gotDv, dv, relative, absolute)) << "dv";
+  }
+}
+
+// f32 within 1e-5 and f64 within 1e-12 (relative, plus as much absolute) of
+// the reference (test/unit/AttentionReference.h; CpuKernelsTest checks its
+// gradients against finite differences): tiles of queries and keys cut off
+// on every side, causal with fewer and more queries than keys, a bias
+// broadcast over heads and a padding mask with -inf.
+TEST(CudaKernels, AttentionMatchesReference) {
+  checkAttention<float>(false, 1e-5, 1e-5);
+  checkAttention<double>(false, 1e-12, 1e-12);
+}
+
+// dq, dk and dv (written over NaN) likewise.
+TEST(CudaKernels, AttentionGradMatchesReference) {
+  checkAttention<float>(true, 1e-5, 1e-5);
+  checkAttention<double>(true, 1e-12, 1e-12);
+}
+
+// bf16 is computed in float and rounded once at the store: within 2^-8
+// relative (half a bf16 ulp is at most that) plus 1e-5 absolute of the
+// reference on the rounded inputs; lse is float.
+TEST(CudaKernels, Bf16AttentionRoundsOnce) {
+  checkAttention<bf16>(false, 0x1p-8, 1e-5);
+  checkAttention<bf16>(true, 0x1p-8, 1e-5);
+}
+
+// The larger of the head and value sizes selects the kernels' layout (a row's
+// vectors of 64, 128 or 256 elements, over 1 to 16 threads): each at its
+// bounds, causal, f32 and f64.
+TEST(CudaKernels, AttentionTakesHeadsUpTo256) {
+  std::vector<AttentionCase> cases;
+  for (auto [depth, width] :
+       {std::pair<int64_t, int64_t>{64, 48}, {65, 128}, {128, 100}, {256, 8}, {24, 256}})
+    cases.push_back(AttentionCase{2, 9, 11, depth, width, true, AttentionCase::None});
+  for (bool gradients : {false, true}) {
+    checkAttention<float>(gradients, 1e-5, 1e-5, cases);
+    checkAttention<double>(gradients, 1e-12, 1e-12, cases);
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,357 @@
+//===- FuseAttention.cpp - matmul, softmax, matmul into ppc.attention -----===//
+//
+// Finds scaled dot-product attention in an imported @forward, in the forms
+// exports write it:
+//
+//   s = q @ k^T                          (a matmul; k^T a transpose or not)
+//   s = s * c | s / c                    (scalar constants, any number, anywhere)
+//   s = s + mask                         (an additive mask or ALiBi bias)
+//   s = where(keep, s, fill) | where(hide, fill, s)   (masked_fill, a scalar fill)
+//   o = softmax(s, last axis) @ v
+//
+// and replaces it by one `ppc.attention` (q, k, v, bias, scale, causal),
+// which never materialises the scores. The scale is the product of the
+// scalar factors; the additive terms, each scaled by the factors after it,
+// sum into one bias (a masked_fill's becomes where(keep, 0, fill)). A bias
+// that folds to a constant equal to the causal mask (0 on and below the
+// diagonal, -inf or below -1e30 above) becomes `causal`; a bias of zeros
+// goes away. Anything a parameter reaches cannot be a bias (the fused op
+// does not differentiate it), and every intermediate must have no other
+// user (a model that returns its attention probabilities keeps them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "executor/Interpreter.h"
+#include "ir/PpcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace ppc {
+#define GEN_PASS_DEF_FUSEATTENTION
+#include "passes/Passes.h.inc"
+
+namespace {
+
+/// The value of a one-element float constant.
+std::optional<double> scalarConstant(Value value) {
+  DenseElementsAttr attr;
+  auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
+  if (!type || type.getNumElements() != 1 || !llvm::isa<FloatType>(type.getElementType()) ||
+      !matchPattern(value, m_Constant(&attr)))
+    return std::nullopt;
+  return (*attr.getValues<APFloat>().begin()).convertToDouble();
+}
+
+/// One step between the score matmul and the softmax.
+struct Step {
+  enum Kind { Scale, Add, MaskKeep, MaskHide, Identity } kind;
+  Operation *op;
+  double factor = 1; // Scale: what the scores are multiplied by
+  Value operand;     // Scale: the constant; Add: the mask; Mask*: the condition
+  Value fill;        // Mask*: the scalar fill
+};
+
+struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
+  using FuseAttentionBase::FuseAttentionBase;
+
+  /// Whether a parameter reaches `value` (then it cannot be a bias).
+  bool reachedByParameter(Value value) {
+    llvm::SetVector<Value> seen;
+    llvm::SmallVector<Value> work{value};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (!seen.insert(v))
+        continue;
+      if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
+        auto func = llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+        if (!func || func.getArgAttr(arg.getArgNumber(), PpcDialect::kParamAttrName))
+          return true;
+        continue;
+      }
+      for (Value operand : v.getDefiningOp()->getOperands())
+        work.push_back(operand);
+    }
+    return false;
+  }
+
+  /// The steps from the score matmul up to `scores` (the softmax's input),
+  /// in program order, and the matmul; none when `scores` is not such a
+  /// chain.
+  MatMulOp matchScores(Value scores, llvm::SmallVectorImpl<Step> &steps) {
+    Value at = scores;
+    while (true) {
+      if (!at.hasOneUse())
+        return nullptr;
+      Operation *op = at.getDefiningOp();
+      if (!op)
+        return nullptr;
+      if (auto matmul = llvm::dyn_cast<MatMulOp>(op)) {
+        std::reverse(steps.begin(), steps.end());
+        return matmul;
+      }
+      auto sameShape = [&](Value v) { return v.getType() == at.getType(); };
+      Step step{Step::Identity, op};
+      Value next;
+      if (auto cast = llvm::dyn_cast<CastOp>(op)) {
+        if (cast.getInput().getType() != cast.getType())
+          return nullptr;
+        next = cast.getInput();
+      } else if (llvm::isa<MulOp, DivOp>(op)) {
+        for (unsigned i = 0; i < 2 && !next; ++i) {
+          std::optional<double> c = scalarConstant(op->getOperand(1 - i));
+          if (!c || !sameShape(op->getOperand(i)) || (llvm::isa<DivOp>(op) && i == 1))
+            continue;
+          step.kind = Step::Scale;
+          step.factor = llvm::isa<DivOp>(op) ? 1 / *c : *c;
+          step.operand = op->getOperand(1 - i);
+          next = op->getOperand(i);
+        }
+      } else if (llvm::isa<AddOp>(op)) {
+        for (unsigned i = 0; i < 2 && !next; ++i) {
+          Value other = op->getOperand(1 - i);
+          if (!sameShape(op->getOperand(i)) || reachedByParameter(other))
+            continue;
+          step.kind = Step::Add;
+          step.operand = other;
+          next = op->getOperand(i);
+        }
+      } else if (auto where = llvm::dyn_cast<WhereOp>(op)) {
+        if (reachedByParameter(where.getCondition()))
+          return nullptr;
+        for (unsigned i = 1; i < 3 && !next; ++i) {
+          Value other = op->getOperand(3 - i);
+          if (!sameShape(op->getOperand(i)) || !scalarConstant(other))
+            continue;
+          step.kind = i == 1 ? Step::MaskKeep : Step::MaskHide;
+          step.operand = where.getCondition();
+          step.fill = other;
+          next = op->getOperand(i);
+        }
+      }
+      if (!next)
+        return nullptr;
+      steps.push_back(step);
+      at = next;
+    }
+  }
+
+  /// Whether `bias` is the causal mask: 0 where key j <= query i and
+  /// hidden (-inf, or below -1e30 as a dtype's lowest value is) above.
+  static bool isCausal(DenseElementsAttr bias, RankedTensorType scores) {
+    auto shape = bias.getType().getShape();
+    int64_t rank = scores.getRank();
+    if (shape.size() < 2 || shape[shape.size() - 2] != scores.getDimSize(rank - 2) ||
+        shape.back() != scores.getDimSize(rank - 1))
+      return false;
+    int64_t rows = shape[shape.size() - 2], cols = shape.back();
+    int64_t index = 0;
+    for (APFloat value : bias.getValues<APFloat>()) {
+      int64_t i = index / cols % rows, j = index % cols;
+      ++index;
+      double x = value.convertToDouble();
+      if (j <= i ? x != 0 : !(x <= -1e30))
+        return false;
+    }
+    return true;
+  }
+
+  /// Whether `cond` is tril(true) (keep) or its negation (hide): the
+  /// masked_fill of nanoGPT-style models, when its T x T constant was too
+  /// large to fold.
+  static bool isLowerTriangle(Value cond, bool negated) {
+    if (negated) {
+      auto notOp = cond.getDefiningOp<NotOp>();
+      return notOp && isLowerTriangle(notOp.getInput(), false);
+    }
+    auto trilu = cond.getDefiningOp<TriluOp>();
+    DenseElementsAttr ones;
+    return trilu && !trilu.getUpper() && trilu.getK() == 0 &&
+           matchPattern(trilu.getInput(), m_Constant(&ones)) && ones.isSplat() &&
+           ones.getSplatValue<bool>();
+  }
+
+  LogicalResult fuse(SoftmaxOp softmax) {
+    auto scoresType = softmax.getType();
+    int64_t rank = scoresType.getRank();
+    if (rank < 3 || static_cast<int64_t>(softmax.getAxis()) != rank - 1)
+      return failure();
+    // softmax -> (identity casts) -> matmul(probabilities, v).
+    Value probabilities = softmax.getResult();
+    while (probabilities.hasOneUse()) {
+      auto cast = llvm::dyn_cast<CastOp>(*probabilities.getUsers().begin());
+      if (!cast || cast.getType() != cast.getInput().getType())
+        break;
+      probabilities = cast.getResult();
+    }
+    if (!probabilities.hasOneUse())
+      return failure();
+    auto output = llvm::dyn_cast<MatMulOp>(*probabilities.getUsers().begin());
+    if (!output || output.getLhs() != probabilities)
+      return failure();
+    Value v = output.getRhs();
+    auto vType = llvm::cast<RankedTensorType>(v.getType());
+    auto batch = scoresType.getShape().drop_back(2);
+    if (vType.getRank() != rank || vType.getShape().drop_back(2) != batch)
+      return failure();
+
+    llvm::SmallVector<Step> steps;
+    MatMulOp scores = matchScores(softmax.getInput(), steps);
+    if (!scores)
+      return failure();
+    Value q = scores.getLhs(), kT = scores.getRhs();
+    auto qType = llvm::cast<RankedTensorType>(q.getType());
+    auto kTType = llvm::cast<RankedTensorType>(kT.getType());
+    if (qType.getRank() != rank || kTType.getRank() != rank || qType.getShape().drop_back(2) != batch ||
+        kTType.getShape().drop_back(2) != batch)
+      return failure();
+
+    OpBuilder b(output);
+    Location loc = output.getLoc();
+    // k [..., S, D]: k^T transposed back, composed with the transpose that
+    // made k^T (the input itself when that swapped the last two dimensions).
+    llvm::SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(swap[rank - 1], swap[rank - 2]);
+    Value k = kT;
+    llvm::SmallVector<int64_t> perm = swap;
+    if (auto transpose = kT.getDefiningOp<TransposeOp>()) {
+      k = transpose.getInput();
+      for (int64_t d = 0; d < rank; ++d)
+        perm[d] = transpose.getPerm()[swap[d]];
+    }
+    if (!llvm::equal(perm, llvm::seq<int64_t>(0, rank)))
+      k = b.create<TransposeOp>(loc, k, b.getDenseI64ArrayAttr(perm));
+
+    // The scale and the bias, in program order: each term is scaled by the
+    // factors after it, as the unfused program scales it.
+    double scale = 1;
+    Value bias;
+    bool causal = false;
+    // (ppc.attention's causal hides key j from query i for j > i: every
+    // query sees a key only while there are no more queries than keys.)
+    int64_t queries = scoresType.getDimSize(rank - 2), keys = scoresType.getDimSize(rank - 1);
+    Type element = scoresType.getElementType();
+    llvm::SmallVector<Value> made; // constants made here, maybe left unread
+    auto zero = [&]() -> Value {
+      auto type = RankedTensorType::get({}, element);
+      made.push_back(b.create<ConstantOp>(
+          loc, DenseElementsAttr::get(type, b.getFloatAttr(element, 0.0))));
+      return made.back();
+    };
+    auto addTerm = [&](Value term) { bias = bias ? b.create<AddOp>(loc, bias, term) : term; };
+    for (const Step &step : steps) {
+      switch (step.kind) {
+      case Step::Identity:
+        break;
+      case Step::Scale:
+        scale *= step.factor;
+        if (bias)
+          bias = llvm::isa<DivOp>(step.op) ? b.create<DivOp>(loc, bias, step.operand).getResult()
+                                           : b.create<MulOp>(loc, bias, step.operand).getResult();
+        break;
+      case Step::Add:
+        addTerm(step.operand);
+        break;
+      case Step::MaskKeep:
+      case Step::MaskHide: {
+        bool keep = step.kind == Step::MaskKeep;
+        // masked_fill(~tril) with -inf or the lowest value, before any
+        // other term: the causal mask itself.
+        if (!bias && !causal && queries <= keys &&
+            isLowerTriangle(step.operand, /*negated=*/!keep) &&
+            scalarConstant(step.fill).value_or(0) <= -1e30) {
+          causal = true;
+          break;
+        }
+        addTerm(keep ? b.create<WhereOp>(loc, step.operand, zero(), step.fill).getResult()
+                     : b.create<WhereOp>(loc, step.operand, step.fill, zero()).getResult());
+        break;
+      }
+      }
+    }
+    // A bias computed from constants alone folds (as ppc-fold-constants
+    // would) and may then be the causal mask, or zeros.
+    if (bias) {
+      bias = foldBias(bias);
+      made.push_back(bias);
+    }
+    DenseElementsAttr value;
+    if (bias && matchPattern(bias, m_Constant(&value))) {
+      if (!causal && queries <= keys && isCausal(value, scoresType)) {
+        causal = true;
+        bias = nullptr;
+      } else if (llvm::all_of(value.getValues<APFloat>(),
+                              [](const APFloat &x) { return x.isZero(); })) {
+        bias = nullptr;
+      }
+    }
+    auto lseType = RankedTensorType::get(scoresType.getShape().drop_back(),
+                                         element.isF64() ? element : b.getF32Type());
+    auto attention =
+        b.create<AttentionOp>(loc, TypeRange{output.getType(), lseType}, q, k, v, bias,
+                              b.getF64FloatAttr(scale), causal ? b.getUnitAttr() : UnitAttr());
+    output.getResult().replaceAllUsesWith(attention.getOutput());
+    eraseDead(output);
+    for (Value value : made)
+      if (Operation *op = value.getDefiningOp(); op && op->use_empty())
+        eraseDead(op);
+    return success();
+  }
+
+  /// Folds the ops that compute `bias` whose operands are all constants
+  /// (in program order); returns the bias, a constant if it all folded.
+  Value foldBias(Value bias) {
+    llvm::SetVector<Operation *> ops;
+    llvm::SmallVector<Value> work{bias};
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val().getDefiningOp();
+      if (!op || llvm::isa<ConstantOp>(op) || !ops.insert(op))
+        continue;
+      for (Value operand : op->getOperands())
+        work.push_back(operand);
+    }
+    llvm::SmallVector<Operation *> ordered = ops.takeVector();
+    llvm::sort(ordered, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+    for (Operation *op : ordered) {
+      bool isBias = op->getResult(0) == bias;
+      OpBuilder folder(op);
+      llvm::SmallVector<Value> replacements;
+      FailureOr<bool> folded = foldWithExecutor(op, folder, &replacements, maxFoldElements);
+      if (succeeded(folded) && *folded && isBias)
+        bias = replacements[0];
+    }
+    return bias;
+  }
+
+  /// Erases `root` and then, transitively, the pure ops only it read.
+  static void eraseDead(Operation *root) {
+    llvm::SmallVector<Operation *> work{root};
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!op->use_empty() || !isPure(op))
+        continue;
+      llvm::SetVector<Operation *> inputs;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          inputs.insert(def);
+      op->erase();
+      for (Operation *def : inputs)
+        work.push_back(def);
+    }
+  }
+
+  void runOnOperation() override {
+    llvm::SmallVector<SoftmaxOp> softmaxes;
+    getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    for (SoftmaxOp softmax : softmaxes)
+      (void)fuse(softmax);
+  }
+};
+
+} // namespace
+} // namespace ppc

@@ -1,0 +1,187 @@
+//===- AttentionReference.h - attention by direct loops in double -*- C++ -*-===//
+//
+// The reference both targets' attention kernels are checked against
+// (CpuKernelsTest.cpp, cuda/EmulatedKernelsTest.cpp): the scores of every
+// query and key, the softmax and the FlashAttention backward's formulas
+// written out in double, and the cases the tests run (queries != keys,
+// headDim != valueDim, causal with fewer and more queries than keys, biases
+// broadcast over heads and queries with -inf padding). CpuKernelsTest checks
+// the gradients' formulas once against finite differences.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_TEST_UNIT_ATTENTIONREFERENCE_H
+#define PPC_TEST_UNIT_ATTENTIONREFERENCE_H
+
+#include "runtime/ppcrt/Lines.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ppc::test {
+
+/// One attention problem. The bias, when there is one, is [2, 1, T, S]
+/// (QueryBias: a bias per batch element, broadcast over the heads) or
+/// [2, 1, 1, S] (Padding: 0 or -inf per key, broadcast over heads and
+/// queries; key 0 is never masked, so every query sees a key), and
+/// batch = 2 * heads.
+struct AttentionCase {
+  enum Bias { None, QueryBias, Padding };
+  int64_t batch, queries, keys, headDim, valueDim;
+  bool causal;
+  Bias bias;
+
+  std::string name() const {
+    return std::to_string(batch) + "x" + std::to_string(queries) + "x" + std::to_string(keys) +
+           " d" + std::to_string(headDim) + "/" + std::to_string(valueDim) +
+           (causal ? " causal" : "") +
+           (bias == QueryBias ? " bias [2,1,T,S]"
+            : bias == Padding ? " bias [2,1,1,S]"
+                              : "");
+  }
+
+  ppcrt::lines::AttentionShape shape() const {
+    ppcrt::lines::AttentionShape s{
+        batch,  queries, keys, headDim, valueDim, 1 / std::sqrt(double(headDim)),
+        causal, 1,       0,    0,       0,        0};
+    if (bias != None) {
+      s.biasInner = batch / 2;
+      s.biasOuterStride = bias == QueryBias ? queries * keys : keys;
+      s.biasRowStride = bias == QueryBias ? keys : 0;
+      s.biasColStride = 1;
+    }
+    return s;
+  }
+
+  int64_t biasSize() const {
+    return bias == None ? 0 : bias == QueryBias ? 2 * queries * keys : 2 * keys;
+  }
+};
+
+/// The cases the kernel tests run: tiles of both kernels are cut off on
+/// every side (37 queries, 53 keys), a causal query may see all keys or
+/// fewer than its index.
+inline std::vector<AttentionCase> attentionCases() {
+  using C = AttentionCase;
+  return {
+      C{6, 37, 53, 24, 40, false, C::None},      C{3, 29, 29, 24, 40, true, C::None},
+      C{2, 20, 45, 40, 24, true, C::None},       C{2, 40, 25, 16, 16, true, C::None},
+      C{6, 37, 53, 24, 40, false, C::QueryBias}, C{6, 29, 29, 32, 8, true, C::QueryBias},
+      C{6, 37, 53, 24, 40, false, C::Padding},   C{6, 20, 45, 24, 40, true, C::Padding},
+  };
+}
+
+/// The inputs of a case in double: q, k, v, the bias, and the output's
+/// gradient dO (the weights of the loss sum(o * dO)).
+struct AttentionInputs {
+  std::vector<double> q, k, v, bias, dO;
+};
+
+inline std::vector<double> uniformValues(size_t count, std::mt19937 &generator, double low,
+                                         double high) {
+  std::uniform_real_distribution<double> value(low, high);
+  std::vector<double> values(count);
+  for (double &v : values)
+    v = value(generator);
+  return values;
+}
+
+inline AttentionInputs attentionInputs(const AttentionCase &c, unsigned seed) {
+  std::mt19937 generator(seed);
+  AttentionInputs in;
+  in.q = uniformValues(c.batch * c.queries * c.headDim, generator, -2, 2);
+  in.k = uniformValues(c.batch * c.keys * c.headDim, generator, -2, 2);
+  in.v = uniformValues(c.batch * c.keys * c.valueDim, generator, -1, 1);
+  in.dO = uniformValues(c.batch * c.queries * c.valueDim, generator, -1, 1);
+  if (c.bias == AttentionCase::QueryBias)
+    in.bias = uniformValues(c.biasSize(), generator, -1, 1);
+  if (c.bias == AttentionCase::Padding) {
+    in.bias.assign(c.biasSize(), 0.0);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t j = 1; j < c.keys; ++j)
+        if ((j * 7 + b * 3) % 5 == 2)
+          in.bias[b * c.keys + j] = -INFINITY;
+  }
+  return in;
+}
+
+/// The score of query i and key j of head n, -inf where it is left out.
+inline double referenceScore(const ppcrt::lines::AttentionShape &s, const AttentionInputs &in,
+                             int64_t n, int64_t i, int64_t j) {
+  if (s.causal && j > i)
+    return -INFINITY;
+  double dot = 0;
+  for (int64_t d = 0; d < s.headDim; ++d)
+    dot += in.q[(n * s.queries + i) * s.headDim + d] * in.k[(n * s.keys + j) * s.headDim + d];
+  int64_t at = (n / s.biasInner) * s.biasOuterStride + (n % s.biasInner) * s.biasInnerStride +
+               i * s.biasRowStride + j * s.biasColStride;
+  return s.scale * dot + (in.bias.empty() ? 0.0 : in.bias[at]);
+}
+
+/// o [batch, queries, valueDim] and lse [batch, queries].
+inline void referenceAttention(const ppcrt::lines::AttentionShape &s, const AttentionInputs &in,
+                               std::vector<double> &o, std::vector<double> &lse) {
+  o.assign(s.batch * s.queries * s.valueDim, 0.0);
+  lse.assign(s.batch * s.queries, 0.0);
+  std::vector<double> scores(s.keys);
+  for (int64_t n = 0; n < s.batch; ++n)
+    for (int64_t i = 0; i < s.queries; ++i) {
+      double max = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < s.keys; ++j) {
+        scores[j] = referenceScore(s, in, n, i, j);
+        max = std::max(max, scores[j]);
+      }
+      for (int64_t j = 0; j < s.keys; ++j)
+        sum += std::exp(scores[j] - max);
+      double logSum = max + std::log(sum);
+      lse[n * s.queries + i] = logSum;
+      for (int64_t j = 0; j < s.keys; ++j) {
+        double p = std::exp(scores[j] - logSum);
+        for (int64_t e = 0; e < s.valueDim; ++e)
+          o[(n * s.queries + i) * s.valueDim + e] += p * in.v[(n * s.keys + j) * s.valueDim + e];
+      }
+    }
+}
+
+/// dq, dk and dv from o and lse as given (the kernels' inputs): P = exp(S -
+/// lse), D_i = dot(dO_i, o_i), dS = P (dO v^T - D), dq = scale dS k, dk =
+/// scale dS^T q, dv = P^T dO.
+inline void referenceAttentionGrad(const ppcrt::lines::AttentionShape &s, const AttentionInputs &in,
+                                   const std::vector<double> &o, const std::vector<double> &lse,
+                                   std::vector<double> &dq, std::vector<double> &dk,
+                                   std::vector<double> &dv) {
+  dq.assign(in.q.size(), 0.0);
+  dk.assign(in.k.size(), 0.0);
+  dv.assign(in.v.size(), 0.0);
+  for (int64_t n = 0; n < s.batch; ++n)
+    for (int64_t i = 0; i < s.queries; ++i) {
+      const int64_t row = n * s.queries + i;
+      double rowD = 0;
+      for (int64_t e = 0; e < s.valueDim; ++e)
+        rowD += in.dO[row * s.valueDim + e] * o[row * s.valueDim + e];
+      for (int64_t j = 0; j < s.keys; ++j) {
+        double score = referenceScore(s, in, n, i, j);
+        if (score == -INFINITY)
+          continue;
+        const int64_t key = n * s.keys + j;
+        double p = std::exp(score - lse[row]), dp = 0;
+        for (int64_t e = 0; e < s.valueDim; ++e) {
+          dp += in.dO[row * s.valueDim + e] * in.v[key * s.valueDim + e];
+          dv[key * s.valueDim + e] += p * in.dO[row * s.valueDim + e];
+        }
+        double ds = p * (dp - rowD);
+        for (int64_t d = 0; d < s.headDim; ++d) {
+          dq[row * s.headDim + d] += s.scale * ds * in.k[key * s.headDim + d];
+          dk[key * s.headDim + d] += s.scale * ds * in.q[row * s.headDim + d];
+        }
+      }
+    }
+}
+
+} // namespace ppc::test
+
+#endif // PPC_TEST_UNIT_ATTENTIONREFERENCE_H
