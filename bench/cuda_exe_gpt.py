@@ -95,10 +95,15 @@ def build(args, cfg, out):
     path = os.path.join(out, "gpt.onnx")
     ppc_models.export("gpt", cfg, path, constant_folding=False)
     start = time.perf_counter()
-    subprocess.run([args.ppc, "compile", path, "--mesh", "1", "--target", "cuda",
-                    "--cuda-arch", args.cuda_arch, "--precision", args.precision,
-                    "--data-dtype", "u16", "--optimizer", "adamw", "-o",
-                    os.path.join(out, "train")], check=True, capture_output=True)
+    # --profile-plan's predicted kernels go beside the executable (predicted.txt), to
+    # set against what Nsight Compute measures on the GPU (bench/gpu/kernel_table.py).
+    proc = subprocess.run([args.ppc, "compile", path, "--mesh", "1", "--target", "cuda",
+                           "--cuda-arch", args.cuda_arch, "--precision", args.precision,
+                           "--data-dtype", "u16", "--optimizer", "adamw", "--profile-plan",
+                           "--profile-top", "25", "-o", os.path.join(out, "train")],
+                          check=True, capture_output=True, text=True)
+    with open(os.path.join(out, "predicted.txt"), "w") as f:
+        f.write(proc.stderr[proc.stderr.find("predicted step"):])
     os.remove(path)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(dict(cfg, precision=args.precision), f)

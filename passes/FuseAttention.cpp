@@ -48,6 +48,16 @@ std::optional<double> scalarConstant(Value value) {
   return (*attr.getValues<APFloat>().begin()).convertToDouble();
 }
 
+/// Whether `op` is a reshape of the batch dimensions alone (BLOOM's
+/// [B*H, T, S] <-> [B, H, T, S] views): the last two dimensions kept.
+bool isBatchReshape(Operation *op) {
+  auto reshape = llvm::dyn_cast_or_null<ReshapeOp>(op);
+  if (!reshape)
+    return false;
+  auto in = reshape.getInput().getType().getShape(), out = reshape.getType().getShape();
+  return in.size() >= 3 && out.size() >= 3 && in.take_back(2) == out.take_back(2);
+}
+
 /// One step between the score matmul and the softmax.
 struct Step {
   enum Kind { Scale, Add, MaskKeep, MaskHide, Identity } kind;
@@ -102,6 +112,8 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
         if (cast.getInput().getType() != cast.getType())
           return nullptr;
         next = cast.getInput();
+      } else if (isBatchReshape(op)) {
+        next = op->getOperand(0);
       } else if (llvm::isa<MulOp, DivOp>(op)) {
         for (unsigned i = 0; i < 2 && !next; ++i) {
           std::optional<double> c = scalarConstant(op->getOperand(1 - i));
@@ -176,6 +188,49 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
            ones.getSplatValue<bool>();
   }
 
+  /// `value` [..., X, Y] with its batch dimensions viewed as `batch`.
+  static Value viewOver(OpBuilder &b, Location loc, Value value, llvm::ArrayRef<int64_t> batch) {
+    auto type = llvm::cast<RankedTensorType>(value.getType());
+    if (type.getShape().drop_back(2) == batch)
+      return value;
+    llvm::SmallVector<int64_t> shape(batch);
+    shape.append(type.getShape().take_back(2).begin(), type.getShape().take_back(2).end());
+    return b.create<ReshapeOp>(loc, type.clone(shape), value);
+  }
+
+  /// Whether a term broadcast to `space` (a chain value's type) can be
+  /// viewed over the softmax's `batch`: its batch dimensions (padded with
+  /// 1s) are all 1, or all of `space`'s.
+  static bool viewable(Value term, Type space, llvm::ArrayRef<int64_t> batch) {
+    auto spaceType = llvm::cast<RankedTensorType>(space);
+    auto spaceBatch = spaceType.getShape().drop_back(2);
+    if (spaceBatch == batch)
+      return true;
+    auto shape = llvm::cast<RankedTensorType>(term.getType()).getShape();
+    llvm::SmallVector<int64_t> padded(spaceType.getRank() - shape.size(), 1);
+    padded.append(shape.begin(), shape.end());
+    auto termBatch = llvm::ArrayRef(padded).drop_back(2);
+    return termBatch == spaceBatch || llvm::all_of(termBatch, [](int64_t d) { return d == 1; });
+  }
+
+  /// `term` (viewable) over the softmax's batch dimensions.
+  static Value toScores(OpBuilder &b, Location loc, Value term, Type space,
+                        llvm::ArrayRef<int64_t> batch) {
+    auto spaceType = llvm::cast<RankedTensorType>(space);
+    if (spaceType.getShape().drop_back(2) == batch)
+      return term;
+    auto type = llvm::cast<RankedTensorType>(term.getType());
+    auto shape = type.getShape();
+    llvm::SmallVector<int64_t> last(shape.take_back(std::min<size_t>(2, shape.size())));
+    while (last.size() < 2)
+      last.insert(last.begin(), 1);
+    bool ones = type.getNumElements() == last[0] * last[1];
+    llvm::SmallVector<int64_t> viewed(ones ? llvm::SmallVector<int64_t>(batch.size(), 1)
+                                           : llvm::SmallVector<int64_t>(batch));
+    viewed.append(last);
+    return b.create<ReshapeOp>(loc, type.clone(viewed), term);
+  }
+
   LogicalResult fuse(SoftmaxOp softmax) {
     auto scoresType = softmax.getType();
     int64_t rank = scoresType.getRank();
@@ -184,20 +239,25 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     // softmax -> (identity casts) -> matmul(probabilities, v).
     Value probabilities = softmax.getResult();
     while (probabilities.hasOneUse()) {
-      auto cast = llvm::dyn_cast<CastOp>(*probabilities.getUsers().begin());
-      if (!cast || cast.getType() != cast.getInput().getType())
+      Operation *user = *probabilities.getUsers().begin();
+      auto cast = llvm::dyn_cast<CastOp>(user);
+      if (!(cast && cast.getType() == cast.getInput().getType()) && !isBatchReshape(user))
         break;
-      probabilities = cast.getResult();
+      probabilities = user->getResult(0);
     }
     if (!probabilities.hasOneUse())
       return failure();
     auto output = llvm::dyn_cast<MatMulOp>(*probabilities.getUsers().begin());
     if (!output || output.getLhs() != probabilities)
       return failure();
+    // The attention runs over the softmax's batch dimensions; q, k, v and
+    // the masks of matmuls over others (reshaped batches) are viewed so.
     Value v = output.getRhs();
-    auto vType = llvm::cast<RankedTensorType>(v.getType());
     auto batch = scoresType.getShape().drop_back(2);
-    if (vType.getRank() != rank || vType.getShape().drop_back(2) != batch)
+    auto outputBatch = output.getType().getShape().drop_back(2);
+    auto vType = llvm::cast<RankedTensorType>(v.getType());
+    if (vType.getRank() != output.getType().getRank() ||
+        vType.getShape().drop_back(2) != outputBatch)
       return failure();
 
     llvm::SmallVector<Step> steps;
@@ -207,25 +267,36 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     Value q = scores.getLhs(), kT = scores.getRhs();
     auto qType = llvm::cast<RankedTensorType>(q.getType());
     auto kTType = llvm::cast<RankedTensorType>(kT.getType());
-    if (qType.getRank() != rank || kTType.getRank() != rank || qType.getShape().drop_back(2) != batch ||
-        kTType.getShape().drop_back(2) != batch)
+    auto scoresBatch = scores.getType().getShape().drop_back(2);
+    if (qType.getRank() != scores.getType().getRank() || kTType.getRank() != qType.getRank() ||
+        qType.getShape().drop_back(2) != scoresBatch ||
+        kTType.getShape().drop_back(2) != scoresBatch)
       return failure();
+    // Every term must be viewable over the softmax's batch dimensions.
+    for (const Step &step : steps)
+      if (step.operand && step.kind != Step::Scale &&
+          !viewable(step.operand, step.op->getResult(0).getType(), batch))
+        return failure();
 
     OpBuilder b(output);
     Location loc = output.getLoc();
     // k [..., S, D]: k^T transposed back, composed with the transpose that
     // made k^T (the input itself when that swapped the last two dimensions).
-    llvm::SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-    std::swap(swap[rank - 1], swap[rank - 2]);
+    int64_t kRank = kTType.getRank();
+    llvm::SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, kRank));
+    std::swap(swap[kRank - 1], swap[kRank - 2]);
     Value k = kT;
     llvm::SmallVector<int64_t> perm = swap;
     if (auto transpose = kT.getDefiningOp<TransposeOp>()) {
       k = transpose.getInput();
-      for (int64_t d = 0; d < rank; ++d)
+      for (int64_t d = 0; d < kRank; ++d)
         perm[d] = transpose.getPerm()[swap[d]];
     }
-    if (!llvm::equal(perm, llvm::seq<int64_t>(0, rank)))
+    if (!llvm::equal(perm, llvm::seq<int64_t>(0, qType.getRank())))
       k = b.create<TransposeOp>(loc, k, b.getDenseI64ArrayAttr(perm));
+    q = viewOver(b, loc, q, batch);
+    k = viewOver(b, loc, k, batch);
+    v = viewOver(b, loc, v, batch);
 
     // The scale and the bias, in program order: each term is scaled by the
     // factors after it, as the unfused program scales it.
@@ -239,8 +310,8 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     llvm::SmallVector<Value> made; // constants made here, maybe left unread
     auto zero = [&]() -> Value {
       auto type = RankedTensorType::get({}, element);
-      made.push_back(b.create<ConstantOp>(
-          loc, DenseElementsAttr::get(type, b.getFloatAttr(element, 0.0))));
+      made.push_back(
+          b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getFloatAttr(element, 0.0))));
       return made.back();
     };
     auto addTerm = [&](Value term) { bias = bias ? b.create<AddOp>(loc, bias, term) : term; };
@@ -255,7 +326,7 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
                                            : b.create<MulOp>(loc, bias, step.operand).getResult();
         break;
       case Step::Add:
-        addTerm(step.operand);
+        addTerm(toScores(b, loc, step.operand, step.op->getResult(0).getType(), batch));
         break;
       case Step::MaskKeep:
       case Step::MaskHide: {
@@ -268,8 +339,9 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
           causal = true;
           break;
         }
-        addTerm(keep ? b.create<WhereOp>(loc, step.operand, zero(), step.fill).getResult()
-                     : b.create<WhereOp>(loc, step.operand, step.fill, zero()).getResult());
+        Value cond = toScores(b, loc, step.operand, step.op->getResult(0).getType(), batch);
+        addTerm(keep ? b.create<WhereOp>(loc, cond, zero(), step.fill).getResult()
+                     : b.create<WhereOp>(loc, cond, step.fill, zero()).getResult());
         break;
       }
       }
@@ -292,10 +364,15 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     }
     auto lseType = RankedTensorType::get(scoresType.getShape().drop_back(),
                                          element.isF64() ? element : b.getF32Type());
-    auto attention =
-        b.create<AttentionOp>(loc, TypeRange{output.getType(), lseType}, q, k, v, bias,
-                              b.getF64FloatAttr(scale), causal ? b.getUnitAttr() : UnitAttr());
-    output.getResult().replaceAllUsesWith(attention.getOutput());
+    llvm::SmallVector<int64_t> outputShape(batch);
+    outputShape.append({queries, output.getType().getShape().back()});
+    auto attention = b.create<AttentionOp>(
+        loc, TypeRange{RankedTensorType::get(outputShape, element), lseType}, q, k, v, bias,
+        b.getF64FloatAttr(scale), causal ? b.getUnitAttr() : UnitAttr());
+    Value result = attention.getOutput();
+    if (result.getType() != output.getType())
+      result = b.create<ReshapeOp>(loc, output.getType(), result);
+    output.getResult().replaceAllUsesWith(result);
     eraseDead(output);
     for (Value value : made)
       if (Operation *op = value.getDefiningOp(); op && op->use_empty())

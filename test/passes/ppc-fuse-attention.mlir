@@ -107,3 +107,31 @@ func.func @zero_mask(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x3xf32>, %v: tensor<2
   %o = ppc.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %o : tensor<2x3x4xf32>
 }
+
+// -----
+
+// Tests BLOOM's form: heads folded into the batch ([B*H, T, S], baddbmm's
+// alpha and ALiBi bias) and viewed as [B, H, T, S] around the softmax. The
+// attention runs over [B, H]; q, k, v and the ALiBi bias are viewed so, and
+// the output is viewed back.
+// CHECK-LABEL: func.func @folded_heads
+// CHECK-SAME:    (%[[Q:.*]]: tensor<4x3x2xf32>, %[[KT:.*]]: tensor<4x2x3xf32>, %[[V:.*]]: tensor<4x3x2xf32>, %[[A:.*]]: tensor<4x1x3xf32> {ppc.input = "alibi"})
+// CHECK:         %[[K:.*]] = ppc.transpose %[[KT]] perm = [0, 2, 1]
+// CHECK-DAG:     %[[Q4:.*]] = ppc.reshape %[[Q]] : tensor<4x3x2xf32> -> tensor<2x2x3x2xf32>
+// CHECK-DAG:     %[[K4:.*]] = ppc.reshape %[[K]] : tensor<4x3x2xf32> -> tensor<2x2x3x2xf32>
+// CHECK-DAG:     %[[V4:.*]] = ppc.reshape %[[V]] : tensor<4x3x2xf32> -> tensor<2x2x3x2xf32>
+// CHECK-DAG:     %[[B:.*]] = ppc.reshape %[[A]] : tensor<4x1x3xf32> -> tensor<2x2x1x3xf32>
+// CHECK:         %[[O:.*]], %{{.*}} = ppc.attention %[[Q4]], %[[K4]], %[[V4]] bias %[[B]] scale = 5.000000e-01 : (tensor<2x2x3x2xf32>, tensor<2x2x3x2xf32>, tensor<2x2x3x2xf32>, tensor<2x2x1x3xf32>) -> (tensor<2x2x3x2xf32>, tensor<2x2x3xf32>)
+// CHECK-NEXT:    %[[R:.*]] = ppc.reshape %[[O]] : tensor<2x2x3x2xf32> -> tensor<4x3x2xf32>
+// CHECK-NEXT:    return %[[R]]
+func.func @folded_heads(%q: tensor<4x3x2xf32>, %kt: tensor<4x2x3xf32>, %v: tensor<4x3x2xf32>, %alibi: tensor<4x1x3xf32> {ppc.input = "alibi"}) -> tensor<4x3x2xf32> {
+  %alpha = ppc.constant dense<0.5> : tensor<f32>
+  %s = ppc.matmul %q, %kt : (tensor<4x3x2xf32>, tensor<4x2x3xf32>) -> tensor<4x3x3xf32>
+  %m = ppc.mul %s, %alpha : (tensor<4x3x3xf32>, tensor<f32>) -> tensor<4x3x3xf32>
+  %a = ppc.add %m, %alibi : (tensor<4x3x3xf32>, tensor<4x1x3xf32>) -> tensor<4x3x3xf32>
+  %r = ppc.reshape %a : tensor<4x3x3xf32> -> tensor<2x2x3x3xf32>
+  %p = ppc.softmax %r axis = 3 : tensor<2x2x3x3xf32>
+  %p3 = ppc.reshape %p : tensor<2x2x3x3xf32> -> tensor<4x3x3xf32>
+  %o = ppc.matmul %p3, %v : (tensor<4x3x3xf32>, tensor<4x3x2xf32>) -> tensor<4x3x2xf32>
+  return %o : tensor<4x3x2xf32>
+}

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Emitter.h"
+#include "codegen/KernelProfile.h"
 #include "codegen/Toolchain.h"
 #include "frontend/OnnxTensor.h"
 #include "ir/PpcDialect.h"
@@ -71,6 +72,17 @@ int runCompileCommand(int argc, char **argv) {
       "timeline", cl::desc("draw the predicted pipeline schedule as SVG, one row per rank"),
       cl::value_desc("F.svg"), cl::cat(category));
   report.path.addCategory(category);
+  cl::opt<bool> profilePlan(
+      "profile-plan",
+      cl::desc("print the step's predicted time and MFU on one GPU of --gpu and the kernels "
+               "that take the most, each with the fraction of its roofline it reaches "
+               "(a roofline model of the generated kernels; no GPU needed)"),
+      cl::init(false), cl::cat(category));
+  cl::opt<std::string> gpu("gpu", cl::desc("the GPU --profile-plan prices: h100 or h200 [h100]"),
+                           cl::value_desc("h100|h200"), cl::init("h100"), cl::cat(category));
+  cl::opt<int> profileTop("profile-top",
+                          cl::desc("kernels --profile-plan lists, by predicted time [10]"),
+                          cl::init(10), cl::cat(category));
   cl::opt<int64_t> scheduleSteps("lr-total-steps",
                                  cl::desc("steps the cosine learning-rate schedule spans"),
                                  cl::init(1), cl::cat(category));
@@ -98,6 +110,11 @@ int runCompileCommand(int argc, char **argv) {
   codegen::Build build = targetKind == codegen::Target::Cpu ? codegen::Build::Cpu
                          : target == "cuda-emulator"        ? codegen::Build::CudaEmulator
                                                             : codegen::Build::Cuda;
+  std::optional<codegen::GpuModel> gpuModel = codegen::GpuModel::named(gpu);
+  if (!gpuModel)
+    return reportError("--gpu '" + gpu + "': expected h100 or h200");
+  if (profileTop < 1)
+    return reportError("--profile-top " + std::to_string(profileTop) + ": expected 1 or more");
   if (training.precision == "fp16")
     return reportError("--precision fp16: only ppc simulate trains in fp16 so far (the "
                        "targets have no f16 kernels, and the runtime no loss scaler)");
@@ -260,6 +277,18 @@ int runCompileCommand(int argc, char **argv) {
                                     program.getSymName(), plan.peakBytes,
                                     setup.parallelize.memoryPerRank);
     llvm::errs() << llvm::formatv("compiled @{0}: {1} ops per rank\n", program.getSymName(), ops);
+  }
+  if (profilePlan) {
+    // The first program (rank 0's stage); a CUDA layout (collectives run
+    // beside the kernels) whatever the target.
+    auto programs = trainingPrograms(*module);
+    auto cudaLayouts = codegen::layOutPrograms(*module, codegen::Target::Cuda);
+    if (failed(cudaLayouts))
+      return 1;
+    codegen::StepEstimate estimate =
+        codegen::estimateStep(programs.front(), cudaLayouts->front(), *gpuModel);
+    codegen::printStepEstimate(estimate, *gpuModel, training.precision == "bf16",
+                               setup.globalBatch * setup.seqLen, profileTop, llvm::errs());
   }
   if (emit == "mlir") {
     llvm::errs() << llvm::formatv("compiled in {0:f2} s\n", seconds);

@@ -1,0 +1,164 @@
+//===- KernelProfile.cpp - predicted time of each kernel of a step ---------===//
+
+#include "codegen/KernelProfile.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace ppc::codegen {
+
+std::optional<GpuModel> GpuModel::named(llvm::StringRef name) {
+  // H100 SXM: 989 TFLOP/s dense bf16 and 67 f32/f64 (NVIDIA's datasheet);
+  // GEMMs in practice ~800 bf16 (the figure issue 19 anchors to) and ~50
+  // f32; HBM3 ~3.0 TB/s in streaming kernels of 3.35 peak. H200: the same
+  // chip with HBM3e, ~4.3 of 4.8 TB/s. A launch without a CUDA graph costs
+  // the stream ~2 us between back-to-back kernels. Estimates until a GPU
+  // measures them (docs/performance.md).
+  GpuModel h100{"H100 SXM", 989e12, 67e12, 67e12, 800e12, 50e12, 50e12, 50e12, 3.0e12, 2e-6};
+  if (name == "h100")
+    return h100;
+  if (name == "h200") {
+    GpuModel h200 = h100;
+    h200.name = "H200 SXM";
+    h200.bandwidth = 4.3e12;
+    return h200;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+double bytesOf(Value value) {
+  auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    return 0;
+  unsigned bits = type.getElementTypeBitWidth();
+  return double(type.getNumElements()) * double(std::max(bits, 8u) / 8);
+}
+
+std::string shapeText(Value value) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(type.getShape(), os, "x");
+  if (type.getRank() == 0)
+    os << "scalar";
+  return text;
+}
+
+/// The rates of a contraction's element type: (achieved, peak).
+std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
+  Type element = getElementTypeOrSelf(op->getOperand(0).getType());
+  double peak = element.isF64() ? gpu.fp64Peak : element.isF32() ? gpu.fp32Peak : gpu.bf16Peak;
+  if (llvm::isa<AttentionOp, AttentionGradOp>(op))
+    return {gpu.scalarFlops, peak};
+  double achieved = element.isF64() ? gpu.fp64Gemm : element.isF32() ? gpu.fp32Gemm : gpu.bf16Gemm;
+  return {achieved, peak};
+}
+
+} // namespace
+
+StepEstimate estimateStep(func::FuncOp program, const ProgramLayout &layout, const GpuModel &gpu) {
+  llvm::MapVector<llvm::StringRef, KernelEstimate> byKind;
+  llvm::StringSet<> names; // owns byKind's keys
+  StepEstimate step;
+  auto stored = [&](Value v) { return !layout.fusion.unstored(v); };
+  auto add = [&](const std::string &what, double flops, double bytes, double rate,
+                 double peak) {
+    double compute = rate > 0 ? flops / rate : 0, memory = bytes / gpu.bandwidth;
+    double seconds = std::max(compute, memory) + gpu.launchSeconds;
+    double roofline = std::max(peak > 0 ? flops / peak : 0, memory);
+    KernelEstimate &k = byKind[names.insert(what).first->getKey()];
+    k.what = what;
+    ++k.count;
+    k.flops += flops;
+    k.bytes += bytes;
+    k.seconds += seconds;
+    k.rooflineSeconds += roofline;
+    k.computeSeconds += compute;
+    k.memorySeconds += memory;
+    step.seconds += seconds;
+    step.flops += flops;
+    ++step.launches;
+  };
+  for (Operation &op : program.getBody().front()) {
+    if (llvm::isa<func::ReturnOp, ConstantOp, MeshOp, SendOp, RecvOp, TransferOp>(op) ||
+        op.hasTrait<CollectiveTrait>() || layout.fusion.inlinedConstants.contains(&op))
+      continue;
+    auto group = layout.fusion.groupOf.find(&op);
+    if (group != layout.fusion.groupOf.end()) {
+      const FusionGroup &fused = layout.fusion.groups[group->second];
+      if (&op != fused.ops.back())
+        continue;
+      double bytes = 0;
+      for (Value v : fused.inputs)
+        bytes += bytesOf(v);
+      for (Value v : fused.outputs)
+        bytes += bytesOf(v);
+      llvm::SetVector<llvm::StringRef> names;
+      for (Operation *member : fused.ops)
+        names.insert(member->getName().stripDialect());
+      std::string what = "fused ";
+      llvm::raw_string_ostream os(what);
+      llvm::interleave(names.getArrayRef().take_front(6), os, ",");
+      if (names.size() > 6)
+        os << ",...";
+      os << " [" << shapeText(fused.ops.back()->getOperand(0)) << "]";
+      add(what, 0, bytes, 0, 0);
+      continue;
+    }
+    if (llvm::all_of(op.getResults(), [&](Value r) { return layout.holders.count(r); }))
+      continue; // A view: no kernel.
+    double bytes = 0;
+    llvm::DenseSet<Value> seen;
+    std::string what = op.getName().stripDialect().str() + " ";
+    llvm::raw_string_ostream os(what);
+    for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+      if (seen.insert(operand).second && stored(operand))
+        bytes += bytesOf(operand);
+      os << (i ? ", " : "") << shapeText(operand);
+    }
+    for (Value result : op.getResults())
+      bytes += bytesOf(result);
+    double flops = flopsOf(&op), rate = 0, peak = 0;
+    if (flops > 0)
+      std::tie(rate, peak) = contractionRates(&op, gpu);
+    add(what, flops, bytes, rate, peak);
+  }
+  for (auto &entry : byKind)
+    step.kernels.push_back(entry.second);
+  llvm::stable_sort(step.kernels, [](const KernelEstimate &a, const KernelEstimate &b) {
+    return a.seconds > b.seconds;
+  });
+  return step;
+}
+
+void printStepEstimate(const StepEstimate &step, const GpuModel &gpu, bool bf16, int64_t tokens,
+                       int top, llvm::raw_ostream &os) {
+  double peak = bf16 ? gpu.bf16Peak : gpu.fp32Peak;
+  double mfu = step.seconds > 0 ? step.flops / step.seconds / peak : 0;
+  os << llvm::formatv("predicted step on one {0}: {1:F2} ms, {2:F0} tokens/s, MFU {3:F1}% "
+                      "({4:F1} TFLOP of GEMMs and attention, {5} kernel launches)\n",
+                      gpu.name, step.seconds * 1e3, tokens / step.seconds, 100 * mfu,
+                      step.flops / 1e12, step.launches);
+  os << llvm::formatv("  {0,9} {1,6} {2,5} {3,-7} {4,8}  {5}\n", "ms", "% step", "count",
+                      "bound", "roofline", "kernel");
+  for (const KernelEstimate &k : llvm::ArrayRef(step.kernels).take_front(top)) {
+    double launch = k.seconds - std::max(k.computeSeconds, k.memorySeconds);
+    os << llvm::formatv("  {0,9:F3} {1,5:F1}% {2,5} {3,-7} {4,7:F0}%  {5}\n", k.seconds * 1e3,
+                        100 * k.seconds / step.seconds, k.count,
+                        launch > std::max(k.computeSeconds, k.memorySeconds) ? "launch"
+                        : k.computeSeconds > k.memorySeconds                 ? "compute"
+                                                                             : "memory",
+                        100 * k.rooflineSeconds / k.seconds, k.what);
+  }
+}
+
+} // namespace ppc::codegen

@@ -1,0 +1,76 @@
+//===- KernelProfile.h - predicted time of each kernel of a step -*- C++ -*-===//
+//
+// A roofline model of the kernels a rank program launches, as the emitter
+// lays it out (fusion groups, views, library calls, GEMMs): each kernel's
+// FLOPs and the bytes it reads and writes, priced on a GPU's measured rates,
+// plus a launch each. `ppc compile --profile-plan` prints the step's
+// predicted time and MFU and the kernels that take the most, each with the
+// fraction of its roofline (the best time its FLOPs and bytes allow at the
+// GPU's peak rates) that the kernel as generated reaches.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PPC_CODEGEN_KERNELPROFILE_H
+#define PPC_CODEGEN_KERNELPROFILE_H
+
+#include "codegen/Emitter.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppc::codegen {
+
+/// The rates a GPU's kernels are priced at, bytes/s and FLOP/s.
+struct GpuModel {
+  std::string name;
+  /// Dense tensor-core peaks (the datasheet's): the roofline, and MFU's
+  /// denominator (bf16 programs: bf16; f32 programs: the f32 units, as the
+  /// executables count it).
+  double bf16Peak, fp32Peak, fp64Peak;
+  /// What GEMMs reach in practice (cuBLASLt at these sizes).
+  double bf16Gemm, fp32Gemm, fp64Gemm;
+  /// Scalar f32 FMAs of the CUDA cores (ppc's attention kernel: no tensor
+  /// cores yet).
+  double scalarFlops;
+  /// Device memory bandwidth, as streaming kernels reach it.
+  double bandwidth;
+  /// What one kernel launch costs the step (no CUDA graph yet).
+  double launchSeconds;
+
+  /// "h100" or "h200"; none for another name.
+  static std::optional<GpuModel> named(llvm::StringRef name);
+};
+
+/// The kernels of one kind and shape (the same GEMM in every layer).
+struct KernelEstimate {
+  std::string what;
+  int64_t count = 0;
+  double flops = 0, bytes = 0;
+  /// Predicted (the larger of compute and memory, plus the launch), its
+  /// parts, and at the roofline (peak rates, no launch); all launches.
+  double seconds = 0, computeSeconds = 0, memorySeconds = 0, rooflineSeconds = 0;
+};
+
+struct StepEstimate {
+  double seconds = 0, flops = 0;
+  int64_t launches = 0;
+  /// By predicted time, largest first.
+  std::vector<KernelEstimate> kernels;
+};
+
+/// The predicted step of `program`, laid out as `layout`, on `gpu`. The
+/// collectives are left out (they run beside the kernels).
+StepEstimate estimateStep(mlir::func::FuncOp program, const ProgramLayout &layout,
+                          const GpuModel &gpu);
+
+/// The estimate as `ppc compile --profile-plan` prints it: step time,
+/// tokens/s and MFU for `tokens` tokens per step, then the `top` kernels.
+void printStepEstimate(const StepEstimate &step, const GpuModel &gpu, bool bf16, int64_t tokens,
+                       int top, llvm::raw_ostream &os);
+
+} // namespace ppc::codegen
+
+#endif // PPC_CODEGEN_KERNELPROFILE_H
