@@ -6,7 +6,7 @@ executable's per-step times come from its JSON log, PyTorch's from timers
 around each step; both report the median after one warm-up step.
 
     /usr/bin/python3 bench/cpu_exe_gpt.py --ppc build/bin/ppc [--layers 4 --d-model 256
-        --heads 4 --batch 8 --seq 128 --steps 10 --threads 2]
+        --heads 4 --batch 8 --seq 128 --steps 10 --threads 2 --attention fused,unfused]
 
 Both use OpenBLAS (Debian's python3-torch and libopenblas-dev).
 """
@@ -39,6 +39,8 @@ def main():
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--attention", default="fused,unfused",
+                   help="ppc --attention values to time, each beside the same torch run")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     cfg = dict(vocab=256, d_model=args.d_model, n_layers=args.layers, n_heads=args.heads,
@@ -46,30 +48,33 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "gpt.onnx")
         model, _ = ppc_models.export("gpt", cfg, path, constant_folding=False)
-        exe = os.path.join(tmp, "train")
-        start = time.perf_counter()
-        subprocess.run([args.ppc, "compile", path, "--mesh", "1", "--target", "cpu", "--data-dtype", "u8",
-                        "--optimizer", "adamw", "-o", exe], check=True, capture_output=True)
-        compile_seconds = time.perf_counter() - start
-        log = os.path.join(tmp, "log.jsonl")
-        subprocess.run([exe, "--data", CORPUS, "--steps", str(args.steps), "--log", log,
-                        "--threads-per-rank", str(args.threads)],
-                       check=True, capture_output=True)
-        lines = [json.loads(line) for line in open(log)]
-    exe_times = [l["step_time"] for l in lines]
+        runs = {}
+        for attention in args.attention.split(","):
+            exe = os.path.join(tmp, "train-" + attention)
+            start = time.perf_counter()
+            subprocess.run([args.ppc, "compile", path, "--mesh", "1", "--target", "cpu",
+                            "--data-dtype", "u8", "--optimizer", "adamw", "--attention",
+                            attention, "-o", exe], check=True, capture_output=True)
+            compile_seconds = time.perf_counter() - start
+            log = os.path.join(tmp, f"log-{attention}.jsonl")
+            subprocess.run([exe, "--data", CORPUS, "--steps", str(args.steps), "--log", log,
+                            "--threads-per-rank", str(args.threads)],
+                           check=True, capture_output=True)
+            runs[attention] = ([json.loads(line) for line in open(log)], compile_seconds)
     torch_times, torch_losses = torch_steps(model, args.steps, args.batch, args.seq)
     params = sum(t.numel() for t in model.parameters())
-    ppc_step = statistics.median(exe_times[1:])
     torch_step = statistics.median(torch_times[1:])
     tokens = args.batch * args.seq
     print(f"GPT {args.layers} layers, d={args.d_model}, {params / 1e6:.2f}M parameters, "
           f"batch {args.batch} x {args.seq}, AdamW, {args.threads} threads, median of "
           f"{args.steps - 1} steps after one warm-up")
-    print(f"ppc executable: {ppc_step * 1e3:.1f} ms/step ({tokens / ppc_step:.0f} tok/s; "
-          f"compiled and built in {compile_seconds:.1f} s)")
-    print(f"torch eager:    {torch_step * 1e3:.1f} ms/step ({tokens / torch_step:.0f} tok/s)")
-    print(f"ratio ppc / torch: {ppc_step / torch_step:.3f}")
-    print(f"first losses: ppc {lines[0]['loss']:.6f}, torch {torch_losses[0]:.6f}")
+    print(f"torch eager:    {torch_step * 1e3:.1f} ms/step ({tokens / torch_step:.0f} tok/s), "
+          f"first loss {torch_losses[0]:.6f}")
+    for attention, (lines, compile_seconds) in runs.items():
+        ppc_step = statistics.median([l["step_time"] for l in lines][1:])
+        print(f"ppc --attention {attention}: {ppc_step * 1e3:.1f} ms/step "
+              f"({tokens / ppc_step:.0f} tok/s; built in {compile_seconds:.1f} s), "
+              f"ppc / torch {ppc_step / torch_step:.3f}, first loss {lines[0]['loss']:.6f}")
 
 
 if __name__ == "__main__":

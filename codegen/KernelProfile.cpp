@@ -2,8 +2,8 @@
 
 #include "codegen/KernelProfile.h"
 
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -70,8 +70,7 @@ StepEstimate estimateStep(func::FuncOp program, const ProgramLayout &layout, con
   llvm::StringSet<> names; // owns byKind's keys
   StepEstimate step;
   auto stored = [&](Value v) { return !layout.fusion.unstored(v); };
-  auto add = [&](const std::string &what, double flops, double bytes, double rate,
-                 double peak) {
+  auto add = [&](const std::string &what, double flops, double bytes, double rate, double peak) {
     double compute = rate > 0 ? flops / rate : 0, memory = bytes / gpu.bandwidth;
     double seconds = std::max(compute, memory) + gpu.launchSeconds;
     double roofline = std::max(peak > 0 ? flops / peak : 0, memory);
@@ -148,8 +147,8 @@ void printStepEstimate(const StepEstimate &step, const GpuModel &gpu, bool bf16,
                       "({4:F1} TFLOP of GEMMs and attention, {5} kernel launches)\n",
                       gpu.name, step.seconds * 1e3, tokens / step.seconds, 100 * mfu,
                       step.flops / 1e12, step.launches);
-  os << llvm::formatv("  {0,9} {1,6} {2,5} {3,-7} {4,8}  {5}\n", "ms", "% step", "count",
-                      "bound", "roofline", "kernel");
+  os << llvm::formatv("  {0,9} {1,6} {2,5} {3,-7} {4,8}  {5}\n", "ms", "% step", "count", "bound",
+                      "roofline", "kernel");
   for (const KernelEstimate &k : llvm::ArrayRef(step.kernels).take_front(top)) {
     double launch = k.seconds - std::max(k.computeSeconds, k.memorySeconds);
     os << llvm::formatv("  {0,9:F3} {1,5:F1}% {2,5} {3,-7} {4,7:F0}%  {5}\n", k.seconds * 1e3,

@@ -7,6 +7,7 @@
 //   s = s * c | s / c                    (scalar constants, any number, anywhere)
 //   s = s + mask                         (an additive mask or ALiBi bias)
 //   s = where(keep, s, fill) | where(hide, fill, s)   (masked_fill, a scalar fill)
+//   s = max(s, lowest)                   (OPT's clamp), batch reshapes (BLOOM)
 //   o = softmax(s, last axis) @ v
 //
 // and replaces it by one `ppc.attention` (q, k, v, bias, scale, causal),
@@ -23,6 +24,7 @@
 
 #include "executor/Interpreter.h"
 #include "ir/PpcOps.h"
+#include "ir/ShapeRules.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Matchers.h"
@@ -114,6 +116,14 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
         next = cast.getInput();
       } else if (isBatchReshape(op)) {
         next = op->getOperand(0);
+      } else if (llvm::isa<MaxOp>(op)) {
+        // OPT's clamp, max(s, lowest): the same scores wherever a key is
+        // visible (a row every key of which is hidden differs: see
+        // docs/architecture.md, "Fused attention").
+        for (unsigned i = 0; i < 2 && !next; ++i)
+          if (sameShape(op->getOperand(i)) &&
+              scalarConstant(op->getOperand(1 - i)).value_or(0) <= -1e30)
+            next = op->getOperand(i);
       } else if (llvm::isa<MulOp, DivOp>(op)) {
         for (unsigned i = 0; i < 2 && !next; ++i) {
           std::optional<double> c = scalarConstant(op->getOperand(1 - i));
@@ -188,6 +198,16 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
            ones.getSplatValue<bool>();
   }
 
+  /// `value` [..., X, Y] with its batch dimensions broadcast to `batch`.
+  static Value expandBatch(OpBuilder &b, Location loc, Value value, llvm::ArrayRef<int64_t> batch) {
+    auto type = llvm::cast<RankedTensorType>(value.getType());
+    if (type.getShape().drop_back(2) == batch)
+      return value;
+    llvm::SmallVector<int64_t> shape(batch);
+    shape.append(type.getShape().take_back(2).begin(), type.getShape().take_back(2).end());
+    return b.create<ExpandOp>(loc, type.clone(shape), value);
+  }
+
   /// `value` [..., X, Y] with its batch dimensions viewed as `batch`.
   static Value viewOver(OpBuilder &b, Location loc, Value value, llvm::ArrayRef<int64_t> batch) {
     auto type = llvm::cast<RankedTensorType>(value.getType());
@@ -250,14 +270,11 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     auto output = llvm::dyn_cast<MatMulOp>(*probabilities.getUsers().begin());
     if (!output || output.getLhs() != probabilities)
       return failure();
-    // The attention runs over the softmax's batch dimensions; q, k, v and
-    // the masks of matmuls over others (reshaped batches) are viewed so.
     Value v = output.getRhs();
-    auto batch = scoresType.getShape().drop_back(2);
     auto outputBatch = output.getType().getShape().drop_back(2);
     auto vType = llvm::cast<RankedTensorType>(v.getType());
     if (vType.getRank() != output.getType().getRank() ||
-        vType.getShape().drop_back(2) != outputBatch)
+        !broadcastsTo(vType.getShape().drop_back(2), outputBatch))
       return failure();
 
     llvm::SmallVector<Step> steps;
@@ -270,9 +287,18 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     auto scoresBatch = scores.getType().getShape().drop_back(2);
     if (qType.getRank() != scores.getType().getRank() || kTType.getRank() != qType.getRank() ||
         qType.getShape().drop_back(2) != scoresBatch ||
-        kTType.getShape().drop_back(2) != scoresBatch)
+        !broadcastsTo(kTType.getShape().drop_back(2), scoresBatch))
       return failure();
-    // Every term must be viewable over the softmax's batch dimensions.
+    // The attention runs over the most detailed batch dimensions of the
+    // chain (heads apart from the batch: [B, H] rather than BLOOM's and
+    // OPT's [B*H]); q, k, v and the masks of the others are viewed so.
+    llvm::SmallVector<int64_t> batch(scoresType.getShape().drop_back(2));
+    for (const Step &step : steps) {
+      auto type = llvm::cast<RankedTensorType>(step.op->getResult(0).getType());
+      if (type.getRank() - 2 > static_cast<int64_t>(batch.size()))
+        batch.assign(type.getShape().begin(), type.getShape().end() - 2);
+    }
+    // Every term must be viewable over them.
     for (const Step &step : steps)
       if (step.operand && step.kind != Step::Scale &&
           !viewable(step.operand, step.op->getResult(0).getType(), batch))
@@ -294,6 +320,10 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     }
     if (!llvm::equal(perm, llvm::seq<int64_t>(0, qType.getRank())))
       k = b.create<TransposeOp>(loc, k, b.getDenseI64ArrayAttr(perm));
+    // Multi-query heads a matmul broadcasts (Falcon) are expanded: the op
+    // takes one k and v per query head.
+    k = expandBatch(b, loc, k, scoresBatch);
+    v = expandBatch(b, loc, v, outputBatch);
     q = viewOver(b, loc, q, batch);
     k = viewOver(b, loc, k, batch);
     v = viewOver(b, loc, v, batch);
@@ -307,12 +337,9 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     // query sees a key only while there are no more queries than keys.)
     int64_t queries = scoresType.getDimSize(rank - 2), keys = scoresType.getDimSize(rank - 1);
     Type element = scoresType.getElementType();
-    llvm::SmallVector<Value> made; // constants made here, maybe left unread
     auto zero = [&]() -> Value {
       auto type = RankedTensorType::get({}, element);
-      made.push_back(
-          b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getFloatAttr(element, 0.0))));
-      return made.back();
+      return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getFloatAttr(element, 0.0)));
     };
     auto addTerm = [&](Value term) { bias = bias ? b.create<AddOp>(loc, bias, term) : term; };
     for (const Step &step : steps) {
@@ -348,10 +375,8 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     }
     // A bias computed from constants alone folds (as ppc-fold-constants
     // would) and may then be the causal mask, or zeros.
-    if (bias) {
+    if (bias)
       bias = foldBias(bias);
-      made.push_back(bias);
-    }
     DenseElementsAttr value;
     if (bias && matchPattern(bias, m_Constant(&value))) {
       if (!causal && queries <= keys && isCausal(value, scoresType)) {
@@ -362,8 +387,9 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
         bias = nullptr;
       }
     }
-    auto lseType = RankedTensorType::get(scoresType.getShape().drop_back(),
-                                         element.isF64() ? element : b.getF32Type());
+    llvm::SmallVector<int64_t> lseShape(batch);
+    lseShape.push_back(queries);
+    auto lseType = RankedTensorType::get(lseShape, element.isF64() ? element : b.getF32Type());
     llvm::SmallVector<int64_t> outputShape(batch);
     outputShape.append({queries, output.getType().getShape().back()});
     auto attention = b.create<AttentionOp>(
@@ -373,10 +399,7 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     if (result.getType() != output.getType())
       result = b.create<ReshapeOp>(loc, output.getType(), result);
     output.getResult().replaceAllUsesWith(result);
-    eraseDead(output);
-    for (Value value : made)
-      if (Operation *op = value.getDefiningOp(); op && op->use_empty())
-        eraseDead(op);
+    output.erase();
     return success();
   }
 
@@ -405,28 +428,22 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     return bias;
   }
 
-  /// Erases `root` and then, transitively, the pure ops only it read.
-  static void eraseDead(Operation *root) {
-    llvm::SmallVector<Operation *> work{root};
-    while (!work.empty()) {
-      Operation *op = work.pop_back_val();
-      if (!op->use_empty() || !isPure(op))
-        continue;
-      llvm::SetVector<Operation *> inputs;
-      for (Value operand : op->getOperands())
-        if (Operation *def = operand.getDefiningOp())
-          inputs.insert(def);
-      op->erase();
-      for (Operation *def : inputs)
-        work.push_back(def);
-    }
-  }
-
   void runOnOperation() override {
     llvm::SmallVector<SoftmaxOp> softmaxes;
     getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    bool fused = false;
     for (SoftmaxOp softmax : softmaxes)
-      (void)fuse(softmax);
+      fused |= succeeded(fuse(softmax));
+    if (!fused)
+      return;
+    // What only the replaced ops read (the scores, the masks, k's
+    // transposes, constants the folding left): pure and unread, users
+    // before their operands.
+    for (Block &block : getOperation().getBody())
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+        if (op.getDialect() && llvm::isa<PpcDialect>(op.getDialect()) && op.use_empty() &&
+            isPure(&op))
+          op.erase();
   }
 };
 

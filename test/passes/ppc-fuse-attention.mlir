@@ -135,3 +135,25 @@ func.func @folded_heads(%q: tensor<4x3x2xf32>, %kt: tensor<4x2x3xf32>, %v: tenso
   %o = ppc.matmul %p3, %v : (tensor<4x3x3xf32>, tensor<4x3x2xf32>) -> tensor<4x3x2xf32>
   return %o : tensor<4x3x2xf32>
 }
+
+// -----
+
+// Tests OPT's clamp max(s, lowest) (the same scores where a key is visible)
+// and Falcon's multi-query k and v, which the matmuls broadcast over the
+// heads: they are expanded to one per query head.
+// CHECK-LABEL: func.func @clamp_and_multi_query
+// CHECK-SAME:    (%[[Q:.*]]: tensor<2x4x3x2xf32>, %[[K:.*]]: tensor<2x1x3x2xf32>, %[[V:.*]]: tensor<2x1x3x2xf32>, %[[M:.*]]: tensor<2x1x3x3xf32> {ppc.input = "mask"})
+// CHECK-DAG:     %[[KE:.*]] = ppc.expand %[[K]] : tensor<2x1x3x2xf32> -> tensor<2x4x3x2xf32>
+// CHECK-DAG:     %[[VE:.*]] = ppc.expand %[[V]] : tensor<2x1x3x2xf32> -> tensor<2x4x3x2xf32>
+// CHECK:         ppc.attention %[[Q]], %[[KE]], %[[VE]] bias %[[M]] scale = 1.000000e+00 :
+// CHECK-NOT:     ppc.max
+func.func @clamp_and_multi_query(%q: tensor<2x4x3x2xf32>, %k: tensor<2x1x3x2xf32>, %v: tensor<2x1x3x2xf32>, %mask: tensor<2x1x3x3xf32> {ppc.input = "mask"}) -> tensor<2x4x3x2xf32> {
+  %lowest = ppc.constant dense<-3.40282347E+38> : tensor<f32>
+  %kt = ppc.transpose %k perm = [0, 1, 3, 2] : (tensor<2x1x3x2xf32>) -> tensor<2x1x2x3xf32>
+  %s = ppc.matmul %q, %kt : (tensor<2x4x3x2xf32>, tensor<2x1x2x3xf32>) -> tensor<2x4x3x3xf32>
+  %a = ppc.add %s, %mask : (tensor<2x4x3x3xf32>, tensor<2x1x3x3xf32>) -> tensor<2x4x3x3xf32>
+  %c = ppc.max %a, %lowest : (tensor<2x4x3x3xf32>, tensor<f32>) -> tensor<2x4x3x3xf32>
+  %p = ppc.softmax %c axis = 3 : tensor<2x4x3x3xf32>
+  %o = ppc.matmul %p, %v : (tensor<2x4x3x3xf32>, tensor<2x1x3x2xf32>) -> tensor<2x4x3x2xf32>
+  return %o : tensor<2x4x3x2xf32>
+}

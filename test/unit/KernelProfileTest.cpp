@@ -1,0 +1,99 @@
+//===- KernelProfileTest.cpp - the roofline model of generated kernels ----===//
+//
+// Programs whose kernels are priced by hand: a GEMM (compute-bound), a
+// fused elementwise chain (memory-bound, one kernel for its ops), a view (no
+// kernel), and attention (scalar FLOPs, its roofline at the tensor peak).
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/KernelProfile.h"
+#include "ir/PpcDialect.h"
+#include "ir/PpcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace ppc;
+using namespace ppc::codegen;
+
+namespace {
+
+class KernelProfileTest : public ::testing::Test {
+protected:
+  KernelProfileTest() { context.loadDialect<PpcDialect, func::FuncDialect>(); }
+
+  StepEstimate estimate(llvm::StringRef source, const GpuModel &gpu) {
+    module = parseSourceString<ModuleOp>(source, &context);
+    EXPECT_TRUE(module);
+    auto func = *module->getOps<func::FuncOp>().begin();
+    FailureOr<ProgramLayout> layout = layOutProgram(func, /*asyncCommunication=*/true);
+    EXPECT_TRUE(succeeded(layout));
+    return estimateStep(func, *layout, gpu);
+  }
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+};
+
+TEST_F(KernelProfileTest, PricesGemmsFusedChainsAndViews) {
+  GpuModel gpu = *GpuModel::named("h100");
+  // A [512x1024] @ [1024x2048] f32 GEMM, a reshape (a view), and
+  // relu(x * 2) + 1 over its result: one fused kernel.
+  StepEstimate step = estimate(R"mlir(
+    func.func @f(%a: tensor<512x1024xf32>, %b: tensor<1024x2048xf32>) -> tensor<512x2x1024xf32> {
+      %c = ppc.matmul %a, %b : (tensor<512x1024xf32>, tensor<1024x2048xf32>) -> tensor<512x2048xf32>
+      %two = ppc.constant dense<2.0> : tensor<f32>
+      %one = ppc.constant dense<1.0> : tensor<f32>
+      %m = ppc.mul %c, %two : (tensor<512x2048xf32>, tensor<f32>) -> tensor<512x2048xf32>
+      %r = ppc.relu %m : tensor<512x2048xf32>
+      %p = ppc.add %r, %one : (tensor<512x2048xf32>, tensor<f32>) -> tensor<512x2048xf32>
+      %v = ppc.reshape %p : tensor<512x2048xf32> -> tensor<512x2x1024xf32>
+      return %v : tensor<512x2x1024xf32>
+    })mlir",
+                               gpu);
+  ASSERT_EQ(step.kernels.size(), 2u);
+  EXPECT_EQ(step.launches, 2);
+  double flops = 2.0 * 512 * 1024 * 2048;
+  double gemmBytes = 4.0 * (512 * 1024 + 1024 * 2048 + 512 * 2048);
+  const KernelEstimate &gemm = step.kernels[0];
+  EXPECT_EQ(gemm.what, "matmul 512x1024, 1024x2048");
+  EXPECT_DOUBLE_EQ(gemm.flops, flops);
+  EXPECT_DOUBLE_EQ(gemm.bytes, gemmBytes);
+  EXPECT_DOUBLE_EQ(gemm.seconds, flops / gpu.fp32Gemm + gpu.launchSeconds);
+  EXPECT_DOUBLE_EQ(gemm.rooflineSeconds, flops / gpu.fp32Peak);
+  const KernelEstimate &chain = step.kernels[1];
+  EXPECT_EQ(chain.count, 1);
+  EXPECT_EQ(chain.flops, 0);
+  // Reads the GEMM's result, writes its own: the scalars are inlined.
+  EXPECT_DOUBLE_EQ(chain.bytes, 2 * 4.0 * 512 * 2048);
+  EXPECT_DOUBLE_EQ(chain.seconds, chain.bytes / gpu.bandwidth + gpu.launchSeconds);
+  EXPECT_DOUBLE_EQ(step.seconds, gemm.seconds + chain.seconds);
+  EXPECT_DOUBLE_EQ(step.flops, flops);
+}
+
+TEST_F(KernelProfileTest, AttentionRunsOnScalarUnitsAgainstTheTensorPeak) {
+  GpuModel h100 = *GpuModel::named("h100"), h200 = *GpuModel::named("h200");
+  EXPECT_GT(h200.bandwidth, h100.bandwidth);
+  EXPECT_FALSE(GpuModel::named("a100"));
+  llvm::StringRef source = R"mlir(
+    func.func @f(%q: tensor<2x4x256x64xbf16>) -> tensor<2x4x256x64xbf16> {
+      %o, %l = ppc.attention %q, %q, %q scale = 0.125 causal : (tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>) -> (tensor<2x4x256x64xbf16>, tensor<2x4x256xf32>)
+      return %o : tensor<2x4x256x64xbf16>
+    })mlir";
+  StepEstimate step = estimate(source, h100);
+  ASSERT_EQ(step.kernels.size(), 1u);
+  const KernelEstimate &k = step.kernels[0];
+  // Causal: 256 * 257 / 2 pairs per head, two GEMMs of head size 64.
+  double flops = 2.0 * 8 * (256.0 * 257 / 2) * (64 + 64);
+  EXPECT_DOUBLE_EQ(k.flops, flops);
+  EXPECT_DOUBLE_EQ(k.seconds, flops / h100.scalarFlops + h100.launchSeconds);
+  double bytes = 2.0 * 2 * 4 * 256 * 64 * 2 + 4.0 * 2 * 4 * 256; // q (once), o; lse
+  EXPECT_DOUBLE_EQ(k.bytes, bytes);
+  EXPECT_DOUBLE_EQ(k.rooflineSeconds, std::max(flops / h100.bf16Peak, bytes / h100.bandwidth));
+}
+
+} // namespace
