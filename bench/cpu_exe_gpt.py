@@ -29,6 +29,19 @@ from torch_gpt import torch_steps  # noqa: E402
 CORPUS = "/usr/share/common-licenses/GPL-3"
 
 
+def sgemm_rate(threads, n=2048, repeats=5):
+    """This machine's f32 GEMM rate through torch (OpenBLAS), FLOP/s: the best of a few."""
+    torch.set_num_threads(threads)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(repeats):
+        begin = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - begin)
+    return 2.0 * n ** 3 / best
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ppc", required=True)
@@ -39,6 +52,8 @@ def main():
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--kind", default="gpt", choices=["gpt", "llama", "bert"],
+                   help="the architecture (models/ppc_models.py)")
     p.add_argument("--attention", default="fused,unfused",
                    help="ppc --attention values to time, each beside the same torch run")
     args = p.parse_args()
@@ -47,7 +62,7 @@ def main():
                seq=args.seq, batch=args.batch)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "gpt.onnx")
-        model, _ = ppc_models.export("gpt", cfg, path, constant_folding=False)
+        model, _ = ppc_models.export(args.kind, cfg, path, constant_folding=False)
         runs = {}
         for attention in args.attention.split(","):
             exe = os.path.join(tmp, "train-" + attention)
@@ -65,16 +80,25 @@ def main():
     params = sum(t.numel() for t in model.parameters())
     torch_step = statistics.median(torch_times[1:])
     tokens = args.batch * args.seq
-    print(f"GPT {args.layers} layers, d={args.d_model}, {params / 1e6:.2f}M parameters, "
+    # The GEMM roofline: a step's GEMM FLOPs (6 per weight of the linear layers and the
+    # head per token, and 12 * layers * d * T per token for the two attention products,
+    # as the unfused program computes them) over this machine's measured sgemm rate.
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    flops = tokens * (6 * linear + 12 * args.layers * args.d_model * args.seq)
+    peak = sgemm_rate(args.threads)
+    print(f"{args.kind} {args.layers} layers, d={args.d_model}, {params / 1e6:.2f}M parameters, "
           f"batch {args.batch} x {args.seq}, AdamW, {args.threads} threads, median of "
           f"{args.steps - 1} steps after one warm-up")
+    print(f"sgemm peak here (torch.mm 2048^3, {args.threads} threads): {peak / 1e9:.0f} GFLOP/s; "
+          f"{flops / 1e9:.1f} GFLOP of GEMMs per step")
     print(f"torch eager:    {torch_step * 1e3:.1f} ms/step ({tokens / torch_step:.0f} tok/s), "
-          f"first loss {torch_losses[0]:.6f}")
+          f"GEMM roofline {100 * flops / torch_step / peak:.0f}%, first loss {torch_losses[0]:.6f}")
     for attention, (lines, compile_seconds) in runs.items():
         ppc_step = statistics.median([l["step_time"] for l in lines][1:])
         print(f"ppc --attention {attention}: {ppc_step * 1e3:.1f} ms/step "
               f"({tokens / ppc_step:.0f} tok/s; built in {compile_seconds:.1f} s), "
-              f"ppc / torch {ppc_step / torch_step:.3f}, first loss {lines[0]['loss']:.6f}")
+              f"ppc / torch {ppc_step / torch_step:.3f}, GEMM roofline "
+              f"{100 * flops / ppc_step / peak:.0f}%, first loss {lines[0]['loss']:.6f}")
 
 
 if __name__ == "__main__":

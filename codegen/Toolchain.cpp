@@ -98,7 +98,13 @@ std::vector<std::string> buildCommand(Build build, llvm::StringRef source, llvm:
     return hostBuildCommand({"-O1", "-I" PPC_SOURCE_DIR "/runtime/ppcrt/cuda/emulator/include",
                              "-x", "c++", source.str(), "-x", "none"},
                             output, PPC_CUDA_EMULATOR_LIBRARY);
-  return hostBuildCommand({"-O3", "-march=native", source.str()}, output, PPC_CPU_LIBRARY);
+  // -ffp-contract=off: each op of a fusion group rounds once, as the
+  // reference executor's do, wherever the group's boundaries fall; with
+  // contraction a recomputed clone fused with other neighbours than its
+  // original rounded differently (e2e-recompute). Kernels that want FMAs
+  // ask for them (CpuKernels.h, madd); the GEMMs are OpenBLAS's.
+  return hostBuildCommand({"-O3", "-march=native", "-ffp-contract=off", source.str()}, output,
+                          PPC_CPU_LIBRARY);
 }
 
 llvm::Error buildExecutable(Build build, llvm::StringRef source, llvm::StringRef output,

@@ -57,6 +57,16 @@ public:
     }
     if (llvm::isa<ScatterAddOp>(op) && !isFloat(op->getResult(0)))
       return ctx.unsupported(op, "scatter_add on CUDA adds floats only");
+    // The attention kernels keep a row of q and of the output in registers.
+    if (llvm::isa<AttentionOp, AttentionGradOp>(op)) {
+      auto size = [&](unsigned i) {
+        return llvm::cast<RankedTensorType>(op->getOperand(i).getType()).getShape().back();
+      };
+      if (size(0) > 256 || size(2) > 256)
+        return ctx.unsupported(op, "the CUDA attention kernels take head and value sizes up "
+                                   "to 256, not " +
+                                       std::to_string(std::max(size(0), size(2))));
+    }
     return success();
   }
 

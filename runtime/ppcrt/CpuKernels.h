@@ -314,6 +314,18 @@ inline float attentionExp(float x) {
 }
 inline double attentionExp(double x) { return std::exp(x); }
 
+/// acc + x * y, in one rounding where the CPU has FMA. Generated CPU code is
+/// built with -ffp-contract=off (a fusion group rounds each op once, so a
+/// recomputed clone in another group rounds alike); the attention kernels
+/// ask for their multiply-adds here instead.
+template <typename C> inline C madd(C x, C y, C acc) {
+#if defined(__FMA__)
+  return std::fma(x, y, acc);
+#else
+  return acc + x * y;
+#endif
+}
+
 /// bT[d * kAttentionTile + c] = b[c * ldb + d]: `cols` rows of b transposed
 /// (depth of them each), zeros past them.
 template <typename C>
@@ -341,7 +353,7 @@ inline void attentionDots(const C *a, int64_t lda, int64_t rows, const C *bT, in
       for (int x = 0; x < 4; ++x) {
         C s = a0[x * lda + d];
         for (int64_t c = 0; c < N; ++c)
-          acc[x][c] += s * b[c];
+          acc[x][c] = madd(s, b[c], acc[x][c]);
       }
     }
     std::memcpy(out + r * N, acc, sizeof(acc));
@@ -351,7 +363,7 @@ inline void attentionDots(const C *a, int64_t lda, int64_t rows, const C *bT, in
     for (int64_t d = 0; d < depth; ++d) {
       C s = a[r * lda + d];
       for (int64_t c = 0; c < N; ++c)
-        acc[c] += s * bT[d * N + c];
+        acc[c] = madd(s, bT[d * N + c], acc[c]);
     }
     std::memcpy(out + r * N, acc, sizeof(acc));
   }
@@ -377,7 +389,7 @@ inline void attentionAccumulate(const C *p, int64_t rows, const C *b, int64_t de
         for (int x = 0; x < 4; ++x) {
           C w = p[(r + x) * N + c];
           for (int64_t e = 0; e < W; ++e)
-            acc[x][e] += w * row[e];
+            acc[x][e] = madd(w, row[e], acc[x][e]);
         }
       }
       for (int x = 0; x < 4; ++x)
@@ -388,14 +400,14 @@ inline void attentionAccumulate(const C *p, int64_t rows, const C *b, int64_t de
       for (int64_t c = 0; c < depth; ++c) {
         C w = p[(r + x) * N + c];
         for (int64_t e = e0; e < cols; ++e)
-          out[(r + x) * cols + e] += w * b[c * cols + e];
+          out[(r + x) * cols + e] = madd(w, b[c * cols + e], out[(r + x) * cols + e]);
       }
   }
   for (; r < rows; ++r)
     for (int64_t c = 0; c < depth; ++c) {
       C w = p[r * N + c];
       for (int64_t e = 0; e < cols; ++e)
-        out[r * cols + e] += w * b[c * cols + e];
+        out[r * cols + e] = madd(w, b[c * cols + e], out[r * cols + e]);
     }
 }
 
