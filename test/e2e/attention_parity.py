@@ -15,7 +15,9 @@ softmax compute, on models ppc's authors wrote and on Hugging Face's.
    probabilities, the fused kernel does not).
 3. Executables: the CPU target on a 2x2 mesh (heads split by tensor parallelism) and
    the CUDA target on ppc's emulator (mesh 2, and bf16 on mesh 1) against simulate
-   with fused attention, within 1e-5 (bf16: 1e-3 of the bf16 simulate).
+   with fused attention, within 1e-5 (bf16: 1e-3 of the bf16 simulate); and Hugging
+   Face BERT with a padding mask bound from a file (the op's bias, broadcast over heads
+   and queries) on the CPU target against the unfused program.
 """
 import argparse
 import json
@@ -163,6 +165,25 @@ def main():
                                 f"simulate {error:.2e}")
                 if error > EXE_LIMIT:
                     sys.exit(exe_rows[-1] + f" > {EXE_LIMIT}")
+        if not only or "hf-bert" in only:
+            # A padding mask bound from a file: the fused op's bias, broadcast over the
+            # heads and the queries (strides the emitter works out), in the CPU
+            # executable against the unfused program.
+            import numpy as np
+            model = os.path.join(tmp, "hf-bert.onnx")
+            mask = np.ones((hf_families.BATCH, hf_families.SEQ), dtype=np.int64)
+            mask[0, -3:] = 0
+            mask[2, -6:] = 0
+            np.save(os.path.join(tmp, "mask.npy"), mask)
+            bind = ["--bind", "attention_mask=" + os.path.join(tmp, "mask.npy")]
+            reference = simulate(args.ppc, model, tmp, "hf-bert-mask-unfused",
+                                 bind + ["--attention", "unfused"])
+            got = executable(args.ppc, model, tmp, "hf-bert-mask-cpu", "1", "cpu", bind)
+            error = worst(got, reference)
+            exe_rows.append(f"hf-bert cpu mesh 1, padding mask: worst relative error against "
+                            f"unfused simulate {error:.2e}")
+            if error > EXE_LIMIT:
+                sys.exit(exe_rows[-1] + f" > {EXE_LIMIT}")
         if not only or "llama" in only:
             model = os.path.join(tmp, "llama.onnx")
             reference = simulate(args.ppc, model, tmp, "llama-bf16-fused", ["--precision", "bf16"])
