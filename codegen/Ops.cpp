@@ -425,10 +425,10 @@ static LogicalResult emitNllLoss(Operation *op, EmitContext &ctx) {
 // Attention
 //===----------------------------------------------------------------------===//
 
-/// `ppcrt::lines::AttentionShape{...}` of an attention or its gradient, or
-/// "" when its bias's broadcast over the batch dimensions is not two
-/// strides (outer and inner batch) deep.
-template <typename OpT> static std::string attentionShape(OpT op) {
+/// `ppcrt::lines::AttentionShape{...}` of an attention or its gradient;
+/// unsupported when its bias's broadcast over the batch dimensions is not
+/// two strides (outer and inner batch) deep.
+template <typename OpT> static FailureOr<std::string> attentionShape(OpT op, EmitContext &ctx) {
   auto q = shapeOf(op.getQ()), k = shapeOf(op.getK()), v = shapeOf(op.getV());
   size_t rank = q.size();
   llvm::ArrayRef<int64_t> batch = q.drop_back(2);
@@ -461,7 +461,8 @@ template <typename OpT> static std::string attentionShape(OpT op) {
         runs.push_back({batch[d], strides[d]});
     }
     if (runs.size() > 2)
-      return "";
+      return ctx.unsupported(op, "the bias must broadcast over at most two runs of batch "
+                                 "dimensions");
     if (runs.size() == 2) {
       inner = runs[1].first;
       outerStride = runs[0].second;
@@ -483,10 +484,9 @@ template <typename OpT> static std::string attentionShape(OpT op) {
 
 static LogicalResult emitAttention(Operation *op, EmitContext &ctx) {
   auto attention = llvm::cast<AttentionOp>(op);
-  std::string shape = attentionShape(attention);
-  if (shape.empty())
-    return ctx.unsupported(op, "the bias must broadcast over at most two runs of batch "
-                               "dimensions");
+  FailureOr<std::string> shape = attentionShape(attention, ctx);
+  if (failed(shape))
+    return failure();
   std::string q = ctx.ptr(attention.getQ()), k = ctx.ptr(attention.getK()),
               v = ctx.ptr(attention.getV()),
               bias = attention.getBias() ? ctx.ptr(attention.getBias()) : "nullptr",
@@ -494,16 +494,15 @@ static LogicalResult emitAttention(Operation *op, EmitContext &ctx) {
   comment(ctx, op);
   ctx.body() << llvm::formatv("  {0}::attention<{1}, {2}>({3}, {4}, {5}, {6}, {7}, {8}, {9});\n",
                               ctx.kernelLibrary(), ctx.elementType(attention.getOutput()),
-                              ctx.elementType(attention.getLse()), q, k, v, bias, o, lse, shape);
+                              ctx.elementType(attention.getLse()), q, k, v, bias, o, lse, *shape);
   return success();
 }
 
 static LogicalResult emitAttentionGrad(Operation *op, EmitContext &ctx) {
   auto grad = llvm::cast<AttentionGradOp>(op);
-  std::string shape = attentionShape(grad);
-  if (shape.empty())
-    return ctx.unsupported(op, "the bias must broadcast over at most two runs of batch "
-                               "dimensions");
+  FailureOr<std::string> shape = attentionShape(grad, ctx);
+  if (failed(shape))
+    return failure();
   std::string bias = grad.getBias() ? ctx.ptr(grad.getBias()) : "nullptr";
   std::string args = llvm::join(llvm::map_range(ValueRange{grad.getQ(), grad.getK(), grad.getV()},
                                                 [&](Value x) { return ctx.ptr(x); }),
@@ -516,7 +515,7 @@ static LogicalResult emitAttentionGrad(Operation *op, EmitContext &ctx) {
   comment(ctx, op);
   ctx.body() << llvm::formatv("  {0}::attentionGrad<{1}, {2}>({3}, {4}, {5}, {6});\n",
                               ctx.kernelLibrary(), ctx.elementType(grad.getQ()),
-                              ctx.elementType(grad.getLse()), args, bias, rest, shape);
+                              ctx.elementType(grad.getLse()), args, bias, rest, *shape);
   return success();
 }
 

@@ -198,24 +198,16 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
            ones.getSplatValue<bool>();
   }
 
-  /// `value` [..., X, Y] with its batch dimensions broadcast to `batch`.
-  static Value expandBatch(OpBuilder &b, Location loc, Value value, llvm::ArrayRef<int64_t> batch) {
+  /// `value` [..., X, Y] with its batch dimensions as `batch`: broadcast
+  /// (OpT = ExpandOp) or viewed (ReshapeOp).
+  template <typename OpT>
+  static Value withBatch(OpBuilder &b, Location loc, Value value, llvm::ArrayRef<int64_t> batch) {
     auto type = llvm::cast<RankedTensorType>(value.getType());
     if (type.getShape().drop_back(2) == batch)
       return value;
     llvm::SmallVector<int64_t> shape(batch);
     shape.append(type.getShape().take_back(2).begin(), type.getShape().take_back(2).end());
-    return b.create<ExpandOp>(loc, type.clone(shape), value);
-  }
-
-  /// `value` [..., X, Y] with its batch dimensions viewed as `batch`.
-  static Value viewOver(OpBuilder &b, Location loc, Value value, llvm::ArrayRef<int64_t> batch) {
-    auto type = llvm::cast<RankedTensorType>(value.getType());
-    if (type.getShape().drop_back(2) == batch)
-      return value;
-    llvm::SmallVector<int64_t> shape(batch);
-    shape.append(type.getShape().take_back(2).begin(), type.getShape().take_back(2).end());
-    return b.create<ReshapeOp>(loc, type.clone(shape), value);
+    return b.create<OpT>(loc, type.clone(shape), value);
   }
 
   /// Whether a term broadcast to `space` (a chain value's type) can be
@@ -322,11 +314,11 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
       k = b.create<TransposeOp>(loc, k, b.getDenseI64ArrayAttr(perm));
     // Multi-query heads a matmul broadcasts (Falcon) are expanded: the op
     // takes one k and v per query head.
-    k = expandBatch(b, loc, k, scoresBatch);
-    v = expandBatch(b, loc, v, outputBatch);
-    q = viewOver(b, loc, q, batch);
-    k = viewOver(b, loc, k, batch);
-    v = viewOver(b, loc, v, batch);
+    k = withBatch<ExpandOp>(b, loc, k, scoresBatch);
+    v = withBatch<ExpandOp>(b, loc, v, outputBatch);
+    q = withBatch<ReshapeOp>(b, loc, q, batch);
+    k = withBatch<ReshapeOp>(b, loc, k, batch);
+    v = withBatch<ReshapeOp>(b, loc, v, batch);
 
     // The scale and the bias, in program order: each term is scaled by the
     // factors after it, as the unfused program scales it.
