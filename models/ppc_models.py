@@ -38,7 +38,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-KINDS = ("gpt", "llama", "bert", "gpt-loss")
+KINDS = ("gpt", "llama", "bert", "neox", "gpt-loss")
 DEFAULT_CFG = dict(vocab=256, d_model=64, n_layers=2, n_heads=4, seq=16, batch=2,
                    ffn=None, seed=0)
 
@@ -56,6 +56,8 @@ def _cfg(kind, cfg):
         raise ValueError("d_model must be a multiple of n_heads")
     if kind == "llama" and (c["d_model"] // c["n_heads"]) % 2:
         raise ValueError("llama needs an even head dimension for rotary embedding")
+    if kind == "neox" and (c["d_model"] // c["n_heads"]) % 8:
+        raise ValueError("neox needs a head dimension divisible by 8 (a quarter rotated)")
     return c
 
 
@@ -230,6 +232,58 @@ class Llama(nn.Module):
         return self.lm_head(self.norm(x))
 
 
+class NeoXAttention(nn.Module):
+    """GPT-NeoX's causal self-attention: one biased QKV linear, rotary embedding on the
+    first quarter of each head's dimensions (``rotary_pct`` 0.25), the rest passed."""
+
+    def __init__(self, d, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.dense = nn.Linear(d, d)
+
+    def forward(self, x):
+        q, k, v = (split_heads(y, self.n_heads) for y in self.qkv(x).split(x.shape[-1], dim=2))
+        rot = q.shape[-1] // 4
+        cos, sin = rotary_tables(q.shape[-2], rot, x.device)
+        q, k = (torch.cat([apply_rotary(y[..., :rot], cos, sin), y[..., rot:]], dim=-1)
+                for y in (q, k))
+        return self.dense(merge_heads(attention(q, k, v, causal=True)))
+
+
+class NeoXBlock(nn.Module):
+    """GPT-NeoX's parallel residual: x + attn(ln1(x)) + mlp(ln2(x)), tanh GELU."""
+
+    def __init__(self, c):
+        super().__init__()
+        d = c["d_model"]
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = NeoXAttention(d, c["n_heads"])
+        self.mlp = nn.Sequential(nn.Linear(d, c["ffn"]), nn.GELU(approximate="tanh"),
+                                 nn.Linear(c["ffn"], d))
+
+    def forward(self, x):
+        return x + self.attn(self.ln1(x)) + self.mlp(self.ln2(x))
+
+
+class NeoX(nn.Module):
+    """GPT-NeoX style decoder (untied head, no position table); ``forward(input_ids)
+    -> logits [B, T, V]``."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.embed = nn.Embedding(c["vocab"], c["d_model"])
+        self.blocks = nn.ModuleList(NeoXBlock(c) for _ in range(c["n_layers"]))
+        self.ln_f = nn.LayerNorm(c["d_model"])
+        self.lm_head = nn.Linear(c["d_model"], c["vocab"], bias=False)
+
+    def forward(self, input_ids):
+        x = self.embed(input_ids)
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
 class BertBlock(nn.Module):
     """Post-LN block: x = ln1(x + attn(x)); x = ln2(x + mlp(x))."""
 
@@ -265,7 +319,7 @@ class Bert(nn.Module):
         return self.lm_head(x)
 
 
-_CLASSES = {"gpt": GPT, "llama": Llama, "bert": Bert, "gpt-loss": GPTLoss}
+_CLASSES = {"gpt": GPT, "llama": Llama, "bert": Bert, "neox": NeoX, "gpt-loss": GPTLoss}
 
 
 def build_model(kind, cfg):

@@ -10,8 +10,8 @@
 #
 # TARGET is onnx-import, npy, safetensors, checkpoint-index or mlir-parse.
 # The tree is build-fuzz/ (PPC_FUZZ_BUILD_DIR overrides it, PPC_FUZZ_JOBS
-# the build's parallelism); reproducers are written to its
-# artifacts/TARGET/.
+# the build's parallelism and how many targets --smoke fuzzes at once);
+# reproducers are written to its artifacts/TARGET/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${PPC_FUZZ_BUILD_DIR:-$root/build-fuzz}"
@@ -106,17 +106,39 @@ is_target() {
   return 1
 }
 
-# smoke: replays and fuzzes every target; the seeds stay as committed (new
-# inputs go to a scratch corpus).
+# smoke_one TARGET: replays TARGET's seeds, then fuzzes it for 60 s from a
+# scratch corpus (the seeds stay as committed), logging to
+# smoke-TARGET.log; its status is the run's.
+smoke_one() {
+  local target="$1" scratch status=0
+  scratch="$(mktemp -d)"
+  { replay "$target" && run "$target" 60 "$scratch"; } >"$build/smoke-$target.log" 2>&1 ||
+    status=1
+  rm -rf "$scratch"
+  return $status
+}
+
+# smoke: every target through smoke_one, $jobs at a time (each fuzzes on one
+# core), then a summary line per target.
 smoke() {
-  local failed=() target scratch log
-  for target in "${targets[@]}"; do
-    log="$build/smoke-$target.log"
-    scratch="$(mktemp -d)"
+  local failed=() target pids=() i
+  for i in "${!targets[@]}"; do
+    target="${targets[$i]}"
     echo "fuzz.sh: $target: $(ls "$root/fuzz/corpus/$target" | wc -l) seeds, then 60 s" >&2
-    { replay "$target" && run "$target" 60 "$scratch"; } >"$log" 2>&1 || failed+=("$target")
-    rm -rf "$scratch"
-    grep -E '^#[0-9]+: cov' "$log" | tail -n 1 | sed 's/^/  /' >&2 || true
+    smoke_one "$target" &
+    pids[$i]=$!
+    # Wait for the oldest running target once $jobs are running.
+    if [ "$i" -ge "$((jobs - 1))" ]; then
+      wait "${pids[$((i - jobs + 1))]}" || failed+=("${targets[$((i - jobs + 1))]}")
+    fi
+  done
+  for ((i = ${#targets[@]} - jobs + 1; i < ${#targets[@]}; i++)); do
+    [ "$i" -ge 0 ] || continue
+    wait "${pids[$i]}" || failed+=("${targets[$i]}")
+  done
+  for target in "${targets[@]}"; do
+    echo "fuzz.sh: $target:" >&2
+    grep -E '^#[0-9]+: cov' "$build/smoke-$target.log" | tail -n 1 | sed 's/^/  /' >&2 || true
   done
   if [ ${#failed[@]} -gt 0 ]; then
     for target in "${failed[@]}"; do

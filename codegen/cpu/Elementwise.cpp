@@ -78,10 +78,21 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
        << llvm::formatv("std::vector<A> acc({0}, ppcrt::cpu::reduceIdentity<ppcrt::cpu::"
                         "ReduceKind::{1}, A>());\n",
                         accSize, kind);
-  } else if (depth > 0 && total >= 32768) {
-    os << indent << "#pragma omp parallel for if (" << total << " >= 32768)\n";
   }
+  // The outermost loop is shared among the threads from 32768 elements. The
+  // innermost loop of a group without a reduction has independent
+  // iterations (its pointers are __restrict), and says so: GCC vectorized
+  // none with several outputs inside an OpenMP region (the aliasing checks
+  // it would version the loop on are too many), GELU's among them. A
+  // reduction accumulates in order, as the unfused one does, so its loops
+  // stay as written.
+  bool parallel = !group.reduction && depth > 0 && total >= 32768;
   for (int64_t l = 0; l < depth; ++l) {
+    bool simd = !group.reduction && l == depth - 1;
+    if (parallel && l == 0)
+      os << indent << "#pragma omp parallel for" << (simd ? " simd" : "") << "\n";
+    else if (simd)
+      os << indent << "#pragma omp simd\n";
     os << indent << llvm::formatv("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})\n", l, nest.sizes[l]);
     indent += "  ";
   }

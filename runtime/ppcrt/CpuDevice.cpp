@@ -22,6 +22,7 @@
 #endif
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" char *openblas_get_corename(void);
 
 namespace ppcrt {
 
@@ -56,7 +57,8 @@ public:
   }
   void copy(void *to, const void *from, size_t bytes) override { std::memcpy(to, from, bytes); }
   std::string describe() const override {
-    return "cpu, " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s");
+    return "cpu, " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") +
+           ", OpenBLAS " + openblas_get_corename();
   }
 
 private:
@@ -67,16 +69,48 @@ private:
 
 std::unique_ptr<Device> cpuDevice() { return std::make_unique<CpuDevice>(); }
 
+/// The OpenBLAS kernels for this CPU where OpenBLAS fell back to its
+/// generic x86-64 ones (Prescott: SSE3) for a CPU it does not know, which
+/// 0.3.21 (Debian 12) does for Intel's model 207 (Emerald Rapids): its
+/// sgemm ran at 64 GFLOP/s on 2 cores there, 226 with Cooperlake's
+/// kernels (issue 19). Null where OpenBLAS chose itself or the CPU has
+/// neither AVX-512 nor AVX2 with FMA; the user's OPENBLAS_CORETYPE wins.
+static const char *openblasCoreForThisCpu() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (std::getenv("OPENBLAS_CORETYPE") || std::strcmp(openblas_get_corename(), "Prescott") != 0)
+    return nullptr;
+  __builtin_cpu_init();
+  bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512cd");
+  if (avx512 && __builtin_cpu_supports("avx512bf16"))
+    return "Cooperlake";
+  if (avx512)
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "Haswell";
+#endif
+  return nullptr;
+}
+
 int main(int argc, char **argv, const Program &program) {
   // OpenMP threads that spin after a parallel region take the cores from
   // OpenBLAS's own threads in the GEMM that follows (measured: a 4-layer GPT
-  // step took twice as long on 2 cores). libgomp reads its wait policy when
-  // it is loaded, before main, so the process starts again with a passive
-  // one unless the user chose one.
+  // step took twice as long on 2 cores). libgomp reads its wait policy, and
+  // OpenBLAS its kernels, when they are loaded, before main, so the process
+  // starts again with a passive policy unless the user chose one, and with
+  // OpenBLAS's kernels for this CPU where it did not know it.
+  bool again = false;
   if (!std::getenv("OMP_WAIT_POLICY")) {
     setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execv("/proc/self/exe", argv);
+    again = true;
   }
+  if (const char *core = openblasCoreForThisCpu()) {
+    setenv("OPENBLAS_CORETYPE", core, 1);
+    again = true;
+  }
+  if (again)
+    execv("/proc/self/exe", argv);
   std::unique_ptr<Device> device = cpuDevice();
   return run(argc, argv, program, *device);
 }

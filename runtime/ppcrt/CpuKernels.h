@@ -15,6 +15,7 @@
 #define PPC_RUNTIME_PPCRT_CPUKERNELS_H
 
 #include "runtime/ppcrt/Lines.h"
+#include "runtime/ppcrt/Math.h"
 #include "runtime/ppcrt/Rank.h"
 
 #include <algorithm>
@@ -287,31 +288,9 @@ namespace detail {
 /// in vector registers.
 constexpr int64_t kAttentionRows = 64, kAttentionTile = 32;
 
-/// exp(x) for floats, in a form the compiler vectorizes (the libm call does
-/// not vectorize without -ffast-math and costs more than the rest of a
-/// score): 2^n exp(r), |r| <= ln(2)/2, with Cephes' polynomial (within an
-/// ulp of exp). 0 below -87 (exp is under 1.7e-38 there), NaN stays NaN;
-/// for x <= 88, which covers the scores minus their max or log-sum-exp that
-/// the kernels take.
-inline float attentionExp(float x) {
-  float clamped = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-  // Rounded to the nearest integer by adding 1.5 * 2^23.
-  float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = clamped - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  int32_t bits = (int32_t(n) + 127) << 23;
-  float power;
-  std::memcpy(&power, &bits, sizeof(power));
-  float result = p * power;
-  return x < -87.0f ? 0.0f : x != x ? x : result;
-}
+/// e^x, vectorizable for floats (Math.h: libm's expf does not vectorize
+/// without -ffast-math and costs more than the rest of a score).
+inline float attentionExp(float x) { return math::exp(x); }
 inline double attentionExp(double x) { return std::exp(x); }
 
 /// acc + x * y, in one rounding where the CPU has FMA. Generated CPU code is

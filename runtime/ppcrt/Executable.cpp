@@ -608,6 +608,7 @@ Stop reportStep(const RunContext &ctx, Trainer &trainer, Device &device, llvm::r
       json.attribute("tokens_per_s", at.tokensPerStep / at.seconds);
       json.attribute("arena_bytes", trainer.rp.arenaBytes);
       json.attribute("max_arena_bytes", at.largestArena);
+      json.attribute("device", device.describe());
       if (peak > 0)
         json.attribute("mfu", mfu);
       if (memory > 0)

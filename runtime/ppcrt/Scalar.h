@@ -2,7 +2,8 @@
 //
 // One function per elementwise op, with the reference executor's semantics
 // for every element type: float ops round once to the type (f32 arithmetic
-// is correctly rounded, as the executor's double-then-round is), integers
+// is correctly rounded, as the executor's double-then-round is; exp, erf,
+// tanh and sigmoid of floats on the host are within 3 ulp, Math.h), integers
 // wrap around in 64 bits, integer division by zero is 0, and max/min
 // propagate NaN.
 //
@@ -10,6 +11,8 @@
 
 #ifndef PPC_RUNTIME_PPCRT_SCALAR_H
 #define PPC_RUNTIME_PPCRT_SCALAR_H
+
+#include "runtime/ppcrt/Math.h"
 
 #include <cmath>
 #include <cstdint>
@@ -101,11 +104,37 @@ template <typename T> PPCRT_HD inline T sign(T x) {
 }
 template <typename T> PPCRT_HD inline T sqrt(T x) { return std::sqrt(x); }
 template <typename T> PPCRT_HD inline T reciprocal(T x) { return T(1) / x; }
-template <typename T> PPCRT_HD inline T exp(T x) { return std::exp(x); }
+// exp, erf, tanh and sigmoid of floats on the host are Math.h's, which
+// vectorize; GPUs, and doubles everywhere, take the library's.
+template <typename T> PPCRT_HD inline T exp(T x) {
+#ifndef __CUDA_ARCH__
+  if constexpr (std::is_same_v<T, float>)
+    return math::exp(x);
+#endif
+  return std::exp(x);
+}
 template <typename T> PPCRT_HD inline T log(T x) { return std::log(x); }
-template <typename T> PPCRT_HD inline T erf(T x) { return std::erf(x); }
-template <typename T> PPCRT_HD inline T tanh(T x) { return std::tanh(x); }
-template <typename T> PPCRT_HD inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <typename T> PPCRT_HD inline T erf(T x) {
+#ifndef __CUDA_ARCH__
+  if constexpr (std::is_same_v<T, float>)
+    return math::erf(x);
+#endif
+  return std::erf(x);
+}
+template <typename T> PPCRT_HD inline T tanh(T x) {
+#ifndef __CUDA_ARCH__
+  if constexpr (std::is_same_v<T, float>)
+    return math::tanh(x);
+#endif
+  return std::tanh(x);
+}
+template <typename T> PPCRT_HD inline T sigmoid(T x) {
+#ifndef __CUDA_ARCH__
+  if constexpr (std::is_same_v<T, float>)
+    return math::sigmoid(x);
+#endif
+  return T(1) / (T(1) + std::exp(-x));
+}
 template <typename T> PPCRT_HD inline T sin(T x) { return std::sin(x); }
 template <typename T> PPCRT_HD inline T cos(T x) { return std::cos(x); }
 template <typename T> PPCRT_HD inline T floor(T x) { return std::floor(x); }

@@ -38,6 +38,7 @@ steps), a CPU checkpoint resumed by the CUDA executable, and the watchdog.
    collective it waited in, or computing).
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import random
@@ -122,39 +123,57 @@ def parity(ppc, tmp, models, meshes, steps, layouts=()):
     print(f"{'model':6} {'mesh':6} {'worst rel. err':>15}  losses (first, last)")
     runs = [(kind, mesh, "", []) for kind in models for mesh in meshes]
     runs += [("gpt", mesh, label, extra) for mesh, label, extra in layouts]
-    for kind, mesh, label, extra in runs:
+    for kind in models + ["gpt"] * bool(layouts):
         model = os.path.join(tmp, f"{kind}.onnx")
         if not os.path.exists(model):
             ppc_models.export(kind, CFG, model, constant_folding=False)
-        name = f"{kind}-{mesh}" + ("-pinned" if extra else "")
-        exe = os.path.join(tmp, name)
-        compiled = run([ppc, "compile", model, "--mesh", mesh, *TARGET, "-o", exe] +
-                       TRAINING + extra)
-        exe_log = os.path.join(tmp, f"{name}.exe.jsonl")
-        sim_log = os.path.join(tmp, f"{name}.sim.jsonl")
-        exported = [os.path.join(tmp, f"{name}.{w}.onnx") for w in ("exe", "sim")]
-        export = mesh == meshes[-1] or bool(extra)
-        train(exe, mesh, steps, exe_log, ["--export", exported[0]] if export else [])
-        run([ppc, "simulate", model, "--mesh", mesh, "--data", CORPUS, "--steps", str(steps),
-             "--log", sim_log] + TRAINING + extra +
-            (["--export", exported[1]] if export else []))
-        if export:
-            check_export(ppc, tmp, kind, exported)
-        got, want = losses(exe_log), losses(sim_log)
-        assert len(got) == len(want) == steps, (len(got), len(want))
-        # The plans ppc compile prints are the arenas the executable allocates:
-        # the last program's is the logging rank's (the loss's), and the
-        # largest is every rank's limit.
-        printed = [int(b) for b in re.findall(r"^  arena +[0-9.]+ \S+ \(([0-9]+) B\)",
-                                              compiled.stderr, re.M)]
-        first = json.loads(open(exe_log).readline())
-        logged = (first["arena_bytes"], first["max_arena_bytes"])
-        assert printed and logged == (printed[-1], max(printed)), (printed, logged)
-        err = max(abs(g - w) / abs(w) for g, w in zip(got, want))
-        worst = max(worst, err)
-        print(f"{kind:6} {mesh:6} {err:15.3e}  {got[0]:.6f} .. {got[-1]:.6f}  {label}")
-        assert err <= LIMIT, f"{kind} on {mesh} {label}: relative error {err:.3e} > {LIMIT}"
+    # The builds (one compiler process each, most of this test's time) run two
+    # at a time, ahead of the runs that wait for them.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as builds:
+        compiles = [builds.submit(
+            run, [ppc, "compile", os.path.join(tmp, f"{kind}.onnx"), "--mesh", mesh, *TARGET,
+                  "-o", os.path.join(tmp, f"{kind}-{mesh}" + ("-pinned" if extra else ""))] +
+            TRAINING + extra) for kind, mesh, label, extra in runs]
+        try:
+            for (kind, mesh, label, extra), compiled in zip(runs, compiles):
+                worst = max(worst, check_parity(ppc, tmp, kind, mesh, label, extra, steps,
+                                                meshes, compiled.result()))
+        except BaseException:
+            builds.shutdown(cancel_futures=True)
+            raise
     print(f"parity: worst relative error {worst:.3e} (limit {LIMIT})")
+
+
+def check_parity(ppc, tmp, kind, mesh, label, extra, steps, meshes, compiled):
+    """One of parity's runs: the executable's losses against simulate's, and
+    the arenas it logs against those compile printed."""
+    model = os.path.join(tmp, f"{kind}.onnx")
+    name = f"{kind}-{mesh}" + ("-pinned" if extra else "")
+    exe = os.path.join(tmp, name)
+    exe_log = os.path.join(tmp, f"{name}.exe.jsonl")
+    sim_log = os.path.join(tmp, f"{name}.sim.jsonl")
+    exported = [os.path.join(tmp, f"{name}.{w}.onnx") for w in ("exe", "sim")]
+    export = mesh == meshes[-1] or bool(extra)
+    train(exe, mesh, steps, exe_log, ["--export", exported[0]] if export else [])
+    run([ppc, "simulate", model, "--mesh", mesh, "--data", CORPUS, "--steps", str(steps),
+         "--log", sim_log] + TRAINING + extra +
+        (["--export", exported[1]] if export else []))
+    if export:
+        check_export(ppc, tmp, kind, exported)
+    got, want = losses(exe_log), losses(sim_log)
+    assert len(got) == len(want) == steps, (len(got), len(want))
+    # The plans ppc compile prints are the arenas the executable allocates:
+    # the last program's is the logging rank's (the loss's), and the
+    # largest is every rank's limit.
+    printed = [int(b) for b in re.findall(r"^  arena +[0-9.]+ \S+ \(([0-9]+) B\)",
+                                          compiled.stderr, re.M)]
+    first = json.loads(open(exe_log).readline())
+    logged = (first["arena_bytes"], first["max_arena_bytes"])
+    assert printed and logged == (printed[-1], max(printed)), (printed, logged)
+    err = max(abs(g - w) / abs(w) for g, w in zip(got, want))
+    print(f"{kind:6} {mesh:6} {err:15.3e}  {got[0]:.6f} .. {got[-1]:.6f}  {label}")
+    assert err <= LIMIT, f"{kind} on {mesh} {label}: relative error {err:.3e} > {LIMIT}"
+    return err
 
 
 def prepare_cuda(ppc, out, meshes, steps=20, models=("gpt", "llama", "bert")):

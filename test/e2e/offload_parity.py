@@ -29,6 +29,7 @@
    offloaded.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -128,9 +129,13 @@ def held_bytes(ppc, model, tmp, tag, mesh, extra, params):
     return held
 
 
-def executable(ppc, model, tmp, tag, mesh, target, extra):
+def build(ppc, model, tmp, tag, mesh, target, extra):
+    run([ppc, "compile", model, "--mesh", mesh, "--target", target, "-o",
+         os.path.join(tmp, f"{tag}-exe")] + TRAINING + extra)
+
+
+def executable(tmp, tag, mesh):
     exe = os.path.join(tmp, f"{tag}-exe")
-    run([ppc, "compile", model, "--mesh", mesh, "--target", target, "-o", exe] + TRAINING + extra)
     log = os.path.join(tmp, f"{tag}-exe.jsonl")
     run(MPIRUN + ["-np", str(ranks(mesh)), exe, "--data", CORPUS, "--steps", "3", "--log", log])
     return [json.loads(l) for l in open(log)]
@@ -141,8 +146,14 @@ def executable_case(ppc, tmp, kind, mesh, extra, mode, target):
     if not os.path.exists(model):
         ppc_models.export(kind, CFG, model, constant_folding=False)
     tag = f"{kind}-{target}-{mesh}-{'-'.join(extra)}".replace("+", "")
-    base = executable(ppc, model, tmp, f"{tag}-none", mesh, target, extra)
-    lines = executable(ppc, model, tmp, f"{tag}-{mode}", mesh, target, extra + ["--offload", mode])
+    # The two builds (a compiler process each) side by side.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as builds:
+        for built in [builds.submit(build, ppc, model, tmp, f"{tag}-none", mesh, target, extra),
+                      builds.submit(build, ppc, model, tmp, f"{tag}-{mode}", mesh, target,
+                                    extra + ["--offload", mode])]:
+            built.result()
+    base = executable(tmp, f"{tag}-none", mesh)
+    lines = executable(tmp, f"{tag}-{mode}", mesh)
     assert trace(lines) == trace(base), f"{tag} {mode}:\n{trace(lines)}\n{trace(base)}"
     last, before = lines[-1], base[-1]
     note = ""

@@ -171,6 +171,8 @@ def infer_kind(graph):
         return "gpt-loss"
     if "tok.weight" in names:
         return "llama"
+    if "embed.weight" in names:
+        return "neox"
     if "ln_emb.weight" in names:
         return "bert"
     if "wte.weight" in names:
@@ -216,7 +218,7 @@ def infer_cfg(kind, model_proto, heads=None):
     """A ppc_models config matching the parameter shapes of an exported graph."""
     graph = model_proto.graph
     shapes = {i.name: tuple(i.dims) for i in graph.initializer}
-    emb = "tok.weight" if kind == "llama" else "wte.weight"
+    emb = {"llama": "tok.weight", "neox": "embed.weight"}.get(kind, "wte.weight")
     if emb not in shapes:
         raise ReferenceError(f"{kind}: the ONNX graph has no initializer {emb!r} "
                              "(export with constant_folding=False)")
@@ -549,7 +551,7 @@ def train(kind, cfg_or_onnx_path, data, steps, options=None):
     torch.set_num_threads(opts.threads)
     model, batch, seq = build(kind, cfg_or_onnx_path, opts)
     tokens = load_tokens(data, opts.data_dtype)
-    vocab = model.wte.num_embeddings if hasattr(model, "wte") else model.tok.num_embeddings
+    vocab = model.lm_head.out_features
     if len(tokens) and (tokens.min() < 0 or tokens.max() >= vocab):
         raise ReferenceError(f"token ids span [{tokens.min()}, {tokens.max()}]; the "
                              f"model's vocabulary is {vocab}")

@@ -62,7 +62,7 @@ DATA_DTYPE = "u8"
 # enough that torch float32 and float64 runs differ by 2e-4 in the final logits.
 CFG = dict(vocab=256, d_model=64, n_layers=2, n_heads=4, seq=16, batch=4, seed=0)
 STEPS = 20
-KINDS = ("gpt", "llama", "bert", "gpt-loss")
+KINDS = ("gpt", "llama", "bert", "neox", "gpt-loss")
 # Training settings (torch_reference.Options names): the two optimizers run on every
 # kind; the extra ones exercise the other TRAINING flags on one kind each.
 SETTINGS = {
