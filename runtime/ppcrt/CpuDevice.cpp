@@ -36,7 +36,8 @@ public:
 #ifdef _OPENMP
     omp_set_num_threads(threads);
 #endif
-    openblas_set_num_threads(threads);
+    // The GEMMs run on OpenMP's threads (CpuGemm.cpp), OpenBLAS on one.
+    openblas_set_num_threads(1);
     return "";
   }
   std::unique_ptr<Rank> connect(const Program &program, double timeoutSeconds) override {
@@ -94,23 +95,16 @@ static const char *openblasCoreForThisCpu() {
 }
 
 int main(int argc, char **argv, const Program &program) {
-  // OpenMP threads that spin after a parallel region take the cores from
-  // OpenBLAS's own threads in the GEMM that follows (measured: a 4-layer GPT
-  // step took twice as long on 2 cores). libgomp reads its wait policy, and
-  // OpenBLAS its kernels, when they are loaded, before main, so the process
-  // starts again with a passive policy unless the user chose one, and with
-  // OpenBLAS's kernels for this CPU where it did not know it.
-  bool again = false;
-  if (!std::getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    again = true;
-  }
+  // OpenBLAS chooses its kernels when it is loaded, before main: where it
+  // did not know this CPU, the process starts again with the right ones.
+  // (OpenMP's wait policy is libgomp's default: with the GEMMs on OpenMP's
+  // threads nothing else waits for the cores, and the step was 15% slower
+  // with OMP_WAIT_POLICY=PASSIVE, which the executable set while OpenBLAS
+  // had threads of its own.)
   if (const char *core = openblasCoreForThisCpu()) {
     setenv("OPENBLAS_CORETYPE", core, 1);
-    again = true;
-  }
-  if (again)
     execv("/proc/self/exe", argv);
+  }
   std::unique_ptr<Device> device = cpuDevice();
   return run(argc, argv, program, *device);
 }

@@ -76,19 +76,17 @@ void matmul(bool transA, bool transB, int batchRank, const int64_t *batchShape,
     gemm(false, transB, m * batch, n, k, a, lda, b, ldb, c);
     return;
   }
-  int64_t coords[kMaxRank] = {0};
-  int64_t aIndex = 0, bIndex = 0;
+  // One GEMM per batch index, the batch shared among the threads when
+  // there are several GEMMs worth it (each then runs on one thread).
+#pragma omp parallel for schedule(dynamic) if (batch > 1 && batch * m * n * k >= (int64_t(1) << 21))
   for (int64_t i = 0; i < batch; ++i) {
-    gemm(transA, transB, m, n, k, a + aIndex * m * k, lda, b + bIndex * k * n, ldb, c + i * m * n);
-    for (int d = batchRank - 1; d >= 0; --d) {
-      aIndex += aStrides[d];
-      bIndex += bStrides[d];
-      if (++coords[d] < batchShape[d])
-        break;
-      aIndex -= aStrides[d] * batchShape[d];
-      bIndex -= bStrides[d] * batchShape[d];
-      coords[d] = 0;
+    int64_t aIndex = 0, bIndex = 0;
+    for (int64_t d = batchRank - 1, rest = i; d >= 0; --d) {
+      aIndex += rest % batchShape[d] * aStrides[d];
+      bIndex += rest % batchShape[d] * bStrides[d];
+      rest /= batchShape[d];
     }
+    gemm(transA, transB, m, n, k, a + aIndex * m * k, lda, b + bIndex * k * n, ldb, c + i * m * n);
   }
 }
 

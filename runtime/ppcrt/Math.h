@@ -93,10 +93,9 @@ inline float erf(float x) {
                                      -2.685381100e-02f, 5.188327283e-03f,  -8.010187885e-04f,
                                      7.853840361e-05f};
   float small = x * detail::horner(x * x, kSmall);
-  static constexpr float kTail[] = {1.210914706e-04f,  5.617676973e-01f, 2.053773217e-02f,
-                                    -3.758714795e-01f, 2.304184735e-01f, 2.382919341e-01f,
-                                    -5.368996859e-01f, 4.382044077e-01f, -1.796978563e-01f,
-                                    3.071126342e-02f};
+  static constexpr float kTail[] = {
+      1.210914706e-04f, 5.617676973e-01f,  2.053773217e-02f, -3.758714795e-01f, 2.304184735e-01f,
+      2.382919341e-01f, -5.368996859e-01f, 4.382044077e-01f, -1.796978563e-01f, 3.071126342e-02f};
   float b = a < 4.0f ? a : 4.0f;
   float large = 1.0f - exp(-(b * b)) * detail::horner(1.0f / b, kTail);
   large = x < 0.0f ? -large : large;

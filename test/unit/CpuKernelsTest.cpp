@@ -10,9 +10,13 @@
 #include "test/unit/AttentionReference.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
+
+extern "C" void openblas_set_num_threads(int);
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -165,6 +169,56 @@ TEST(CpuKernels, AttentionMatchesReference) {
 TEST(CpuKernels, AttentionGradMatchesReference) {
   checkAttention<float>(true, 1e-5);
   checkAttention<double>(true, 1e-12);
+}
+
+// CpuGemm.cpp's GEMMs cut into panels of C over the OpenMP threads: the
+// same bits as on one thread (each element is one OpenBLAS dot product over
+// k), and within rounding of a product in double; every transposition, C
+// cut by rows and by columns, panels that do not divide evenly.
+template <typename T> void checkSplitGemm(double tolerance) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (Shape shape : {Shape{300, 200, 150}, Shape{70, 1000, 64}, Shape{1000, 33, 80}}) {
+    auto [m, n, k] = shape;
+    std::vector<T> a(m * k), b(k * n);
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = T(std::sin(0.37 * double(i)));
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = T(std::cos(0.11 * double(i)));
+    for (bool transA : {false, true})
+      for (bool transB : {false, true}) {
+        int64_t lda = transA ? m : k, ldb = transB ? k : n;
+        std::vector<T> one(m * n), split(m * n);
+        omp_set_num_threads(1);
+        ppcrt::cpu::gemm(transA, transB, m, n, k, a.data(), lda, b.data(), ldb, one.data());
+        omp_set_num_threads(3);
+        ppcrt::cpu::gemm(transA, transB, m, n, k, a.data(), lda, b.data(), ldb, split.data());
+        omp_set_num_threads(omp_get_num_procs());
+        std::string where = "m " + std::to_string(m) + " n " + std::to_string(n) + " transA " +
+                            std::to_string(transA) + " transB " + std::to_string(transB);
+        ASSERT_EQ(std::memcmp(one.data(), split.data(), one.size() * sizeof(T)), 0) << where;
+        double worst = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double exact = 0, magnitude = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              double term = double(transA ? a[p * lda + i] : a[i * lda + p]) *
+                            double(transB ? b[j * ldb + p] : b[p * ldb + j]);
+              exact += term;
+              magnitude += std::fabs(term);
+            }
+            worst = std::max(worst, std::fabs(double(split[i * n + j]) - exact) / magnitude);
+          }
+        EXPECT_LE(worst, tolerance) << where;
+      }
+  }
+}
+
+TEST(CpuKernels, SplitGemmIsTheOneThreadGemm) {
+  openblas_set_num_threads(1); // as CpuDevice runs it
+  checkSplitGemm<float>(1e-5);
+  checkSplitGemm<double>(1e-13);
 }
 
 } // namespace

@@ -53,7 +53,7 @@ struct Case {
   const char *name;
   float (*fn)(float);
   double (*exact)(double);
-  double ulps;                   // the bound the header's comment states
+  double ulps;                     // the bound the header's comment states
   std::vector<float> branchPoints; // swept float by float around each
 };
 
@@ -62,7 +62,10 @@ std::vector<Case> cases() {
       {"exp", math::exp, [](double x) { return std::exp(x); }, 1.0, {-103.97f, -87.34f, 88.72f}},
       {"tanh", math::tanh, [](double x) { return std::tanh(x); }, 2.0, {0.625f, 9.02f}},
       {"erf", math::erf, [](double x) { return std::erf(x); }, 3.0, {1.0f, 4.0f}},
-      {"sigmoid", math::sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 3.0,
+      {"sigmoid",
+       math::sigmoid,
+       [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
+       3.0,
        {0.0f, -87.34f, -103.97f}},
   };
 }
@@ -83,7 +86,8 @@ TEST(Math, WithinTheStatedUlpsOfLibmInDouble) {
         float x = sign * point;
         for (int i = 0; i < 20000; ++i)
           x = std::nextafter(x, -std::numeric_limits<float>::infinity());
-        for (int i = 0; i < 40000; ++i, x = std::nextafter(x, std::numeric_limits<float>::infinity()))
+        for (int i = 0; i < 40000;
+             ++i, x = std::nextafter(x, std::numeric_limits<float>::infinity()))
           check(x);
       }
     EXPECT_LE(worst, c.ulps) << c.name << " at " << at;
@@ -109,15 +113,14 @@ TEST(Math, SpecialValuesAsLibm) {
 
 // Generated code calls these in loops that GCC vectorizes, with a scalar
 // tail; a recomputed op must round alike in either (e2e-recompute).
-__attribute__((optimize("no-tree-vectorize"))) void scalarLoop(float (*fn)(float),
-                                                                 const float *in, float *out,
-                                                                 int n) {
+__attribute__((optimize("no-tree-vectorize"))) void scalarLoop(float (*fn)(float), const float *in,
+                                                               float *out, int n) {
   for (int i = 0; i < n; ++i)
     out[i] = fn(in[i]);
 }
 
-template <float (*Fn)(float)> void vectorLoop(const float *__restrict in, float *__restrict out,
-                                              int n) {
+template <float (*Fn)(float)>
+void vectorLoop(const float *__restrict in, float *__restrict out, int n) {
   for (int i = 0; i < n; ++i)
     out[i] = Fn(in[i]);
 }
