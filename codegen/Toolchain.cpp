@@ -101,8 +101,8 @@ std::vector<std::string> buildCommand(Build build, llvm::StringRef source, llvm:
   // -ffp-contract=off: each op of a fusion group rounds once, as the
   // reference executor's do, wherever the group's boundaries fall; with
   // contraction a recomputed clone fused with other neighbours than its
-  // original rounded differently (e2e-recompute). Kernels that want FMAs
-  // ask for them (CpuKernels.h, madd); the GEMMs are OpenBLAS's.
+  // original rounded differently (e2e-recompute). The GEMMs, attention's
+  // products among them, are OpenBLAS's, with FMAs.
   // -fno-trapping-math and -fno-math-errno change no result: nothing reads
   // the floating-point exception flags or errno, and without them GCC
   // vectorizes no loop with a select (max, relu, where, Math.h's exp) or a

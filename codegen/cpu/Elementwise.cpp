@@ -79,16 +79,20 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
                         "ReduceKind::{1}, A>());\n",
                         accSize, kind);
   }
-  // The outermost loop is shared among the threads from 32768 elements. The
-  // innermost loop of a group without a reduction has independent
-  // iterations (its pointers are __restrict), and says so: GCC vectorized
-  // none with several outputs inside an OpenMP region (the aliasing checks
-  // it would version the loop on are too many), GELU's among them. A
-  // reduction accumulates in order, as the unfused one does, so its loops
-  // stay as written.
-  bool parallel = !group.reduction && depth > 0 && total >= 32768;
+  // A loop is independent when the group has no reduction or the loop's
+  // axis is kept (each iteration has accumulators of its own, each still
+  // combined in the loop's order: the same bits on any number of threads).
+  // The outermost loop, independent, is shared among the threads from 32768
+  // elements (a layer norm's row sums, for one); the innermost says so to
+  // the vectorizer, since its pointers are __restrict: GCC vectorized no
+  // group with several outputs inside an OpenMP region (the aliasing checks
+  // it would version the loop on are too many), GELU's among them.
+  auto independent = [&](int64_t l) {
+    return !group.reduction || nest.inputStrides[group.inputs.size()][l] != 0;
+  };
+  bool parallel = depth > 0 && total >= 32768 && independent(0);
   for (int64_t l = 0; l < depth; ++l) {
-    bool simd = !group.reduction && l == depth - 1;
+    bool simd = l == depth - 1 && independent(l);
     if (parallel && l == 0)
       os << indent << "#pragma omp parallel for" << (simd ? " simd" : "") << "\n";
     else if (simd)

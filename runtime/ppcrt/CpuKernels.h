@@ -5,9 +5,9 @@
 // calls them with every size a compile-time constant, so after inlining they
 // are as specialized as emitted loops. Numerics follow the reference
 // executor: sums accumulate in double and round once; GEMMs (BLAS) and
-// attention (tile by tile) accumulate in the element type. The functions the op emitters call have
-// the names and arguments of runtime/ppcrt/cuda/Kernels.cuh's: one emitter per op writes the call
-// for either target (codegen/Ops.cpp).
+// attention (its products BLAS's) accumulate in the element type. The functions the op emitters
+// call have the names and arguments of runtime/ppcrt/cuda/Kernels.cuh's: one emitter per op writes
+// the call for either target (codegen/Ops.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +25,10 @@
 #include <limits>
 #include <type_traits>
 #include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace ppcrt::cpu {
 
@@ -131,9 +135,52 @@ template <ReduceKind Kind, typename A> inline A reduceCombine(A x, A y) {
     return (x != x) || x < y ? x : y;
 }
 
+namespace detail {
+
+/// Combines the elements of `in` (shape `shape`, rank `rank`, dimension d
+/// reduced when bit d of `reducedMask` is set) into `acc` at
+/// sum(coordinate * outStrides), in row-major order.
+template <ReduceKind Kind, typename T, typename A>
+void reduceBlock(const T *in, A *acc, int rank, const int64_t *shape, uint32_t reducedMask,
+                 const int64_t *outStrides) {
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d)
+    total *= shape[d];
+  // Rows of the innermost dimension at a time.
+  int64_t inner = rank ? shape[rank - 1] : 1;
+  bool innerReduced = rank && (reducedMask >> (rank - 1) & 1);
+  int64_t coords[kMaxRank] = {0};
+  int64_t outIndex = 0;
+  for (int64_t base = 0; base < total; base += inner) {
+    const T *row = in + base;
+    if (innerReduced) {
+      A value = acc[outIndex];
+      for (int64_t j = 0; j < inner; ++j)
+        value = reduceCombine<Kind, A>(value, A(row[j]));
+      acc[outIndex] = value;
+    } else {
+      A *target = acc + outIndex;
+      for (int64_t j = 0; j < inner; ++j)
+        target[j] = reduceCombine<Kind, A>(target[j], A(row[j]));
+    }
+    for (int d = rank - 2; d >= 0; --d) {
+      outIndex += outStrides[d];
+      if (++coords[d] < shape[d])
+        break;
+      outIndex -= outStrides[d] * shape[d];
+      coords[d] = 0;
+    }
+  }
+}
+
+} // namespace detail
+
 /// Reduces `in`, of the collapsed shape `shape` (rank `rank`; dimension d is
 /// reduced when bit d of `reducedMask` is set), into `out` (the kept
-/// dimensions). `count` is the number of elements combined per result.
+/// dimensions). Each result combines its elements in row-major order, so
+/// the result is the same bits on any number of threads: the threads share
+/// the outermost kept dimension, whose coordinates have results of their
+/// own (a bias's gradient, [rows, n] summed over rows, is cut by columns).
 template <ReduceKind Kind, typename T>
 void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uint32_t reducedMask) {
   using A = ReduceAccumulator<Kind, T>;
@@ -150,29 +197,40 @@ void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uin
     }
   }
   std::vector<A> acc(outSize, reduceIdentity<Kind, A>());
-  // Rows of the innermost dimension at a time.
-  int64_t inner = rank ? shape[rank - 1] : 1;
-  bool innerReduced = rank && (reducedMask >> (rank - 1) & 1);
-  int64_t coords[kMaxRank] = {0};
-  int64_t outIndex = 0;
-  for (int64_t base = 0; base < total; base += inner) {
-    const T *row = in + base;
-    if (innerReduced) {
-      A value = acc[outIndex];
-      for (int64_t j = 0; j < inner; ++j)
-        value = reduceCombine<Kind, A>(value, A(row[j]));
-      acc[outIndex] = value;
-    } else {
-      A *target = acc.data() + outIndex;
-      for (int64_t j = 0; j < inner; ++j)
-        target[j] = reduceCombine<Kind, A>(target[j], A(row[j]));
-    }
-    for (int d = rank - 2; d >= 0; --d) {
-      outIndex += outStrides[d];
-      if (++coords[d] < shape[d])
-        break;
-      outIndex -= outStrides[d] * shape[d];
-      coords[d] = 0;
+  int kept = 0; // the outermost kept dimension, `rank` if none
+  while (kept < rank && (reducedMask >> kept & 1))
+    ++kept;
+  if (kept == rank || total < 65536 || shape[kept] < 2) {
+    detail::reduceBlock<Kind>(in, acc.data(), rank, shape, reducedMask, outStrides);
+  } else {
+    // [before (reduced), shape[kept], after] with results of their own per
+    // coordinate of `kept`.
+    int64_t before = 1, after = 1, size = shape[kept];
+    for (int d = 0; d < kept; ++d)
+      before *= shape[d];
+    for (int d = kept + 1; d < rank; ++d)
+      after *= shape[d];
+    int subRank = rank - kept - 1;
+    uint32_t subMask = reducedMask >> (kept + 1);
+#pragma omp parallel
+    {
+      int64_t threads = 1, thread = 0;
+#ifdef _OPENMP
+      threads = omp_get_num_threads();
+      thread = omp_get_thread_num();
+#endif
+      int64_t lo = size * thread / threads, hi = size * (thread + 1) / threads;
+      for (int64_t b = 0; b < before; ++b) {
+        const T *slice = in + b * size * after;
+        if (subRank == 0) {
+          for (int64_t c = lo; c < hi; ++c)
+            acc[c] = reduceCombine<Kind, A>(acc[c], A(slice[c]));
+        } else {
+          for (int64_t c = lo; c < hi; ++c)
+            detail::reduceBlock<Kind>(slice + c * after, acc.data() + c * outStrides[kept], subRank,
+                                      shape + kept + 1, subMask, outStrides + kept + 1);
+        }
+      }
     }
   }
   for (int64_t i = 0; i < outSize; ++i) {
@@ -280,130 +338,38 @@ void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int
 
 namespace detail {
 
-/// The rows a task of the attention kernels takes (queries in the forward
-/// and dq passes, keys in the dk/dv pass) and the columns of a tile of
-/// scores (keys, queries): the tile products below keep 4 rows of a tile
-/// in vector registers.
-constexpr int64_t kAttentionRows = 64, kAttentionTile = 32;
+/// The queries a task of the attention kernels takes. Its scores, a row of
+/// keys per query (as many as the block's last query sees), are a slab of
+/// kAttentionRows x keys per thread; the products are OpenBLAS's.
+constexpr int64_t kAttentionRows = 64;
 
 /// e^x, vectorizable for floats (Math.h: libm's expf does not vectorize
 /// without -ffast-math and costs more than the rest of a score).
 inline float attentionExp(float x) { return math::exp(x); }
 inline double attentionExp(double x) { return std::exp(x); }
 
-/// acc + x * y, in one rounding where the CPU has FMA. Generated CPU code is
-/// built with -ffp-contract=off (a fusion group rounds each op once, so a
-/// recomputed clone in another group rounds alike); the attention kernels
-/// ask for their multiply-adds here instead.
-template <typename C> inline C madd(C x, C y, C acc) {
-#if defined(__FMA__)
-  return std::fma(x, y, acc);
-#else
-  return acc + x * y;
-#endif
-}
-
-/// bT[d * kAttentionTile + c] = b[c * ldb + d]: `cols` rows of b transposed
-/// (depth of them each), zeros past them.
-template <typename C>
-inline void attentionTranspose(const C *b, int64_t ldb, int64_t cols, int64_t depth, C *bT) {
-  constexpr int64_t N = kAttentionTile;
-  for (int64_t d = 0; d < depth; ++d)
-    std::fill_n(bT + d * N + cols, N - cols, C(0));
-  for (int64_t c = 0; c < cols; ++c)
-    for (int64_t d = 0; d < depth; ++d)
-      bT[d * N + c] = b[c * ldb + d];
-}
-
-/// out[r * kAttentionTile + c] = sum_d a[r * lda + d] * bT[d * kAttentionTile
-/// + c] for r < rows: a tile of dot products, vectorized along c.
-template <typename C>
-inline void attentionDots(const C *a, int64_t lda, int64_t rows, const C *bT, int64_t depth,
-                          C *out) {
-  constexpr int64_t N = kAttentionTile;
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    C acc[4][N] = {};
-    const C *a0 = a + r * lda;
-    for (int64_t d = 0; d < depth; ++d) {
-      const C *b = bT + d * N;
-      for (int x = 0; x < 4; ++x) {
-        C s = a0[x * lda + d];
-        for (int64_t c = 0; c < N; ++c)
-          acc[x][c] = madd(s, b[c], acc[x][c]);
-      }
-    }
-    std::memcpy(out + r * N, acc, sizeof(acc));
-  }
-  for (; r < rows; ++r) {
-    C acc[N] = {};
-    for (int64_t d = 0; d < depth; ++d) {
-      C s = a[r * lda + d];
-      for (int64_t c = 0; c < N; ++c)
-        acc[c] = madd(s, bT[d * N + c], acc[c]);
-    }
-    std::memcpy(out + r * N, acc, sizeof(acc));
-  }
-}
-
-/// out[r * cols + e] += sum_c p[r * kAttentionTile + c] * b[c * cols + e] for
-/// r < rows, c < depth: a tile of weights times `depth` rows of b,
-/// vectorized along e.
-template <typename C>
-inline void attentionAccumulate(const C *p, int64_t rows, const C *b, int64_t depth, int64_t cols,
-                                C *out) {
-  constexpr int64_t N = kAttentionTile, W = 32;
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    int64_t e0 = 0;
-    for (; e0 + W <= cols; e0 += W) {
-      C acc[4][W];
-      for (int x = 0; x < 4; ++x)
-        for (int64_t e = 0; e < W; ++e)
-          acc[x][e] = out[(r + x) * cols + e0 + e];
-      for (int64_t c = 0; c < depth; ++c) {
-        const C *row = b + c * cols + e0;
-        for (int x = 0; x < 4; ++x) {
-          C w = p[(r + x) * N + c];
-          for (int64_t e = 0; e < W; ++e)
-            acc[x][e] = madd(w, row[e], acc[x][e]);
-        }
-      }
-      for (int x = 0; x < 4; ++x)
-        for (int64_t e = 0; e < W; ++e)
-          out[(r + x) * cols + e0 + e] = acc[x][e];
-    }
-    for (int x = 0; x < 4; ++x)
-      for (int64_t c = 0; c < depth; ++c) {
-        C w = p[(r + x) * N + c];
-        for (int64_t e = e0; e < cols; ++e)
-          out[(r + x) * cols + e] = madd(w, b[c * cols + e], out[(r + x) * cols + e]);
-      }
-  }
-  for (; r < rows; ++r)
-    for (int64_t c = 0; c < depth; ++c) {
-      C w = p[r * N + c];
-      for (int64_t e = 0; e < cols; ++e)
-        out[r * cols + e] = madd(w, b[c * cols + e], out[r * cols + e]);
-    }
-}
-
-/// The scores of one row of a tile: s[c] = scale * s[c] + bias[c *
-/// biasStride] for c < visible, -inf past it (the keys a causal query does
-/// not see, and the tile's padding); returns their max.
+/// Row s of a slab of scores, q.k for the `visible` keys a query sees, as
+/// the scores proper in place: scale * s[c] + bias[c * biasStride] (no
+/// bias where null); returns their max (-inf where none is seen).
 template <typename C>
 inline C attentionScores(C *s, C scale, const C *bias, int64_t biasStride, int64_t visible) {
-  constexpr int64_t N = kAttentionTile;
-  const C none = -std::numeric_limits<C>::infinity();
-  for (int64_t c = 0; c < N; ++c)
-    s[c] = c < visible ? scale * s[c] : none;
-  if (bias)
-    for (int64_t c = 0; c < visible; ++c)
-      s[c] += bias[c * biasStride];
-  C best = none;
+  C best = -std::numeric_limits<C>::infinity();
+  if (bias) {
 #pragma omp simd reduction(max : best)
-  for (int64_t c = 0; c < N; ++c)
-    best = s[c] > best ? s[c] : best;
+    for (int64_t c = 0; c < visible; ++c) {
+      C x = scale * s[c];
+      x += bias[c * biasStride];
+      s[c] = x;
+      best = x > best ? x : best;
+    }
+  } else {
+#pragma omp simd reduction(max : best)
+    for (int64_t c = 0; c < visible; ++c) {
+      C x = scale * s[c];
+      s[c] = x;
+      best = x > best ? x : best;
+    }
+  }
   return best;
 }
 
@@ -417,73 +383,58 @@ inline bool attentionInParallel(const lines::AttentionShape &shape, int64_t task
 
 /// Scaled dot-product attention (ppc.attention) over the shape's batch of
 /// heads (lines::AttentionShape): o = softmax(scale q k^T + bias) v, dense
-/// row-major, and the log-sum-exp of each query's scores in lse. The scores
-/// are never stored: each task takes kAttentionRows queries through tiles
-/// of kAttentionTile keys with an online softmax (FlashAttention's), so the
-/// memory is a few tiles per thread. Computed in T (float or double; the
-/// CPU target has no bf16); L is T.
+/// row-major, and the log-sum-exp of each query's scores in lse. Each task
+/// takes kAttentionRows queries of a head (FlashAttention-2's row blocks,
+/// without tiles of keys: a block's rows of scores fit): S = Q K^T over the
+/// keys its last query sees, by gemm; the softmax row by row (keys a causal
+/// query does not see weigh exactly 0); O = P V, by gemm, divided by the
+/// rows' sums. The memory is a slab of kAttentionRows x keys scores per
+/// thread. Computed in T (float or double; the CPU target has no bf16); L
+/// is T.
 template <typename T, typename L>
 void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
                const lines::AttentionShape &shape) {
   static_assert(std::is_floating_point_v<T>, "attention computes in float or double");
-  using detail::kAttentionRows, detail::kAttentionTile;
-  constexpr int64_t R = kAttentionRows, N = kAttentionTile;
+  constexpr int64_t R = detail::kAttentionRows;
   const int64_t queries = shape.queries, keys = shape.keys, depth = shape.headDim,
                 width = shape.valueDim;
   const int64_t blocks = (queries + R - 1) / R, tasks = shape.batch * blocks;
   const T scale = T(shape.scale), none = -std::numeric_limits<T>::infinity();
 #pragma omp parallel if (detail::attentionInParallel(shape, tasks))
   {
-    std::vector<T> kT(depth * N), scores(R * N), acc(R * width);
-    T rowMax[R], sum[R];
+    std::vector<T> scores(R * keys);
+    T sum[R];
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t n = task / blocks, i0 = task % blocks * R, rows = std::min(R, queries - i0);
-      const T *qs = q + (n * queries + i0) * depth, *ks = k + n * keys * depth,
-              *vs = v + n * keys * width;
-      std::fill_n(acc.data(), rows * width, T(0));
-      std::fill_n(rowMax, R, none);
-      std::fill_n(sum, R, T(0));
-      const int64_t end = shape.visibleKeys(i0 + rows - 1);
-      for (int64_t j0 = 0; j0 < end; j0 += N) {
-        const int64_t cols = std::min(N, end - j0);
-        detail::attentionTranspose(ks + j0 * depth, depth, cols, depth, kT.data());
-        detail::attentionDots(qs, depth, rows, kT.data(), depth, scores.data());
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t i = i0 + r, visible = std::min(shape.visibleKeys(i) - j0, cols);
-          T *s = scores.data() + r * N;
-          T tileMax = visible > 0
-                          ? detail::attentionScores(s, scale,
-                                                    bias ? bias + shape.biasAt(n, i, j0) : nullptr,
-                                                    shape.biasColStride, visible)
-                          : none;
-          if (tileMax == none) { // nothing to see in this tile: adds 0
-            std::fill_n(s, N, T(0));
-            continue;
-          }
-          T next = std::max(rowMax[r], tileMax), rowSum = 0;
-#pragma omp simd reduction(+ : rowSum)
-          for (int64_t c = 0; c < N; ++c) {
-            s[c] = detail::attentionExp(s[c] - next);
-            rowSum += s[c];
-          }
-          if (next != rowMax[r]) {
-            T alpha = detail::attentionExp(rowMax[r] - next);
-            sum[r] *= alpha;
-            for (int64_t e = 0; e < width; ++e)
-              acc[r * width + e] *= alpha;
-            rowMax[r] = next;
-          }
-          sum[r] += rowSum;
-        }
-        detail::attentionAccumulate(scores.data(), rows, vs + j0 * width, cols, width, acc.data());
-      }
+      const int64_t first = n * queries + i0, end = shape.visibleKeys(i0 + rows - 1);
+      const T *vs = v + n * keys * width;
+      gemm(false, true, rows, end, depth, q + first * depth, depth, k + n * keys * depth, depth,
+           scores.data());
       for (int64_t r = 0; r < rows; ++r) {
-        const int64_t i = n * queries + i0 + r;
-        lse[i] = L(rowMax[r] + std::log(sum[r]));
-        T inverse = T(1) / sum[r];
+        const int64_t i = i0 + r;
+        T *s = scores.data() + r * end;
+        int64_t visible = shape.visibleKeys(i);
+        const T best = detail::attentionScores(
+            s, scale, bias ? bias + shape.biasAt(n, i, 0) : nullptr, shape.biasColStride, visible);
+        if (best == none) // nothing to see: lse -inf, o NaN (0 / 0)
+          visible = 0;
+        T rowSum = 0;
+#pragma omp simd reduction(+ : rowSum)
+        for (int64_t c = 0; c < visible; ++c) {
+          s[c] = detail::attentionExp(s[c] - best);
+          rowSum += s[c];
+        }
+        std::fill(s + visible, s + end, T(0));
+        sum[r] = rowSum;
+        lse[first + r] = L(best + std::log(rowSum));
+      }
+      T *os = o + first * width;
+      gemm(false, false, rows, width, end, scores.data(), end, vs, width, os);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T inverse = T(1) / sum[r];
         for (int64_t e = 0; e < width; ++e)
-          o[i * width + e] = acc[r * width + e] * inverse;
+          os[r * width + e] *= inverse;
       }
     }
   }
@@ -491,20 +442,21 @@ void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
 
 /// The gradients of attention (ppc.attention_grad) with respect to q, k
 /// and v (written, not accumulated; the bias has none), from the forward's
-/// output o and log-sum-exp (FlashAttention's backward): P = exp(S - lse)
-/// recomputed tile by tile, dS = P (dO v^T - rowsum(dO o)), dq = scale dS k,
-/// dk = scale dS^T q, dv = P^T dO. Two passes so that no two threads write
-/// one row: queries for dq, then keys for dk and dv (with the tiles
-/// transposed: keys are the rows, queries the columns).
+/// output o and log-sum-exp (FlashAttention-2's backward): per block of
+/// kAttentionRows queries, P = exp(S - lse) recomputed from S = Q K^T,
+/// dP = dO V^T, dS = P (dP - rowsum(dO o)), dq = scale dS K, and the
+/// block's terms of dk = scale dS^T Q and dv = P^T dO, every product by
+/// gemm. A thread takes a head at a time (its dk and dv are no other
+/// thread's), its blocks in order, so the sums are the same on any number
+/// of threads.
 template <typename T, typename L>
 void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o, const L *lse,
                    const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &shape) {
   static_assert(std::is_floating_point_v<T>, "attention computes in float or double");
-  using detail::kAttentionRows, detail::kAttentionTile;
-  constexpr int64_t R = kAttentionRows, N = kAttentionTile;
+  constexpr int64_t R = detail::kAttentionRows;
   const int64_t queries = shape.queries, keys = shape.keys, depth = shape.headDim,
                 width = shape.valueDim;
-  const T scale = T(shape.scale), none = -std::numeric_limits<T>::infinity();
+  const T scale = T(shape.scale);
   auto rowDot = [](const T *x, const T *y, int64_t size) {
     T dot = 0;
 #pragma omp simd reduction(+ : dot)
@@ -512,100 +464,50 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o
       dot += x[e] * y[e];
     return dot;
   };
-
-  // dq: tasks of R queries.
-  const int64_t queryBlocks = (queries + R - 1) / R, queryTasks = shape.batch * queryBlocks;
-#pragma omp parallel if (detail::attentionInParallel(shape, queryTasks))
+#pragma omp parallel if (detail::attentionInParallel(shape, shape.batch))
   {
-    std::vector<T> kT(depth * N), vT(width * N), scores(R * N), dP(R * N), acc(R * depth);
-    T rowLse[R], rowD[R];
+    // P and dS for a block's rows, and one block's term of dk or dv.
+    std::vector<T> p(R * keys), dS(R * keys), term(keys * std::max(depth, width));
 #pragma omp for schedule(dynamic)
-    for (int64_t task = 0; task < queryTasks; ++task) {
-      const int64_t n = task / queryBlocks, i0 = task % queryBlocks * R,
-                    rows = std::min(R, queries - i0);
-      const int64_t first = n * queries + i0;
+    for (int64_t n = 0; n < shape.batch; ++n) {
       const T *ks = k + n * keys * depth, *vs = v + n * keys * width;
-      for (int64_t r = 0; r < rows; ++r) {
-        rowLse[r] = T(lse[first + r]);
-        rowD[r] = rowDot(dO + (first + r) * width, o + (first + r) * width, width);
-      }
-      std::fill_n(acc.data(), rows * depth, T(0));
-      const int64_t end = shape.visibleKeys(i0 + rows - 1);
-      for (int64_t j0 = 0; j0 < end; j0 += N) {
-        const int64_t cols = std::min(N, end - j0);
-        detail::attentionTranspose(ks + j0 * depth, depth, cols, depth, kT.data());
-        detail::attentionTranspose(vs + j0 * width, width, cols, width, vT.data());
-        detail::attentionDots(q + first * depth, depth, rows, kT.data(), depth, scores.data());
-        detail::attentionDots(dO + first * width, width, rows, vT.data(), width, dP.data());
+      T *dks = dk + n * keys * depth, *dvs = dv + n * keys * width;
+      std::fill_n(dks, keys * depth, T(0));
+      std::fill_n(dvs, keys * width, T(0));
+      for (int64_t i0 = 0; i0 < queries; i0 += R) {
+        const int64_t rows = std::min(R, queries - i0), first = n * queries + i0,
+                      end = shape.visibleKeys(i0 + rows - 1);
+        const T *qs = q + first * depth, *dOs = dO + first * width;
+        gemm(false, true, rows, end, depth, qs, depth, ks, depth, p.data());
+        gemm(false, true, rows, end, width, dOs, width, vs, width, dS.data());
         for (int64_t r = 0; r < rows; ++r) {
-          const int64_t i = i0 + r, visible = std::min(shape.visibleKeys(i) - j0, cols);
-          T *s = scores.data() + r * N;
-          const T *dp = dP.data() + r * N;
-          detail::attentionScores(s, scale, bias ? bias + shape.biasAt(n, i, j0) : nullptr,
-                                  shape.biasColStride, std::max<int64_t>(visible, 0));
-          for (int64_t c = 0; c < N; ++c) {
-            T p = detail::attentionExp(s[c] - rowLse[r]);
-            s[c] = p * (dp[c] - rowD[r]);
+          const int64_t i = i0 + r, visible = shape.visibleKeys(i);
+          T *pr = p.data() + r * end, *dr = dS.data() + r * end;
+          const T rowLse = T(lse[first + r]);
+          const T rowD = rowDot(dOs + r * width, o + (first + r) * width, width);
+          detail::attentionScores(pr, scale, bias ? bias + shape.biasAt(n, i, 0) : nullptr,
+                                  shape.biasColStride, visible);
+          for (int64_t c = 0; c < visible; ++c) {
+            const T x = detail::attentionExp(pr[c] - rowLse);
+            pr[c] = x;
+            dr[c] = x * (dr[c] - rowD);
           }
+          std::fill(pr + visible, pr + end, T(0));
+          std::fill(dr + visible, dr + end, T(0));
         }
-        detail::attentionAccumulate(scores.data(), rows, ks + j0 * depth, cols, depth, acc.data());
+        T *dqs = dq + first * depth;
+        gemm(false, false, rows, depth, end, dS.data(), end, ks, depth, dqs);
+        for (int64_t e = 0; e < rows * depth; ++e)
+          dqs[e] *= scale;
+        gemm(true, false, end, depth, rows, dS.data(), end, qs, depth, term.data());
+        for (int64_t e = 0; e < end * depth; ++e)
+          dks[e] += term[e];
+        gemm(true, false, end, width, rows, p.data(), end, dOs, width, term.data());
+        for (int64_t e = 0; e < end * width; ++e)
+          dvs[e] += term[e];
       }
-      for (int64_t e = 0; e < rows * depth; ++e)
-        dq[first * depth + e] = scale * acc[e];
-    }
-  }
-
-  // dk and dv: tasks of R keys; a causal one starts at the first query that
-  // sees its first key.
-  const int64_t keyBlocks = (keys + R - 1) / R, keyTasks = shape.batch * keyBlocks;
-#pragma omp parallel if (detail::attentionInParallel(shape, keyTasks))
-  {
-    std::vector<T> qT(depth * N), dOT(width * N), scores(R * N), dP(R * N), accK(R * depth),
-        accV(R * width);
-    T colLse[N], colD[N];
-#pragma omp for schedule(dynamic)
-    for (int64_t task = 0; task < keyTasks; ++task) {
-      const int64_t n = task / keyBlocks, j0 = task % keyBlocks * R, rows = std::min(R, keys - j0);
-      const int64_t first = n * keys + j0;
-      const T *biasN = bias ? bias + shape.biasAt(n, 0, 0) : nullptr;
-      std::fill_n(accK.data(), rows * depth, T(0));
-      std::fill_n(accV.data(), rows * width, T(0));
-      for (int64_t i0 = shape.causal ? j0 : 0; i0 < queries; i0 += N) {
-        const int64_t cols = std::min(N, queries - i0), at = n * queries + i0;
-        for (int64_t c = 0; c < cols; ++c) {
-          colLse[c] = T(lse[at + c]);
-          colD[c] = rowDot(dO + (at + c) * width, o + (at + c) * width, width);
-        }
-        detail::attentionTranspose(q + at * depth, depth, cols, depth, qT.data());
-        detail::attentionTranspose(dO + at * width, width, cols, width, dOT.data());
-        detail::attentionDots(k + first * depth, depth, rows, qT.data(), depth, scores.data());
-        detail::attentionDots(v + first * width, width, rows, dOT.data(), width, dP.data());
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t j = j0 + r;
-          T *s = scores.data() + r * N, *dp = dP.data() + r * N;
-          // Query i0 + c sees key j when j <= i0 + c (causal) or always.
-          const int64_t from = shape.causal ? std::max<int64_t>(j - i0, 0) : 0;
-          const T *biasRow =
-              biasN ? biasN + i0 * shape.biasRowStride + j * shape.biasColStride : nullptr;
-          T x[N];
-          for (int64_t c = 0; c < N; ++c)
-            x[c] = scale * s[c] - colLse[c];
-          if (biasRow)
-            for (int64_t c = from; c < cols; ++c)
-              x[c] += T(biasRow[c * shape.biasRowStride]);
-          for (int64_t c = 0; c < N; ++c) {
-            bool seen = c >= from && c < cols;
-            T p = detail::attentionExp(seen ? x[c] : none);
-            s[c] = p;
-            dp[c] = seen ? p * (dp[c] - colD[c]) : T(0);
-          }
-        }
-        detail::attentionAccumulate(scores.data(), rows, dO + at * width, cols, width, accV.data());
-        detail::attentionAccumulate(dP.data(), rows, q + at * depth, cols, depth, accK.data());
-      }
-      for (int64_t e = 0; e < rows * depth; ++e)
-        dk[first * depth + e] = scale * accK[e];
-      std::copy_n(accV.data(), rows * width, dv + first * width);
+      for (int64_t e = 0; e < keys * depth; ++e)
+        dks[e] *= scale;
     }
   }
 }

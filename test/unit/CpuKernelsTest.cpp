@@ -85,8 +85,10 @@ template <typename T>
 
 /// attention (or attentionGrad, from the reference's o and lse) of every
 /// case against the reference, in T.
-template <typename T> void checkAttention(bool gradients, double relative) {
-  for (const AttentionCase &c : ppc::test::attentionCases()) {
+template <typename T>
+void checkAttention(bool gradients, double relative,
+                    const std::vector<AttentionCase> &cases = ppc::test::attentionCases()) {
+  for (const AttentionCase &c : cases) {
     SCOPED_TRACE(c.name() + (sizeof(T) == 4 ? " f32" : " f64"));
     lines::AttentionShape shape = c.shape();
     AttentionInputs in = ppc::test::attentionInputs(c, 7);
@@ -171,6 +173,58 @@ TEST(CpuKernels, AttentionGradMatchesReference) {
   checkAttention<double>(true, 1e-12);
 }
 
+/// Cases of several blocks of kAttentionRows queries (the last one cut
+/// off), causal or not, with biases, fewer and more queries than keys.
+std::vector<AttentionCase> longAttentionCases() {
+  using C = AttentionCase;
+  return {C{4, 150, 150, 64, 48, true, C::None}, C{2, 130, 200, 32, 40, true, C::Padding},
+          C{4, 200, 70, 24, 64, true, C::QueryBias}, C{2, 129, 97, 40, 24, false, C::Padding}};
+}
+
+// Several blocks of queries per head: forward and gradients against the
+// reference.
+TEST(CpuKernels, AttentionOfSeveralBlocksMatchesReference) {
+  checkAttention<float>(false, 1e-5, longAttentionCases());
+  checkAttention<double>(false, 1e-12, longAttentionCases());
+  checkAttention<float>(true, 1e-5, longAttentionCases());
+  checkAttention<double>(true, 1e-12, longAttentionCases());
+}
+
+/// attention and attentionGrad of `c` on `threads` threads: o, lse, dq, dk
+/// and dv one after another.
+template <typename T> std::vector<T> attentionOnThreads(const AttentionCase &c, int threads) {
+  lines::AttentionShape shape = c.shape();
+  AttentionInputs in = ppc::test::attentionInputs(c, 5);
+  std::vector<T> q = as<T>(in.q), k = as<T>(in.k), v = as<T>(in.v), bias = as<T>(in.bias),
+                 dO = as<T>(in.dO);
+  const T *biasData = bias.empty() ? nullptr : bias.data();
+  std::vector<T> o(dO.size()), lse(c.batch * c.queries), dq(q.size()), dk(k.size()), dv(v.size());
+  omp_set_num_threads(threads);
+  ppcrt::cpu::attention<T, T>(q.data(), k.data(), v.data(), biasData, o.data(), lse.data(), shape);
+  ppcrt::cpu::attentionGrad<T, T>(q.data(), k.data(), v.data(), biasData, o.data(), lse.data(),
+                                  dO.data(), dq.data(), dk.data(), dv.data(), shape);
+  omp_set_num_threads(omp_get_num_procs());
+  std::vector<T> all;
+  for (const std::vector<T> *part : {&o, &lse, &dq, &dk, &dv})
+    all.insert(all.end(), part->begin(), part->end());
+  return all;
+}
+
+// The attention kernels on three threads: the bits of one thread (a task's
+// results, and a head's sums of dk and dv, are one thread's, in order).
+TEST(CpuKernels, AttentionOnThreadsIsTheOneThreadAttention) {
+  openblas_set_num_threads(1); // as CpuDevice runs it
+  for (const AttentionCase &c : longAttentionCases()) {
+    SCOPED_TRACE(c.name());
+    std::vector<float> one = attentionOnThreads<float>(c, 1),
+                       three = attentionOnThreads<float>(c, 3);
+    ASSERT_EQ(std::memcmp(one.data(), three.data(), one.size() * sizeof(float)), 0);
+    std::vector<double> oneD = attentionOnThreads<double>(c, 1),
+                        threeD = attentionOnThreads<double>(c, 3);
+    ASSERT_EQ(std::memcmp(oneD.data(), threeD.data(), oneD.size() * sizeof(double)), 0);
+  }
+}
+
 // CpuGemm.cpp's GEMMs cut into panels of C over the OpenMP threads: the
 // same bits as on one thread (each element is one OpenBLAS dot product over
 // k), and within rounding of a product in double; every transposition, C
@@ -219,6 +273,52 @@ TEST(CpuKernels, SplitGemmIsTheOneThreadGemm) {
   openblas_set_num_threads(1); // as CpuDevice runs it
   checkSplitGemm<float>(1e-5);
   checkSplitGemm<double>(1e-13);
+}
+
+// reduce on several threads: the bits of one thread (each result combines
+// its elements in row-major order), and the sums of a scan in double; the
+// threads' share is the outermost kept dimension, inner or not.
+TEST(CpuKernels, ReduceOnThreadsIsTheOneThreadReduce) {
+  struct Case {
+    int rank;
+    int64_t shape[3];
+    uint32_t mask;
+  };
+  for (Case c : {Case{2, {1024, 300}, 0b01}, Case{2, {300, 1024}, 0b10},
+                 Case{3, {64, 50, 40}, 0b101}, Case{3, {40, 64, 50}, 0b010}}) {
+    int64_t shape[ppcrt::kMaxRank] = {c.shape[0], c.shape[1], c.shape[2]};
+    int64_t total = shape[0] * shape[1] * (c.rank == 3 ? shape[2] : 1);
+    std::vector<float> in(total);
+    for (int64_t i = 0; i < total; ++i)
+      in[i] = float(std::sin(0.7 * double(i)));
+    int64_t outSize = 1;
+    for (int d = 0; d < c.rank; ++d)
+      if (!(c.mask >> d & 1))
+        outSize *= shape[d];
+    std::vector<float> one(outSize), three(outSize);
+    omp_set_num_threads(1);
+    ppcrt::cpu::reduce<ppcrt::cpu::ReduceKind::Sum>(in.data(), one.data(), c.rank, shape, c.mask);
+    omp_set_num_threads(3);
+    ppcrt::cpu::reduce<ppcrt::cpu::ReduceKind::Sum>(in.data(), three.data(), c.rank, shape, c.mask);
+    omp_set_num_threads(omp_get_num_procs());
+    ASSERT_EQ(std::memcmp(one.data(), three.data(), outSize * sizeof(float)), 0)
+        << "mask " << c.mask;
+    std::vector<double> exact(outSize, 0.0);
+    for (int64_t i = 0; i < total; ++i) {
+      int64_t rest = i, at = 0, stride = 1;
+      for (int d = c.rank - 1; d >= 0; --d) {
+        int64_t coord = rest % shape[d];
+        rest /= shape[d];
+        if (!(c.mask >> d & 1)) {
+          at += coord * stride;
+          stride *= shape[d];
+        }
+      }
+      exact[at] += in[i];
+    }
+    for (int64_t j = 0; j < outSize; ++j)
+      ASSERT_NEAR(three[j], exact[j], 1e-5 * (1 + std::fabs(exact[j]))) << "mask " << c.mask;
+  }
 }
 
 } // namespace
