@@ -33,6 +33,7 @@ A GPT whose nodes have no names gets its blocks from the forward's cut points.
    losses of one device (relative 1e-5).
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -90,13 +91,18 @@ def ranks(mesh):
     return n
 
 
-def executable(ppc, model, tmp, tag, mesh, target, policy):
-    exe = os.path.join(tmp, f"{tag}-exe")
-    compiled = run([ppc, "compile", model, "--mesh", mesh, "--target", target, "--recompute",
-                    policy, "-o", exe] + TRAINING)
+def build(ppc, model, tmp, tag, mesh, target, policy):
+    """Builds the executable of `tag`; returns what ppc compile printed."""
+    return run([ppc, "compile", model, "--mesh", mesh, "--target", target, "--recompute",
+                policy, "-o", os.path.join(tmp, f"{tag}-exe")] + TRAINING).stderr
+
+
+def executable(tmp, tag, mesh):
+    """Trains `tag`'s executable for 4 steps; returns its trace."""
     log = os.path.join(tmp, f"{tag}.jsonl")
-    run(MPIRUN + ["-np", str(ranks(mesh)), exe, "--data", CORPUS, "--steps", "4", "--log", log])
-    return read(log)[0], compiled.stderr
+    run(MPIRUN + ["-np", str(ranks(mesh)), os.path.join(tmp, f"{tag}-exe"), "--data", CORPUS,
+                  "--steps", "4", "--log", log])
+    return read(log)[0]
 
 
 def model_case(ppc, kind, tmp, meshes, targets):
@@ -135,11 +141,16 @@ def model_case(ppc, kind, tmp, meshes, targets):
 
     for target, mesh in targets:
         tag = f"{kind}-{target}-{mesh}"
-        base, _ = executable(ppc, model, tmp, f"{tag}-none", mesh, target, "none")
         policies = ["selective", "full"] if mesh.count("x") == 2 else ["full"]
+        # The builds (a compiler process each) two at a time.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as builds:
+            reports = [builds.submit(build, ppc, model, tmp, f"{tag}-{policy}", mesh, target,
+                                     policy) for policy in ["none"] + policies]
+            reports = dict(zip(["none"] + policies, [r.result() for r in reports]))
+        base = executable(tmp, f"{tag}-none", mesh)
         row = []
         for policy in policies:
-            trace, report = executable(ppc, model, tmp, f"{tag}-{policy}", mesh, target, policy)
+            trace, report = executable(tmp, f"{tag}-{policy}", mesh), reports[policy]
             assert trace == base, f"{kind} {target} {mesh} {policy}:\n{trace}\n{base}"
             assert f"recompute {policy}" in report, report
             row.append(f"{policy} identical")
