@@ -204,9 +204,25 @@ def check_model(ppc, tmp, kind):
         assert open(out, "rb").read() == open(own, "rb").read()
         want, have = initializers(exported), initializers(out)
         assert want.keys() == have.keys()
-        # Per tensor, the norm of the difference relative to the norm.
-        diffs = {k: float(np.linalg.norm(have[k] - want[k]) / np.linalg.norm(want[k]))
-                 for k in want}
+        # Per tensor, the norm of the difference relative to the norm. The key
+        # third of a fused QKV bias has no gradient in exact arithmetic (the
+        # softmax over keys is invariant to q·b_k, the same for every key), so
+        # AdamW moves it by rounding noise, which differs with the mesh's
+        # reduction orders: measured 1e-5 to 2e-5 apart where the query and
+        # value thirds agree to 1e-7. It is held to 1e-3, the rest to
+        # TOLERANCE.
+        def rel(a, b):
+            return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+        diffs, keys = {}, {}
+        for k in want:
+            if k.endswith(".qkv.bias"):
+                n = want[k].shape[0] // 3
+                keys[k] = rel(have[k][n:2 * n], want[k][n:2 * n])
+                diffs[k] = rel(np.delete(have[k], slice(n, 2 * n)),
+                               np.delete(want[k], slice(n, 2 * n)))
+            else:
+                diffs[k] = rel(have[k], want[k])
+        assert all(d <= 1e-3 for d in keys.values()), keys
         key, diff = max(diffs.items(), key=lambda kv: kv[1])
         print(f"{name:12} consolidated step 8 == its run's --export, byte for byte; vs the "
               f"reference's: worst |a-b|/|b| {diff:.1e} ({key})")
