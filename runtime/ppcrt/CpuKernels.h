@@ -343,11 +343,6 @@ namespace detail {
 /// kAttentionRows x keys per thread; the products are OpenBLAS's.
 constexpr int64_t kAttentionRows = 64;
 
-/// e^x, vectorizable for floats (Math.h: libm's expf does not vectorize
-/// without -ffast-math and costs more than the rest of a score).
-inline float attentionExp(float x) { return math::exp(x); }
-inline double attentionExp(double x) { return std::exp(x); }
-
 /// Row s of a slab of scores, q.k for the `visible` keys a query sees, as
 /// the scores proper in place: scale * s[c] + bias[c * biasStride] (no
 /// bias where null); returns their max (-inf where none is seen).
@@ -422,7 +417,7 @@ void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
         T rowSum = 0;
 #pragma omp simd reduction(+ : rowSum)
         for (int64_t c = 0; c < visible; ++c) {
-          s[c] = detail::attentionExp(s[c] - best);
+          s[c] = scalar::exp(s[c] - best);
           rowSum += s[c];
         }
         std::fill(s + visible, s + end, T(0));
@@ -488,7 +483,7 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o
           detail::attentionScores(pr, scale, bias ? bias + shape.biasAt(n, i, 0) : nullptr,
                                   shape.biasColStride, visible);
           for (int64_t c = 0; c < visible; ++c) {
-            const T x = detail::attentionExp(pr[c] - rowLse);
+            const T x = scalar::exp(pr[c] - rowLse);
             pr[c] = x;
             dr[c] = x * (dr[c] - rowD);
           }

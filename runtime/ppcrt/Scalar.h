@@ -106,34 +106,37 @@ template <typename T> PPCRT_HD inline T sqrt(T x) { return std::sqrt(x); }
 template <typename T> PPCRT_HD inline T reciprocal(T x) { return T(1) / x; }
 // exp, erf, tanh and sigmoid of floats on the host are Math.h's, which
 // vectorize; GPUs, and doubles everywhere, take the library's.
-template <typename T> PPCRT_HD inline T exp(T x) {
-#ifndef __CUDA_ARCH__
-  if constexpr (std::is_same_v<T, float>)
-    return math::exp(x);
+template <typename T> PPCRT_HD constexpr bool hostFloat() {
+#ifdef __CUDA_ARCH__
+  return false;
+#else
+  return std::is_same_v<T, float>;
 #endif
-  return std::exp(x);
+}
+template <typename T> PPCRT_HD inline T exp(T x) {
+  if constexpr (hostFloat<T>())
+    return math::exp(x);
+  else
+    return std::exp(x);
 }
 template <typename T> PPCRT_HD inline T log(T x) { return std::log(x); }
 template <typename T> PPCRT_HD inline T erf(T x) {
-#ifndef __CUDA_ARCH__
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (hostFloat<T>())
     return math::erf(x);
-#endif
-  return std::erf(x);
+  else
+    return std::erf(x);
 }
 template <typename T> PPCRT_HD inline T tanh(T x) {
-#ifndef __CUDA_ARCH__
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (hostFloat<T>())
     return math::tanh(x);
-#endif
-  return std::tanh(x);
+  else
+    return std::tanh(x);
 }
 template <typename T> PPCRT_HD inline T sigmoid(T x) {
-#ifndef __CUDA_ARCH__
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (hostFloat<T>())
     return math::sigmoid(x);
-#endif
-  return T(1) / (T(1) + std::exp(-x));
+  else
+    return T(1) / (T(1) + std::exp(-x));
 }
 template <typename T> PPCRT_HD inline T sin(T x) { return std::sin(x); }
 template <typename T> PPCRT_HD inline T cos(T x) { return std::cos(x); }
