@@ -31,6 +31,12 @@ the loss itself):
 * the causal mask as transformers builds it (``_make_causal_mask``): a [seq, seq]
   fill of float32's lowest value (ConstantOfShape), Range, Add, Reshape, Less, Where,
   Unsqueeze, Unsqueeze, Expand to [batch, 1, seq, seq], added to the scores;
+* grouped-query attention (``--kv-heads`` below ``--heads``): k_proj and v_proj of
+  kv_heads x head_dim outputs, and transformers' repeat_kv after the rotary embedding
+  (Unsqueeze(2), Expand to [batch, kv_heads, heads/kv_heads, seq, head_dim], Reshape to
+  [batch, heads, seq, head_dim]);
+* ``--batch 0``: a dynamic batch axis named ``batch`` (Reshape shapes copy it with 0;
+  Expand broadcasts it from 1);
 * attention: Q K^T MatMul, Div by sqrt(head_dim), Add mask, Softmax(-1), Cast, Cast,
   MatMul V, Transpose, Reshape, o_proj; SwiGLU MLP (gate_proj, Sigmoid, Mul, up_proj,
   Mul, down_proj); residual Adds; final RMSNorm; untied lm_head; a final Cast.
@@ -47,6 +53,8 @@ a sparse file (``--no-training-record`` leaves it out). ``--fill-random``
 weights normal(0, 0.02), norm weights ones, as transformers initialises them.
 
     /usr/bin/python3 models/onnx_llama.py -o /tmp/llama7b/llama.onnx     # LLaMA-7B
+    /usr/bin/python3 models/onnx_llama.py --layers 80 --hidden 8192 --heads 64 \\
+        --kv-heads 8 --intermediate 28672 --batch 0 -o /tmp/llama70b/llama.onnx  # 70B
     /usr/bin/python3 models/onnx_llama.py --layers 2 --hidden 64 --heads 4 \\
         --intermediate 172 --vocab 256 --seq 16 --batch 2 --fill-random -o /tmp/s/llama.onnx
 """
@@ -100,13 +108,14 @@ def parameter_shapes(a):
     """(name, shape) in LlamaForCausalLM.named_parameters() order; linear weights in the
     shape they are stored in (``--linear``)."""
     d, f, v = a.hidden, a.intermediate, a.vocab
+    kv = a.kv_heads * (d // a.heads)
     lin = (lambda o, i: (i, o)) if a.linear == "matmul" else (lambda o, i: (o, i))
     out = [("model.embed_tokens.weight", (v, d))]
     for i in range(a.layers):
         p = f"model.layers.{i}."
         out += [(p + "self_attn.q_proj.weight", lin(d, d)),
-                (p + "self_attn.k_proj.weight", lin(d, d)),
-                (p + "self_attn.v_proj.weight", lin(d, d)),
+                (p + "self_attn.k_proj.weight", lin(kv, d)),
+                (p + "self_attn.v_proj.weight", lin(kv, d)),
                 (p + "self_attn.o_proj.weight", lin(d, d)),
                 (p + "mlp.gate_proj.weight", lin(f, d)),
                 (p + "mlp.up_proj.weight", lin(f, d)),
@@ -158,7 +167,10 @@ def write_data(path, entries, total, fill_random, seed):
 
 def build_graph(a, init_names):
     g = GraphWriter()
+    # A dynamic batch (--batch 0) is 0 in Reshape's shapes (copy the input's) and 1 in
+    # Expand's (broadcast).
     B, T, D, H, V = a.batch, a.seq, a.hidden, a.heads, a.vocab
+    KV = a.kv_heads
     hd = D // H
     W = init_names
 
@@ -192,7 +204,7 @@ def build_graph(a, init_names):
     mask = g.node(s, "Where", [keep, g.f32(s, 0.0), full])
     mask = g.node(s, "Unsqueeze", [mask, g.i64(s, [0])])
     mask = g.node(s, "Unsqueeze", [mask, g.i64(s, [1])])
-    mask = g.node(s, "Expand", [mask, g.i64(s, [B, 1, T, T])])
+    mask = g.node(s, "Expand", [mask, g.i64(s, [B or 1, 1, T, T])])
 
     # Rotary tables as LlamaRotaryEmbedding caches them (float32).
     inv_freq = (1.0 / (a.rope_theta ** (np.arange(0, hd, 2, dtype=np.int64)
@@ -208,7 +220,7 @@ def build_graph(a, init_names):
         q = linear(A + "/q_proj", h, W[P + "self_attn.q_proj.weight"])
         k = linear(A + "/k_proj", h, W[P + "self_attn.k_proj.weight"])
         v = linear(A + "/v_proj", h, W[P + "self_attn.v_proj.weight"])
-        shapes = [g.i64(A, [B, T, H, hd]) for _ in range(3)]
+        shapes = [g.i64(A, [B, T, heads, hd]) for heads in (H, KV, KV)]
         q, k, v = (g.node(A, "Transpose", [g.node(A, "Reshape", [y, sh])], perm=[0, 2, 1, 3])
                    for y, sh in zip((q, k, v), shapes))
         R = A + "/rotary_emb"
@@ -234,6 +246,14 @@ def build_graph(a, init_names):
             return g.node(A, "Add", [first, g.node(A, "Mul", [half, sin])])
 
         q, k = rotate(q), rotate(k)
+        if KV != H:
+            # transformers' repeat_kv: [B, KV, T, hd] -> [B, KV, 1, T, hd], Expand to
+            # [B, KV, H/KV, T, hd], Reshape to [B, H, T, hd].
+            def repeat_kv(y):
+                y = g.node(A, "Unsqueeze", [y, g.i64(A, [2])])
+                y = g.node(A, "Expand", [y, g.i64(A, [B or 1, KV, H // KV, T, hd])])
+                return g.node(A, "Reshape", [y, g.i64(A, [B, H, T, hd])])
+            k, v = repeat_kv(k), repeat_kv(v)
         kt = g.node(A, "Transpose", [k], perm=[0, 1, 3, 2])
         scores = g.node(A, "Div", [g.node(A, "MatMul", [q, kt]), g.f32(A, math.sqrt(hd))])
         scores = g.node(A, "Add", [scores, mask])
@@ -270,7 +290,12 @@ def main(argv=None):
     p.add_argument("--intermediate", type=int, default=11008)
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--seq", type=int, default=4096, help="sequence length (static)")
-    p.add_argument("--batch", type=int, default=1, help="batch size (static)")
+    p.add_argument("--kv-heads", type=int, default=None,
+                   help="key/value heads (grouped-query attention, transformers' repeat_kv); "
+                        "default: --heads")
+    p.add_argument("--batch", type=int, default=1,
+                   help="batch size (static); 0: a dynamic batch axis 'batch' (bind it with "
+                        "ppc's --batch or --dim batch=N)")
     p.add_argument("--rms-eps", type=float, default=1e-6)
     p.add_argument("--rope-theta", type=float, default=10000.0)
     p.add_argument("--linear", choices=("matmul", "transpose"), default="matmul",
@@ -291,8 +316,13 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.hidden % a.heads or (a.hidden // a.heads) % 2:
         p.error("--hidden must be a multiple of --heads with an even head dimension")
-    if min(a.layers, a.hidden, a.heads, a.intermediate, a.vocab, a.seq, a.batch) < 1:
+    if a.kv_heads is None:
+        a.kv_heads = a.heads
+    if min(a.layers, a.hidden, a.heads, a.kv_heads, a.intermediate, a.vocab, a.seq) < 1 \
+            or a.batch < 0:
         p.error("sizes must be positive")
+    if a.heads % a.kv_heads:
+        p.error("--heads must be a multiple of --kv-heads")
 
     entries, total = layout(parameter_shapes(a))
     if a.fill_random and total > FILL_LIMIT:
@@ -305,9 +335,10 @@ def main(argv=None):
     nodes = build_graph(a, {n: n for n, _, _, _ in entries})
     graph = helper.make_graph(
         nodes, "main_graph",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [a.batch, a.seq])],
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64,
+                                       [a.batch or "batch", a.seq])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                       [a.batch, a.seq, a.vocab])],
+                                       [a.batch or "batch", a.seq, a.vocab])],
         initializer=inits)
     model = helper.make_model(graph, producer_name="onnx_llama.py",
                               opset_imports=[helper.make_opsetid("", OPSET)])
