@@ -3,6 +3,7 @@
 #include "passes/sharding/CostModel.h"
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
+#include "passes/Provenance.h"
 #include "passes/sharding/LocalForms.h"
 
 #include <cmath>
@@ -12,6 +13,11 @@
 using namespace mlir;
 
 namespace ppc {
+
+double DeviceModel::matmulFlops(Type element) const {
+  bool half = element.isBF16() || element.isF16();
+  return half && halfFlops > 0 ? halfFlops : flops;
+}
 
 double DeviceModel::bandwidth(llvm::ArrayRef<std::string> axes) const {
   double slowest = tpBandwidth;
@@ -75,7 +81,7 @@ double localOpSeconds(Operation *op, const DeviceModel &device, const AxisSizes 
   for (Value v : op->getResults())
     bytes += tensorBytes(v);
   if (double flops = flopsOf(op))
-    return flops / device.flops;
+    return flops / device.matmulFlops(getElementTypeOrSelf(op->getOperand(0).getType()));
   return bytes / device.memoryBandwidth;
 }
 
@@ -97,6 +103,7 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device,
   for (Operation &op : body.without_terminator()) {
     opIndex[&op] = ops.size();
     ops.push_back(&op);
+    inMicroBatch.push_back(op.hasAttr(kMicroBatchAttrName));
     rules.push_back(ShardingRuleRegistry::get().lookup(&op));
     firstResult.push_back(values.size());
     for (Value result : op.getResults()) {
@@ -165,11 +172,15 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
   }
   // Adds one collective's time and bytes.
   auto charge = [&](const ConversionStep &s, int64_t bytes) {
-    cost.commSeconds += device.seconds(s, bytes, sizes);
+    double seconds = device.seconds(s, bytes, sizes);
+    cost.commSeconds += seconds;
     if (s.kind == ConversionStep::AllReduce || s.kind == ConversionStep::AllGather ||
-        s.kind == ConversionStep::ReduceScatter)
-      cost.bytesByAxes[axesKey(s.axes)] +=
-          bytesPerRank(s.kind, s.elements, bytes, groupSize(sizes, s.axes));
+        s.kind == ConversionStep::ReduceScatter) {
+      std::string key = axesKey(s.axes);
+      cost.bytesByAxes[key] += bytesPerRank(s.kind, s.elements, bytes, groupSize(sizes, s.axes));
+      cost.secondsByAxes[key] += seconds;
+      ++cost.collectivesByAxes[key];
+    }
   };
   // Converts value `n` from `from` to `to` (once per target layout), adding
   // the collectives' cost; returns the bytes of the converted copy.
@@ -210,7 +221,9 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
   }
 
   double live = 0;
+  cost.argumentBytes = argumentBytes;
   cost.peakBytes = argumentBytes;
+  cost.microBatchPeakBytes = cost.stepPeakBytes = argumentBytes;
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (!rules[i])
       return op->emitError() << "'" << op->getName() << "' has no sharding rule";
@@ -261,12 +274,20 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
       flops = contraction.getFlops(
           llvm::SmallVector<llvm::ArrayRef<int64_t>>(local.begin(), local.end()));
     }
-    if (flops > 0)
-      cost.computeSeconds += flops / device.flops;
-    else
+    if (flops > 0) {
+      cost.flops += flops;
+      cost.computeSeconds +=
+          flops / device.matmulFlops(getElementTypeOrSelf(op->getOperand(0).getType()));
+    } else
       cost.computeSeconds += (touched + resultBytes) / device.memoryBandwidth;
     live += resultBytes;
-    cost.peakBytes = std::max(cost.peakBytes, argumentBytes + live + temporaries);
+    double now = argumentBytes + live + temporaries;
+    if (now > cost.peakBytes) {
+      cost.peakBytes = now;
+      cost.peakOp = i;
+    }
+    double &phase = inMicroBatch[i] ? cost.microBatchPeakBytes : cost.stepPeakBytes;
+    phase = std::max(phase, now);
     for (unsigned n : dyingNumbers[i])
       live -= bytesOf(values[n], layouts[n]);
   }

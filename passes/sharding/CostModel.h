@@ -33,6 +33,10 @@ namespace ppc {
 struct DeviceModel {
   /// Dense matmul rate, FLOP/s (f32 math on tensor cores, TF32).
   double flops = 400e12;
+  /// The rate of matmuls of bf16 or f16 operands (mixed precision); `flops`
+  /// where not set (0), as `ppc compile`'s planner has it until its rates
+  /// are measured.
+  double halfFlops = 0;
   /// Device memory bandwidth, bytes/s.
   double memoryBandwidth = 3e12;
   /// Device memory per rank, bytes.
@@ -53,6 +57,8 @@ struct DeviceModel {
 
   /// The bandwidth of a collective over `axes`: the slowest axis's.
   double bandwidth(llvm::ArrayRef<std::string> axes) const;
+  /// The matmul rate for operands of `element` type.
+  double matmulFlops(mlir::Type element) const;
   /// Seconds for one conversion step (all_slice is a local copy).
   double seconds(const ConversionStep &step, int64_t elementBytes, const AxisSizes &sizes) const;
 };
@@ -84,6 +90,18 @@ struct PlanCost {
   double hostBytes = 0;
   /// Bytes each rank sends, by the mesh axes of the collective ("dp", "tp").
   std::map<std::string, double> bytesByAxes;
+  /// Seconds and number of the collectives, by the same keys.
+  std::map<std::string, double> secondsByAxes;
+  std::map<std::string, int64_t> collectivesByAxes;
+  /// The arguments' bytes on a rank (parameters, optimizer state, inputs),
+  /// part of `peakBytes`; and the matmul FLOPs the rank computes.
+  double argumentBytes = 0;
+  double flops = 0;
+  /// The peak during the micro-batches' ops (`ppc.mb`: forward and
+  /// backward), and during the step's own (accumulation, the optimizer).
+  double microBatchPeakBytes = 0, stepPeakBytes = 0;
+  /// Where the peak is: the index of the op, in program order.
+  size_t peakOp = 0;
 
   double seconds() const { return computeSeconds + commSeconds + offloadSeconds; }
 };
@@ -125,6 +143,8 @@ private:
   std::vector<OperandInfo> operandInfo;
   /// The op index of each value's last use (ops.size() for the return).
   std::vector<size_t> lastUse;
+  /// Whether each op belongs to a micro-batch (`ppc.mb`).
+  std::vector<bool> inMicroBatch;
   /// Each op's operands by number (`numbers`), and the distinct ones whose
   /// last use it is, so that pricing looks no value up.
   std::vector<llvm::SmallVector<unsigned, 4>> operandNumbers, dyingNumbers;

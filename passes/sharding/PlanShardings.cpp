@@ -16,9 +16,11 @@
 #include "passes/memory/Recompute.h"
 #include "passes/sharding/CostModel.h"
 #include "passes/sharding/Layout.h"
+#include "passes/sharding/Planner.h"
 #include "runtime/Printable.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
@@ -31,22 +33,6 @@ namespace ppc {
 #include "passes/Passes.h.inc"
 
 namespace {
-
-/// A tensor-parallel layout of a parameter: dimension `dim` split over tp
-/// in `blocks` blocks, or replicated (dim < 0).
-struct TpOption {
-  int64_t dim = -1;
-  int64_t blocks = 1;
-  bool operator==(const TpOption &o) const { return dim == o.dim && blocks == o.blocks; }
-  bool operator!=(const TpOption &o) const { return !(*this == o); }
-};
-
-/// Parameters decided together, and what they may be.
-struct ParamClass {
-  llvm::SmallVector<unsigned> params;
-  llvm::SmallVector<TpOption> options;
-  bool pinned = false;
-};
 
 /// What a parameter's uses look like a few ops deep, with its shape: the
 /// same weight of every layer has the same signature.
@@ -84,88 +70,7 @@ std::string signature(BlockArgument arg) {
   return shape;
 }
 
-/// What the pricer said of each plan of one step (by the plan's key): its
-/// cost before ZeRO and the layouts its uses asked of arguments. The pricer
-/// does not depend on the ZeRO stage, so the searches of every stage (for
-/// steps recomputed alike) share one: most of their plans are the same.
-struct PriceCache {
-  struct Entry {
-    PlanCost cost;
-    llvm::SmallVector<LayoutRequest> requests;
-  };
-  std::map<std::string, Entry> entries;
-};
-
-class Planner {
-public:
-  /// `zero`: the ZeRO stage the plan's memory is counted for; `offload`:
-  /// what lives in host memory, whose bytes must fit `hostMemoryPerRank`.
-  Planner(func::FuncOp step, AxisSizes sizes, DeviceModel device, double memoryPerRank,
-          bool sequenceParallel, int64_t zero, OffloadLevel offload, double hostMemoryPerRank,
-          PriceCache &cache)
-      : step(step), sizes(sizes), device(device), pricer(step, sizes, device, sequenceParallel),
-        budget(memoryPerRank), zero(zero), offload(offload), hostBudget(hostMemoryPerRank),
-        cache(cache) {}
-
-  /// Reads parameters and pins, forms classes and their options.
-  LogicalResult setUp(llvm::ArrayRef<std::string> pins);
-  /// Runs the search from `warm` (argument layouts: another search's plan,
-  /// whose classes' tp splits it starts from; replicated when empty); the
-  /// argument layouts of the chosen plan.
-  FailureOr<llvm::SmallVector<Layout>> run(llvm::ArrayRef<Layout> warm = {});
-  /// The chosen plan's cost, and how many plans were priced.
-  const PlanCost &chosenCost() const { return chosen; }
-  bool chosenFits() const { return fits(chosen); }
-  size_t plansPriced() const { return memo.size(); }
-
-private:
-  using Plan = llvm::SmallVector<TpOption>;
-  struct Scored {
-    Plan plan;
-    PlanCost cost;
-  };
-  llvm::SmallVector<Layout> layoutsOf(const Plan &plan);
-  FailureOr<PlanCost> price(const Plan &plan, llvm::SmallVectorImpl<LayoutRequest> *requests);
-  /// `plan` with every request on a free, replicated class granted, until
-  /// none is left.
-  FailureOr<Scored> closure(Plan plan);
-  bool fits(const PlanCost &cost) const {
-    return cost.peakBytes <= budget && cost.hostBytes <= hostBudget;
-  }
-
-  func::FuncOp step;
-  AxisSizes sizes;
-  DeviceModel device;
-  PlanPricer pricer;
-  double budget;
-  int64_t zero;
-  OffloadLevel offload;
-  double hostBudget;
-  /// What `offload` does to the plan with argument layouts `layouts`: the
-  /// device bytes it saves, the host's bytes, and the seconds of its copies
-  /// and of the host's optimizer step (PlanCost's fields).
-  void addOffload(llvm::ArrayRef<Layout> layouts, PlanCost &cost);
-  /// Bytes per rank that ZeRO stage `zero` takes off the model states of
-  /// the plan with argument layouts `layouts` (the pricer counts them whole
-  /// on every data-parallel rank).
-  double zeroSavings(llvm::ArrayRef<Layout> layouts);
-  /// Argument `arg`'s bytes on a rank under `layout` (none when the layout
-  /// does not divide it), and whether ZeRO can shard it over dp.
-  struct Share {
-    double bytes;
-    bool zeroShardable;
-  };
-  std::optional<Share> shareOf(unsigned arg, const Layout &layout);
-  int64_t tp() const { return sizes.lookup("tp"); }
-
-  llvm::SmallVector<ParamClass> classes;
-  /// The class of each argument that is a parameter or its state, or -1.
-  llvm::SmallVector<int> classOf;
-  /// The plans this search priced.
-  std::set<std::string> memo;
-  PriceCache &cache;
-  PlanCost chosen;
-};
+} // namespace
 
 LogicalResult Planner::setUp(llvm::ArrayRef<std::string> pins) {
   unsigned numArgs = step.getNumArguments();
@@ -293,20 +198,27 @@ FailureOr<PlanCost> Planner::price(const Plan &plan,
   std::string key;
   for (const TpOption &o : plan)
     key += std::to_string(o.dim) + "/" + std::to_string(o.blocks) + ",";
-  memo.insert(key);
   llvm::SmallVector<Layout> layouts = layoutsOf(plan);
-  auto it = cache.entries.find(key);
-  if (it == cache.entries.end()) {
+  // Threads price moves at once (run): the memo and the cache are shared.
+  std::optional<PriceCache::Entry> found;
+  {
+    std::lock_guard<std::mutex> hold(lock);
+    memo.insert(key);
+    if (auto it = cache.entries.find(key); it != cache.entries.end())
+      found = it->second;
+  }
+  if (!found) {
     PriceCache::Entry entry;
     auto cost = pricer.price(layouts, &entry.requests);
     if (failed(cost))
       return failure();
     entry.cost = *cost;
-    it = cache.entries.emplace(key, std::move(entry)).first;
+    std::lock_guard<std::mutex> hold(lock);
+    found = cache.entries.emplace(key, std::move(entry)).first->second;
   }
   if (requests)
-    requests->append(it->second.requests.begin(), it->second.requests.end());
-  PlanCost cost = it->second.cost;
+    requests->append(found->requests.begin(), found->requests.end());
+  PlanCost cost = found->cost;
   cost.peakBytes -= zeroSavings(layouts);
   addOffload(layouts, cost);
   return cost;
@@ -417,7 +329,8 @@ FailureOr<Planner::Scored> Planner::closure(Plan plan) {
   }
 }
 
-FailureOr<llvm::SmallVector<Layout>> Planner::run(llvm::ArrayRef<Layout> warm) {
+FailureOr<llvm::SmallVector<Layout>> Planner::run(llvm::ArrayRef<Layout> warm,
+                                                  std::vector<llvm::SmallVector<Layout>> *passed) {
   Plan start;
   for (const ParamClass &c : classes) {
     TpOption option;
@@ -435,50 +348,67 @@ FailureOr<llvm::SmallVector<Layout>> Planner::run(llvm::ArrayRef<Layout> warm) {
   if (failed(current))
     return failure();
   chosen = current->cost;
+  if (passed)
+    passed->push_back(layoutsOf(current->plan));
   if (tp() == 1)
     return layoutsOf(start);
   constexpr double kTiny = 1e-12;
   for (size_t round = 0; round < 4 * classes.size() + 4; ++round) {
     std::optional<Scored> best;
     double bestScore = 0;
+    // Every move's closure is priced on the context's threads (the pricer
+    // only reads the IR); the choice is made in order, as one thread would.
+    llvm::SmallVector<Plan> moves;
     for (auto [c, cls] : llvm::enumerate(classes)) {
       if (cls.pinned)
         continue;
       for (const TpOption &option : cls.options) {
         if (option == current->plan[c])
           continue;
-        Plan plan = current->plan;
-        plan[c] = option;
-        auto candidate = closure(plan);
-        if (failed(candidate))
-          return failure();
-        const PlanCost &now = current->cost, &next = candidate->cost;
-        double score;
-        if (!fits(now)) {
-          // Bytes saved per second added (any saving that costs no time
-          // ranks above all that do).
-          double saved = now.peakBytes - next.peakBytes;
-          if (saved <= 0)
-            continue;
-          score = saved / std::max(next.seconds() - now.seconds(), kTiny);
-        } else {
-          if (!fits(next) || next.seconds() >= now.seconds() * (1 - 1e-9))
-            continue;
-          score = now.seconds() - next.seconds();
-        }
-        if (!best || score > bestScore) {
-          best = *candidate;
-          bestScore = score;
-        }
+        moves.push_back(current->plan);
+        moves.back()[c] = option;
+      }
+    }
+    std::vector<std::optional<Scored>> closures(moves.size());
+    if (failed(failableParallelForEachN(step->getContext(), 0, moves.size(), [&](size_t i) {
+          FailureOr<Scored> candidate = closure(moves[i]);
+          if (failed(candidate))
+            return failure();
+          closures[i] = std::move(*candidate);
+          return success();
+        })))
+      return failure();
+    for (std::optional<Scored> &candidate : closures) {
+      const PlanCost &now = current->cost, &next = candidate->cost;
+      double score;
+      if (!fits(now)) {
+        // Bytes saved per second added (any saving that costs no time
+        // ranks above all that do).
+        double saved = now.peakBytes - next.peakBytes;
+        if (saved <= 0)
+          continue;
+        score = saved / std::max(next.seconds() - now.seconds(), kTiny);
+      } else {
+        if (!fits(next) || next.seconds() >= now.seconds() * (1 - 1e-9))
+          continue;
+        score = now.seconds() - next.seconds();
+      }
+      if (!best || score > bestScore) {
+        best = std::move(*candidate);
+        bestScore = score;
       }
     }
     if (!best)
       break;
     current = std::move(*best);
+    if (passed)
+      passed->push_back(layoutsOf(current->plan));
   }
   chosen = current->cost;
   return layoutsOf(current->plan);
 }
+
+namespace {
 
 struct PlanShardingsPass : impl::PlanShardingsBase<PlanShardingsPass> {
   using PlanShardingsBase::PlanShardingsBase;

@@ -165,6 +165,7 @@ int runImportCommand(int argc, char **argv);
 int runEvalCommand(int argc, char **argv);
 int runSimulateCommand(int argc, char **argv);
 int runCompileCommand(int argc, char **argv);
+int runPlanCommand(int argc, char **argv);
 int runCheckpointCommand(int argc, char **argv);
 
 } // namespace ppc

@@ -208,6 +208,16 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                     "[attention_mask=ones, token_type_ids=zeros, position_ids=arange]"),
            cl::value_desc("NAME=VALUE"), cl::cat(category)) {}
 
+FailureOr<int64_t> TrainingFlags::fixedBatch(const OnnxModel &model) {
+  auto bound = inputsToBind(model, bind, [](const llvm::Twine &message) { reportError(message); });
+  if (failed(bound))
+    return failure();
+  TokenDim batchDim, seqDim;
+  if (failed(tokenDims(model, *bound, batchDim, seqDim)))
+    return failure();
+  return batchDim.size;
+}
+
 LogicalResult TrainingFlags::setUp(OnnxModel &model, ImportOptions &options, int64_t scheduleSteps,
                                    Setup &setup) {
   auto parsed = parseMesh(mesh);

@@ -40,6 +40,11 @@ struct TrainingFlags {
   mlir::LogicalResult setUp(OnnxModel &model, ImportOptions &options, int64_t scheduleSteps,
                             Setup &setup);
 
+  /// The size of the model's batch dimension (of the token input --bind
+  /// leaves), 0 when it is symbolic; failure (reported) when the model has
+  /// no token input.
+  mlir::FailureOr<int64_t> fixedBatch(const OnnxModel &model);
+
   /// The training pipeline, then the parallelize pipeline (nothing on one
   /// rank): what `ppc-opt` runs as ppc-training-pipeline and
   /// ppc-parallelize-pipeline.

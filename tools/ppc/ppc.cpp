@@ -18,6 +18,8 @@ const ppc::Subcommand commands[] = {
      "train a model on the reference executor (MODEL.onnx --data F --steps N ...)"},
     {"compile", ppc::runCompileCommand,
      "build the partitioned training step (MODEL.onnx --mesh M --emit mlir ...)"},
+    {"plan", ppc::runPlanCommand,
+     "choose the whole layout from the device count (MODEL.onnx --devices N ...)"},
     {"checkpoint", ppc::runCheckpointCommand,
      "inspect a checkpoint or consolidate it into one file (inspect|consolidate DIR ...)"},
 };

@@ -1,0 +1,279 @@
+//===- PlanCommand.cpp - `ppc plan` ---------------------------------------===//
+//
+// Chooses the whole layout of a model's training from the device count:
+// builds @train_step as `ppc compile` does (one micro-batch), searches
+// dp x tp x pp, ZeRO, sequence parallelism, micro-batches, the schedule,
+// recomputation and offload for the cluster (passes/sharding/PlanSearch.h),
+// and prints the fastest plans that fit with the `ppc compile` line of each.
+// Writes nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/PpcDialect.h"
+#include "passes/Pipelines.h"
+#include "passes/sharding/PlanSearch.h"
+#include "tools/ppc/Driver.h"
+#include "tools/ppc/TrainingFlags.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <chrono>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace ppc {
+
+namespace {
+
+std::string gib(double bytes) { return llvm::formatv("{0:F2} GiB", bytes / 1073741824.0).str(); }
+
+std::string rate(double tokensPerSecond) {
+  if (tokensPerSecond >= 1e6)
+    return llvm::formatv("{0:F2}M", tokensPerSecond / 1e6).str();
+  if (tokensPerSecond >= 1e3)
+    return llvm::formatv("{0:F1}k", tokensPerSecond / 1e3).str();
+  return llvm::formatv("{0:F1}", tokensPerSecond).str();
+}
+
+std::string scheduleText(const PlanChoice &c) {
+  if (c.schedule.empty())
+    return "-";
+  if (c.virtualStages > 1)
+    return llvm::formatv("{0} v{1}", c.schedule, c.virtualStages).str();
+  return c.schedule;
+}
+
+/// The flags of `ppc plan` that `ppc compile` does not take, and whether
+/// each has a value.
+bool isPlanOnlyFlag(llvm::StringRef arg, bool &hasValue) {
+  static const char *const withValue[] = {"devices", "cluster", "global-batch", "max-tp", "top"};
+  static const char *const without[] = {"print-cluster"};
+  arg = arg.ltrim('-');
+  llvm::StringRef name = arg.split('=').first;
+  for (const char *flag : withValue)
+    if (name == flag) {
+      hasValue = !arg.contains('=');
+      return true;
+    }
+  for (const char *flag : without)
+    if (name == flag) {
+      hasValue = false;
+      return true;
+    }
+  return false;
+}
+
+} // namespace
+
+int runPlanCommand(int argc, char **argv) {
+  cl::OptionCategory category("ppc plan options");
+  cl::opt<std::string> input(cl::Positional, cl::desc("MODEL.onnx"), cl::cat(category));
+  cl::opt<int64_t> devices("devices", cl::desc("devices (ranks) to plan for"), cl::init(0),
+                           cl::cat(category));
+  cl::opt<std::string> clusterFlag(
+      "cluster",
+      cl::desc("the cluster: dgx-h100, dgx-h200, or a JSON file of the same keys "
+               "(--print-cluster shows one) [dgx-h100]"),
+      cl::value_desc("NAME|FILE.json"), cl::init("dgx-h100"), cl::cat(category));
+  cl::opt<bool> printCluster("print-cluster",
+                             cl::desc("print the cluster's figures as JSON and exit"),
+                             cl::init(false), cl::cat(category));
+  cl::opt<int64_t> globalBatch(
+      "global-batch", cl::desc("sequences per step [the model's batch dimension when fixed]"),
+      cl::init(0), cl::cat(category));
+  cl::opt<int64_t> maxTp("max-tp",
+                         cl::desc("the largest tensor-parallel size tried [a node's devices]"),
+                         cl::init(0), cl::cat(category));
+  cl::opt<int> top("top", cl::desc("plans printed, fastest first [10]"), cl::init(10),
+                   cl::cat(category));
+  TrainingFlags training(category);
+  PipelineFlags pipelineFlags(category);
+  // What the plan decides is not a flag of it.
+  cl::Option *decided[] = {&training.mesh,         &training.zero,          &training.schedule,
+                           &training.virtualStages, &training.recompute,     &training.offload,
+                           &training.microBatches,  &training.sequenceParallel, static_cast<cl::Option *>(std::addressof(training.shards)),
+                           &training.batch};
+  for (cl::Option *option : decided)
+    option->setHiddenFlag(cl::ReallyHidden);
+  parseCommandLine(argc, argv, category,
+                   "ppc plan: choose the whole layout of a model's training from the device "
+                   "count\n\n"
+                   "Builds the training step of MODEL.onnx, searches every factorisation of "
+                   "--devices into\ndata x tensor x pipeline parallelism with the ZeRO stage, "
+                   "sequence parallelism,\nmicro-batches, pipeline schedule, recomputation and "
+                   "offload, prices each with the\ncompiler's cost model for --cluster, and "
+                   "prints the fastest plans that fit\n--memory-per-rank, each with its ppc "
+                   "compile command. Writes nothing.\n");
+
+  // The cluster first: --print-cluster needs nothing else.
+  std::optional<Cluster> cluster = presetCluster(clusterFlag);
+  if (!cluster) {
+    auto buffer = llvm::MemoryBuffer::getFile(clusterFlag);
+    if (!buffer)
+      return reportError("--cluster '" + printable(clusterFlag) + "': not one of dgx-h100, " +
+                         "dgx-h200, and no such file (" + buffer.getError().message() + ")");
+    llvm::Expected<Cluster> parsed =
+        parseCluster((*buffer)->getBuffer(), "--cluster " + printable(clusterFlag));
+    if (!parsed)
+      return reportError(llvm::toString(parsed.takeError()));
+    cluster = *parsed;
+  }
+  if (printCluster) {
+    llvm::outs() << clusterJson(*cluster);
+    return 0;
+  }
+  if (input.empty())
+    return reportError("give the model: ppc plan MODEL.onnx --devices N");
+  for (cl::Option *option : decided)
+    if (option->getNumOccurrences())
+      return reportError("--" + option->ArgStr +
+                         ": ppc plan chooses it (each plan's ppc compile command sets it)");
+  constexpr int64_t kMaxDevices = int64_t(1) << 20;
+  if (devices < 1 || devices > kMaxDevices)
+    return reportError(llvm::formatv("--devices {0}: expected 1 to {1}{2}", devices.getValue(),
+                                     kMaxDevices,
+                                     devices.getNumOccurrences() ? "" : " (it is required)"));
+  if (maxTp.getNumOccurrences() && maxTp < 1)
+    return reportError(llvm::formatv("--max-tp {0}: expected 1 or more", maxTp.getValue()));
+  if (top < 1)
+    return reportError(llvm::formatv("--top {0}: expected 1 or more", top.getValue()));
+  if (globalBatch.getNumOccurrences() && (globalBatch < 1 || globalBatch > (int64_t(1) << 24)))
+    return reportError(
+        llvm::formatv("--global-batch {0}: expected 1 to {1}", globalBatch.getValue(), 1 << 24));
+  if (training.precision == "fp16")
+    return reportError("--precision fp16: only ppc simulate trains in fp16 so far; plan fp32 or "
+                       "bf16");
+
+  auto start = std::chrono::steady_clock::now();
+  auto model = OnnxModel::load(input);
+  if (!model)
+    return reportError(llvm::toString(model.takeError()));
+  // The step is built with one micro-batch: of the model's batch when it is
+  // fixed, else of 64 sequences (the cost model prices shapes, so the size
+  // costs nothing; the search prices it split from 1 to 64 ways, which tells
+  // what grows with the batch from what does not).
+  FailureOr<int64_t> fixed = training.fixedBatch(**model);
+  if (failed(fixed))
+    return 1;
+  int64_t stepBatch = *fixed > 0 ? *fixed : 64;
+  int64_t global = globalBatch.getNumOccurrences() ? globalBatch.getValue() : *fixed;
+  if (global == 0)
+    return reportError("--global-batch is required: the model's batch dimension is symbolic");
+  if (*fixed > 0 && global % *fixed != 0)
+    return reportError(llvm::formatv("--global-batch {0}: the model's batch dimension is fixed "
+                                     "at {1}, so a step is a whole number of micro-batches of "
+                                     "{1} sequences; export it with a dynamic batch axis to "
+                                     "choose them",
+                                     global, *fixed));
+  training.batch = stepBatch;
+  ImportOptions options;
+  TrainingFlags::Setup setup;
+  if (failed(training.setUp(**model, options, 1, setup)))
+    return 1;
+  MLIRContext context;
+  DriverDiagnostics diagnostics(context);
+  OwningOpRef<ModuleOp> module = importModel(**model, context, options, pipelineFlags.dumpIR);
+  if (!module)
+    return 1;
+  if (failed(runPipeline(
+          *module, [&](OpPassManager &pm) { buildTrainingPipeline(pm, setup.pipeline); },
+          pipelineFlags.dumpIR)))
+    return 1;
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  if (!step)
+    return reportError("the training pipeline built no @train_step");
+  double built = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  SearchOptions search;
+  search.devices = devices;
+  search.globalBatch = global;
+  search.seqLen = setup.seqLen;
+  search.stepBatch = stepBatch;
+  search.batchFixed = *fixed > 0;
+  search.memoryPerRank = training.memoryPerRank.getNumOccurrences()
+                             ? setup.parallelize.memoryPerRank.getValue()
+                             : cluster->memoryBytes;
+  search.hostMemoryPerRank = training.hostMemoryPerRank.getNumOccurrences()
+                                 ? setup.parallelize.hostMemoryPerRank.getValue()
+                                 : cluster->hostMemoryBytes;
+  search.maxTp = maxTp;
+  search.halfPrecision = training.precision == "bf16";
+  search.keep = top;
+  FailureOr<SearchResult> result = searchPlans(step, *cluster, search);
+  if (failed(result))
+    return 1;
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  llvm::raw_ostream &os = llvm::outs();
+  os << llvm::formatv("ppc plan: {0} on {1} x {2} ({3} devices a node; {4} per rank)\n",
+                      printable(input), devices.getValue(), cluster->name,
+                      cluster->devicesPerNode, gib(search.memoryPerRank));
+  os << llvm::formatv("step: {0} sequences of {1} tokens, {2}, {3} blocks; searched {4} plans "
+                      "({5} prices of the step) in {6:F1} s ({7:F1} s building the step)\n",
+                      global, setup.seqLen, training.precision.getValue(), result->blocks,
+                      result->candidates, result->pricings, seconds, built);
+  if (result->best.empty()) {
+    const PlanChoice &c = *result->closest;
+    return reportError(llvm::formatv(
+        "no plan fits {0:F0} bytes per rank (--memory-per-rank): the least memory is {1:F0} "
+        "bytes per rank ({2}x{3}x{4}, ZeRO {5}, recompute {6}, offload {7})",
+        search.memoryPerRank, c.peakBytes, c.dp, c.tp, c.pp, c.zero, recomputeName(c.recompute),
+        offloadLevelName(c.offload)));
+  }
+  os << "\n";
+  os << llvm::formatv("{0,-4}{1,-14}{2,-6}{3,-4}{4,-15}{5,-16}{6,-11}{7,-17}{8,9}{9,10}{10,7}"
+                      "{11,12}{12,8}{13,7}\n",
+                      "#", "dp x tp x pp", "ZeRO", "SP", "micro-batches", "schedule",
+                      "recompute", "offload", "step (s)", "tokens/s", "MFU", "peak/rank",
+                      "bubble", "comm");
+  for (auto [i, c] : llvm::enumerate(result->best)) {
+    std::string mesh = llvm::formatv("{0}x{1}x{2}", c.dp, c.tp, c.pp).str();
+    std::string batches = llvm::formatv("{0} x {1}", c.microBatches, c.rankBatch).str();
+    os << llvm::formatv("{0,-4}{1,-14}{2,-6}{3,-4}{4,-15}{5,-16}{6,-11}{7,-17}{8,9:F3}{9,10}"
+                        "{10,7}{11,12}{12,8}{13,7}\n",
+                        i + 1, mesh, c.zero, c.sequenceParallel ? "on" : "-", batches,
+                        scheduleText(c), recomputeName(c.recompute), offloadLevelName(c.offload),
+                        c.seconds, rate(c.tokensPerSecond),
+                        llvm::formatv("{0:F1}%", 100 * c.mfu).str(), gib(c.peakBytes),
+                        llvm::formatv("{0:F1}%", 100 * c.bubbleSeconds / c.seconds).str(),
+                        llvm::formatv("{0:F1}%", 100 * c.commSeconds / c.seconds).str());
+  }
+  os << "\nmicro-batches: count x sequences per rank; bubble and comm: shares of the step "
+        "(comm: collectives and\npipeline messages, none overlapped); tensor-parallel layout: "
+        "ppc compile's planner chooses it.\n\n";
+  // The compile lines: this command's own flags that compile shares, and
+  // what the plan decided.
+  std::string shared;
+  for (int i = 2; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    bool hasValue = false;
+    if (arg == input.getValue())
+      continue;
+    if (arg.starts_with("-") && isPlanOnlyFlag(arg, hasValue)) {
+      i += hasValue;
+      continue;
+    }
+    shared += " " + std::string(arg);
+  }
+  for (auto [i, c] : llvm::enumerate(result->best)) {
+    os << llvm::formatv("{0,-4}ppc compile {1} --mesh {2}x{3}x{4} --batch {5} --micro-batches {6} "
+                        "--zero {7} --recompute {8} --offload {9}",
+                        i + 1, printable(input), c.dp, c.tp, c.pp, global, c.microBatches,
+                        c.zero, recomputeName(c.recompute), offloadLevelName(c.offload));
+    if (c.sequenceParallel)
+      os << " --sequence-parallel";
+    if (!c.schedule.empty())
+      os << " --schedule " << c.schedule;
+    if (c.virtualStages > 1)
+      os << " --virtual-stages " << c.virtualStages;
+    if (!training.memoryPerRank.getNumOccurrences())
+      os << llvm::formatv(" --memory-per-rank {0:F0}", search.memoryPerRank);
+    os << printable(shared) << "\n";
+  }
+  return 0;
+}
+
+} // namespace ppc
