@@ -2,9 +2,12 @@
 
 #include "codegen/Fusion.h"
 #include "ir/PpcOps.h"
+#include "passes/Provenance.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <map>
 
 using namespace mlir;
 
@@ -62,6 +65,41 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
   llvm::DenseMap<Operation *, int64_t> index;
   for (Operation &op : body)
     index[&op] = index.size();
+  // The micro-batch of each op (`ppc.mb`; -1 for the step's own ops), and
+  // the places of each micro-batch's ops, in order.
+  constexpr int64_t kStep = -1;
+  llvm::DenseMap<Operation *, int64_t> microBatchOf;
+  std::map<int64_t, std::vector<int64_t>> placesOf;
+  for (Operation &op : body) {
+    auto mb = op.getAttrOfType<IntegerAttr>(kMicroBatchAttrName);
+    int64_t m = mb ? mb.getInt() : kStep;
+    microBatchOf[&op] = m;
+    placesOf[m].push_back(index[&op]);
+  }
+  std::vector<llvm::SmallVector<int64_t, 2>> groupMicroBatches;
+  // Whether an op of a micro-batch other than `own` runs strictly between
+  // places `from` and `to`. A group runs at its last op, so an op joining a
+  // group delays all of it, and keeps its inputs alive, until the op's
+  // place: across another micro-batch's ops that would hold one micro-
+  // batch's values through the next (the chain of gradient accumulations,
+  // each add fused into the last, kept every micro-batch's gradient alive
+  // until the end).
+  auto othersBetween = [&](int64_t from, int64_t to, llvm::ArrayRef<int64_t> own) {
+    int64_t inside = to - from - 1, ours = 0;
+    for (int64_t m : own) {
+      const std::vector<int64_t> &places = placesOf[m];
+      ours += std::lower_bound(places.begin(), places.end(), to) -
+              std::upper_bound(places.begin(), places.end(), from);
+    }
+    return ours < inside;
+  };
+  // Group g's micro-batches and op's.
+  auto withMicroBatchOf = [&](unsigned g, Operation &op) {
+    llvm::SmallVector<int64_t, 3> own(groupMicroBatches[g].begin(), groupMicroBatches[g].end());
+    if (!llvm::is_contained(own, microBatchOf[&op]))
+      own.push_back(microBatchOf[&op]);
+    return own;
+  };
   auto inGroup = [&](Operation *op, unsigned g) {
     auto it = plan.groupOf.find(op);
     return it != plan.groupOf.end() && it->second == g;
@@ -84,10 +122,14 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
       auto it = def ? plan.groupOf.find(def) : plan.groupOf.end();
       if (it != plan.groupOf.end() && input.hasOneUse() && !plan.groups[it->second].reduction &&
           runsOnHost(plan.groups[it->second].ops.back()) == runsOnHost(&op) &&
+          !othersBetween(index[plan.groups[it->second].ops.back()], index[&op],
+                         withMicroBatchOf(it->second, op)) &&
           usesComeAfter(it->second, op)) {
         plan.groups[it->second].ops.push_back(&op);
         plan.groups[it->second].reduction = &op;
         plan.groupOf[&op] = it->second;
+        if (!llvm::is_contained(groupMicroBatches[it->second], microBatchOf[&op]))
+          groupMicroBatches[it->second].push_back(microBatchOf[&op]);
       }
       continue;
     }
@@ -106,6 +148,8 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
       if (plan.groups[g].reduction ||
           shapeOf(plan.groups[g].ops.back()->getResult(0)) != shapeOf(op.getResult(0)))
         continue;
+      if (othersBetween(index[plan.groups[g].ops.back()], index[&op], withMicroBatchOf(g, op)))
+        continue;
       if (usesComeAfter(g, op)) {
         joined = g;
         break;
@@ -114,9 +158,12 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
     if (!joined) {
       joined = plan.groups.size();
       plan.groups.emplace_back();
+      groupMicroBatches.emplace_back();
     }
     plan.groups[*joined].ops.push_back(&op);
     plan.groupOf[&op] = *joined;
+    if (!llvm::is_contained(groupMicroBatches[*joined], microBatchOf[&op]))
+      groupMicroBatches[*joined].push_back(microBatchOf[&op]);
   }
 
   // Inputs and outputs; splat constants are inlined.
