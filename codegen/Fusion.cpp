@@ -125,11 +125,13 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
           !othersBetween(index[plan.groups[it->second].ops.back()], index[&op],
                          withMicroBatchOf(it->second, op)) &&
           usesComeAfter(it->second, op)) {
-        plan.groups[it->second].ops.push_back(&op);
-        plan.groups[it->second].reduction = &op;
-        plan.groupOf[&op] = it->second;
-        if (!llvm::is_contained(groupMicroBatches[it->second], microBatchOf[&op]))
-          groupMicroBatches[it->second].push_back(microBatchOf[&op]);
+        // (`it` dies with the insertion into groupOf.)
+        unsigned g = it->second;
+        plan.groups[g].ops.push_back(&op);
+        plan.groups[g].reduction = &op;
+        plan.groupOf[&op] = g;
+        if (!llvm::is_contained(groupMicroBatches[g], microBatchOf[&op]))
+          groupMicroBatches[g].push_back(microBatchOf[&op]);
       }
       continue;
     }

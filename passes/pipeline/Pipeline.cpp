@@ -30,6 +30,7 @@
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
 #include "passes/Provenance.h"
+#include "passes/memory/Recompute.h"
 #include "passes/pipeline/Schedule.h"
 #include "passes/sharding/CostModel.h"
 #include "passes/sharding/Layout.h"
@@ -431,15 +432,38 @@ void Splitter::memoryPerUnit(int64_t numUnits, std::vector<double> &states,
     if (first >= 0)
       states[unitOfForward[first]] += 2 * tensorBytes(arg) + stateBytes.lookup(name.getValue());
   }
-  // Activations kept for the backward (what a micro-batch in flight holds).
+  // Activations kept for the backward (what a micro-batch in flight holds):
+  // with the recomputation the planner priced (ppc-recompute applies it to
+  // each stage's program later), what the backward and the recomputing
+  // clones read in the step recomputed so.
+  std::optional<RecomputePolicy> level;
+  if (auto plan = step->getAttrOfType<DictionaryAttr>(PpcDialect::kPlanAttrName))
+    if (auto name = plan.getAs<StringAttr>("recompute"))
+      level = parseRecomputePolicy(name.getValue());
+  IRMapping mapping;
+  func::FuncOp recomputed;
+  if (level == RecomputePolicy::Selective || level == RecomputePolicy::Full) {
+    recomputed = step.clone(mapping);
+    recomputeEveryBlock(recomputed, *level);
+  }
   for (auto &[op, anchor] : anchors)
     if (!anchor.backward && anchor.microBatch == 0)
-      for (Value r : op->getResults())
-        if (!stationary.contains(r) && llvm::any_of(r.getUsers(), [&](Operation *user) {
-              auto it = anchors.find(user);
-              return it != anchors.end() && it->second.backward;
-            }))
+      for (Value r : op->getResults()) {
+        if (stationary.contains(r))
+          continue;
+        bool kept =
+            recomputed
+                ? llvm::any_of(mapping.lookup(r).getUsers(),
+                               [](Operation *user) { return user->hasAttr(kBackwardOfAttrName); })
+                : llvm::any_of(r.getUsers(), [&](Operation *user) {
+                    auto it = anchors.find(user);
+                    return it != anchors.end() && it->second.backward;
+                  });
+        if (kept)
           activations[unitOfForward[anchor.forwardOp]] += tensorBytes(r);
+      }
+  if (recomputed)
+    recomputed->erase();
 }
 
 std::vector<int64_t> Splitter::inFlight() const {
@@ -526,6 +550,29 @@ void Splitter::placeOps() {
       int64_t rank = schedule.rankOf(stage);
       placed[op] = {rank, Position{slotOf[rank].at({a.backward, a.microBatch, stage}), index}};
       continue;
+    }
+    // An elementwise op of the step whose operands the micro-batches'
+    // slots of one rank compute (the accumulation of each micro-batch's
+    // gradient) runs in the slot of the last of them: in the epilogue it
+    // would hold every micro-batch's gradient until the step ends.
+    if (llvm::isa<ElementwiseOpInterface>(op)) {
+      std::optional<std::pair<int64_t, Position>> latest;
+      bool local = op->getNumOperands() > 0;
+      for (Value v : op->getOperands()) {
+        auto it = placed.find(v.getDefiningOp());
+        if (it == placed.end() ||
+            it->second.second.slot == epilogueSlot(slotsOfRank[it->second.first]) ||
+            (latest && latest->first != it->second.first)) {
+          local = false;
+          break;
+        }
+        if (!latest || latest->second < it->second.second)
+          latest = it->second;
+      }
+      if (local) {
+        placed[op] = {latest->first, Position{latest->second.slot, index}};
+        continue;
+      }
     }
     // An op of the step itself: where its largest operand is (ties: a
     // parameter's or state's home, then the later rank).

@@ -12,8 +12,8 @@
 #include "ir/PpcOps.h"
 #include "passes/sharding/Planner.h"
 
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
 #include "mlir/IR/Threading.h"
@@ -108,8 +108,7 @@ constexpr const char *kDgxH200 = R"({
 
 llvm::Expected<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef what) {
   auto fail = [&](const llvm::Twine &message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   (what + ": " + message).str());
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), (what + ": " + message).str());
   };
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
   if (!parsed)
@@ -281,16 +280,14 @@ Measured measure(llvm::ArrayRef<Point> points) {
   m.tpPerRow = tp.perRow;
   m.flopsPerRow = line(most, next, [](const PlanCost &c) { return c.flops; }, true).perRow;
   m.manyRows = line(most, next, transient, false);
-  m.fewRows = points.size() > 2
-                  ? line(points[points.size() - 2], &points.back(), transient, false)
-                  : m.manyRows;
+  m.fewRows = points.size() > 2 ? line(points[points.size() - 2], &points.back(), transient, false)
+                                : m.manyRows;
   // The gradient's reduction, where data parallelism first splits the batch.
   if (next) {
     int64_t q = next->dp;
     if (auto it = next->cost.bytesByAxes.find("dp"); it != next->cost.bytesByAxes.end())
       m.reducedBytes = it->second / (2.0 * (q - 1) / q);
-    if (auto it = next->cost.collectivesByAxes.find("dp");
-        it != next->cost.collectivesByAxes.end())
+    if (auto it = next->cost.collectivesByAxes.find("dp"); it != next->cost.collectivesByAxes.end())
       m.reductions = it->second;
   }
   return m;
@@ -613,8 +610,8 @@ FailureOr<SearchResult> Search::run() {
                     double tpSeconds = mz.tpFixed + mz.tpPerRow * b;
                     double message = 0;
                     if (pp > 1)
-                      message = 2 * schedule.v *
-                                (ppLatency + messageBytesPerRow * b / tp / ppBandwidth);
+                      message =
+                          2 * schedule.v * (ppLatency + messageBytesPerRow * b / tp / ppBandwidth);
                     double perMicroBatch = (mz.computePerRow * b + tpSeconds) / pp + message;
                     double bubbleSlots = double(pp - 1) / schedule.v;
                     double pipeline = (m + bubbleSlots) * perMicroBatch;
@@ -638,8 +635,7 @@ FailureOr<SearchResult> Search::run() {
                       if (c.schedule == "gpipe")
                         inFlight = double(m) / pp;
                       else if (schedule.v > 1)
-                        inFlight = std::min<double>(m * schedule.v,
-                                                    pp * schedule.v + pp - 1) /
+                        inFlight = std::min<double>(m * schedule.v, pp * schedule.v + pp - 1) /
                                    (pp * schedule.v);
                       else
                         inFlight = double(std::min(m, pp)) / pp;
@@ -653,7 +649,11 @@ FailureOr<SearchResult> Search::run() {
                     auto activations = [&](const Measured::Line &l) {
                       return l.fixed / pp + l.perRow * b * inFlight;
                     };
-                    c.peakBytes = (held - gradSaved) / pp +
+                    // Several micro-batches add the gradient's accumulator
+                    // (sharded by ZeRO 2 and 3) to one micro-batch's step.
+                    double accumulator =
+                        m > 1 ? sb.paramsShardable + sb.paramsWhole - gradSaved : 0;
+                    c.peakBytes = (held - gradSaved + accumulator) / pp +
                                   std::max(activations(mz.fewRows), activations(mz.manyRows));
                     c.hostBytes = host / pp;
                     double tokens = double(options.globalBatch) * options.seqLen;

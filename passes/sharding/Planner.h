@@ -69,8 +69,7 @@ public:
   /// plans from replicated to the most split, each taking the move that
   /// saves the most bytes per second it adds.
   mlir::FailureOr<llvm::SmallVector<Layout>>
-  run(llvm::ArrayRef<Layout> warm = {},
-      std::vector<llvm::SmallVector<Layout>> *passed = nullptr);
+  run(llvm::ArrayRef<Layout> warm = {}, std::vector<llvm::SmallVector<Layout>> *passed = nullptr);
   /// The chosen plan's cost, and how many plans were priced.
   const PlanCost &chosenCost() const { return chosen; }
   bool chosenFits() const { return fits(chosen); }
