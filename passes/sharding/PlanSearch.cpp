@@ -548,7 +548,11 @@ FailureOr<SearchResult> Search::run() {
           if (pp * v <= result.blocks)
             schedules.push_back({"interleaved", v});
       }
-      for (Element &element : elements)
+      for (Element &element : elements) {
+        // tp ranks that split no parameter compute the same thing: not
+        // tensor parallelism (fewer devices would do).
+        if (tp > 1 && element.splitParams == 0)
+          continue;
         for (int level = 0; level < 3; ++level)
           for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp) {
             const Measured &mz = element.measured[level][sp];
@@ -665,6 +669,7 @@ FailureOr<SearchResult> Search::run() {
               }
             }
           }
+      }
     }
   }
   result.pricings = pricings;

@@ -16,8 +16,11 @@
 #include "tools/ppc/TrainingFlags.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <chrono>
 
@@ -28,7 +31,17 @@ namespace ppc {
 
 namespace {
 
-std::string gib(double bytes) { return llvm::formatv("{0:F2} GiB", bytes / 1073741824.0).str(); }
+std::string gib(double bytes) {
+  if (bytes >= 1073741824.0)
+    return llvm::formatv("{0:F2} GiB", bytes / 1073741824.0).str();
+  return llvm::formatv("{0:F1} MiB", bytes / 1048576.0).str();
+}
+
+std::string duration(double seconds) {
+  if (seconds >= 1)
+    return llvm::formatv("{0:F3} s", seconds).str();
+  return llvm::formatv("{0:F3} ms", seconds * 1e3).str();
+}
 
 std::string rate(double tokensPerSecond) {
   if (tokensPerSecond >= 1e6)
@@ -46,10 +59,23 @@ std::string scheduleText(const PlanChoice &c) {
   return c.schedule;
 }
 
+/// `arg` as one shell word.
+std::string shellQuoted(llvm::StringRef arg) {
+  if (!arg.empty() && llvm::all_of(arg, [](char c) {
+        return llvm::isAlnum(c) || llvm::StringRef("_./=:,+-@%").contains(c);
+      }))
+    return arg.str();
+  std::string quoted = "'";
+  for (char c : arg)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 /// The flags of `ppc plan` that `ppc compile` does not take, and whether
 /// each has a value.
 bool isPlanOnlyFlag(llvm::StringRef arg, bool &hasValue) {
-  static const char *const withValue[] = {"devices", "cluster", "global-batch", "max-tp", "top"};
+  static const char *const withValue[] = {"devices", "cluster", "global-batch",
+                                          "max-tp",  "top",     "json"};
   static const char *const without[] = {"print-cluster"};
   arg = arg.ltrim('-');
   llvm::StringRef name = arg.split('=').first;
@@ -89,12 +115,21 @@ int runPlanCommand(int argc, char **argv) {
                          cl::init(0), cl::cat(category));
   cl::opt<int> top("top", cl::desc("plans printed, fastest first [10]"), cl::init(10),
                    cl::cat(category));
+  cl::opt<std::string> jsonPath("json",
+                                cl::desc("also write the plans, with their commands, as JSON"),
+                                cl::value_desc("F.json"), cl::init(""), cl::cat(category));
   TrainingFlags training(category);
   PipelineFlags pipelineFlags(category);
   // What the plan decides is not a flag of it.
-  cl::Option *decided[] = {&training.mesh,         &training.zero,          &training.schedule,
-                           &training.virtualStages, &training.recompute,     &training.offload,
-                           &training.microBatches,  &training.sequenceParallel, static_cast<cl::Option *>(std::addressof(training.shards)),
+  cl::Option *decided[] = {&training.mesh,
+                           &training.zero,
+                           &training.schedule,
+                           &training.virtualStages,
+                           &training.recompute,
+                           &training.offload,
+                           &training.microBatches,
+                           &training.sequenceParallel,
+                           static_cast<cl::Option *>(std::addressof(training.shards)),
                            &training.batch};
   for (cl::Option *option : decided)
     option->setHiddenFlag(cl::ReallyHidden);
@@ -151,6 +186,17 @@ int runPlanCommand(int argc, char **argv) {
   auto model = OnnxModel::load(input);
   if (!model)
     return reportError(llvm::toString(model.takeError()));
+  // --json may not overwrite the model or its weights.
+  std::vector<std::string> inputs = {input};
+  for (const auto &init : (*model)->proto().graph().initializer())
+    for (const auto &entry : init.external_data())
+      if (entry.key() == "location") {
+        llvm::SmallString<256> path((*model)->directory());
+        llvm::sys::path::append(path, entry.value());
+        inputs.push_back(std::string(path));
+      }
+  if (failed(checkOutputs({{"--json", jsonPath}}, inputs)))
+    return 1;
   // The step is built with one micro-batch: of the model's batch when it is
   // fixed, else of 64 sequences (the cost model prices shapes, so the size
   // costs nothing; the search prices it split from 1 to 64 ways, which tells
@@ -207,14 +253,6 @@ int runPlanCommand(int argc, char **argv) {
     return 1;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  llvm::raw_ostream &os = llvm::outs();
-  os << llvm::formatv("ppc plan: {0} on {1} x {2} ({3} devices a node; {4} per rank)\n",
-                      printable(input), devices.getValue(), cluster->name,
-                      cluster->devicesPerNode, gib(search.memoryPerRank));
-  os << llvm::formatv("step: {0} sequences of {1} tokens, {2}, {3} blocks; searched {4} plans "
-                      "({5} prices of the step) in {6:F1} s ({7:F1} s building the step)\n",
-                      global, setup.seqLen, training.precision.getValue(), result->blocks,
-                      result->candidates, result->pricings, seconds, built);
   if (result->best.empty()) {
     const PlanChoice &c = *result->closest;
     return reportError(llvm::formatv(
@@ -223,20 +261,27 @@ int runPlanCommand(int argc, char **argv) {
         search.memoryPerRank, c.peakBytes, c.dp, c.tp, c.pp, c.zero, recomputeName(c.recompute),
         offloadLevelName(c.offload)));
   }
+  llvm::raw_ostream &os = llvm::outs();
+  os << llvm::formatv("ppc plan: {0} on {1} x {2} ({3} devices a node; {4} per rank)\n",
+                      printable(input), devices.getValue(), cluster->name, cluster->devicesPerNode,
+                      gib(search.memoryPerRank));
+  os << llvm::formatv("step: {0} sequences of {1} tokens, {2}, {3} blocks; searched {4} plans "
+                      "({5} prices of the step) in {6:F1} s ({7:F1} s building the step)\n",
+                      global, setup.seqLen, training.precision.getValue(), result->blocks,
+                      result->candidates, result->pricings, seconds, built);
   os << "\n";
-  os << llvm::formatv("{0,-4}{1,-14}{2,-6}{3,-4}{4,-15}{5,-16}{6,-11}{7,-17}{8,9}{9,10}{10,7}"
+  os << llvm::formatv("{0,-4}{1,-14}{2,-6}{3,-4}{4,-15}{5,-16}{6,-11}{7,-17}{8,10}{9,10}{10,7}"
                       "{11,12}{12,8}{13,7}\n",
-                      "#", "dp x tp x pp", "ZeRO", "SP", "micro-batches", "schedule",
-                      "recompute", "offload", "step (s)", "tokens/s", "MFU", "peak/rank",
-                      "bubble", "comm");
+                      "#", "dp x tp x pp", "ZeRO", "SP", "micro-batches", "schedule", "recompute",
+                      "offload", "step", "tokens/s", "MFU", "peak/rank", "bubble", "comm");
   for (auto [i, c] : llvm::enumerate(result->best)) {
     std::string mesh = llvm::formatv("{0}x{1}x{2}", c.dp, c.tp, c.pp).str();
     std::string batches = llvm::formatv("{0} x {1}", c.microBatches, c.rankBatch).str();
-    os << llvm::formatv("{0,-4}{1,-14}{2,-6}{3,-4}{4,-15}{5,-16}{6,-11}{7,-17}{8,9:F3}{9,10}"
+    os << llvm::formatv("{0,-4}{1,-14}{2,-6}{3,-4}{4,-15}{5,-16}{6,-11}{7,-17}{8,10}{9,10}"
                         "{10,7}{11,12}{12,8}{13,7}\n",
                         i + 1, mesh, c.zero, c.sequenceParallel ? "on" : "-", batches,
                         scheduleText(c), recomputeName(c.recompute), offloadLevelName(c.offload),
-                        c.seconds, rate(c.tokensPerSecond),
+                        duration(c.seconds), rate(c.tokensPerSecond),
                         llvm::formatv("{0:F1}%", 100 * c.mfu).str(), gib(c.peakBytes),
                         llvm::formatv("{0:F1}%", 100 * c.bubbleSeconds / c.seconds).str(),
                         llvm::formatv("{0:F1}%", 100 * c.commSeconds / c.seconds).str());
@@ -247,7 +292,7 @@ int runPlanCommand(int argc, char **argv) {
   // The compile lines: this command's own flags that compile shares, and
   // what the plan decided.
   std::string shared;
-  for (int i = 2; i < argc; ++i) {
+  for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg = argv[i];
     bool hasValue = false;
     if (arg == input.getValue())
@@ -256,22 +301,72 @@ int runPlanCommand(int argc, char **argv) {
       i += hasValue;
       continue;
     }
-    shared += " " + std::string(arg);
+    shared += " " + shellQuoted(arg);
   }
-  for (auto [i, c] : llvm::enumerate(result->best)) {
-    os << llvm::formatv("{0,-4}ppc compile {1} --mesh {2}x{3}x{4} --batch {5} --micro-batches {6} "
-                        "--zero {7} --recompute {8} --offload {9}",
-                        i + 1, printable(input), c.dp, c.tp, c.pp, global, c.microBatches,
-                        c.zero, recomputeName(c.recompute), offloadLevelName(c.offload));
+  std::vector<std::string> commands;
+  for (const PlanChoice &c : result->best) {
+    std::string line;
+    llvm::raw_string_ostream cmd(line);
+    cmd << llvm::formatv("ppc compile {0} --mesh {1}x{2}x{3} --batch {4} --micro-batches {5} "
+                         "--zero {6} --recompute {7} --offload {8}",
+                         shellQuoted(input), c.dp, c.tp, c.pp, global, c.microBatches, c.zero,
+                         recomputeName(c.recompute), offloadLevelName(c.offload));
     if (c.sequenceParallel)
-      os << " --sequence-parallel";
+      cmd << " --sequence-parallel";
     if (!c.schedule.empty())
-      os << " --schedule " << c.schedule;
+      cmd << " --schedule " << c.schedule;
     if (c.virtualStages > 1)
-      os << " --virtual-stages " << c.virtualStages;
+      cmd << " --virtual-stages " << c.virtualStages;
     if (!training.memoryPerRank.getNumOccurrences())
-      os << llvm::formatv(" --memory-per-rank {0:F0}", search.memoryPerRank);
-    os << printable(shared) << "\n";
+      cmd << llvm::formatv(" --memory-per-rank {0:F0}", search.memoryPerRank);
+    cmd << shared;
+    commands.push_back(printable(line));
+  }
+  for (auto [i, command] : llvm::enumerate(commands))
+    os << llvm::formatv("{0,-4}{1}\n", i + 1, command);
+  if (!jsonPath.empty()) {
+    llvm::json::Array plans;
+    for (auto [c, command] : llvm::zip_equal(result->best, commands))
+      plans.push_back(llvm::json::Object{
+          {"dp", c.dp},
+          {"tp", c.tp},
+          {"pp", c.pp},
+          {"zero", c.zero},
+          {"sequence_parallel", c.sequenceParallel},
+          {"micro_batches", c.microBatches},
+          {"sequences_per_rank", c.rankBatch},
+          {"schedule", c.schedule},
+          {"virtual_stages", c.virtualStages},
+          {"recompute", recomputeName(c.recompute)},
+          {"offload", offloadLevelName(c.offload)},
+          {"step_seconds", c.seconds},
+          {"bubble_seconds", c.bubbleSeconds},
+          {"comm_seconds", c.commSeconds},
+          {"offload_seconds", c.offloadSeconds},
+          {"tokens_per_second", c.tokensPerSecond},
+          {"mfu", c.mfu},
+          {"peak_bytes", c.peakBytes},
+          {"host_bytes", c.hostBytes},
+          {"command", command},
+      });
+    llvm::json::Object root{
+        {"model", printable(input)},
+        {"devices", devices.getValue()},
+        {"cluster", cluster->name},
+        {"memory_per_rank", search.memoryPerRank},
+        {"global_batch", global},
+        {"seq", setup.seqLen},
+        {"precision", training.precision.getValue()},
+        {"blocks", result->blocks},
+        {"candidates", result->candidates},
+        {"pricings", result->pricings},
+        {"search_seconds", seconds},
+        {"plans", std::move(plans)},
+    };
+    if (failed(writeOutput(jsonPath, [&](llvm::raw_ostream &out) {
+          out << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+        })))
+      return 1;
   }
   return 0;
 }
