@@ -86,6 +86,13 @@ int runCompileCommand(int argc, char **argv) {
   cl::opt<int64_t> scheduleSteps("lr-total-steps",
                                  cl::desc("steps the cosine learning-rate schedule spans"),
                                  cl::init(1), cl::cat(category));
+  cl::opt<int64_t> devices("devices", cl::desc("--mesh auto: the devices (ranks) to plan for"),
+                           cl::init(0), cl::cat(category));
+  cl::opt<std::string> clusterFlag(
+      "cluster",
+      cl::desc("--mesh auto: the cluster it plans for, dgx-h100, dgx-h200 or a JSON file "
+               "(ppc plan --print-cluster) [dgx-h100]"),
+      cl::value_desc("NAME|FILE.json"), cl::init("dgx-h100"), cl::cat(category));
   TrainingFlags training(category);
   PipelineFlags pipelineFlags(category);
   parseCommandLine(argc, argv, category,
@@ -163,6 +170,60 @@ int runCompileCommand(int argc, char **argv) {
     return 1;
   ImportOptions options;
   TrainingFlags::Setup setup;
+  if (training.mesh == "auto") {
+    // The plan ppc plan would print first decides what it decides.
+    cl::Option *decided[] = {&training.zero,
+                             &training.schedule,
+                             &training.virtualStages,
+                             &training.recompute,
+                             &training.offload,
+                             &training.microBatches,
+                             &training.sequenceParallel,
+                             static_cast<cl::Option *>(std::addressof(training.shards))};
+    for (cl::Option *option : decided)
+      if (option->getNumOccurrences())
+        return reportError("--" + option->ArgStr +
+                           ": --mesh auto chooses it (ppc plan lists "
+                           "the plans; give the mesh to choose it yourself)");
+    if (devices < 1 || devices > (int64_t(1) << 20))
+      return reportError(llvm::formatv("--mesh auto: --devices {0}: expected 1 to {1}{2}",
+                                       devices.getValue(), int64_t(1) << 20,
+                                       devices.getNumOccurrences() ? "" : " (it is required)"));
+    std::optional<Cluster> cluster = clusterNamed(clusterFlag);
+    if (!cluster)
+      return 1;
+    FailureOr<PlanRun> run =
+        runPlanSearch(input, training, *cluster, devices, training.batch, 0, 1, "");
+    if (failed(run))
+      return 1;
+    if (run->result.best.empty())
+      return reportError(llvm::formatv(
+          "--mesh auto: no plan of {0} devices fits {1:F0} bytes per rank (--memory-per-rank); "
+          "the least memory is {2:F0} bytes per rank ({3})",
+          devices.getValue(), run->search.memoryPerRank, run->result.closest->peakBytes,
+          describePlan(*run->result.closest)));
+    const PlanChoice &c = run->result.best.front();
+    training.mesh = llvm::formatv("{0}x{1}x{2}", c.dp, c.tp, c.pp).str();
+    training.zero = std::to_string(c.zero);
+    training.recompute = recomputeName(c.recompute).str();
+    training.offload = offloadLevelName(c.offload).str();
+    training.microBatches = c.microBatches;
+    training.sequenceParallel = c.sequenceParallel;
+    if (!c.schedule.empty())
+      training.schedule = c.schedule;
+    training.virtualStages = c.virtualStages;
+    training.batch = run->search.globalBatch;
+    if (!training.memoryPerRank.getNumOccurrences())
+      training.memoryPerRank = llvm::formatv("{0:F0}", run->search.memoryPerRank).str();
+    llvm::errs() << llvm::formatv(
+        "mesh auto: {0} --batch {1} ({2} devices of {3}: {4:F3} ms per step predicted, {5:F0} "
+        "bytes per rank; ppc plan lists the others)\n",
+        describePlan(c), run->search.globalBatch, devices.getValue(), cluster->name,
+        1e3 * c.seconds, c.peakBytes);
+  } else if (devices.getNumOccurrences() || clusterFlag.getNumOccurrences()) {
+    return reportError(std::string(devices.getNumOccurrences() ? "--devices" : "--cluster") +
+                       ": only --mesh auto plans for devices");
+  }
   if (failed(training.setUp(**model, options, scheduleSteps, setup)))
     return 1;
   MLIRContext context;

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "passes/sharding/PlanSearch.h"
 #include "runtime/Printable.h"
 #include "llvm/Support/CommandLine.h"
 
@@ -166,6 +167,25 @@ int runEvalCommand(int argc, char **argv);
 int runSimulateCommand(int argc, char **argv);
 int runCompileCommand(int argc, char **argv);
 int runPlanCommand(int argc, char **argv);
+
+struct TrainingFlags;
+/// `ppc plan`'s search, which `ppc compile --mesh auto` runs too: builds the
+/// training step of `path` as `training` says (one micro-batch; `training`
+/// is left as it was) and searches the plans of `devices` devices of
+/// `cluster` for steps of `globalBatch` sequences (0: the model's fixed
+/// batch). Errors are reported.
+struct PlanRun {
+  SearchResult result;
+  SearchOptions search;
+  double buildSeconds = 0;
+};
+mlir::FailureOr<PlanRun> runPlanSearch(llvm::StringRef path, TrainingFlags &training,
+                                       const Cluster &cluster, int64_t devices, int64_t globalBatch,
+                                       int64_t maxTp, size_t keep, llvm::StringRef dumpIR);
+/// The preset named `flag`, or the cluster file it names (errors reported).
+std::optional<Cluster> clusterNamed(llvm::StringRef flag);
+/// A plan as ppc compile's flags ("--mesh 2x4x1 --micro-batches 8 ...").
+std::string describePlan(const PlanChoice &choice);
 int runCheckpointCommand(int argc, char **argv);
 
 } // namespace ppc

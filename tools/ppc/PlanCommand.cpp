@@ -94,6 +94,114 @@ bool isPlanOnlyFlag(llvm::StringRef arg, bool &hasValue) {
 
 } // namespace
 
+FailureOr<PlanRun> runPlanSearch(llvm::StringRef path, TrainingFlags &training,
+                                 const Cluster &cluster, int64_t devices, int64_t globalBatch,
+                                 int64_t maxTp, size_t keep, llvm::StringRef dumpIR) {
+  auto start = std::chrono::steady_clock::now();
+  auto model = OnnxModel::load(path);
+  if (!model)
+    return failure(reportError(llvm::toString(model.takeError())));
+  // The step is built with one micro-batch: of the model's batch when it is
+  // fixed, else of 64 sequences (the cost model prices shapes, so the size
+  // costs nothing; the search prices it split from 1 to 64 ways, which tells
+  // what grows with the batch from what does not).
+  FailureOr<int64_t> fixed = training.fixedBatch(**model);
+  if (failed(fixed))
+    return failure();
+  int64_t stepBatch = *fixed > 0 ? *fixed : 64;
+  int64_t global = globalBatch > 0 ? globalBatch : *fixed;
+  if (global == 0)
+    return failure(reportError("--global-batch is required: the model's batch dimension is "
+                               "symbolic"));
+  if (*fixed > 0 && global % *fixed != 0)
+    return failure(reportError(llvm::formatv(
+        "--global-batch {0}: the model's batch dimension is fixed at {1}, so a step is a whole "
+        "number of micro-batches of {1} sequences; export it with a dynamic batch axis to "
+        "choose them",
+        global, *fixed)));
+  // One rank, one micro-batch of stepBatch sequences.
+  int64_t givenBatch = training.batch;
+  std::string givenMesh = training.mesh;
+  training.batch = stepBatch;
+  training.mesh = "1";
+  ImportOptions options;
+  TrainingFlags::Setup setup;
+  LogicalResult setUp = training.setUp(**model, options, 1, setup);
+  training.batch = givenBatch;
+  training.mesh = givenMesh;
+  if (failed(setUp))
+    return failure();
+  MLIRContext context;
+  DriverDiagnostics diagnostics(context);
+  OwningOpRef<ModuleOp> module = importModel(**model, context, options, dumpIR);
+  if (!module)
+    return failure();
+  if (failed(runPipeline(
+          *module, [&](OpPassManager &pm) { buildTrainingPipeline(pm, setup.pipeline); }, dumpIR)))
+    return failure();
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  if (!step)
+    return failure(reportError("the training pipeline built no @train_step"));
+  PlanRun run;
+  run.buildSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  SearchOptions &search = run.search;
+  search.devices = devices;
+  search.globalBatch = global;
+  search.seqLen = setup.seqLen;
+  search.stepBatch = stepBatch;
+  search.batchFixed = *fixed > 0;
+  search.memoryPerRank = training.memoryPerRank.getNumOccurrences()
+                             ? setup.parallelize.memoryPerRank.getValue()
+                             : cluster.memoryBytes;
+  search.hostMemoryPerRank = training.hostMemoryPerRank.getNumOccurrences()
+                                 ? setup.parallelize.hostMemoryPerRank.getValue()
+                                 : cluster.hostMemoryBytes;
+  search.maxTp = maxTp;
+  search.halfPrecision = training.precision == "bf16";
+  search.keep = keep;
+  FailureOr<SearchResult> result = searchPlans(step, cluster, search);
+  if (failed(result))
+    return failure();
+  run.result = std::move(*result);
+  return run;
+}
+
+std::optional<Cluster> clusterNamed(llvm::StringRef flag) {
+  if (std::optional<Cluster> preset = presetCluster(flag))
+    return preset;
+  auto buffer = llvm::MemoryBuffer::getFile(flag);
+  if (!buffer) {
+    reportError("--cluster '" + printable(flag) +
+                "': not one of dgx-h100, dgx-h200, and no "
+                "such file (" +
+                buffer.getError().message() + ")");
+    return std::nullopt;
+  }
+  llvm::Expected<Cluster> parsed =
+      parseCluster((*buffer)->getBuffer(), "--cluster " + printable(flag));
+  if (!parsed) {
+    reportError(llvm::toString(parsed.takeError()));
+    return std::nullopt;
+  }
+  return *parsed;
+}
+
+std::string describePlan(const PlanChoice &c) {
+  std::string text = llvm::formatv("--mesh {0}x{1}x{2} --micro-batches {3} --zero {4} "
+                                   "--recompute {5} --offload {6}",
+                                   c.dp, c.tp, c.pp, c.microBatches, c.zero,
+                                   recomputeName(c.recompute), offloadLevelName(c.offload))
+                         .str();
+  if (c.sequenceParallel)
+    text += " --sequence-parallel";
+  if (!c.schedule.empty())
+    text += " --schedule " + c.schedule;
+  if (c.virtualStages > 1)
+    text += " --virtual-stages " + std::to_string(c.virtualStages);
+  return text;
+}
+
 int runPlanCommand(int argc, char **argv) {
   cl::OptionCategory category("ppc plan options");
   cl::opt<std::string> input(cl::Positional, cl::desc("MODEL.onnx"), cl::cat(category));
@@ -144,18 +252,9 @@ int runPlanCommand(int argc, char **argv) {
                    "compile command. Writes nothing.\n");
 
   // The cluster first: --print-cluster needs nothing else.
-  std::optional<Cluster> cluster = presetCluster(clusterFlag);
-  if (!cluster) {
-    auto buffer = llvm::MemoryBuffer::getFile(clusterFlag);
-    if (!buffer)
-      return reportError("--cluster '" + printable(clusterFlag) + "': not one of dgx-h100, " +
-                         "dgx-h200, and no such file (" + buffer.getError().message() + ")");
-    llvm::Expected<Cluster> parsed =
-        parseCluster((*buffer)->getBuffer(), "--cluster " + printable(clusterFlag));
-    if (!parsed)
-      return reportError(llvm::toString(parsed.takeError()));
-    cluster = *parsed;
-  }
+  std::optional<Cluster> cluster = clusterNamed(clusterFlag);
+  if (!cluster)
+    return 1;
   if (printCluster) {
     llvm::outs() << clusterJson(*cluster);
     return 0;
@@ -197,60 +296,14 @@ int runPlanCommand(int argc, char **argv) {
       }
   if (failed(checkOutputs({{"--json", jsonPath}}, inputs)))
     return 1;
-  // The step is built with one micro-batch: of the model's batch when it is
-  // fixed, else of 64 sequences (the cost model prices shapes, so the size
-  // costs nothing; the search prices it split from 1 to 64 ways, which tells
-  // what grows with the batch from what does not).
-  FailureOr<int64_t> fixed = training.fixedBatch(**model);
-  if (failed(fixed))
+  FailureOr<PlanRun> run = runPlanSearch(input, training, *cluster, devices, globalBatch, maxTp,
+                                         top, pipelineFlags.dumpIR);
+  if (failed(run))
     return 1;
-  int64_t stepBatch = *fixed > 0 ? *fixed : 64;
-  int64_t global = globalBatch.getNumOccurrences() ? globalBatch.getValue() : *fixed;
-  if (global == 0)
-    return reportError("--global-batch is required: the model's batch dimension is symbolic");
-  if (*fixed > 0 && global % *fixed != 0)
-    return reportError(llvm::formatv("--global-batch {0}: the model's batch dimension is fixed "
-                                     "at {1}, so a step is a whole number of micro-batches of "
-                                     "{1} sequences; export it with a dynamic batch axis to "
-                                     "choose them",
-                                     global, *fixed));
-  training.batch = stepBatch;
-  ImportOptions options;
-  TrainingFlags::Setup setup;
-  if (failed(training.setUp(**model, options, 1, setup)))
-    return 1;
-  MLIRContext context;
-  DriverDiagnostics diagnostics(context);
-  OwningOpRef<ModuleOp> module = importModel(**model, context, options, pipelineFlags.dumpIR);
-  if (!module)
-    return 1;
-  if (failed(runPipeline(
-          *module, [&](OpPassManager &pm) { buildTrainingPipeline(pm, setup.pipeline); },
-          pipelineFlags.dumpIR)))
-    return 1;
-  auto step = module->lookupSymbol<func::FuncOp>("train_step");
-  if (!step)
-    return reportError("the training pipeline built no @train_step");
-  double built = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  SearchOptions search;
-  search.devices = devices;
-  search.globalBatch = global;
-  search.seqLen = setup.seqLen;
-  search.stepBatch = stepBatch;
-  search.batchFixed = *fixed > 0;
-  search.memoryPerRank = training.memoryPerRank.getNumOccurrences()
-                             ? setup.parallelize.memoryPerRank.getValue()
-                             : cluster->memoryBytes;
-  search.hostMemoryPerRank = training.hostMemoryPerRank.getNumOccurrences()
-                                 ? setup.parallelize.hostMemoryPerRank.getValue()
-                                 : cluster->hostMemoryBytes;
-  search.maxTp = maxTp;
-  search.halfPrecision = training.precision == "bf16";
-  search.keep = top;
-  FailureOr<SearchResult> result = searchPlans(step, *cluster, search);
-  if (failed(result))
-    return 1;
+  const SearchOptions &search = run->search;
+  const SearchResult *result = &run->result;
+  int64_t global = search.globalBatch;
+  double built = run->buildSeconds;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (result->best.empty()) {
@@ -267,7 +320,7 @@ int runPlanCommand(int argc, char **argv) {
                       gib(search.memoryPerRank));
   os << llvm::formatv("step: {0} sequences of {1} tokens, {2}, {3} blocks; searched {4} plans "
                       "({5} prices of the step) in {6:F1} s ({7:F1} s building the step)\n",
-                      global, setup.seqLen, training.precision.getValue(), result->blocks,
+                      global, search.seqLen, training.precision.getValue(), result->blocks,
                       result->candidates, result->pricings, seconds, built);
   os << "\n";
   os << llvm::formatv("{0,-4}{1,-14}{2,-6}{3,-4}{4,-15}{5,-16}{6,-11}{7,-17}{8,10}{9,10}{10,7}"
@@ -307,16 +360,7 @@ int runPlanCommand(int argc, char **argv) {
   for (const PlanChoice &c : result->best) {
     std::string line;
     llvm::raw_string_ostream cmd(line);
-    cmd << llvm::formatv("ppc compile {0} --mesh {1}x{2}x{3} --batch {4} --micro-batches {5} "
-                         "--zero {6} --recompute {7} --offload {8}",
-                         shellQuoted(input), c.dp, c.tp, c.pp, global, c.microBatches, c.zero,
-                         recomputeName(c.recompute), offloadLevelName(c.offload));
-    if (c.sequenceParallel)
-      cmd << " --sequence-parallel";
-    if (!c.schedule.empty())
-      cmd << " --schedule " << c.schedule;
-    if (c.virtualStages > 1)
-      cmd << " --virtual-stages " << c.virtualStages;
+    cmd << "ppc compile " << shellQuoted(input) << " " << describePlan(c) << " --batch " << global;
     if (!training.memoryPerRank.getNumOccurrences())
       cmd << llvm::formatv(" --memory-per-rank {0:F0}", search.memoryPerRank);
     cmd << shared;
@@ -355,7 +399,7 @@ int runPlanCommand(int argc, char **argv) {
         {"cluster", cluster->name},
         {"memory_per_rank", search.memoryPerRank},
         {"global_batch", global},
-        {"seq", setup.seqLen},
+        {"seq", search.seqLen},
         {"precision", training.precision.getValue()},
         {"blocks", result->blocks},
         {"candidates", result->candidates},

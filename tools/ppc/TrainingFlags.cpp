@@ -115,7 +115,9 @@ LogicalResult settleShapes(const TokenDim &batch, const TokenDim &seq, int64_t &
 } // namespace
 
 TrainingFlags::TrainingFlags(cl::OptionCategory &category)
-    : mesh("mesh", cl::desc("data x tensor x pipeline mesh (AxBxC or dp=A,tp=B,pp=C)"),
+    : mesh("mesh",
+           cl::desc("data x tensor x pipeline mesh (AxBxC or dp=A,tp=B,pp=C); ppc compile "
+                    "also takes auto (with --devices: the plan ppc plan prints first)"),
            cl::value_desc("AxBxC"), cl::init("1"), cl::cat(category)),
       batch("batch",
             cl::desc("global batch in sequences [the model's batch dimension "
