@@ -108,6 +108,12 @@ struct PlanChoice {
   OffloadLevel offload = OffloadLevel::None;
   /// Parameters split over tp (of those the model has), in the chain's plan.
   int64_t splitParams = 0, params = 0;
+  /// The split parameters as `ppc compile --shard` pins them (NAME:DIM:BLOCKS),
+  /// filled in for the plans returned: the layout priced is the one compiled
+  /// (ppc compile's own planner would choose for the whole step).
+  std::vector<std::string> shards;
+  /// Internal: the layout's place in its tp's chain.
+  size_t layoutIndex = 0;
   double seconds = 0, bubbleSeconds = 0, commSeconds = 0, offloadSeconds = 0;
   double peakBytes = 0, hostBytes = 0;
   double tokensPerSecond = 0, mfu = 0;

@@ -212,6 +212,8 @@ int runCompileCommand(int argc, char **argv) {
     if (!c.schedule.empty())
       training.schedule = c.schedule;
     training.virtualStages = c.virtualStages;
+    for (const std::string &pin : c.shards)
+      training.shards.push_back(pin);
     training.batch = run->search.globalBatch;
     if (!training.memoryPerRank.getNumOccurrences())
       training.memoryPerRank = llvm::formatv("{0:F0}", run->search.memoryPerRank).str();

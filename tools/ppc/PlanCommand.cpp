@@ -340,8 +340,8 @@ int runPlanCommand(int argc, char **argv) {
                         llvm::formatv("{0:F1}%", 100 * c.commSeconds / c.seconds).str());
   }
   os << "\nmicro-batches: count x sequences per rank; bubble and comm: shares of the step "
-        "(comm: collectives and\npipeline messages, none overlapped); tensor-parallel layout: "
-        "ppc compile's planner chooses it.\n\n";
+        "(comm: collectives and\npipeline messages, none overlapped); each command pins the "
+        "tensor-parallel layout priced (--shard).\n\n";
   // The compile lines: this command's own flags that compile shares, and
   // what the plan decided.
   std::string shared;
@@ -361,6 +361,8 @@ int runPlanCommand(int argc, char **argv) {
     std::string line;
     llvm::raw_string_ostream cmd(line);
     cmd << "ppc compile " << shellQuoted(input) << " " << describePlan(c) << " --batch " << global;
+    for (const std::string &pin : c.shards)
+      cmd << " --shard " << shellQuoted(pin);
     if (!training.memoryPerRank.getNumOccurrences())
       cmd << llvm::formatv(" --memory-per-rank {0:F0}", search.memoryPerRank);
     cmd << shared;
