@@ -158,29 +158,14 @@ int runCompileCommand(int argc, char **argv) {
   outputs.push_back({"--report", report.path});
   outputs.push_back({"--trace", tracePath});
   outputs.push_back({"--timeline", timelinePath});
-  std::vector<std::string> inputs = {input};
-  for (const auto &init : (*model)->proto().graph().initializer())
-    for (const auto &entry : init.external_data())
-      if (entry.key() == "location") {
-        llvm::SmallString<256> path((*model)->directory());
-        llvm::sys::path::append(path, entry.value());
-        inputs.push_back(std::string(path));
-      }
+  std::vector<std::string> inputs = modelFiles(**model, input);
   if (failed(checkOutputs(outputs, inputs)))
     return 1;
   ImportOptions options;
   TrainingFlags::Setup setup;
   if (training.mesh == "auto") {
     // The plan ppc plan would print first decides what it decides.
-    cl::Option *decided[] = {&training.zero,
-                             &training.schedule,
-                             &training.virtualStages,
-                             &training.recompute,
-                             &training.offload,
-                             &training.microBatches,
-                             &training.sequenceParallel,
-                             static_cast<cl::Option *>(std::addressof(training.shards))};
-    for (cl::Option *option : decided)
+    for (cl::Option *option : training.plannedFlags())
       if (option->getNumOccurrences())
         return reportError("--" + option->ArgStr +
                            ": --mesh auto chooses it (ppc plan lists "

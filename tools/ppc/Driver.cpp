@@ -465,6 +465,18 @@ LogicalResult writeTimeline(ModuleOp module, llvm::StringRef tracePath, llvm::St
   return success();
 }
 
+std::vector<std::string> modelFiles(const OnnxModel &model, llvm::StringRef path) {
+  std::vector<std::string> files = {path.str()};
+  for (const auto &init : model.proto().graph().initializer())
+    for (const auto &entry : init.external_data())
+      if (entry.key() == "location") {
+        llvm::SmallString<256> file(model.directory());
+        llvm::sys::path::append(file, entry.value());
+        files.push_back(std::string(file));
+      }
+  return files;
+}
+
 LogicalResult checkOutputs(llvm::ArrayRef<std::pair<std::string, std::string>> outputs,
                            llvm::ArrayRef<std::string> inputs) {
   // Paths are compared as files (sys::fs::equivalent: same device and inode)

@@ -114,6 +114,10 @@ mlir::LogicalResult parseDimFlags(llvm::ArrayRef<std::string> flags, ImportOptio
 mlir::LogicalResult checkOutputs(llvm::ArrayRef<std::pair<std::string, std::string>> outputs,
                                  llvm::ArrayRef<std::string> inputs);
 
+/// The files a model is read from: `path` and its external data files (what
+/// checkOutputs must not let a command overwrite).
+std::vector<std::string> modelFiles(const OnnxModel &model, llvm::StringRef path);
+
 /// Writes `text` to `path` ("-" is stdout) only once it is complete, so an
 /// error never leaves a truncated file behind.
 mlir::LogicalResult writeOutput(llvm::StringRef path,

@@ -229,16 +229,9 @@ int runPlanCommand(int argc, char **argv) {
   TrainingFlags training(category);
   PipelineFlags pipelineFlags(category);
   // What the plan decides is not a flag of it.
-  cl::Option *decided[] = {&training.mesh,
-                           &training.zero,
-                           &training.schedule,
-                           &training.virtualStages,
-                           &training.recompute,
-                           &training.offload,
-                           &training.microBatches,
-                           &training.sequenceParallel,
-                           static_cast<cl::Option *>(std::addressof(training.shards)),
-                           &training.batch};
+  llvm::SmallVector<cl::Option *> decided = training.plannedFlags();
+  decided.push_back(&training.mesh);
+  decided.push_back(&training.batch);
   for (cl::Option *option : decided)
     option->setHiddenFlag(cl::ReallyHidden);
   parseCommandLine(argc, argv, category,
@@ -286,14 +279,7 @@ int runPlanCommand(int argc, char **argv) {
   if (!model)
     return reportError(llvm::toString(model.takeError()));
   // --json may not overwrite the model or its weights.
-  std::vector<std::string> inputs = {input};
-  for (const auto &init : (*model)->proto().graph().initializer())
-    for (const auto &entry : init.external_data())
-      if (entry.key() == "location") {
-        llvm::SmallString<256> path((*model)->directory());
-        llvm::sys::path::append(path, entry.value());
-        inputs.push_back(std::string(path));
-      }
+  std::vector<std::string> inputs = modelFiles(**model, input);
   if (failed(checkOutputs({{"--json", jsonPath}}, inputs)))
     return 1;
   FailureOr<PlanRun> run = runPlanSearch(input, training, *cluster, devices, globalBatch, maxTp,

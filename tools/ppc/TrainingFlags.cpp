@@ -210,6 +210,18 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                     "[attention_mask=ones, token_type_ids=zeros, position_ids=arange]"),
            cl::value_desc("NAME=VALUE"), cl::cat(category)) {}
 
+llvm::SmallVector<cl::Option *> TrainingFlags::plannedFlags() {
+  // (cl::list's operator& is its vector's.)
+  return {&zero,
+          &schedule,
+          &virtualStages,
+          &recompute,
+          &offload,
+          &microBatches,
+          &sequenceParallel,
+          static_cast<cl::Option *>(std::addressof(shards))};
+}
+
 FailureOr<int64_t> TrainingFlags::fixedBatch(const OnnxModel &model) {
   auto bound = inputsToBind(model, bind, [](const llvm::Twine &message) { reportError(message); });
   if (failed(bound))

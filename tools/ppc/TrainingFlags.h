@@ -40,6 +40,11 @@ struct TrainingFlags {
   mlir::LogicalResult setUp(OnnxModel &model, ImportOptions &options, int64_t scheduleSteps,
                             Setup &setup);
 
+  /// The flags of the layout that `ppc plan` chooses (and `--mesh auto`):
+  /// --zero, --schedule, --virtual-stages, --recompute, --offload,
+  /// --micro-batches, --sequence-parallel and --shard.
+  llvm::SmallVector<llvm::cl::Option *> plannedFlags();
+
   /// The size of the model's batch dimension (of the token input --bind
   /// leaves), 0 when it is symbolic; failure (reported) when the model has
   /// no token input.
