@@ -499,9 +499,12 @@ FailureOr<SearchResult> Search::run() {
   // then measured on its own thread (the cost model only reads the IR), the
   // largest (the most plans) first.
   llvm::SmallVector<int64_t> tps, divisors = divisorsOf(n);
+  const PlanPins &pins = options.pins;
   for (int64_t tp : llvm::reverse(divisors))
-    if (tp <= maxTp)
-      tps.push_back(tp);
+    if (pins.tp ? tp == *pins.tp || tp == 1 : tp <= maxTp)
+      tps.push_back(tp); // (tp 1 prices the model's FLOPs: MFU)
+  if (tps.empty())
+    return result;
   if (failed(searchChain(tps.front())))
     return failure();
   std::vector<std::vector<Element>> measuredByTp(tps.size());
@@ -513,10 +516,14 @@ FailureOr<SearchResult> Search::run() {
     if (tp == 1 && elements.front().measured[0][0].valid)
       modelFlopsPerRow = elements.front().measured[0][0].flopsPerRow;
   for (auto [tp, elements] : llvm::zip_equal(tps, measuredByTp)) {
+    if (pins.tp && tp != *pins.tp)
+      continue;
     for (int64_t pp : divisorsOf(n / tp)) {
-      if (pp > std::max<int64_t>(1, result.blocks))
+      if (pp > std::max<int64_t>(1, result.blocks) || (pins.pp && pp != *pins.pp))
         continue;
       int64_t dp = n / (tp * pp);
+      if (pins.dp && dp != *pins.dp)
+        continue;
       // Ranks are tp fastest, then dp, then pp (runtime/Mesh.h): a group is
       // inside a node when the ranks it spans are.
       bool dpInNode = tp * dp <= cluster.devicesPerNode && cluster.devicesPerNode % (tp * dp) == 0;
@@ -534,6 +541,8 @@ FailureOr<SearchResult> Search::run() {
           if ((options.globalBatch / m) % dp == 0)
             counts.push_back(m);
       }
+      if (pins.microBatches)
+        llvm::erase_if(counts, [&](int64_t m) { return m != *pins.microBatches; });
       struct Schedule {
         const char *name;
         int64_t v;
@@ -541,7 +550,12 @@ FailureOr<SearchResult> Search::run() {
       llvm::SmallVector<Schedule> schedules;
       if (pp == 1)
         schedules.push_back({"", 1});
-      else {
+      else if (pins.schedule) {
+        int64_t v = *pins.schedule == "interleaved" ? pins.virtualStages.value_or(2) : 1;
+        // Each rank's v stages of whole blocks.
+        if (pp * v <= std::max<int64_t>(1, result.blocks))
+          schedules.push_back({pins.schedule->c_str(), v});
+      } else {
         schedules.push_back({"1f1b", 1});
         schedules.push_back({"gpipe", 1});
         // Not yet the interleaved schedule: its compiled stages hold more
@@ -557,15 +571,18 @@ FailureOr<SearchResult> Search::run() {
         for (int level = 0; level < 3; ++level)
           for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp) {
             const Measured &mz = element.measured[level][sp];
-            if (!mz.valid)
+            if (!mz.valid || (pins.recompute && kLevels[level] != *pins.recompute) ||
+                (pins.sequenceParallel && bool(sp) != *pins.sequenceParallel))
               continue;
             for (int64_t zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+              if (pins.zero && zero != *pins.zero)
+                continue;
               // Not yet ZeRO 2 or 3 with a pipeline: ppc-pipeline runs each
               // micro-batch's gradient reduce-scatter (a collective) in the
               // step's epilogue, so every micro-batch's whole gradient lives
               // until then (GPT d = 128 on 4x1x2, 8 micro-batches: 25 MiB of
               // gradients at the peak against 5.6 with ZeRO 1).
-              if (pp > 1 && zero >= 2)
+              if (pp > 1 && zero >= 2 && !pins.zero)
                 continue;
               const StateBytes &sb = statesAt(element, tp, dp);
               double ownParams =
@@ -583,7 +600,8 @@ FailureOr<SearchResult> Search::run() {
                   sb.paramsShardable + sb.paramsWhole + sb.statesShardable + sb.statesWhole;
               for (OffloadLevel offload : {OffloadLevel::None, OffloadLevel::Optimizer,
                                            OffloadLevel::OptimizerAndParams}) {
-                if (offload == OffloadLevel::OptimizerAndParams && (zero < 3 || dp == 1))
+                if ((offload == OffloadLevel::OptimizerAndParams && (zero < 3 || dp == 1)) ||
+                    (pins.offload && offload != *pins.offload))
                   continue;
                 // Offload as Planner::addOffload prices it.
                 double saved = 0, host = 0, link = 0, hostStep = 0;
@@ -618,6 +636,12 @@ FailureOr<SearchResult> Search::run() {
                     c.splitParams = element.splitParams;
                     c.layoutIndex = &element - elements.data();
                     c.params = params;
+                    if (schedule.v > 1)
+                      c.outsideSearch = "the interleaved schedule: its compiled stages hold more "
+                                        "than priced (0.81-0.91 of the compiled peak)";
+                    else if (pp > 1 && zero >= 2)
+                      c.outsideSearch = "ZeRO 2/3 with a pipeline: ppc-pipeline keeps each "
+                                        "micro-batch's whole gradient until the epilogue";
                     // Time. One micro-batch on one stage, its messages
                     // (forward and backward, per virtual stage) included.
                     double tpSeconds = mz.tpFixed + mz.tpPerRow * b;

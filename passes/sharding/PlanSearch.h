@@ -76,6 +76,19 @@ std::vector<std::string> presetClusterNames();
 /// A cluster as the JSON parseCluster reads.
 std::string clusterJson(const Cluster &cluster);
 
+/// What the user fixed (`ppc plan`'s --mesh, --zero, ...): only plans that
+/// agree are priced; an unset knob is searched. A pin may name what the
+/// search leaves out by itself (the interleaved schedule, ZeRO 2 or 3 with
+/// a pipeline): such a plan is priced, and marked `outsideSearch`, since
+/// the compiler does not yet hold its memory to the price.
+struct PlanPins {
+  std::optional<int64_t> dp, tp, pp, zero, microBatches, virtualStages;
+  std::optional<bool> sequenceParallel;
+  std::optional<std::string> schedule;
+  std::optional<RecomputePolicy> recompute;
+  std::optional<OffloadLevel> offload;
+};
+
 struct SearchOptions {
   int64_t devices = 1;
   /// Sequences per step, and tokens per sequence (tokens/s).
@@ -92,6 +105,7 @@ struct SearchOptions {
   bool halfPrecision = false;
   /// Plans kept, fastest first.
   size_t keep = 10;
+  PlanPins pins;
 };
 
 /// One priced candidate.
@@ -117,6 +131,9 @@ struct PlanChoice {
   double seconds = 0, bubbleSeconds = 0, commSeconds = 0, offloadSeconds = 0;
   double peakBytes = 0, hostBytes = 0;
   double tokensPerSecond = 0, mfu = 0;
+  /// Priced only because a pin asked for it (PlanPins): what the search
+  /// leaves out, and why; empty otherwise.
+  std::string outsideSearch;
 };
 
 struct SearchResult {

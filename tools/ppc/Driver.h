@@ -185,7 +185,11 @@ struct PlanRun {
 };
 mlir::FailureOr<PlanRun> runPlanSearch(llvm::StringRef path, TrainingFlags &training,
                                        const Cluster &cluster, int64_t devices, int64_t globalBatch,
-                                       int64_t maxTp, size_t keep, llvm::StringRef dumpIR);
+                                       int64_t maxTp, size_t keep, llvm::StringRef dumpIR,
+                                       const PlanPins &pins = {});
+/// The knobs `training`'s flags pin (--mesh, --zero, ...: those given);
+/// a bad value is reported.
+mlir::FailureOr<PlanPins> pinsOf(TrainingFlags &training);
 /// The preset named `flag`, or the cluster file it names (errors reported).
 std::optional<Cluster> clusterNamed(llvm::StringRef flag);
 /// A plan as ppc compile's flags ("--mesh 2x4x1 --micro-batches 8 ...").

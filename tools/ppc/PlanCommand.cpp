@@ -12,6 +12,7 @@
 #include "ir/PpcDialect.h"
 #include "passes/Pipelines.h"
 #include "passes/sharding/PlanSearch.h"
+#include "runtime/Mesh.h"
 #include "tools/ppc/Driver.h"
 #include "tools/ppc/TrainingFlags.h"
 
@@ -71,12 +72,15 @@ std::string shellQuoted(llvm::StringRef arg) {
   return quoted + "'";
 }
 
-/// The flags of `ppc plan` that `ppc compile` does not take, and whether
-/// each has a value.
+/// The flags of `ppc plan` that its compile lines do not copy, and whether
+/// each has a value: those `ppc compile` does not take, and the pins (each
+/// plan's own flags say them).
 bool isPlanOnlyFlag(llvm::StringRef arg, bool &hasValue) {
-  static const char *const withValue[] = {"devices", "cluster", "global-batch",
-                                          "max-tp",  "top",     "json"};
-  static const char *const without[] = {"print-cluster"};
+  static const char *const withValue[] = {
+      "devices", "cluster",  "global-batch", "max-tp",         "top",       "json",
+      "mesh",    "zero",     "micro-batches", "virtual-stages", "schedule", "recompute",
+      "offload"};
+  static const char *const without[] = {"print-cluster", "sequence-parallel"};
   arg = arg.ltrim('-');
   llvm::StringRef name = arg.split('=').first;
   for (const char *flag : withValue)
@@ -94,9 +98,63 @@ bool isPlanOnlyFlag(llvm::StringRef arg, bool &hasValue) {
 
 } // namespace
 
+FailureOr<PlanPins> pinsOf(TrainingFlags &training) {
+  PlanPins pins;
+  if (training.mesh.getNumOccurrences()) {
+    auto mesh = parseMesh(training.mesh);
+    if (!mesh)
+      return failure(reportError(llvm::toString(mesh.takeError())));
+    pins.dp = mesh->dp;
+    pins.tp = mesh->tp;
+    pins.pp = mesh->pp;
+  }
+  if (training.zero.getNumOccurrences()) {
+    if (training.zero.getValue().size() != 1 || training.zero[0] < '0' || training.zero[0] > '3')
+      return failure(reportError("--zero '" + printable(training.zero) + "': expected 0 to 3"));
+    pins.zero = training.zero[0] - '0';
+  }
+  if (training.sequenceParallel.getNumOccurrences())
+    pins.sequenceParallel = training.sequenceParallel.getValue();
+  if (training.microBatches.getNumOccurrences()) {
+    if (training.microBatches < 1 || training.microBatches > (int64_t(1) << 24))
+      return failure(reportError(llvm::formatv("--micro-batches {0}: expected 1 to {1}",
+                                               training.microBatches.getValue(), 1 << 24)));
+    pins.microBatches = training.microBatches.getValue();
+  }
+  if (training.schedule.getNumOccurrences()) {
+    llvm::StringRef s = training.schedule;
+    if (s != "gpipe" && s != "1f1b" && s != "interleaved")
+      return failure(reportError("--schedule '" + printable(s) +
+                                 "': expected gpipe, 1f1b or interleaved"));
+    pins.schedule = s.str();
+  }
+  if (training.virtualStages.getNumOccurrences()) {
+    if (pins.schedule != "interleaved" || training.virtualStages < 2 ||
+        training.virtualStages > 1024)
+      return failure(reportError(llvm::formatv(
+          "--virtual-stages {0}: expected 2 to 1024, with --schedule interleaved",
+          training.virtualStages.getValue())));
+    pins.virtualStages = training.virtualStages.getValue();
+  }
+  if (training.recompute.getNumOccurrences() && training.recompute != "auto") {
+    pins.recompute = parseRecomputePolicy(training.recompute);
+    if (!pins.recompute)
+      return failure(reportError("--recompute '" + printable(training.recompute) +
+                                 "': expected none, selective, full or auto"));
+  }
+  if (training.offload.getNumOccurrences() && training.offload != "auto") {
+    pins.offload = parseOffloadLevel(training.offload);
+    if (!pins.offload)
+      return failure(reportError("--offload '" + printable(training.offload) +
+                                 "': expected none, optimizer, optimizer+params or auto"));
+  }
+  return pins;
+}
+
 FailureOr<PlanRun> runPlanSearch(llvm::StringRef path, TrainingFlags &training,
                                  const Cluster &cluster, int64_t devices, int64_t globalBatch,
-                                 int64_t maxTp, size_t keep, llvm::StringRef dumpIR) {
+                                 int64_t maxTp, size_t keep, llvm::StringRef dumpIR,
+                                 const PlanPins &pins) {
   auto start = std::chrono::steady_clock::now();
   auto model = OnnxModel::load(path);
   if (!model)
@@ -119,16 +177,36 @@ FailureOr<PlanRun> runPlanSearch(llvm::StringRef path, TrainingFlags &training,
         "number of micro-batches of {1} sequences; export it with a dynamic batch axis to "
         "choose them",
         global, *fixed)));
-  // One rank, one micro-batch of stepBatch sequences.
-  int64_t givenBatch = training.batch;
-  std::string givenMesh = training.mesh;
+  // One rank, one micro-batch of stepBatch sequences, none of the knobs
+  // the plan decides (the pins filter the search instead).
+  struct Given {
+    std::string mesh, zero, schedule, recompute, offload;
+    int64_t batch, microBatches, virtualStages;
+    bool sequenceParallel;
+  } given{training.mesh,          training.zero,         training.schedule,
+          training.recompute,     training.offload,      training.batch,
+          training.microBatches,  training.virtualStages, training.sequenceParallel};
   training.batch = stepBatch;
   training.mesh = "1";
+  training.zero = "";
+  training.schedule = "1f1b";
+  training.recompute = "auto";
+  training.offload = "auto";
+  training.microBatches = 1;
+  training.virtualStages = 1;
+  training.sequenceParallel = false;
   ImportOptions options;
   TrainingFlags::Setup setup;
   LogicalResult setUp = training.setUp(**model, options, 1, setup);
-  training.batch = givenBatch;
-  training.mesh = givenMesh;
+  training.batch = given.batch;
+  training.mesh = given.mesh;
+  training.zero = given.zero;
+  training.schedule = given.schedule;
+  training.recompute = given.recompute;
+  training.offload = given.offload;
+  training.microBatches = given.microBatches;
+  training.virtualStages = given.virtualStages;
+  training.sequenceParallel = given.sequenceParallel;
   if (failed(setUp))
     return failure();
   MLIRContext context;
@@ -160,6 +238,7 @@ FailureOr<PlanRun> runPlanSearch(llvm::StringRef path, TrainingFlags &training,
   search.maxTp = maxTp;
   search.halfPrecision = training.precision == "bf16";
   search.keep = keep;
+  search.pins = pins;
   FailureOr<SearchResult> result = searchPlans(step, cluster, search);
   if (failed(result))
     return failure();
@@ -228,10 +307,10 @@ int runPlanCommand(int argc, char **argv) {
                                 cl::value_desc("F.json"), cl::init(""), cl::cat(category));
   TrainingFlags training(category);
   PipelineFlags pipelineFlags(category);
-  // What the plan decides is not a flag of it.
-  llvm::SmallVector<cl::Option *> decided = training.plannedFlags();
-  decided.push_back(&training.mesh);
-  decided.push_back(&training.batch);
+  // What the plan decides may be pinned (PlanPins), but not the batch (it is
+  // --global-batch) or the tensor-parallel layout (the plan's own).
+  llvm::SmallVector<cl::Option *> decided = {&training.batch,
+                                             static_cast<cl::Option *>(std::addressof(training.shards))};
   for (cl::Option *option : decided)
     option->setHiddenFlag(cl::ReallyHidden);
   parseCommandLine(argc, argv, category,
@@ -242,7 +321,11 @@ int runPlanCommand(int argc, char **argv) {
                    "sequence parallelism,\nmicro-batches, pipeline schedule, recomputation and "
                    "offload, prices each with the\ncompiler's cost model for --cluster, and "
                    "prints the fastest plans that fit\n--memory-per-rank, each with its ppc "
-                   "compile command. Writes nothing.\n");
+                   "compile command. Writes nothing.\n\n"
+                   "--mesh, --zero, --sequence-parallel, --micro-batches, --schedule,\n"
+                   "--virtual-stages, --recompute and --offload pin what they name: only plans "
+                   "that agree\nare priced (--mesh DPxTPxPP alone prices one layout; "
+                   "--devices is then its product).\n");
 
   // The cluster first: --print-cluster needs nothing else.
   std::optional<Cluster> cluster = clusterNamed(clusterFlag);
@@ -258,6 +341,15 @@ int runPlanCommand(int argc, char **argv) {
     if (option->getNumOccurrences())
       return reportError("--" + option->ArgStr +
                          ": ppc plan chooses it (each plan's ppc compile command sets it)");
+  FailureOr<PlanPins> pins = pinsOf(training);
+  if (failed(pins))
+    return 1;
+  if (pins->dp && !devices.getNumOccurrences())
+    devices = *pins->dp * *pins->tp * *pins->pp;
+  if (pins->dp && devices != *pins->dp * *pins->tp * *pins->pp)
+    return reportError(llvm::formatv("--mesh {0}: {1} devices, not --devices {2}",
+                                     training.mesh.getValue(), *pins->dp * *pins->tp * *pins->pp,
+                                     devices.getValue()));
   constexpr int64_t kMaxDevices = int64_t(1) << 20;
   if (devices < 1 || devices > kMaxDevices)
     return reportError(llvm::formatv("--devices {0}: expected 1 to {1}{2}", devices.getValue(),
@@ -283,7 +375,7 @@ int runPlanCommand(int argc, char **argv) {
   if (failed(checkOutputs({{"--json", jsonPath}}, inputs)))
     return 1;
   FailureOr<PlanRun> run = runPlanSearch(input, training, *cluster, devices, globalBatch, maxTp,
-                                         top, pipelineFlags.dumpIR);
+                                         top, pipelineFlags.dumpIR, *pins);
   if (failed(run))
     return 1;
   const SearchOptions &search = run->search;
@@ -292,13 +384,25 @@ int runPlanCommand(int argc, char **argv) {
   double built = run->buildSeconds;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
+  bool pinned = training.mesh.getNumOccurrences() || training.zero.getNumOccurrences() ||
+                training.sequenceParallel.getNumOccurrences() ||
+                training.microBatches.getNumOccurrences() ||
+                training.schedule.getNumOccurrences() || pins->recompute || pins->offload;
+  if (!result->closest)
+    return reportError(llvm::formatv(
+        "no plan of {0} devices agrees with the pinned knobs (a pipeline deeper than the "
+        "model's {1} blocks, micro-batches that do not divide --global-batch {2} over dp, "
+        "sequence parallelism without tp, or --offload optimizer+params below ZeRO 3)",
+        devices.getValue(), result->blocks, search.globalBatch));
   if (result->best.empty()) {
     const PlanChoice &c = *result->closest;
     return reportError(llvm::formatv(
-        "no plan fits {0:F0} bytes per rank (--memory-per-rank): the least memory is {1:F0} "
-        "bytes per rank ({2}x{3}x{4}, ZeRO {5}, recompute {6}, offload {7})",
+        "no plan {8}fits {0:F0} bytes per rank (--memory-per-rank): the least memory is {1:F0} "
+        "bytes per rank ({2}x{3}x{4}, ZeRO {5}, recompute {6}, offload {7}; {9} per step "
+        "predicted)",
         search.memoryPerRank, c.peakBytes, c.dp, c.tp, c.pp, c.zero, recomputeName(c.recompute),
-        offloadLevelName(c.offload)));
+        offloadLevelName(c.offload), pinned ? "with the pinned knobs " : "",
+        duration(c.seconds)));
   }
   llvm::raw_ostream &os = llvm::outs();
   os << llvm::formatv("ppc plan: {0} on {1} x {2} ({3} devices a node; {4} per rank)\n",
@@ -327,7 +431,12 @@ int runPlanCommand(int argc, char **argv) {
   }
   os << "\nmicro-batches: count x sequences per rank; bubble and comm: shares of the step "
         "(comm: collectives and\npipeline messages, none overlapped); each command pins the "
-        "tensor-parallel layout priced (--shard).\n\n";
+        "tensor-parallel layout priced (--shard).\n";
+  for (auto [i, c] : llvm::enumerate(result->best))
+    if (!c.outsideSearch.empty())
+      os << llvm::formatv("plan {0} is priced only because it was pinned: {1}\n", i + 1,
+                          c.outsideSearch);
+  os << "\n";
   // The compile lines: this command's own flags that compile shares, and
   // what the plan decided.
   std::string shared;
@@ -379,6 +488,7 @@ int runPlanCommand(int argc, char **argv) {
           {"mfu", c.mfu},
           {"peak_bytes", c.peakBytes},
           {"host_bytes", c.hostBytes},
+          {"outside_search", c.outsideSearch},
           {"command", command},
       });
     llvm::json::Object root{
