@@ -35,6 +35,9 @@ constexpr llvm::StringLiteral kBackwardOfAttrName = "ppc.bwd";
 constexpr llvm::StringLiteral kMicroBatchAttrName = "ppc.mb";
 constexpr llvm::StringLiteral kMicroBatchGradAttrName = "ppc.mb_grad";
 constexpr llvm::StringLiteral kStepGradAttrName = "ppc.step_grad";
+/// A collective: why ppc-partition put it there (the layout change it makes
+/// and what asked for it), as `ppc explain` prints it.
+constexpr llvm::StringLiteral kWhyAttrName = "ppc.why";
 
 /// The integer attribute `name` of `op`, if present.
 inline std::optional<int64_t> intAttrOf(mlir::Operation *op, llvm::StringRef name) {

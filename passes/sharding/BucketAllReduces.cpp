@@ -2,6 +2,7 @@
 
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "passes/Provenance.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -108,6 +109,10 @@ struct BucketAllReducesPass : impl::BucketAllReducesBase<BucketAllReducesPass> {
                                          first.getAxes(), ReductionKind::Sum);
     reduced->setAttr(PpcDialect::kValueAttrName,
                      b.getStringAttr("bucket of " + std::to_string(bucket.size()) + " values"));
+    if (auto why = first->getAttrOfType<StringAttr>(kWhyAttrName))
+      reduced->setAttr(kWhyAttrName,
+                       b.getStringAttr("one bucket of " + std::to_string(bucket.size()) +
+                                       " all-reduces, the first's: " + why.getValue()));
     int64_t offset = 0;
     for (AllReduceOp op : bucket) {
       int64_t n = op.getType().getNumElements();

@@ -6,6 +6,7 @@
 #include "passes/Provenance.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 
@@ -23,48 +24,52 @@ static std::string nodeName(Location loc) {
 
 static int64_t bytesOf(Type type) { return boundedTensorBytes(type); }
 
+/// The record of a collective or send; nullopt for any other op.
+static std::optional<CollectiveRecord> recordOf(Operation *op, MeshOp mesh) {
+  if (auto send = llvm::dyn_cast<SendOp>(op)) {
+    CollectiveRecord record;
+    record.kind = "send";
+    record.axes = {send.getAxis().str()};
+    record.groupSize = 2;
+    record.node = nodeName(op->getLoc());
+    record.value = send.getValueName().str();
+    record.elements = llvm::cast<ShapedType>(send.getInput().getType()).getNumElements();
+    record.bytesPerRank = bytesOf(send.getInput().getType());
+    return record;
+  }
+  if (!op->hasTrait<CommunicatesTrait>())
+    return std::nullopt;
+  CollectiveRecord record;
+  record.kind = op->getName().stripDialect().str();
+  auto axes = op->getAttrOfType<ArrayAttr>("axes");
+  llvm::SmallVector<StringRef> names;
+  for (Attribute a : axes) {
+    names.push_back(llvm::cast<StringAttr>(a).getValue());
+    record.axes.push_back(names.back().str());
+  }
+  record.groupSize = *mesh.getGroupSize(names);
+  record.node = nodeName(op->getLoc());
+  if (auto value = op->getAttrOfType<StringAttr>(PpcDialect::kValueAttrName))
+    record.value = value.getValue().str();
+  double n = record.groupSize;
+  // S: the full tensor: the result of a gather, the operand of a scatter
+  // or reduction, either for all-to-all.
+  Type full = llvm::isa<AllGatherOp>(op) ? op->getResult(0).getType() : op->getOperand(0).getType();
+  record.elements = llvm::cast<ShapedType>(full).getNumElements();
+  double factor = llvm::isa<AllReduceOp>(op) ? 2 * (n - 1) / n : (n - 1) / n;
+  record.bytesPerRank = factor * bytesOf(full);
+  return record;
+}
+
 CommunicationReport analyzeCommunication(func::FuncOp step, MeshOp mesh) {
   CommunicationReport report;
   step.walk([&](Operation *op) {
     if (auto mb = intAttrOf(op, kMicroBatchAttrName))
       report.microBatches = std::max(report.microBatches, *mb + 1);
-    if (auto send = llvm::dyn_cast<SendOp>(op)) {
-      CollectiveRecord record;
-      record.kind = "send";
-      record.axes = {send.getAxis().str()};
-      record.groupSize = 2;
-      record.node = nodeName(op->getLoc());
-      record.value = send.getValueName().str();
-      record.elements = llvm::cast<ShapedType>(send.getInput().getType()).getNumElements();
-      record.bytesPerRank = bytesOf(send.getInput().getType());
-      report.bytesByAxis[record.axes[0]] += record.bytesPerRank;
-      report.collectives.push_back(std::move(record));
-      return;
+    if (std::optional<CollectiveRecord> record = recordOf(op, mesh)) {
+      report.bytesByAxis[llvm::join(record->axes, ",")] += record->bytesPerRank;
+      report.collectives.push_back(std::move(*record));
     }
-    if (!op->hasTrait<CommunicatesTrait>())
-      return;
-    CollectiveRecord record;
-    record.kind = op->getName().stripDialect().str();
-    auto axes = op->getAttrOfType<ArrayAttr>("axes");
-    llvm::SmallVector<StringRef> names;
-    for (Attribute a : axes) {
-      names.push_back(llvm::cast<StringAttr>(a).getValue());
-      record.axes.push_back(names.back().str());
-    }
-    record.groupSize = *mesh.getGroupSize(names);
-    record.node = nodeName(op->getLoc());
-    if (auto value = op->getAttrOfType<StringAttr>(PpcDialect::kValueAttrName))
-      record.value = value.getValue().str();
-    double n = record.groupSize;
-    // S: the full tensor: the result of a gather, the operand of a scatter
-    // or reduction, either for all-to-all.
-    Type full =
-        llvm::isa<AllGatherOp>(op) ? op->getResult(0).getType() : op->getOperand(0).getType();
-    record.elements = llvm::cast<ShapedType>(full).getNumElements();
-    double factor = llvm::isa<AllReduceOp>(op) ? 2 * (n - 1) / n : (n - 1) / n;
-    record.bytesPerRank = factor * bytesOf(full);
-    report.bytesByAxis[llvm::join(record.axes, ",")] += record.bytesPerRank;
-    report.collectives.push_back(std::move(record));
   });
   if (auto zero = step->getAttrOfType<IntegerAttr>(PpcDialect::kZeroAttrName))
     report.zero = zero.getInt();
@@ -228,6 +233,86 @@ llvm::json::Value reportToJson(llvm::ArrayRef<CommunicationReport> programs,
     ranks.push_back(program(i));
   json["pipeline_ranks"] = std::move(ranks);
   return json;
+}
+
+std::vector<TransferExplanation> explainTransfers(func::FuncOp program, MeshOp mesh,
+                                                  const DeviceModel &device) {
+  AxisSizes sizes;
+  for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+    sizes[name] = size;
+  // The ops in program order, and the compute seconds before each.
+  llvm::SmallVector<Operation *> ops;
+  program.walk([&](Operation *op) {
+    if (op != program.getOperation() && !llvm::isa<func::ReturnOp>(op))
+      ops.push_back(op);
+  });
+  llvm::DenseMap<Operation *, size_t> place;
+  std::vector<double> computeBefore(ops.size() + 1, 0);
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    place[op] = i;
+    bool transfer = op->hasTrait<CommunicatesTrait>() || llvm::isa<SendOp, RecvOp>(op);
+    computeBefore[i + 1] = computeBefore[i] + (transfer ? 0 : localOpSeconds(op, device, sizes));
+  }
+  std::vector<TransferExplanation> out;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    std::optional<CollectiveRecord> record = recordOf(op, mesh);
+    auto recv = llvm::dyn_cast<RecvOp>(op);
+    if (!record && !recv)
+      continue;
+    TransferExplanation t;
+    t.index = i;
+    if (record) {
+      t.record = std::move(*record);
+    } else {
+      t.record.kind = "recv";
+      t.record.axes = {recv.getAxis().str()};
+      t.record.groupSize = 2;
+      t.record.node = nodeName(op->getLoc());
+      if (auto value = op->getAttrOfType<StringAttr>(PpcDialect::kValueAttrName))
+        t.record.value = value.getValue().str();
+      t.record.elements = llvm::cast<ShapedType>(recv.getType()).getNumElements();
+      t.record.bytesPerRank = bytesOf(recv.getType());
+    }
+    if (auto why = op->getAttrOfType<StringAttr>(kWhyAttrName))
+      t.why = why.getValue().str();
+    else if (auto send = llvm::dyn_cast<SendOp>(op))
+      t.why =
+          llvm::formatv("pipeline stage boundary: sent to pipeline rank {0}", send.getPeer()).str();
+    else if (recv)
+      t.why =
+          llvm::formatv("pipeline stage boundary: received from pipeline rank {0}", recv.getPeer())
+              .str();
+    t.seconds = localOpSeconds(op, device, sizes);
+    // The first op that reads a result (through the function's return: the
+    // end of the program); a send's reader is another rank.
+    size_t firstUse = ops.size();
+    Operation *reader = nullptr;
+    for (Value result : op->getResults())
+      for (Operation *user : result.getUsers()) {
+        auto it = place.find(user);
+        if (it != place.end() && it->second < firstUse) {
+          firstUse = it->second;
+          reader = user;
+        }
+      }
+    Operation *context = reader;
+    if (llvm::isa<SendOp>(op) && op->getNumOperands())
+      context = op->getOperand(0).getDefiningOp();
+    if (context) {
+      if (auto mb = intAttrOf(context, kMicroBatchAttrName)) {
+        t.microBatch = *mb;
+        t.phase = context->hasAttr(kBackwardOfAttrName) ? "backward" : "forward";
+      } else {
+        t.phase = "step";
+      }
+    } else {
+      t.phase = "step";
+    }
+    t.computeSecondsBefore = computeBefore[firstUse] - computeBefore[i + 1];
+    t.opsBefore = int64_t(firstUse) - int64_t(i) - 1;
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 } // namespace ppc

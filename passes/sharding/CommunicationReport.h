@@ -13,6 +13,7 @@
 
 #include "ir/PpcOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "passes/sharding/CostModel.h"
 #include "llvm/Support/JSON.h"
 
 #include <map>
@@ -83,6 +84,34 @@ llvm::json::Object programToJson(const CommunicationReport &report, MeshOp mesh)
 llvm::json::Value reportToJson(llvm::ArrayRef<CommunicationReport> programs,
                                llvm::ArrayRef<llvm::json::Object> extra, MeshOp mesh, int64_t steps,
                                llvm::StringRef schedule);
+
+/// One collective or pipeline message of a rank's program, as `ppc
+/// explain` shows it: the record, why ppc-partition put it there (`ppc.why`:
+/// what asked for it and the layout change it makes; a message: the stage
+/// boundary), its predicted time, and the compute that can hide it.
+struct TransferExplanation {
+  CollectiveRecord record;
+  /// The op's place among the program's ops.
+  size_t index = 0;
+  std::string why;
+  /// The micro-batch and pass of the ops that use it: "forward",
+  /// "backward" (the same micro-batch), or "step" (the step's own ops:
+  /// accumulation, the optimizer); -1: none.
+  int64_t microBatch = -1;
+  std::string phase;
+  /// Predicted seconds (CostModel's localOpSeconds) and the compute
+  /// between the op and the first op that reads its result: what the CUDA
+  /// target, which issues it on its own stream and waits only there, can
+  /// hide it behind. A send is waited for by nothing (hidden whole).
+  double seconds = 0, computeSecondsBefore = 0;
+  int64_t opsBefore = 0;
+  double exposedSeconds() const { return std::max(0.0, seconds - computeSecondsBefore); }
+};
+
+/// Every collective and message of `program` (a partitioned step, or one
+/// pipeline rank's), in program order, priced on `device`.
+std::vector<TransferExplanation> explainTransfers(mlir::func::FuncOp program, MeshOp mesh,
+                                                  const DeviceModel &device);
 
 } // namespace ppc
 

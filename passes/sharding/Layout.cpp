@@ -452,12 +452,35 @@ llvm::SmallVector<ConversionStep> conversionSteps(llvm::ArrayRef<int64_t> shape,
     // Reduced and split over the same axes at once: a reduce-scatter.
     auto scatter = llvm::find_if(
         later, [&](size_t d) { return from.dims[d].empty() && to.dims[d] == from.partial; });
+    // Split over some of them (ZeRO's gradient shard over dp of a value
+    // partial over dp and tp): reduce-scatter over those, then all-reduce
+    // the shard over the rest. Per rank, (s-1)/s of the whole and
+    // 2(r-1)/r of a 1/s shard, against 2(sr-1)/sr of the whole for one
+    // all-reduce over all (s = r = 2: 1.0 against 1.5).
+    auto some = llvm::find_if(later, [&](size_t d) {
+      return from.dims[d].empty() && !to.dims[d].empty() &&
+             to.dims[d].size() < from.partial.size() &&
+             llvm::all_of(
+                 to.dims[d],
+                 [&](const std::string &a) { return llvm::is_contained(from.partial, a); });
+    });
     if (scatter != later.end()) {
       size_t d = *scatter;
       steps.push_back({ConversionStep::ReduceScatter, from.partial, static_cast<int64_t>(d),
                        to.blocks[d], elements()});
       current[d] /= groupSize(sizes, to.dims[d]);
       later.erase(scatter);
+    } else if (some != later.end()) {
+      size_t d = *some;
+      steps.push_back({ConversionStep::ReduceScatter, to.dims[d], static_cast<int64_t>(d),
+                       to.blocks[d], elements()});
+      current[d] /= groupSize(sizes, to.dims[d]);
+      later.erase(some);
+      AxisList rest;
+      for (const std::string &a : from.partial)
+        if (!llvm::is_contained(to.dims[d], a))
+          rest.push_back(a);
+      steps.push_back({ConversionStep::AllReduce, rest, -1, 1, elements()});
     } else {
       steps.push_back({ConversionStep::AllReduce, from.partial, -1, 1, elements()});
     }

@@ -35,7 +35,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <numeric>
 
@@ -78,7 +80,10 @@ private:
     return it->second ? &*it->second : nullptr;
   }
   /// `local` (a value of layout `from`) converted to layout `to`.
-  Value convert(Value local, const Layout &from, const Layout &to, Location loc, Value global);
+  /// `why` says what asked for the layout change (ppc.why on the
+  /// collectives made).
+  Value convert(Value local, const Layout &from, const Layout &to, Location loc, Value global,
+                llvm::StringRef why);
   Value allReduce(Value v, llvm::ArrayRef<std::string> axes, Location loc,
                   ReductionKind kind = ReductionKind::Sum);
   /// `v` after an all-gather, all-slice or reduce-scatter `step` of its
@@ -185,7 +190,8 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   OpBuilder::InsertionGuard guard(builder);
   IRMapping local;
   for (auto [i, v] : llvm::enumerate(op->getOperands()))
-    local.map(v, convert(operands[i].first, *in[i], decided.operands[i], op->getLoc(), v));
+    local.map(v, convert(operands[i].first, *in[i], decided.operands[i], op->getLoc(), v,
+                         llvm::formatv("operand {0} of {1}", i, op->getName()).str()));
   Operation *clone = builder.clone(*op, local);
   for (auto [r, result] : llvm::enumerate(op->getResults())) {
     const Layout &out = decided.results[r];
@@ -208,6 +214,13 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       [&](Value v, llvm::ArrayRef<std::string> axes, ReductionKind kind) -> Value {
         Value reduced = allReduce(v, axes, op->getLoc(), kind);
         reduced.getDefiningOp()->setAttr(PpcDialect::kValueAttrName, cause);
+        reduced.getDefiningOp()->setAttr(
+            kWhyAttrName,
+            builder.getStringAttr(llvm::formatv("{0} of {1}'s shards over [{2}] (it contracts "
+                                                "or reduces a dimension split there)",
+                                                stringifyReductionKind(kind), op->getName(),
+                                                llvm::join(axes, ", "))
+                                      .str()));
         return reduced;
       },
       [&](llvm::ArrayRef<std::string> axes) -> Value {
@@ -230,7 +243,8 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     if (sliced == layouts[result])
       continue;
     mapping.map(result,
-                convert(mapping.lookup(result), layouts[result], sliced, op->getLoc(), result));
+                convert(mapping.lookup(result), layouts[result], sliced, op->getLoc(), result,
+                        "the gradient of a split parameter, taken to the parameter's layout"));
     layouts[result] = sliced;
   }
   reduceGradients(op);
@@ -282,7 +296,10 @@ std::pair<Value, Layout> Partitioner::gatheredParameter(Operation *op, Value v) 
   if (!gathered) {
     // A fresh gather, not the one an earlier micro-batch used.
     converted.erase({mapping.lookup(v).getAsOpaquePointer(), whole.str()});
-    gathered = convert(mapping.lookup(v), layouts[v], whole, op->getLoc(), v);
+    gathered = convert(mapping.lookup(v), layouts[v], whole, op->getLoc(), v,
+                       llvm::formatv("ZeRO 3: the parameter, gathered for micro-batch {0}'s {1}",
+                                     *mb, backward ? "backward" : "forward")
+                           .str());
   }
   return {gathered, whole};
 }
@@ -358,7 +375,11 @@ void Partitioner::reduceGradients(Operation *op) {
     if (layout == gradientShards[*p])
       continue;
     mapping.map(result,
-                convert(mapping.lookup(result), layout, gradientShards[*p], op->getLoc(), result));
+                convert(mapping.lookup(result), layout, gradientShards[*p], op->getLoc(), result,
+                        zero == 1 ? "ZeRO 1: the step's gradient, reduced to the shard whose "
+                                    "optimizer state this rank holds"
+                                  : "ZeRO 2/3: the micro-batch's gradient, reduced to the shard "
+                                    "this rank keeps"));
     layout = gradientShards[*p];
   }
 }
@@ -381,7 +402,7 @@ static std::string valueName(Value global) {
 }
 
 Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Location loc,
-                           Value global) {
+                           Value global, llvm::StringRef why) {
   if (from == to)
     return local;
   auto key = std::make_pair(local.getAsOpaquePointer(), to.str());
@@ -420,6 +441,8 @@ Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Lo
     if (llvm::isa<ReshapeOp>(collective))
       collective = collective->getOperand(0).getDefiningOp();
     collective->setAttr(PpcDialect::kValueAttrName, cause);
+    collective->setAttr(kWhyAttrName,
+                        builder.getStringAttr(why + ": " + from.str() + " -> " + to.str()));
   }
   converted[key] = v;
   return v;
@@ -514,7 +537,9 @@ LogicalResult Partitioner::run(func::FuncOp func) {
     regatherPerDirection(entry);
   llvm::SmallVector<Value> results;
   for (auto [v, want] : llvm::zip(ret.getOperands(), resultLayouts))
-    results.push_back(convert(mapping.lookup(v), layouts[v], want, ret.getLoc(), v));
+    results.push_back(convert(mapping.lookup(v), layouts[v], want, ret.getLoc(), v,
+                              "a result of the step (updated state keeps its argument's layout; "
+                              "the rest is returned whole)"));
   builder.create<func::ReturnOp>(ret.getLoc(), results);
   spmd.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   spmd.setAllResultAttrs(func.getAllResultAttrs());

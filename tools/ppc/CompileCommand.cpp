@@ -72,6 +72,13 @@ int runCompileCommand(int argc, char **argv) {
       "timeline", cl::desc("draw the predicted pipeline schedule as SVG, one row per rank"),
       cl::value_desc("F.svg"), cl::cat(category));
   report.path.addCategory(category);
+  cl::opt<std::string> explainPath(
+      "explain",
+      cl::desc("write why each collective and pipeline message of every rank's step is there "
+               "(what asks for it, the layout change, the ONNX node, bytes, predicted time on "
+               "--cluster, the compute that can hide it), - for stdout; without -o or --emit, "
+               "nothing else is built"),
+      cl::value_desc("F.txt"), cl::cat(category));
   cl::opt<bool> profilePlan(
       "profile-plan",
       cl::desc("print the step's predicted time and MFU on one GPU of --gpu and the kernels "
@@ -90,8 +97,8 @@ int runCompileCommand(int argc, char **argv) {
                            cl::init(0), cl::cat(category));
   cl::opt<std::string> clusterFlag(
       "cluster",
-      cl::desc("--mesh auto: the cluster it plans for, dgx-h100, dgx-h200 or a JSON file "
-               "(ppc plan --print-cluster) [dgx-h100]"),
+      cl::desc("the cluster --mesh auto plans for and --explain prices: dgx-h100, dgx-h200 "
+               "or a JSON file (ppc plan --print-cluster) [dgx-h100]"),
       cl::value_desc("NAME|FILE.json"), cl::init("dgx-h100"), cl::cat(category));
   TrainingFlags training(category);
   PipelineFlags pipelineFlags(category);
@@ -139,8 +146,9 @@ int runCompileCommand(int argc, char **argv) {
                          "cuBLASLt, NCCL); use --target cpu or --target cuda-emulator, or "
                          "--emit cuda to write the source");
   }
-  if (emit.empty() && (output.empty() || output == "-"))
-    return reportError("-o: give the executable to build (or --emit mlir|cpp|cuda)");
+  bool explainOnly = !explainPath.empty() && emit.empty() && output.empty();
+  if (emit.empty() && (output.empty() || output == "-") && !explainOnly)
+    return reportError("-o: give the executable to build (or --emit mlir|cpp|cuda, or --explain)");
   if (output.empty())
     output = "-";
   if (training.lrSchedule == "cosine" && scheduleSteps < 1)
@@ -152,12 +160,15 @@ int runCompileCommand(int argc, char **argv) {
   // What this compile will write, checked before anything is: a failed or
   // refused compile leaves every file as it was, the model's own (its
   // external data too) above all.
-  std::vector<std::pair<std::string, std::string>> outputs = {{"-o", output}};
-  if (emit.empty())
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (!explainOnly)
+    outputs.push_back({"-o", output});
+  if (emit.empty() && !explainOnly)
     outputs.push_back({"-o's weights", output + ".weights.safetensors"});
   outputs.push_back({"--report", report.path});
   outputs.push_back({"--trace", tracePath});
   outputs.push_back({"--timeline", timelinePath});
+  outputs.push_back({"--explain", explainPath});
   std::vector<std::string> inputs = modelFiles(**model, input);
   if (failed(checkOutputs(outputs, inputs)))
     return 1;
@@ -207,10 +218,15 @@ int runCompileCommand(int argc, char **argv) {
         "bytes per rank; ppc plan lists the others)\n",
         describePlan(c), run->search.globalBatch, devices.getValue(), cluster->name,
         1e3 * c.seconds, c.peakBytes);
-  } else if (devices.getNumOccurrences() || clusterFlag.getNumOccurrences()) {
+  } else if (devices.getNumOccurrences() ||
+             (clusterFlag.getNumOccurrences() && explainPath.empty())) {
     return reportError(std::string(devices.getNumOccurrences() ? "--devices" : "--cluster") +
-                       ": only --mesh auto plans for devices");
+                       ": only --mesh auto plans for devices (and --explain prices for a "
+                       "cluster)");
   }
+  std::optional<Cluster> explainCluster;
+  if (!explainPath.empty() && !(explainCluster = clusterNamed(clusterFlag)))
+    return 1;
   if (failed(training.setUp(**model, options, scheduleSteps, setup)))
     return 1;
   MLIRContext context;
@@ -285,6 +301,10 @@ int runCompileCommand(int argc, char **argv) {
   if ((!tracePath.empty() || !timelinePath.empty()) &&
       failed(writeTimeline(*module, tracePath, timelinePath)))
     return 1;
+  if (!explainPath.empty() && failed(writeExplanation(explainPath, *module, *explainCluster)))
+    return 1;
+  if (explainOnly)
+    return 0;
   // Each program's static memory plan (`layouts`), and its size: the arena
   // the executable allocates, after fusion (values a fused kernel keeps in
   // registers take no space) and views (reshapes, folded transposes).

@@ -87,6 +87,13 @@ mlir::LogicalResult writeTimeline(mlir::ModuleOp module, llvm::StringRef tracePa
 mlir::LogicalResult writeCommunicationReport(llvm::StringRef path, mlir::ModuleOp module,
                                              int64_t steps);
 
+struct Cluster;
+/// `--explain`: why each collective and pipeline message of every rank's
+/// step is there, grouped, then one line each (tools/ppc/Explain.cpp), with
+/// times priced for `cluster`; reports an error (and fails) without a mesh.
+mlir::LogicalResult writeExplanation(llvm::StringRef path, mlir::ModuleOp module,
+                                     const Cluster &cluster);
+
 /// Runs the passes `build` adds on `module`; with `dumpDir`, writes the IR
 /// before the pipeline and after each pass as numbered files.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module,
@@ -195,6 +202,8 @@ std::optional<Cluster> clusterNamed(llvm::StringRef flag);
 /// A plan as ppc compile's flags ("--mesh 2x4x1 --micro-batches 8 ...").
 std::string describePlan(const PlanChoice &choice);
 int runCheckpointCommand(int argc, char **argv);
+/// `ppc explain`: `ppc compile --explain -` (tools/ppc/Explain.cpp).
+int runExplainCommand(int argc, char **argv);
 
 } // namespace ppc
 

@@ -77,9 +77,8 @@ std::string shellQuoted(llvm::StringRef arg) {
 /// plan's own flags say them).
 bool isPlanOnlyFlag(llvm::StringRef arg, bool &hasValue) {
   static const char *const withValue[] = {
-      "devices", "cluster",  "global-batch", "max-tp",         "top",       "json",
-      "mesh",    "zero",     "micro-batches", "virtual-stages", "schedule", "recompute",
-      "offload"};
+      "devices", "cluster",       "global-batch",   "max-tp",   "top",       "json",   "mesh",
+      "zero",    "micro-batches", "virtual-stages", "schedule", "recompute", "offload"};
   static const char *const without[] = {"print-cluster", "sequence-parallel"};
   arg = arg.ltrim('-');
   llvm::StringRef name = arg.split('=').first;
@@ -124,16 +123,16 @@ FailureOr<PlanPins> pinsOf(TrainingFlags &training) {
   if (training.schedule.getNumOccurrences()) {
     llvm::StringRef s = training.schedule;
     if (s != "gpipe" && s != "1f1b" && s != "interleaved")
-      return failure(reportError("--schedule '" + printable(s) +
-                                 "': expected gpipe, 1f1b or interleaved"));
+      return failure(
+          reportError("--schedule '" + printable(s) + "': expected gpipe, 1f1b or interleaved"));
     pins.schedule = s.str();
   }
   if (training.virtualStages.getNumOccurrences()) {
     if (pins.schedule != "interleaved" || training.virtualStages < 2 ||
         training.virtualStages > 1024)
-      return failure(reportError(llvm::formatv(
-          "--virtual-stages {0}: expected 2 to 1024, with --schedule interleaved",
-          training.virtualStages.getValue())));
+      return failure(reportError(
+          llvm::formatv("--virtual-stages {0}: expected 2 to 1024, with --schedule interleaved",
+                        training.virtualStages.getValue())));
     pins.virtualStages = training.virtualStages.getValue();
   }
   if (training.recompute.getNumOccurrences() && training.recompute != "auto") {
@@ -183,9 +182,9 @@ FailureOr<PlanRun> runPlanSearch(llvm::StringRef path, TrainingFlags &training,
     std::string mesh, zero, schedule, recompute, offload;
     int64_t batch, microBatches, virtualStages;
     bool sequenceParallel;
-  } given{training.mesh,          training.zero,         training.schedule,
-          training.recompute,     training.offload,      training.batch,
-          training.microBatches,  training.virtualStages, training.sequenceParallel};
+  } given{training.mesh,         training.zero,          training.schedule,
+          training.recompute,    training.offload,       training.batch,
+          training.microBatches, training.virtualStages, training.sequenceParallel};
   training.batch = stepBatch;
   training.mesh = "1";
   training.zero = "";
@@ -309,8 +308,8 @@ int runPlanCommand(int argc, char **argv) {
   PipelineFlags pipelineFlags(category);
   // What the plan decides may be pinned (PlanPins), but not the batch (it is
   // --global-batch) or the tensor-parallel layout (the plan's own).
-  llvm::SmallVector<cl::Option *> decided = {&training.batch,
-                                             static_cast<cl::Option *>(std::addressof(training.shards))};
+  llvm::SmallVector<cl::Option *> decided = {
+      &training.batch, static_cast<cl::Option *>(std::addressof(training.shards))};
   for (cl::Option *option : decided)
     option->setHiddenFlag(cl::ReallyHidden);
   parseCommandLine(argc, argv, category,
@@ -401,8 +400,7 @@ int runPlanCommand(int argc, char **argv) {
         "bytes per rank ({2}x{3}x{4}, ZeRO {5}, recompute {6}, offload {7}; {9} per step "
         "predicted)",
         search.memoryPerRank, c.peakBytes, c.dp, c.tp, c.pp, c.zero, recomputeName(c.recompute),
-        offloadLevelName(c.offload), pinned ? "with the pinned knobs " : "",
-        duration(c.seconds)));
+        offloadLevelName(c.offload), pinned ? "with the pinned knobs " : "", duration(c.seconds)));
   }
   llvm::raw_ostream &os = llvm::outs();
   os << llvm::formatv("ppc plan: {0} on {1} x {2} ({3} devices a node; {4} per rank)\n",

@@ -18,6 +18,9 @@ const ppc::Subcommand commands[] = {
      "train a model on the reference executor (MODEL.onnx --data F --steps N ...)"},
     {"compile", ppc::runCompileCommand,
      "build the partitioned training step (MODEL.onnx --mesh M --emit mlir ...)"},
+    {"explain", ppc::runExplainCommand,
+     "why each collective and pipeline message is there (ppc compile's flags: MODEL.onnx "
+     "--mesh M ...)"},
     {"plan", ppc::runPlanCommand,
      "choose the whole layout from the device count (MODEL.onnx --devices N ...)"},
     {"checkpoint", ppc::runCheckpointCommand,
