@@ -20,7 +20,7 @@ llvm_config.use_default_substitutions()
 config.substitutions.insert(0, ("%python", config.python))
 config.substitutions.append(("%ppc_src", config.ppc_src_root))
 llvm_config.add_tool_substitutions(
-    ["ppc", "ppc-opt"], [config.ppc_tools_dir])
+    ["ppc", "ppc-opt", "ppc-calibrate-cpu"], [config.ppc_tools_dir])
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
                                    [config.llvm_tools_dir])
 

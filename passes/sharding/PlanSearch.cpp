@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -104,6 +105,27 @@ constexpr const char *kDgxH200 = R"({
   "host": {"link_bandwidth": 50e9, "memory_bandwidth": 50e9}
 })";
 
+// A100 SXM4 80 GB: 312 TFLOP/s dense bf16/fp16, 19.5 f32 (A100 datasheet);
+// GEMMs reach ~250 in fp16 (Megatron-LM's 2021 runs: 163 per GPU end to
+// end, 52% of peak) and ~18 in exact f32; HBM2e 2.0 TB/s, ~1.8 streaming.
+// DGX A100: 8 GPUs on NVLink 3 (600 GB/s per GPU, both directions: 300
+// each way), 8 ConnectX-6 HDR 200 Gb/s for compute (25 GB/s per GPU each
+// way), 2 TB of host memory (256 GB a GPU), PCIe Gen4 x16 (32 GB/s in
+// theory, ~25 pinned). The cluster of Megatron-LM's and MT-NLG's runs
+// (Selene).
+constexpr const char *kDgxA100 = R"({
+  "name": "dgx-a100",
+  "source": "NVIDIA A100 80GB and DGX A100 datasheets; GEMM rates estimated",
+  "devices_per_node": 8,
+  "device": {"memory_bytes": 80e9, "host_memory_bytes": 274877906944,
+             "peak_flops_bf16": 312e12, "peak_flops_f32": 19.5e12,
+             "matmul_flops_bf16": 250e12, "matmul_flops_f32": 18e12,
+             "memory_bandwidth": 1.8e12},
+  "intra_node": {"bandwidth": 300e9, "latency": 10e-6},
+  "inter_node": {"bandwidth": 25e9, "latency": 20e-6},
+  "host": {"link_bandwidth": 25e9, "memory_bandwidth": 50e9}
+})";
+
 } // namespace
 
 llvm::Expected<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef what) {
@@ -143,7 +165,10 @@ llvm::Expected<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef what)
 }
 
 std::optional<Cluster> presetCluster(llvm::StringRef name) {
-  const char *text = name == "dgx-h100" ? kDgxH100 : name == "dgx-h200" ? kDgxH200 : nullptr;
+  const char *text = name == "dgx-h100"   ? kDgxH100
+                     : name == "dgx-h200" ? kDgxH200
+                     : name == "dgx-a100" ? kDgxA100
+                                          : nullptr;
   if (!text)
     return std::nullopt;
   llvm::Expected<Cluster> cluster = parseCluster(text, name);
@@ -154,7 +179,7 @@ std::optional<Cluster> presetCluster(llvm::StringRef name) {
   return *cluster;
 }
 
-std::vector<std::string> presetClusterNames() { return {"dgx-h100", "dgx-h200"}; }
+std::vector<std::string> presetClusterNames() { return {"dgx-h100", "dgx-h200", "dgx-a100"}; }
 
 std::string clusterJson(const Cluster &cluster) {
   llvm::json::Object root{{"name", cluster.name},
@@ -335,6 +360,8 @@ private:
   int64_t rows = 1;
   llvm::SmallVector<int64_t, 4> measuredDp;
   SearchResult result;
+  /// The largest share of the step one of N pipeline chunks takes (run()).
+  std::function<double(int64_t, int64_t)> shareOf;
   /// The best plan of each mesh shape (dp, tp, pp).
   std::map<std::tuple<int64_t, int64_t, int64_t>, PlanChoice> bestByMesh;
 };
@@ -478,6 +505,14 @@ FailureOr<SearchResult> Search::run() {
       recomputed[level]->erase();
   });
   result.blocks = describeBlockActivations(step).size();
+  // The largest share of the blocks one of `chunks` pipeline chunks holds
+  // (the stage cut keeps blocks whole), times `v`: 1/chunks when they divide.
+  int64_t blocks = result.blocks;
+  shareOf = [blocks](int64_t chunks, int64_t v) {
+    if (chunks <= 1 || blocks < chunks)
+      return 1.0 / double(std::max<int64_t>(1, chunks)) * double(v);
+    return double(v) * double((blocks + chunks - 1) / chunks) / double(blocks);
+  };
   int64_t params = 0;
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
     params += step.getArgAttr(i, PpcDialect::kParamAttrName) != nullptr;
@@ -614,8 +649,8 @@ FailureOr<SearchResult> Search::run() {
                     saved += sb.paramsShardable / dp;
                 }
                 double offloadSeconds =
-                    (link / cluster.hostLinkBandwidth + hostStep / cluster.hostMemoryBandwidth) /
-                    pp;
+                    (link / cluster.hostLinkBandwidth + hostStep / cluster.hostMemoryBandwidth) *
+                    shareOf(pp, 1);
                 for (int64_t m : counts) {
                   int64_t b = options.globalBatch / (m * dp);
                   for (const Schedule &schedule : schedules) {
@@ -642,40 +677,47 @@ FailureOr<SearchResult> Search::run() {
                     else if (pp > 1 && zero >= 2)
                       c.outsideSearch = "ZeRO 2/3 with a pipeline: ppc-pipeline keeps each "
                                         "micro-batch's whole gradient until the epilogue";
-                    // Time. One micro-batch on one stage, its messages
-                    // (forward and backward, per virtual stage) included.
+                    // The slowest rank's share of the step: its v chunks of
+                    // whole blocks (1/pp when pp v divides the blocks).
+                    double chunk = shareOf(pp * schedule.v, 1);
+                    double share = schedule.v * chunk;
+                    // Time. One micro-batch on the slowest stage, its
+                    // messages (forward and backward, per virtual stage)
+                    // included.
                     double tpSeconds = mz.tpFixed + mz.tpPerRow * b;
                     double message = 0;
                     if (pp > 1)
                       message =
                           2 * schedule.v * (ppLatency + messageBytesPerRow * b / tp / ppBandwidth);
-                    double perMicroBatch = (mz.computePerRow * b + tpSeconds) / pp + message;
+                    double perMicroBatch = (mz.computePerRow * b + tpSeconds) * share + message;
                     double bubbleSlots = double(pp - 1) / schedule.v;
                     double pipeline = (m + bubbleSlots) * perMicroBatch;
-                    double optimizer = mz.computeFixed / pp / (zero >= 1 ? dp : 1);
+                    double optimizer = mz.computeFixed * share / (zero >= 1 ? dp : 1);
                     double dpSeconds = 0;
                     if (dp > 1) {
-                      double payload = mz.reducedBytes / pp * (dp - 1) / dp;
-                      double collectives = std::max<double>(1, double(mz.reductions) / pp);
+                      double payload = mz.reducedBytes * share * (dp - 1) / dp;
+                      double collectives = std::max<double>(1, double(mz.reductions) * share);
                       double rounds = zero <= 1 ? 2 : zero == 2 ? m + 1 : 3 * m;
                       double times = zero <= 1 ? 1 : zero == 2 ? m + 1 : 3 * m;
                       dpSeconds = rounds * payload / dpBandwidth + times * collectives * dpLatency;
                     }
                     c.seconds = pipeline + optimizer + dpSeconds + offloadSeconds;
                     c.bubbleSeconds = bubbleSlots * perMicroBatch;
-                    c.commSeconds = (m + bubbleSlots) * (tpSeconds / pp + message) + dpSeconds;
+                    c.commSeconds = (m + bubbleSlots) * (tpSeconds * share + message) + dpSeconds;
                     c.offloadSeconds = offloadSeconds;
-                    // Memory. The activations a stage keeps in flight, in
-                    // micro-batches of the whole model (Megatron-LM's counts).
+                    // Memory. The activations the slowest stage keeps in
+                    // flight, in micro-batches of the whole model (Megatron-
+                    // LM's counts: GPipe m, 1F1B min(m, pp), interleaved
+                    // min(m v, pp v + pp - 1) micro-batches of a chunk).
                     double inFlight = 1;
                     if (pp > 1) {
                       if (c.schedule == "gpipe")
-                        inFlight = double(m) / pp;
+                        inFlight = double(m) * share;
                       else if (schedule.v > 1)
-                        inFlight = std::min<double>(m * schedule.v, pp * schedule.v + pp - 1) /
-                                   (pp * schedule.v);
+                        inFlight =
+                            std::min<double>(m * schedule.v, pp * schedule.v + pp - 1) * chunk;
                       else
-                        inFlight = double(std::min(m, pp)) / pp;
+                        inFlight = double(std::min(m, pp)) * share;
                     }
                     // The micro-batches' peak. The step's own (the
                     // optimizer's) is left out: priced unfused it holds
@@ -684,15 +726,15 @@ FailureOr<SearchResult> Search::run() {
                     // "Searching the whole layout").
                     double held = stateBytes - argsSaved - saved;
                     auto activations = [&](const Measured::Line &l) {
-                      return l.fixed / pp + l.perRow * b * inFlight;
+                      return l.fixed * share + l.perRow * b * inFlight;
                     };
                     // Several micro-batches add the gradient's accumulator
                     // (sharded by ZeRO 2 and 3) to one micro-batch's step.
                     double accumulator =
                         m > 1 ? sb.paramsShardable + sb.paramsWhole - gradSaved : 0;
-                    c.peakBytes = (held - gradSaved + accumulator) / pp +
+                    c.peakBytes = (held - gradSaved + accumulator) * share +
                                   std::max(activations(mz.fewRows), activations(mz.manyRows));
-                    c.hostBytes = host / pp;
+                    c.hostBytes = host * share;
                     double tokens = double(options.globalBatch) * options.seqLen;
                     c.tokensPerSecond = tokens / c.seconds;
                     c.mfu = modelFlopsPerRow * options.globalBatch / (n * peakRate * c.seconds);

@@ -356,6 +356,7 @@ FailureOr<llvm::SmallVector<Layout>> Planner::run(llvm::ArrayRef<Layout> warm,
   for (size_t round = 0; round < 4 * classes.size() + 4; ++round) {
     std::optional<Scored> best;
     double bestScore = 0;
+    int bestTier = 0;
     // Every move's closure is priced on the context's threads (the pricer
     // only reads the IR); the choice is made in order, as one thread would.
     llvm::SmallVector<Plan> moves;
@@ -381,21 +382,33 @@ FailureOr<llvm::SmallVector<Layout>> Planner::run(llvm::ArrayRef<Layout> warm,
     for (std::optional<Scored> &candidate : closures) {
       const PlanCost &now = current->cost, &next = candidate->cost;
       double score;
+      int tier = 0;
       if (!fits(now)) {
         // Bytes saved per second added (any saving that costs no time
-        // ranks above all that do).
+        // ranks above all that do). A move that saves time and costs no
+        // memory ranks above every other (by the time it saves): without
+        // it a layout the greedy order reached early is never revised
+        // (LLaMA with grouped-query attention kept o_proj split by its
+        // output columns, gathering the attention output before it).
         double saved = now.peakBytes - next.peakBytes;
-        if (saved <= 0)
+        double faster = now.seconds() - next.seconds();
+        if (saved >= 0 && faster > now.seconds() * 1e-9) {
+          tier = 1;
+          score = faster;
+        } else if (saved <= 0) {
           continue;
-        score = saved / std::max(next.seconds() - now.seconds(), kTiny);
+        } else {
+          score = saved / std::max(next.seconds() - now.seconds(), kTiny);
+        }
       } else {
         if (!fits(next) || next.seconds() >= now.seconds() * (1 - 1e-9))
           continue;
         score = now.seconds() - next.seconds();
       }
-      if (!best || score > bestScore) {
+      if (!best || tier > bestTier || (tier == bestTier && score > bestScore)) {
         best = std::move(*candidate);
         bestScore = score;
+        bestTier = tier;
       }
     }
     if (!best)

@@ -76,7 +76,7 @@ std::unique_ptr<Device> cpuDevice() { return std::make_unique<CpuDevice>(); }
 /// sgemm ran at 64 GFLOP/s on 2 cores there, 226 with Cooperlake's
 /// kernels (issue 19). Null where OpenBLAS chose itself or the CPU has
 /// neither AVX-512 nor AVX2 with FMA; the user's OPENBLAS_CORETYPE wins.
-static const char *openblasCoreForThisCpu() {
+const char *openblasCoreForThisCpu() {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (std::getenv("OPENBLAS_CORETYPE") || std::strcmp(openblas_get_corename(), "Prescott") != 0)
     return nullptr;

@@ -69,6 +69,11 @@ private:
 
 /// The host's memory and MPI (libppcrt).
 std::unique_ptr<Device> cpuDevice();
+/// The OpenBLAS kernels to ask for (OPENBLAS_CORETYPE, before OpenBLAS is
+/// loaded: a CPU process starts again with it) where OpenBLAS fell back to
+/// its generic ones for a CPU it does not know; null otherwise
+/// (CpuDevice.cpp).
+const char *openblasCoreForThisCpu();
 
 /// Runs the executable of `program` on `device`: parses DESIGN.md §4's
 /// command line, starts MPI, trains. Returns the process exit status.

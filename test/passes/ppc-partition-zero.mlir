@@ -80,13 +80,13 @@
 // ZERO3-SAME:    %[[W2:arg[0-9]+]]: tensor<2x2xf32> {ppc.param = "w2", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}dp], []]>}
 // ZERO3-SAME:    -> (tensor<3x2xf32> {ppc.param = "w1", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}], [dp]]>}, tensor<2x2xf32> {ppc.param = "w2", ppc.sharding = #ppc.sharding<@mesh, {{\[\[}}dp], []]>}
 // ZERO3-SAME:    attributes {ppc.zero = 3 : i64}
-// ZERO3:         %[[F1:.*]] = ppc.all_gather %[[W1]] on @mesh["dp"] dim = 1 {ppc.value = "w1"} : tensor<3x2xf32> -> tensor<3x4xf32>
+// ZERO3:         %[[F1:.*]] = ppc.all_gather %[[W1]] on @mesh["dp"] dim = 1 {ppc.value = "w1", ppc.why = "ZeRO 3: the parameter, gathered for micro-batch 0's forward: {{\[\[}}], [dp]] -> {{\[\[}}], []]"} : tensor<3x2xf32> -> tensor<3x4xf32>
 // ZERO3-NEXT:    ppc.matmul %{{.*}}, %[[F1]] {ppc.fwd = 0 : i64, ppc.mb = 0 : i64
-// ZERO3:         %[[F2:.*]] = ppc.all_gather %[[W2]] on @mesh["dp"] dim = 0 {ppc.value = "w2"} : tensor<2x2xf32> -> tensor<4x2xf32>
+// ZERO3:         %[[F2:.*]] = ppc.all_gather %[[W2]] on @mesh["dp"] dim = 0 {ppc.value = "w2", ppc.why = "{{[^"]*}}"} : tensor<2x2xf32> -> tensor<4x2xf32>
 // ZERO3-NEXT:    ppc.matmul %{{.*}}, %[[F2]] {ppc.fwd = 2 : i64, ppc.mb = 0 : i64
-// ZERO3:         %[[B2:.*]] = ppc.all_gather %[[W2]] on @mesh["dp"] dim = 0 {ppc.value = "w2"} : tensor<2x2xf32> -> tensor<4x2xf32>
+// ZERO3:         %[[B2:.*]] = ppc.all_gather %[[W2]] on @mesh["dp"] dim = 0 {ppc.value = "w2", ppc.why = "{{[^"]*}}"} : tensor<2x2xf32> -> tensor<4x2xf32>
 // ZERO3-NEXT:    ppc.transpose %[[B2]] perm = [1, 0] {ppc.bwd = 2 : i64, ppc.mb = 0 : i64
-// ZERO3:         %[[F1B:.*]] = ppc.all_gather %[[W1]] on @mesh["dp"] dim = 1 {ppc.value = "w1"} : tensor<3x2xf32> -> tensor<3x4xf32>
+// ZERO3:         %[[F1B:.*]] = ppc.all_gather %[[W1]] on @mesh["dp"] dim = 1 {ppc.value = "w1", ppc.why = "{{[^"]*}}"} : tensor<3x2xf32> -> tensor<3x4xf32>
 // ZERO3-NEXT:    ppc.matmul %{{.*}}, %[[F1B]] {ppc.fwd = 0 : i64, ppc.mb = 1 : i64
 // ZERO3:         ppc.all_gather %[[W2]] on @mesh["dp"] dim = 0
 // ZERO3-NEXT:    ppc.matmul {{.*}}ppc.fwd = 2 : i64, ppc.mb = 1 : i64

@@ -97,8 +97,8 @@ int runCompileCommand(int argc, char **argv) {
                            cl::init(0), cl::cat(category));
   cl::opt<std::string> clusterFlag(
       "cluster",
-      cl::desc("the cluster --mesh auto plans for and --explain prices: dgx-h100, dgx-h200 "
-               "or a JSON file (ppc plan --print-cluster) [dgx-h100]"),
+      cl::desc("the cluster --mesh auto plans for and --explain prices: dgx-h100, dgx-h200, "
+               "dgx-a100 or a JSON file (ppc plan --print-cluster) [dgx-h100]"),
       cl::value_desc("NAME|FILE.json"), cl::init("dgx-h100"), cl::cat(category));
   TrainingFlags training(category);
   PipelineFlags pipelineFlags(category);

@@ -267,9 +267,15 @@ OwningOpRef<ModuleOp> importModel(llvm::StringRef path, MLIRContext &context,
 }
 
 OwningOpRef<ModuleOp> importModel(const OnnxModel &model, MLIRContext &context,
-                                  const ImportOptions &options, llvm::StringRef dumpDir) {
+                                  const ImportOptions &options, llvm::StringRef dumpDir,
+                                  llvm::function_ref<void(const llvm::Twine &)> emitError) {
   OwningOpRef<ModuleOp> module =
-      importOnnxModel(model, context, options, [](const llvm::Twine &m) { reportError(m); });
+      importOnnxModel(model, context, options, [&](const llvm::Twine &m) {
+        if (emitError)
+          emitError(m);
+        else
+          reportError(m);
+      });
   if (!module)
     return nullptr;
   ImportPipelineOptions pipeline;

@@ -136,10 +136,11 @@ mlir::OwningOpRef<mlir::ModuleOp> importModel(llvm::StringRef path, mlir::MLIRCo
                                               const ImportOptions &options, llvm::StringRef dumpDir,
                                               std::unique_ptr<OnnxModel> &model);
 
-/// The same for a model already loaded.
-mlir::OwningOpRef<mlir::ModuleOp> importModel(const OnnxModel &model, mlir::MLIRContext &context,
-                                              const ImportOptions &options,
-                                              llvm::StringRef dumpDir);
+/// The same for a model already loaded; the importer's errors go to
+/// `emitError` where given (reportError otherwise).
+mlir::OwningOpRef<mlir::ModuleOp>
+importModel(const OnnxModel &model, mlir::MLIRContext &context, const ImportOptions &options,
+            llvm::StringRef dumpDir, llvm::function_ref<void(const llvm::Twine &)> emitError = {});
 
 /// The values of `func`'s arguments: graph inputs from `inputs` (name ->
 /// tensor, checked against the declared type and converted to the storage

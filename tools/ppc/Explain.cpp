@@ -61,8 +61,8 @@ Reason reasonOf(const TransferExplanation &t) {
   r.key = t.record.kind + "|" + llvm::join(t.record.axes, ",") + "|" + why;
   llvm::StringRef text = why;
   size_t arrow = text.find(" -> ");
-  size_t colon = arrow == llvm::StringRef::npos ? llvm::StringRef::npos
-                                                : text.substr(0, arrow).rfind(": ");
+  size_t colon =
+      arrow == llvm::StringRef::npos ? llvm::StringRef::npos : text.substr(0, arrow).rfind(": ");
   if (colon == llvm::StringRef::npos) {
     r.asker = why;
   } else {
@@ -168,8 +168,8 @@ LogicalResult writeExplanation(llvm::StringRef path, ModuleOp module, const Clus
     llvm::stable_sort(groups, [](const Group *a, const Group *b) {
       return a->seconds > b->seconds || (a->seconds == b->seconds && a->count > b->count);
     });
-    os << llvm::formatv("\n  {0,-4}{1,6}  {2,-15}{3,-11}{4,12}{5,12}{6,12}\n", "#", "count",
-                        "kind", "axes", "bytes/rank", "time", "exposed");
+    os << llvm::formatv("\n  {0,-4}{1,6}  {2,-15}{3,-11}{4,12}{5,12}{6,12}\n", "#", "count", "kind",
+                        "axes", "bytes/rank", "time", "exposed");
     for (auto [i, g] : llvm::enumerate(groups)) {
       os << llvm::formatv("  {0,-4}{1,6}  {2,-15}{3,-11}{4,12}{5,12}{6,12}\n", i + 1, g->count,
                           g->first->record.kind, llvm::join(g->first->record.axes, ","),
@@ -187,9 +187,9 @@ LogicalResult writeExplanation(llvm::StringRef path, ModuleOp module, const Clus
                         "kind", "axes", "bytes/rank", "time", "hidden", "node <- value; group");
     for (const TransferExplanation &t : transfers) {
       Reason reason = reasonOf(t);
-      size_t group = llvm::find_if(groups,
-                                   [&](const Group *g) { return g->reason.key == reason.key; }) -
-                     groups.begin();
+      size_t group =
+          llvm::find_if(groups, [&](const Group *g) { return g->reason.key == reason.key; }) -
+          groups.begin();
       double hidden = std::min(t.seconds, t.computeSecondsBefore);
       os << llvm::formatv("  {0,6}  {1,-13}{2,-15}{3,-9}{4,12}{5,11}{6,11}  {7} <- {8}; #{9}\n",
                           t.index, whereText(t), t.record.kind, llvm::join(t.record.axes, ","),

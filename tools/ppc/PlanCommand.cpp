@@ -17,6 +17,7 @@
 #include "tools/ppc/TrainingFlags.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -177,7 +178,10 @@ FailureOr<PlanRun> runPlanSearch(llvm::StringRef path, TrainingFlags &training,
         "choose them",
         global, *fixed)));
   // One rank, one micro-batch of stepBatch sequences, none of the knobs
-  // the plan decides (the pins filter the search instead).
+  // the plan decides (the pins filter the search instead). A symbolic batch
+  // of 64 sequences is cut to 16, 4, then 1 where a tensor of the step would
+  // pass ppc's limit of 2^40 bytes (Llama 3 405B's attention scores at 8192
+  // tokens: 2.2e12 bytes for 64 sequences, before ppc-fuse-attention).
   struct Given {
     std::string mesh, zero, schedule, recompute, offload;
     int64_t batch, microBatches, virtualStages;
@@ -185,7 +189,17 @@ FailureOr<PlanRun> runPlanSearch(llvm::StringRef path, TrainingFlags &training,
   } given{training.mesh,         training.zero,          training.schedule,
           training.recompute,    training.offload,       training.batch,
           training.microBatches, training.virtualStages, training.sequenceParallel};
-  training.batch = stepBatch;
+  auto restore = llvm::make_scope_exit([&] {
+    training.batch = given.batch;
+    training.mesh = given.mesh;
+    training.zero = given.zero;
+    training.schedule = given.schedule;
+    training.recompute = given.recompute;
+    training.offload = given.offload;
+    training.microBatches = given.microBatches;
+    training.virtualStages = given.virtualStages;
+    training.sequenceParallel = given.sequenceParallel;
+  });
   training.mesh = "1";
   training.zero = "";
   training.schedule = "1f1b";
@@ -194,28 +208,47 @@ FailureOr<PlanRun> runPlanSearch(llvm::StringRef path, TrainingFlags &training,
   training.microBatches = 1;
   training.virtualStages = 1;
   training.sequenceParallel = false;
-  ImportOptions options;
+  auto context = std::make_unique<MLIRContext>();
+  auto diagnostics = std::make_unique<DriverDiagnostics>(*context);
+  OwningOpRef<ModuleOp> module;
   TrainingFlags::Setup setup;
-  LogicalResult setUp = training.setUp(**model, options, 1, setup);
-  training.batch = given.batch;
-  training.mesh = given.mesh;
-  training.zero = given.zero;
-  training.schedule = given.schedule;
-  training.recompute = given.recompute;
-  training.offload = given.offload;
-  training.microBatches = given.microBatches;
-  training.virtualStages = given.virtualStages;
-  training.sequenceParallel = given.sequenceParallel;
-  if (failed(setUp))
-    return failure();
-  MLIRContext context;
-  DriverDiagnostics diagnostics(context);
-  OwningOpRef<ModuleOp> module = importModel(**model, context, options, dumpIR);
-  if (!module)
-    return failure();
-  if (failed(runPipeline(
-          *module, [&](OpPassManager &pm) { buildTrainingPipeline(pm, setup.pipeline); }, dumpIR)))
-    return failure();
+  for (;;) {
+    training.batch = stepBatch;
+    ImportOptions options;
+    if (failed(training.setUp(**model, options, 1, setup)))
+      return failure();
+    bool tooLarge = false;
+    {
+      // A smaller batch may do: the limit's errors are held back meanwhile.
+      bool smaller = *fixed == 0 && stepBatch > 1;
+      ScopedDiagnosticHandler sizes(context.get(), [&](Diagnostic &d) {
+        if (!smaller || !llvm::StringRef(d.str()).contains("allows one tensor at most"))
+          return failure();
+        tooLarge = true;
+        return success();
+      });
+      module = importModel(**model, *context, options, dumpIR, [&](const llvm::Twine &m) {
+        if (smaller && llvm::StringRef(m.str()).contains("allows one tensor at most"))
+          tooLarge = true;
+        else
+          reportError(m);
+      });
+      if (module &&
+          failed(runPipeline(
+              *module, [&](OpPassManager &pm) { buildTrainingPipeline(pm, setup.pipeline); },
+              dumpIR)))
+        module = nullptr;
+    }
+    if (module)
+      break;
+    if (!tooLarge)
+      return failure();
+    stepBatch = stepBatch > 4 ? stepBatch / 4 : 1;
+    module = nullptr;
+    diagnostics.reset();
+    context = std::make_unique<MLIRContext>();
+    diagnostics = std::make_unique<DriverDiagnostics>(*context);
+  }
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
   if (!step)
     return failure(reportError("the training pipeline built no @train_step"));
@@ -250,8 +283,9 @@ std::optional<Cluster> clusterNamed(llvm::StringRef flag) {
     return preset;
   auto buffer = llvm::MemoryBuffer::getFile(flag);
   if (!buffer) {
-    reportError("--cluster '" + printable(flag) +
-                "': not one of dgx-h100, dgx-h200, and no "
+    reportError("--cluster '" + printable(flag) + "': not one of " +
+                llvm::join(presetClusterNames(), ", ") +
+                ", and no "
                 "such file (" +
                 buffer.getError().message() + ")");
     return std::nullopt;
@@ -287,7 +321,7 @@ int runPlanCommand(int argc, char **argv) {
                            cl::cat(category));
   cl::opt<std::string> clusterFlag(
       "cluster",
-      cl::desc("the cluster: dgx-h100, dgx-h200, or a JSON file of the same keys "
+      cl::desc("the cluster: dgx-h100, dgx-h200, dgx-a100, or a JSON file of the same keys "
                "(--print-cluster shows one) [dgx-h100]"),
       cl::value_desc("NAME|FILE.json"), cl::init("dgx-h100"), cl::cat(category));
   cl::opt<bool> printCluster("print-cluster",
