@@ -414,7 +414,12 @@ FailureOr<llvm::SmallVector<Layout>> Planner::run(llvm::ArrayRef<Layout> warm,
     if (!best)
       break;
     current = std::move(*best);
-    if (passed)
+    // A move that saved time and cost no memory dominates the layout it
+    // left: it takes that layout's place in the chain (ppc plan measures
+    // every layout of it).
+    if (passed && bestTier == 1 && passed->size() > 1)
+      passed->back() = layoutsOf(current->plan);
+    else if (passed)
       passed->push_back(layoutsOf(current->plan));
   }
   chosen = current->cost;
