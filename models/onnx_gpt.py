@@ -19,17 +19,14 @@ writes normal(0, 0.02) weights, ones and zeros for the norms, for small checks.
         --vocab 51200 --batch 0 -o /tmp/gpt3/gpt.onnx     # GPT-3 175B
 """
 import argparse
-import json
 import math
 import os
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onnx_llama import (FILL_LIMIT, OPSET, GraphWriter, external_initializer,  # noqa: E402
-                        layout)
+from onnx_llama import FILL_LIMIT, GraphWriter, layout, save  # noqa: E402
 
 
 def parameter_shapes(a):
@@ -131,30 +128,8 @@ def main(argv=None):
     entries, total = layout(parameter_shapes(a))
     if a.fill_random and total > FILL_LIMIT:
         p.error(f"--fill-random refuses {total} bytes of weights (limit {FILL_LIMIT})")
-    out_dir = os.path.dirname(os.path.abspath(a.out))
-    os.makedirs(out_dir, exist_ok=True)
-    location = os.path.basename(a.out) + ".data"
-    inits = [external_initializer(n, s, o, l, location) for n, s, o, l in entries]
-    nodes = build_graph(a)
-    batch = a.batch or "batch"
-    graph = helper.make_graph(
-        nodes, "main_graph",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, a.seq])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, a.seq, a.vocab])],
-        initializer=inits)
-    model = helper.make_model(graph, producer_name="onnx_gpt.py",
-                              opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    helper.set_model_props(model, {"ppc.training": json.dumps(
-        {"format": 1, "parameters": [n for n, *_ in entries], "frozen": [], "tied": {}})})
-    write_data(os.path.join(out_dir, location), entries, total, a.fill_random, a.seed)
-    with open(a.out, "wb") as f:
-        f.write(model.SerializeToString())
-    params = sum(l for *_, l in entries) // 4
-    print(f"wrote {a.out} ({len(nodes)} nodes, {len(inits)} initializers, {params} "
-          f"parameters) and {location} ({total} bytes, "
-          f"{'random' if a.fill_random else 'sparse'})", file=sys.stderr)
-
+    save(a.out, build_graph(a), entries, total, a.batch, a.seq, a.vocab, "onnx_gpt.py",
+         lambda path: write_data(path, entries, total, a.fill_random, a.seed), a.fill_random)
 
 if __name__ == "__main__":
     main()

@@ -165,6 +165,37 @@ def write_data(path, entries, total, fill_random, seed):
     os.truncate(path, total)
 
 
+def save(out, nodes, entries, total, batch, seq, vocab, producer, write, filled,
+         training_record=True):
+    """Write the model (``input_ids`` [batch, seq] -> ``logits`` [batch, seq, vocab];
+    batch 0: the dynamic axis ``batch``) to ``out``, its initializers ``entries``
+    (layout()) pointing into ``out.data``, which ``write(path)`` creates; with the
+    ``ppc.training`` record (every initializer trains) unless told not to."""
+    out_dir = os.path.dirname(os.path.abspath(out))
+    os.makedirs(out_dir, exist_ok=True)
+    location = os.path.basename(out) + ".data"
+    inits = [external_initializer(n, s, o, l, location) for n, s, o, l in entries]
+    b = batch or "batch"
+    graph = helper.make_graph(
+        nodes, "main_graph",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [b, seq])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [b, seq, vocab])],
+        initializer=inits)
+    model = helper.make_model(graph, producer_name=producer,
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    if training_record:
+        helper.set_model_props(model, {"ppc.training": json.dumps(
+            {"format": 1, "parameters": [n for n, *_ in entries], "frozen": [], "tied": {}})})
+    write(os.path.join(out_dir, location))
+    with open(out, "wb") as f:
+        f.write(model.SerializeToString())
+    params = sum(l for *_, l in entries) // 4
+    print(f"wrote {out} ({len(nodes)} nodes, {len(inits)} initializers, {params} "
+          f"parameters) and {location} ({total} bytes, {'random' if filled else 'sparse'})",
+          file=sys.stderr)
+
+
 def build_graph(a, init_names):
     g = GraphWriter()
     # A dynamic batch (--batch 0) is 0 in Reshape's shapes (copy the input's) and 1 in
@@ -327,34 +358,10 @@ def main(argv=None):
     entries, total = layout(parameter_shapes(a))
     if a.fill_random and total > FILL_LIMIT:
         p.error(f"--fill-random refuses {total} bytes of weights (limit {FILL_LIMIT})")
-    out_dir = os.path.dirname(os.path.abspath(a.out))
-    os.makedirs(out_dir, exist_ok=True)
-    location = os.path.basename(a.out) + ".data"
-    inits = [external_initializer(n, s, o, l, location) for n, s, o, l in entries]
-
     nodes = build_graph(a, {n: n for n, _, _, _ in entries})
-    graph = helper.make_graph(
-        nodes, "main_graph",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64,
-                                       [a.batch or "batch", a.seq])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                       [a.batch or "batch", a.seq, a.vocab])],
-        initializer=inits)
-    model = helper.make_model(graph, producer_name="onnx_llama.py",
-                              opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    if not a.no_training_record:
-        helper.set_model_props(model, {"ppc.training": json.dumps(
-            {"format": 1, "parameters": [n for n, *_ in entries], "frozen": [], "tied": {}})})
-
-    write_data(os.path.join(out_dir, location), entries, total, a.fill_random, a.seed)
-    with open(a.out, "wb") as f:
-        f.write(model.SerializeToString())
-    params = sum(l for *_, l in entries) // 4
-    print(f"wrote {a.out} ({len(nodes)} nodes, {len(inits)} initializers, {params} "
-          f"parameters) and {location} ({total} bytes, "
-          f"{'random' if a.fill_random else 'sparse'})", file=sys.stderr)
-
+    save(a.out, nodes, entries, total, a.batch, a.seq, a.vocab, "onnx_llama.py",
+         lambda path: write_data(path, entries, total, a.fill_random, a.seed),
+         a.fill_random, training_record=not a.no_training_record)
 
 if __name__ == "__main__":
     main()

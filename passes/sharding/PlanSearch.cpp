@@ -375,7 +375,7 @@ AxisSizes sizesOf(int64_t dp, int64_t tp) {
 }
 
 LogicalResult Search::searchChain(int64_t tp) {
-  bool tpInNode = tp <= cluster.devicesPerNode && cluster.devicesPerNode % tp == 0;
+  bool tpInNode = cluster.inNode(tp);
   PriceCache cache;
   Planner planner(step, sizesOf(1, tp), cluster.device(tpInNode), /*memoryPerRank=*/0, false, 0,
                   OffloadLevel::None, std::numeric_limits<double>::infinity(), cache);
@@ -386,7 +386,7 @@ LogicalResult Search::searchChain(int64_t tp) {
 }
 
 LogicalResult Search::measureTp(int64_t tp, std::vector<Element> &elements) {
-  bool tpInNode = tp <= cluster.devicesPerNode && cluster.devicesPerNode % tp == 0;
+  bool tpInNode = cluster.inNode(tp);
   DeviceModel device = cluster.device(tpInNode);
   // The chain's plans that divide over this tp (a split that divides over
   // the largest tp divides over its divisors), each once.
@@ -561,7 +561,7 @@ FailureOr<SearchResult> Search::run() {
         continue;
       // Ranks are tp fastest, then dp, then pp (runtime/Mesh.h): a group is
       // inside a node when the ranks it spans are.
-      bool dpInNode = tp * dp <= cluster.devicesPerNode && cluster.devicesPerNode % (tp * dp) == 0;
+      bool dpInNode = cluster.inNode(tp * dp);
       bool ppInNode = n <= cluster.devicesPerNode;
       double dpBandwidth = dpInNode ? cluster.intraNodeBandwidth : cluster.interNodeBandwidth;
       double dpLatency = dpInNode ? cluster.intraNodeLatency : cluster.interNodeLatency;

@@ -62,6 +62,10 @@ struct Cluster {
   double interNodeBandwidth = 0, interNodeLatency = 0;
   double hostLinkBandwidth = 0, hostMemoryBandwidth = 0;
 
+  /// Whether a group of `ranks` consecutive ranks is inside one node.
+  bool inNode(int64_t ranks) const {
+    return ranks <= devicesPerNode && devicesPerNode % ranks == 0;
+  }
   /// The cost model's device, with the tensor-parallel axis inside a node
   /// (`tpInNode`) or across nodes.
   DeviceModel device(bool tpInNode) const;
@@ -87,6 +91,11 @@ struct PlanPins {
   std::optional<std::string> schedule;
   std::optional<RecomputePolicy> recompute;
   std::optional<OffloadLevel> offload;
+
+  bool any() const {
+    return dp || tp || pp || zero || microBatches || virtualStages || sequenceParallel ||
+           schedule || recompute || offload;
+  }
 };
 
 struct SearchOptions {

@@ -367,14 +367,20 @@ FailureOr<llvm::SmallVector<std::string>> orderTokenInputs(const OnnxModel &mode
   return ordered;
 }
 
-LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module, int64_t steps) {
+FailureOr<std::pair<MeshOp, llvm::SmallVector<func::FuncOp>>> meshPrograms(ModuleOp module,
+                                                                           llvm::StringRef flag) {
   auto meshes = module.getOps<MeshOp>();
   llvm::SmallVector<func::FuncOp> programs = trainingPrograms(module);
-  if (meshes.empty() || programs.empty()) {
-    reportError("--report: a single rank communicates nothing; give --mesh");
+  if (meshes.empty() || programs.empty())
+    return failure(reportError(flag + ": a single rank communicates nothing; give --mesh"));
+  return std::make_pair(*meshes.begin(), std::move(programs));
+}
+
+LogicalResult writeCommunicationReport(llvm::StringRef path, ModuleOp module, int64_t steps) {
+  auto found = meshPrograms(module, "--report");
+  if (failed(found))
     return failure();
-  }
-  MeshOp mesh = *meshes.begin();
+  auto &[mesh, programs] = *found;
   std::vector<CommunicationReport> reports;
   llvm::SmallVector<llvm::json::Object> extra;
   for (func::FuncOp fn : programs) {

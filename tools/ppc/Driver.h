@@ -82,6 +82,11 @@ struct ReportFlag {
 mlir::LogicalResult writeTimeline(mlir::ModuleOp module, llvm::StringRef tracePath,
                                   llvm::StringRef svgPath);
 
+/// The mesh and the training programs of a partitioned `module`; without a
+/// mesh, reports that `flag` ("--report") has nothing to say, and fails.
+mlir::FailureOr<std::pair<MeshOp, llvm::SmallVector<mlir::func::FuncOp>>>
+meshPrograms(mlir::ModuleOp module, llvm::StringRef flag);
+
 /// Writes the communication report of the partitioned @train_step of
 /// `module` to `path`; reports an error (and fails) when it has no mesh.
 mlir::LogicalResult writeCommunicationReport(llvm::StringRef path, mlir::ModuleOp module,

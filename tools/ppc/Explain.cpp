@@ -81,16 +81,11 @@ std::string whereText(const TransferExplanation &t) {
 } // namespace
 
 LogicalResult writeExplanation(llvm::StringRef path, ModuleOp module, const Cluster &cluster) {
-  auto meshes = module.getOps<MeshOp>();
-  llvm::SmallVector<func::FuncOp> programs = trainingPrograms(module);
-  if (meshes.empty() || programs.empty()) {
-    reportError("--explain: a single rank communicates nothing; give --mesh");
+  auto found = meshPrograms(module, "--explain");
+  if (failed(found))
     return failure();
-  }
-  MeshOp mesh = *meshes.begin();
-  int64_t tp = mesh.getAxisSize("tp").value_or(1);
-  bool tpInNode = tp <= cluster.devicesPerNode && cluster.devicesPerNode % tp == 0;
-  DeviceModel device = cluster.device(tpInNode);
+  auto &[mesh, programs] = *found;
+  DeviceModel device = cluster.device(cluster.inNode(mesh.getAxisSize("tp").value_or(1)));
   std::string text;
   llvm::raw_string_ostream os(text);
   // The step: its mesh as --mesh says it (dp x tp x pp), ZeRO stage,

@@ -417,10 +417,7 @@ int runPlanCommand(int argc, char **argv) {
   double built = run->buildSeconds;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  bool pinned = training.mesh.getNumOccurrences() || training.zero.getNumOccurrences() ||
-                training.sequenceParallel.getNumOccurrences() ||
-                training.microBatches.getNumOccurrences() ||
-                training.schedule.getNumOccurrences() || pins->recompute || pins->offload;
+  bool pinned = pins->any();
   if (!result->closest)
     return reportError(llvm::formatv(
         "no plan of {0} devices agrees with the pinned knobs (a pipeline deeper than the "
