@@ -25,6 +25,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <cfloat>
 #include <cstdint>
@@ -736,8 +737,8 @@ void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int
 // them, and sums its dot products with warp shuffles; tiles of the keys
 // (queries) go through static shared memory, which the rows of a warp read
 // together (broadcasts); the softmax is online, so no buffer holds
-// queries × keys scores. Tensor cores (mma over tiles of rows, as
-// FlashAttention-2/3 do) are future work.
+// queries × keys scores. bf16 runs on tensor cores instead (below, where
+// the head and value sizes are at most 128).
 
 // nvcc unrolls the loops over register arrays fully (their indices must be
 // constants); the emulator's host compiler need not.
@@ -1037,6 +1038,412 @@ void launchAttention(const T *q, const T *k, const T *v, const T *bias, T *o, L 
                stream())(q, k, v, bias, o, lse, shape, tiles);
 }
 
+/// Tensor-core attention, bf16 (FlashAttention-2's tiling over WMMA): a
+/// block of kTcWarps warps takes 16 rows each (queries; keys in the k/v
+/// gradient) through tiles of kTcCols columns staged in shared memory. A
+/// warp's products run on tensor cores from bf16 fragments into float
+/// accumulators; the scores go through the warp's scratch, where two lanes
+/// per row apply scale, bias and mask, take the online softmax's maxima and
+/// sums in float and write the probabilities (or the scores' gradient) as
+/// bf16 pairs hi + lo (hi = bf16(p), lo = bf16(p - hi)), so that the second
+/// product carries p to 2^-16 rather than rounding it to bf16 (each op
+/// rounds once: FlashAttention rounds P to bf16; ppc does not). An
+/// accumulator's rows are rescaled in registers: rowOf, a fragment loaded
+/// from a matrix of row numbers, names each element's row (CUDA leaves the
+/// order of a fragment's elements unspecified but fixed per type).
+/// Head and value sizes are padded to MaxDim (64 or 128) with zeros.
+constexpr int kTcWarps = 4, kTcRows = 16 * kTcWarps, kTcCols = 32;
+/// Pitches in shared memory (elements), padded against bank conflicts and
+/// kept multiples of 16 bytes with 16-row offsets at 32 bytes, as WMMA asks.
+constexpr int kTcScoreLd = kTcCols + 4, kTcHalfLd = kTcCols + 8;
+/// A warp's scratch (floats): two f32 16 x kTcScoreLd tiles (scores and
+/// their gradient), or four bf16 16 x kTcHalfLd tiles over them.
+constexpr int kTcScratch = 4 * 16 * kTcHalfLd / 2;
+static_assert(kTcWarps * 32 == 4 * kTcCols, "four threads per query stage D and lse");
+static_assert(2 * 16 * kTcScoreLd <= kTcScratch, "the scores fit the scratch");
+
+template <int MaxDim> struct alignas(32) AttentionTcShared {
+  static constexpr int ld = MaxDim + 8;
+  bf16 a[kTcCols * ld], b[kTcCols * ld];
+  float scratch[kTcWarps][kTcScratch];
+  float rows[kTcWarps][16];
+  float lse[kTcCols], d[kTcCols];
+};
+
+namespace wmma = nvcuda::wmma;
+using TcA = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major>;
+using TcBRow = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major>;
+using TcBCol = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major>;
+using TcAcc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+/// Every element's row in an accumulator fragment (see above).
+__device__ inline void tcRowNumbers(TcAcc &rowOf, float *scratch) {
+  for (int e = threadIdx.x % 32; e < 256; e += 32)
+    scratch[e] = float(e / 16);
+  __syncwarp();
+  wmma::load_matrix_sync(rowOf, scratch, 16, wmma::mem_row_major);
+  __syncwarp();
+}
+
+/// Rows [from, from + kTcCols) of the [rows, size] matrix `in` into the
+/// [kTcCols, MaxDim + 8] tile, zeros past either end; the block together.
+template <int MaxDim>
+__device__ inline void tcStage(const bf16 *in, int64_t from, int64_t rows, int size, bf16 *tile) {
+  constexpr int Ld = MaxDim + 8;
+  for (int e = threadIdx.x; e < kTcCols * MaxDim; e += blockDim.x) {
+    const int r = e / MaxDim, c = e % MaxDim;
+    tile[r * Ld + c] = from + r < rows && c < size ? in[(from + r) * size + c] : bf16(0.0f);
+  }
+}
+
+/// The warp's 16 rows [first, first + 16) of the [rows, size] matrix `in`
+/// as MaxDim / 16 matrix_a fragments, through the warp's scratch.
+template <int MaxDim>
+__device__ inline void tcRowFragments(const bf16 *in, int64_t first, int64_t rows, int size,
+                                      TcA *fragments, float *scratch) {
+  bf16 *stage = reinterpret_cast<bf16 *>(scratch);
+  for (int c = 0; c < MaxDim / 16; ++c) {
+    for (int e = threadIdx.x % 32; e < 256; e += 32) {
+      const int64_t r = first + e / 16;
+      const int d = c * 16 + e % 16;
+      stage[e] = r < rows && d < size ? in[r * size + d] : bf16(0.0f);
+    }
+    __syncwarp();
+    wmma::load_matrix_sync(fragments[c], stage, 16);
+    __syncwarp();
+  }
+}
+
+/// out[first + r][c * 16 + e] = scale * acc[c] for the warp's valid rows and
+/// the first `size` columns, through the warp's scratch.
+template <int MaxDim>
+__device__ inline void tcStoreRows(TcAcc *acc, float scale, bf16 *out, int64_t first,
+                                   int64_t rows, int size, float *scratch) {
+  for (int c = 0; c < MaxDim / 16; ++c) {
+    wmma::store_matrix_sync(scratch, acc[c], 16, wmma::mem_row_major);
+    __syncwarp();
+    for (int e = threadIdx.x % 32; e < 256; e += 32) {
+      const int64_t r = first + e / 16;
+      const int d = c * 16 + e % 16;
+      if (r < rows && d < size)
+        out[r * size + d] = bf16(scale * scratch[e]);
+    }
+    __syncwarp();
+  }
+}
+
+/// The warp's `count` 16-column products of its 16 fragment rows with the
+/// tile's rows (the tile read as the transposed right operand): scores
+/// [16, count * 16] into `scores` (pitch kTcScoreLd).
+template <int MaxDim>
+__device__ inline void tcScores(const TcA *rows, const bf16 *tile, float *scores) {
+  constexpr int Ld = MaxDim + 8;
+  for (int c = 0; c < kTcCols / 16; ++c) {
+    TcAcc s;
+    wmma::fill_fragment(s, 0.0f);
+    for (int d = 0; d < MaxDim / 16; ++d) {
+      TcBCol b;
+      wmma::load_matrix_sync(b, tile + c * 16 * Ld + d * 16, Ld);
+      wmma::mma_sync(s, rows[d], b, s);
+    }
+    wmma::store_matrix_sync(scores + c * 16, s, kTcScoreLd, wmma::mem_row_major);
+  }
+}
+
+/// acc[c] += (hi + lo) tile: the split [16, kTcCols] left operand times the
+/// tile's [kTcCols, MaxDim] rows.
+template <int MaxDim>
+__device__ inline void tcAccumulate(TcAcc *acc, const bf16 *hi, const bf16 *lo, const bf16 *tile) {
+  constexpr int Ld = MaxDim + 8;
+  for (int kc = 0; kc < kTcCols / 16; ++kc) {
+    TcA aHi, aLo;
+    wmma::load_matrix_sync(aHi, hi + kc * 16, kTcHalfLd);
+    wmma::load_matrix_sync(aLo, lo + kc * 16, kTcHalfLd);
+    for (int c = 0; c < MaxDim / 16; ++c) {
+      TcBRow b;
+      wmma::load_matrix_sync(b, tile + kc * 16 * Ld + c * 16, Ld);
+      wmma::mma_sync(acc[c], aHi, b, acc[c]);
+      wmma::mma_sync(acc[c], aLo, b, acc[c]);
+    }
+  }
+}
+
+__device__ inline float tcMax(float a, float b) { return b > a ? b : a; }
+
+/// Writes p as the pair hi, lo (see above).
+__device__ inline void tcSplit(float p, bf16 &hi, bf16 &lo) {
+  hi = bf16(p);
+  lo = bf16(p - float(hi));
+}
+
+template <int MaxDim>
+__global__ void __launch_bounds__(kTcWarps * 32)
+    attentionTcKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias, bf16 *o,
+                      float *lse, lines::AttentionShape shape, int64_t queryTiles) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  __shared__ AttentionTcShared<MaxDim> s;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
+  const int depth = int(shape.headDim), width = int(shape.valueDim);
+  const float scale = float(shape.scale), none = -INFINITY;
+  float *scratch = s.scratch[warp];
+  TcAcc rowOf;
+  tcRowNumbers(rowOf, scratch);
+  for (int64_t block = blockIdx.x; block < shape.batch * queryTiles; block += gridDim.x) {
+    const int64_t n = block / queryTiles, i0 = block % queryTiles * kTcRows;
+    const int64_t first = i0 + 16 * warp, i = first + r, row = n * shape.queries + i;
+    const bool active = i < shape.queries;
+    const int64_t last = i0 + kTcRows < shape.queries ? i0 + kTcRows : shape.queries;
+    const int64_t end = shape.visibleKeys(last - 1), visible = active ? shape.visibleKeys(i) : 0;
+    const bf16 *biasRow = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
+    TcA qf[MaxDim / 16];
+    tcRowFragments<MaxDim>(q + n * shape.queries * depth, first, shape.queries, depth, qf,
+                           scratch);
+    TcAcc acc[MaxDim / 16];
+    for (TcAcc &a : acc)
+      wmma::fill_fragment(a, 0.0f);
+    float rowMax = none, sum = 0.0f; // row r's, the same in both its lanes
+    for (int64_t j0 = 0; j0 < end; j0 += kTcCols) {
+      __syncthreads(); // the previous tiles are used up
+      tcStage<MaxDim>(k + n * shape.keys * depth, j0, end, depth, s.a);
+      tcStage<MaxDim>(v + n * shape.keys * width, j0, end, width, s.b);
+      __syncthreads();
+      tcScores<MaxDim>(qf, s.a, scratch);
+      __syncwarp();
+      float x[16], tileMax = none;
+      for (int t = 0; t < 16; ++t) {
+        const int64_t j = j0 + half * 16 + t;
+        x[t] = j < visible ? scale * scratch[r * kTcScoreLd + half * 16 + t] +
+                                 (biasRow ? float(biasRow[j * shape.biasColStride]) : 0.0f)
+                           : none;
+        tileMax = x[t] > tileMax ? x[t] : tileMax;
+      }
+      tileMax = tcMax(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
+      const float newMax = tcMax(rowMax, tileMax);
+      const float alpha = newMax == none ? 1.0f : exp(rowMax - newMax);
+      float tileSum = 0.0f;
+      __syncwarp(); // every score is read: the probabilities go over them
+      bf16 *hi = reinterpret_cast<bf16 *>(scratch), *lo = hi + 16 * kTcHalfLd;
+      for (int t = 0; t < 16; ++t) {
+        const float p = x[t] == none ? 0.0f : exp(x[t] - newMax);
+        tileSum += p;
+        tcSplit(p, hi[r * kTcHalfLd + half * 16 + t], lo[r * kTcHalfLd + half * 16 + t]);
+      }
+      tileSum += __shfl_xor_sync(0xffffffffu, tileSum, 1);
+      sum = sum * alpha + tileSum;
+      rowMax = newMax;
+      if (half == 0)
+        s.rows[warp][r] = alpha;
+      __syncwarp();
+      for (TcAcc &a : acc)
+        for (int e = 0; e < a.num_elements; ++e)
+          a.x[e] *= s.rows[warp][int(rowOf.x[e])];
+      tcAccumulate<MaxDim>(acc, hi, lo, s.b);
+      __syncwarp(); // the probabilities are used up
+    }
+    if (half == 0) {
+      s.rows[warp][r] = 1.0f / sum;
+      if (active)
+        lse[row] = rowMax + log(sum);
+    }
+    __syncwarp();
+    for (TcAcc &a : acc)
+      for (int e = 0; e < a.num_elements; ++e)
+        a.x[e] *= s.rows[warp][int(rowOf.x[e])];
+    tcStoreRows<MaxDim>(acc, 1.0f, o + n * shape.queries * width, first, shape.queries, width,
+                        scratch);
+  }
+#endif
+}
+
+/// dq = scale sum_j dS_ij k_j, dS = P (dP - D), dP = dO v^T, D = dot(dO, o):
+/// a row per query, the keys in tiles.
+template <int MaxDim>
+__global__ void __launch_bounds__(kTcWarps * 32)
+    attentionTcGradQKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
+                           const bf16 *o, const float *lse, const bf16 *dO, bf16 *dq,
+                           lines::AttentionShape shape, int64_t queryTiles) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  __shared__ AttentionTcShared<MaxDim> s;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
+  const int depth = int(shape.headDim), width = int(shape.valueDim);
+  const float scale = float(shape.scale);
+  float *scratch = s.scratch[warp];
+  for (int64_t block = blockIdx.x; block < shape.batch * queryTiles; block += gridDim.x) {
+    const int64_t n = block / queryTiles, i0 = block % queryTiles * kTcRows;
+    const int64_t first = i0 + 16 * warp, i = first + r, row = n * shape.queries + i;
+    const bool active = i < shape.queries;
+    const int64_t last = i0 + kTcRows < shape.queries ? i0 + kTcRows : shape.queries;
+    const int64_t end = shape.visibleKeys(last - 1), visible = active ? shape.visibleKeys(i) : 0;
+    const bf16 *biasRow = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
+    TcA qf[MaxDim / 16], dOf[MaxDim / 16];
+    tcRowFragments<MaxDim>(q + n * shape.queries * depth, first, shape.queries, depth, qf,
+                           scratch);
+    tcRowFragments<MaxDim>(dO + n * shape.queries * width, first, shape.queries, width, dOf,
+                           scratch);
+    float rowD = 0.0f;
+    for (int e = half; active && e < width; e += 2)
+      rowD += float(dO[row * width + e]) * float(o[row * width + e]);
+    rowD += __shfl_xor_sync(0xffffffffu, rowD, 1);
+    const float rowLse = active ? lse[row] : 0.0f;
+    TcAcc acc[MaxDim / 16];
+    for (TcAcc &a : acc)
+      wmma::fill_fragment(a, 0.0f);
+    for (int64_t j0 = 0; j0 < end; j0 += kTcCols) {
+      __syncthreads();
+      tcStage<MaxDim>(k + n * shape.keys * depth, j0, end, depth, s.a);
+      tcStage<MaxDim>(v + n * shape.keys * width, j0, end, width, s.b);
+      __syncthreads();
+      tcScores<MaxDim>(qf, s.a, scratch);
+      tcScores<MaxDim>(dOf, s.b, scratch + 16 * kTcScoreLd);
+      __syncwarp();
+      float ds[16];
+      for (int t = 0; t < 16; ++t) {
+        const int64_t j = j0 + half * 16 + t;
+        const int at = r * kTcScoreLd + half * 16 + t;
+        ds[t] = 0.0f;
+        if (j < visible) {
+          float x = scale * scratch[at] +
+                    (biasRow ? float(biasRow[j * shape.biasColStride]) : 0.0f);
+          ds[t] = exp(x - rowLse) * (scratch[16 * kTcScoreLd + at] - rowD);
+        }
+      }
+      __syncwarp();
+      bf16 *hi = reinterpret_cast<bf16 *>(scratch), *lo = hi + 16 * kTcHalfLd;
+      for (int t = 0; t < 16; ++t)
+        tcSplit(ds[t], hi[r * kTcHalfLd + half * 16 + t], lo[r * kTcHalfLd + half * 16 + t]);
+      __syncwarp();
+      tcAccumulate<MaxDim>(acc, hi, lo, s.a);
+      __syncwarp();
+    }
+    tcStoreRows<MaxDim>(acc, scale, dq + n * shape.queries * depth, first, shape.queries, depth,
+                        scratch);
+  }
+#endif
+}
+
+/// dk = scale sum_i dS_ij q_i and dv = sum_i P_ij dO_i: a row per key, the
+/// queries that see the block's keys in tiles (with their lse and D).
+template <int MaxDim>
+__global__ void __launch_bounds__(kTcWarps * 32)
+    attentionTcGradKVKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
+                            const bf16 *o, const float *lse, const bf16 *dO, bf16 *dk, bf16 *dv,
+                            lines::AttentionShape shape, int64_t keyTiles) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  __shared__ AttentionTcShared<MaxDim> s;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
+  const int depth = int(shape.headDim), width = int(shape.valueDim);
+  const float scale = float(shape.scale);
+  float *scratch = s.scratch[warp];
+  for (int64_t block = blockIdx.x; block < shape.batch * keyTiles; block += gridDim.x) {
+    const int64_t n = block / keyTiles, j0 = block % keyTiles * kTcRows;
+    const int64_t first = j0 + 16 * warp, j = first + r;
+    const bool active = j < shape.keys;
+    const bf16 *biasColumn = bias && active ? bias + shape.biasAt(n, 0, j) : nullptr;
+    TcA kf[MaxDim / 16], vf[MaxDim / 16];
+    tcRowFragments<MaxDim>(k + n * shape.keys * depth, first, shape.keys, depth, kf, scratch);
+    tcRowFragments<MaxDim>(v + n * shape.keys * width, first, shape.keys, width, vf, scratch);
+    TcAcc dkAcc[MaxDim / 16], dvAcc[MaxDim / 16];
+    for (int c = 0; c < MaxDim / 16; ++c) {
+      wmma::fill_fragment(dkAcc[c], 0.0f);
+      wmma::fill_fragment(dvAcc[c], 0.0f);
+    }
+    for (int64_t i0 = shape.causal ? j0 : 0; i0 < shape.queries; i0 += kTcCols) {
+      const int64_t firstRow = n * shape.queries + i0;
+      __syncthreads();
+      tcStage<MaxDim>(q + n * shape.queries * depth, i0, shape.queries, depth, s.a);
+      tcStage<MaxDim>(dO + n * shape.queries * width, i0, shape.queries, width, s.b);
+      { // D and lse of the tile's queries: four threads per query
+        const int c = threadIdx.x / 4, part = threadIdx.x % 4;
+        const bool valid = i0 + c < shape.queries;
+        float rowD = 0.0f;
+        for (int e = part; valid && e < width; e += 4)
+          rowD += float(dO[(firstRow + c) * width + e]) * float(o[(firstRow + c) * width + e]);
+        rowD += __shfl_xor_sync(0xffffffffu, rowD, 1);
+        rowD += __shfl_xor_sync(0xffffffffu, rowD, 2);
+        if (part == 0) {
+          s.d[c] = rowD;
+          s.lse[c] = valid ? lse[firstRow + c] : 0.0f;
+        }
+      }
+      __syncthreads();
+      tcScores<MaxDim>(kf, s.a, scratch);
+      tcScores<MaxDim>(vf, s.b, scratch + 16 * kTcScoreLd);
+      __syncwarp();
+      float p[16], ds[16];
+      for (int t = 0; t < 16; ++t) {
+        const int c = half * 16 + t;
+        const int64_t i = i0 + c;
+        const int at = r * kTcScoreLd + c;
+        p[t] = ds[t] = 0.0f;
+        if (active && i < shape.queries && j < shape.visibleKeys(i)) {
+          float x = scale * scratch[at] +
+                    (biasColumn ? float(biasColumn[i * shape.biasRowStride]) : 0.0f);
+          p[t] = exp(x - s.lse[c]);
+          ds[t] = p[t] * (scratch[16 * kTcScoreLd + at] - s.d[c]);
+        }
+      }
+      __syncwarp();
+      bf16 *pHi = reinterpret_cast<bf16 *>(scratch), *pLo = pHi + 16 * kTcHalfLd,
+           *dsHi = pLo + 16 * kTcHalfLd, *dsLo = dsHi + 16 * kTcHalfLd;
+      for (int t = 0; t < 16; ++t) {
+        const int at = r * kTcHalfLd + half * 16 + t;
+        tcSplit(p[t], pHi[at], pLo[at]);
+        tcSplit(ds[t], dsHi[at], dsLo[at]);
+      }
+      __syncwarp();
+      tcAccumulate<MaxDim>(dvAcc, pHi, pLo, s.b);
+      tcAccumulate<MaxDim>(dkAcc, dsHi, dsLo, s.a);
+      __syncwarp();
+    }
+    tcStoreRows<MaxDim>(dkAcc, scale, dk + n * shape.keys * depth, first, shape.keys, depth,
+                        scratch);
+    tcStoreRows<MaxDim>(dvAcc, 1.0f, dv + n * shape.keys * width, first, shape.keys, width,
+                        scratch);
+  }
+#endif
+}
+
+/// Whether the bf16 attention of `shape` runs on tensor cores: head and
+/// value sizes up to 128, and a GPU of compute capability 8.0 or later
+/// (the emulator runs them always).
+inline bool attentionOnTensorCores(const lines::AttentionShape &shape) {
+  if (shape.headDim > 128 || shape.valueDim > 128)
+    return false;
+#ifdef PPCRT_CUDA_EMULATOR
+  return true;
+#else
+  static const bool capable = [] {
+    int device = 0, major = 0;
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
+               cudaSuccess &&
+           major >= 8;
+  }();
+  return capable;
+#endif
+}
+
+template <int MaxDim>
+void launchAttentionTc(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias, bf16 *o,
+                       float *lse, const lines::AttentionShape &shape) {
+  int64_t tiles = (shape.queries + kTcRows - 1) / kTcRows;
+  PPCRT_LAUNCH(attentionTcKernel<MaxDim>, attentionBlocks(shape.batch * tiles), kTcWarps * 32, 0,
+               stream())(q, k, v, bias, o, lse, shape, tiles);
+}
+
+template <int MaxDim>
+void launchAttentionTcGrad(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
+                           const bf16 *o, const float *lse, const bf16 *dO, bf16 *dq, bf16 *dk,
+                           bf16 *dv, const lines::AttentionShape &shape) {
+  int64_t queryTiles = (shape.queries + kTcRows - 1) / kTcRows;
+  int64_t keyTiles = (shape.keys + kTcRows - 1) / kTcRows;
+  PPCRT_LAUNCH(attentionTcGradQKernel<MaxDim>, attentionBlocks(shape.batch * queryTiles),
+               kTcWarps * 32, 0, stream())(q, k, v, bias, o, lse, dO, dq, shape, queryTiles);
+  launched("an attention gradient");
+  PPCRT_LAUNCH(attentionTcGradKVKernel<MaxDim>, attentionBlocks(shape.batch * keyTiles),
+               kTcWarps * 32, 0, stream())(q, k, v, bias, o, lse, dO, dk, dv, shape, keyTiles);
+}
+
 /// Scaled dot-product attention (ppc.attention) over the shape's batch of
 /// heads (lines::AttentionShape): o = softmax(scale q k^T + bias) v, dense
 /// row-major, and each query's log-sum-exp in lse (L: float for float and
@@ -1045,6 +1452,15 @@ void launchAttention(const T *q, const T *k, const T *v, const T *bias, T *o, L 
 template <typename T, typename L>
 void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
                const lines::AttentionShape &shape) {
+  if constexpr (std::is_same_v<T, bf16>)
+    if (attentionOnTensorCores(shape)) {
+      if (attentionMaxDim(shape) == 64)
+        launchAttentionTc<64>(q, k, v, bias, o, lse, shape);
+      else
+        launchAttentionTc<128>(q, k, v, bias, o, lse, shape);
+      launched("an attention");
+      return;
+    }
   switch (attentionMaxDim(shape)) {
   case 64:
     launchAttention<64>(q, k, v, bias, o, lse, shape);
@@ -1082,6 +1498,15 @@ void launchAttentionGrad(const T *q, const T *k, const T *v, const T *bias, cons
 template <typename T, typename L>
 void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o, const L *lse,
                    const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &shape) {
+  if constexpr (std::is_same_v<T, bf16>)
+    if (attentionOnTensorCores(shape)) {
+      if (attentionMaxDim(shape) == 64)
+        launchAttentionTcGrad<64>(q, k, v, bias, o, lse, dO, dq, dk, dv, shape);
+      else
+        launchAttentionTcGrad<128>(q, k, v, bias, o, lse, dO, dq, dk, dv, shape);
+      launched("an attention gradient");
+      return;
+    }
   switch (attentionMaxDim(shape)) {
   case 64:
     launchAttentionGrad<64>(q, k, v, bias, o, lse, dO, dq, dk, dv, shape);

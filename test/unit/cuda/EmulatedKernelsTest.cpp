@@ -686,6 +686,23 @@ TEST(CudaKernels, AttentionTakesHeadsUpTo256) {
   }
 }
 
+// bf16 head and value sizes up to 128 run on the tensor-core kernels (the
+// emulator's WMMA), padded to 64 or 128: sizes at and off the 16-element
+// fragments, queries past a block's 64 rows and keys past a tile's 32, with
+// and without the causal mask and biases; 256 takes the scalar kernels.
+TEST(CudaKernels, Bf16AttentionOnTensorCores) {
+  using C = AttentionCase;
+  std::vector<AttentionCase> cases;
+  for (auto [depth, width] : {std::pair<int64_t, int64_t>{64, 48}, {65, 128}, {128, 100},
+                              {16, 16}, {8, 72}, {24, 256}})
+    for (bool causal : {false, true})
+      cases.push_back(C{2, 70, causal ? 70 : 37, depth, width, causal, C::None});
+  cases.push_back(C{6, 67, 67, 64, 64, true, C::QueryBias});
+  cases.push_back(C{6, 131, 95, 64, 64, false, C::Padding});
+  for (bool gradients : {false, true})
+    checkAttention<bf16>(gradients, 0x1p-8, 1e-5, cases);
+}
+
 //===----------------------------------------------------------------------===//
 // bf16
 //===----------------------------------------------------------------------===//

@@ -8,7 +8,7 @@
 //   static one: the threads of a block share it, and blocks run one after
 //   the other;
 // - threadIdx, blockIdx, blockDim, gridDim: set for the thread that runs;
-// - __syncthreads() and the warp shuffles: each thread of a block is a
+// - __syncthreads(), __syncwarp() and the warp shuffles: each thread of a block is a
 //   fiber that runs until it reaches one of them; the block goes on when all
 //   its live threads have (a thread reaching another synchronization point
 //   than the rest of its block is reported, as it would hang a GPU);
@@ -58,7 +58,7 @@ constexpr int warpSize = 32;
 namespace ppcrt::emu {
 
 /// What a thread of a block stopped at.
-enum class Sync { Barrier, Shuffle };
+enum class Sync { Barrier, Shuffle, Warp };
 
 /// Suspends the running thread at a synchronization point until every live
 /// thread of its block has reached one.
@@ -135,6 +135,13 @@ template <typename T> T shuffleXor(T value, int laneMask, int width) {
   }
 
 inline void __syncthreads() { ppcrt::emu::synchronize(ppcrt::emu::Sync::Barrier); }
+
+/// A warp's barrier. The emulator's threads run one at a time, so it waits
+/// for the whole block, as __syncthreads does; the block's threads must all
+/// reach it together (kernels that call it keep their warps in step).
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  ppcrt::emu::synchronize(ppcrt::emu::Sync::Warp);
+}
 
 template <typename T> T __shfl_xor_sync(unsigned, T value, int laneMask, int width = 32) {
   return ppcrt::emu::shuffleXor(value, laneMask, width);
