@@ -19,9 +19,17 @@ std::optional<GpuModel> GpuModel::named(llvm::StringRef name) {
   // GEMMs in practice ~800 bf16 (the figure issue 19 anchors to) and ~50
   // f32; HBM3 ~3.0 TB/s in streaming kernels of 3.35 peak. H200: the same
   // chip with HBM3e, ~4.3 of 4.8 TB/s. A launch without a CUDA graph costs
-  // the stream ~2 us between back-to-back kernels. Estimates until a GPU
-  // measures them (docs/performance.md).
-  GpuModel h100{"H100 SXM", 989e12, 67e12, 67e12, 800e12, 50e12, 50e12, 50e12, 3.0e12, 2e-6};
+  // the stream ~2 us between back-to-back kernels. ppc's bf16 attention on
+  // tensor cores: FlashAttention-2 (mma.sync, tuned) reaches ~335 TFLOP/s
+  // forward on an H100; ppc's kernels do 1.5x (forward) to 1.6x (backward)
+  // its products (the hi + lo split), pass the scores through shared memory
+  // and stage tiles element by element, so a third of it is assumed.
+  // Estimates until a GPU measures them (docs/performance.md), but for one
+  // measured figure: bf16 GEMMs with a dimension off 16 bytes ran on
+  // cuBLASLt's unaligned kernels at ~117 TFLOP/s (GPT-2's LM head on an
+  // H100 80GB HBM3, 2026-11-25: three of 632 GFLOP in 16.2 ms).
+  GpuModel h100{"H100 SXM", 989e12, 67e12, 67e12,  800e12, 50e12,
+                50e12,      117e12, 50e12, 100e12, 3.0e12, 2e-6};
   if (name == "h100")
     return h100;
   if (name == "h200") {
@@ -57,9 +65,23 @@ std::string shapeText(Value value) {
 std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
   Type element = getElementTypeOrSelf(op->getOperand(0).getType());
   double peak = element.isF64() ? gpu.fp64Peak : element.isF32() ? gpu.fp32Peak : gpu.bf16Peak;
-  if (llvm::isa<AttentionOp, AttentionGradOp>(op))
-    return {gpu.scalarFlops, peak};
+  if (llvm::isa<AttentionOp, AttentionGradOp>(op)) {
+    // The kernels' choice (attentionOnTensorCores): bf16 with head and value
+    // sizes up to 128 (the last dimensions of q and v) on tensor cores.
+    auto size = [&](unsigned operand) {
+      return llvm::cast<RankedTensorType>(op->getOperand(operand).getType()).getShape().back();
+    };
+    bool tensorCores = element.isBF16() && size(0) <= 128 && size(2) <= 128;
+    return {tensorCores ? gpu.bf16Attention : gpu.scalarFlops, peak};
+  }
   double achieved = element.isF64() ? gpu.fp64Gemm : element.isF32() ? gpu.fp32Gemm : gpu.bf16Gemm;
+  if (auto product = llvm::dyn_cast<MatMulOp>(op);
+      product && element.getIntOrFloatBitWidth() == 16) {
+    auto lhs = llvm::cast<RankedTensorType>(product.getLhs().getType()).getShape();
+    auto rhs = llvm::cast<RankedTensorType>(product.getRhs().getType()).getShape();
+    if (lhs[lhs.size() - 2] % 8 || lhs.back() % 8 || rhs.back() % 8)
+      achieved = gpu.bf16UnalignedGemm;
+  }
   return {achieved, peak};
 }
 

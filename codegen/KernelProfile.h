@@ -32,9 +32,16 @@ struct GpuModel {
   double bf16Peak, fp32Peak, fp64Peak;
   /// What GEMMs reach in practice (cuBLASLt at these sizes).
   double bf16Gemm, fp32Gemm, fp64Gemm;
-  /// Scalar f32 FMAs of the CUDA cores (ppc's attention kernel: no tensor
-  /// cores yet).
+  /// bf16 GEMMs with a dimension that is not a multiple of 8 elements (16
+  /// bytes): cuBLASLt's unaligned kernels (ppc-align-gemms pads the large
+  /// ones).
+  double bf16UnalignedGemm;
+  /// Scalar f32 FMAs of the CUDA cores (ppc's f32 and f64 attention
+  /// kernels, and bf16 heads over 128).
   double scalarFlops;
+  /// ppc's bf16 attention kernels on tensor cores (Kernels.cuh), counting
+  /// the op's FLOPs (flopsOf), not the extra products of the hi + lo split.
+  double bf16Attention;
   /// Device memory bandwidth, as streaming kernels reach it.
   double bandwidth;
   /// What one kernel launch costs the step (no CUDA graph yet).

@@ -384,6 +384,35 @@ def Recompute : Pass<"ppc-recompute", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def AlignGemms : Pass<"ppc-align-gemms", "mlir::func::FuncOp"> {
+  let summary = "Pads GEMM dimensions to 16-byte multiples where the copies pay (CUDA)";
+  let description = [{
+    cuBLASLt runs a product whose leading dimensions are not multiples of
+    16 bytes on old unaligned kernels: GPT-2's LM head (vocabulary 50257)
+    ran its three GEMMs at ~117 TFLOP/s on an H100 where the aligned
+    ones reach ~600 (docs/performance.md, measured). This pass pads each
+    such dimension of a float `ppc.matmul` (m, k or n, whichever is not a
+    multiple of 16 bytes of the element type) with zeros to the next
+    multiple of 64 elements, and slices the padded result back, where the
+    product's FLOPs are at least `flops-per-byte` times the bytes the
+    padding and slicing copy (48: the measured rates' break-even, 3 TB/s
+    of copies against the time the aligned kernels save). Zeros add
+    nothing, so the result is the same product. A padded operand that is a
+    transpose is padded before it, so the GEMM still reads it transposed;
+    identical paddings of one value (the logits' gradient, read by two
+    products) are left for CSE to merge.
+
+    Example: `matmul(x : 8x1024x768, transpose(w : 50257x768))` becomes
+    `slice(matmul(x, transpose(concat(w, zeros : 47x768))))` of 50304
+    columns.
+  }];
+  let options = [
+    Option<"flopsPerByte", "flops-per-byte", "double", /*default=*/"48.0",
+           "pad where the product's FLOPs are at least this many times the bytes copied">
+  ];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def Offload : Pass<"ppc-offload", "mlir::ModuleOp"> {
   let summary = "Keeps optimizer state (and parameters) in host memory (--offload)";
   let description = [{

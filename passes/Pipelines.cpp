@@ -66,10 +66,17 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
   OffloadOptions offload;
   offload.what = options.offload;
   offload.memoryPerRank = recompute.memoryPerRank;
+  auto alignGemms = [&] {
+    if (!options.alignGemms)
+      return;
+    pm.addNestedPass<func::FuncOp>(createAlignGemms());
+    pm.addPass(createCSEPass()); // one padding of a value two products read
+  };
   if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1) {
     if (options.offload != "none")
       pm.addPass(createOffload(offload));
     pm.addPass(createRecompute(recompute));
+    alignGemms();
     return;
   }
   PlanShardingsOptions plan;
@@ -101,6 +108,7 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
   if (options.offload != "none")
     pm.addPass(createOffload(offload));
   pm.addPass(createRecompute(recompute));
+  alignGemms();
 }
 
 void registerPpcPassesAndPipelines() {

@@ -118,13 +118,19 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
                      "memory-per-rank); ppc compile lowers it when the executable's "
                      "arena, after fusion, exceeds what the unfused plan said"),
       llvm::cl::init(0.0)};
+  Option<bool> alignGemms{*this, "align-gemms",
+                          llvm::cl::desc("pad GEMM dimensions to 16-byte multiples where "
+                                         "the copies pay (ppc-align-gemms; ppc compile sets "
+                                         "it for the CUDA target)"),
+                          llvm::cl::init(false)};
 };
 
 /// Splits @train_step over the mesh dp x tp x pp: plans every tensor's
 /// layout, partitions into the per-rank SPMD program, cuts it into pipeline
 /// stages when pp > 1, and buckets the gradient all-reduces (nothing of this
 /// on a mesh of one rank); then moves what `offload` names to host memory
-/// and recomputes activations in each rank's program as `recompute` says.
+/// and recomputes activations in each rank's program as `recompute` says;
+/// last, with `align-gemms`, pads the GEMMs cuBLASLt would run unaligned.
 void buildParallelizePipeline(mlir::OpPassManager &pm, const ParallelizePipelineOptions &options);
 
 /// The value `options` give the hyper-parameter argument `name` of the

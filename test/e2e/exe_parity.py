@@ -17,7 +17,8 @@ arenas (the exported-logits check needs `ppc eval`, so it stays out).
 
 With --target cuda-emulator, the CUDA executables built against ppc's CUDA
 emulator run on CPUs: parity on meshes 1, 2x2 and 2x2x2 (and the Megatron
-layouts) within 1e-5, --precision bf16 within 2e-4, kill and resume (30
+layouts) within 1e-5, --precision bf16 within 2e-4, GEMMs padded to aligned
+sizes (a vocabulary of 1001) within the same, kill and resume (30
 steps), a CPU checkpoint resumed by the CUDA executable, and the watchdog.
 
 1. Parity: for GPT-, LLaMA- and BERT-style models on meshes 1, 2x2, 2x2x2
@@ -257,6 +258,36 @@ def bf16_parity(ppc, tmp, models=("gpt", "llama"), mesh="2x2", steps=20, limit=2
         assert len(got) == len(want) == steps and err <= limit, err
 
 
+def aligned_gemms(ppc, tmp, steps=3):
+    """The CUDA target pads GEMM dimensions that are not multiples of 16 bytes
+    (ppc-align-gemms): GPT with a vocabulary of 1001 and a head large enough
+    for the padding to pay (1024 tokens of d 384) has its LM head's products
+    padded to 1024 columns, and trains as simulate's unpadded program does, in
+    fp32 (within LIMIT) and bf16 (within bf16_parity's 2e-4)."""
+    cfg = dict(vocab=1001, d_model=384, n_layers=1, n_heads=6, seq=128, batch=8)
+    model = os.path.join(tmp, "gpt-vocab1001.onnx")
+    ppc_models.export("gpt", cfg, model, constant_folding=False)
+    training = ["--data-dtype", "u8", "--batch", "8", "--optimizer", "adamw", "--lr", "1e-3"]
+    for precision, limit in (("fp32", LIMIT), ("bf16", 2e-4)):
+        flags = training + ["--precision", precision]
+        name = os.path.join(tmp, f"gpt-vocab1001-{precision}")
+        run([ppc, "compile", model, *TARGET, "--emit", "mlir", "-o", name + ".mlir"] + flags)
+        program = open(name + ".mlir").read()
+        # The forward's product and the backward's with the logits' gradient;
+        # in bf16 (half the bytes to copy) the weight's gradient's too.
+        padded = re.findall(r"ppc\.matmul .*tensor<[0-9x]*1024x[0-9x]*(?:f32|bf16)>", program)
+        assert len(padded) >= 2, padded
+        run([ppc, "compile", model, *TARGET, "-o", name] + flags)
+        train(name, "1", steps, name + ".exe.jsonl")
+        run([ppc, "simulate", model, "--data", CORPUS, "--steps", str(steps),
+             "--log", name + ".sim.jsonl"] + flags)
+        got, want = losses(name + ".exe.jsonl"), losses(name + ".sim.jsonl")
+        err = max(abs(g - w) / abs(w) for g, w in zip(got, want))
+        print(f"gpt    1      {err:15.3e}  {got[0]:.6f} .. {got[-1]:.6f}  vocabulary 1001, "
+              f"{precision}, {len(padded)} products padded (limit {limit})")
+        assert len(got) == len(want) == steps and err <= limit, err
+
+
 def cross_target_resume(ppc, tmp, mesh="2x2", steps=9, every=3):
     """A checkpoint written by the CPU executable resumes in the CUDA one of the
     same model: its losses from there match an uninterrupted CUDA run."""
@@ -474,6 +505,7 @@ def main():
             TARGET = ["--target", "cuda-emulator"]
             parity(args.ppc, tmp, ["gpt", "llama", "bert"], ["1", "2x2", "2x2x2"], 20, LAYOUTS)
             bf16_parity(args.ppc, tmp)
+            aligned_gemms(args.ppc, tmp)
             kill_and_resume(args.ppc, tmp, steps=30, every=5)
             cross_target_resume(args.ppc, tmp)
             watchdog(args.ppc, tmp)

@@ -14,6 +14,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <gtest/gtest.h>
 
 using namespace mlir;
@@ -75,7 +77,27 @@ TEST_F(KernelProfileTest, PricesGemmsFusedChainsAndViews) {
   EXPECT_DOUBLE_EQ(step.flops, flops);
 }
 
-TEST_F(KernelProfileTest, AttentionRunsOnScalarUnitsAgainstTheTensorPeak) {
+// A bf16 GEMM with a dimension off 8 elements runs on cuBLASLt's unaligned
+// kernels, priced at their measured rate; padded to 50304, at the aligned.
+TEST_F(KernelProfileTest, UnalignedBf16GemmsArePricedAtTheUnalignedRate) {
+  GpuModel gpu = *GpuModel::named("h100");
+  for (int64_t vocab : {50257, 50304}) {
+    std::string source = llvm::formatv(R"mlir(
+      func.func @f(%a: tensor<1024x768xbf16>, %b: tensor<768x{0}xbf16>) -> tensor<1024x{0}xbf16> {{
+        %c = ppc.matmul %a, %b : (tensor<1024x768xbf16>, tensor<768x{0}xbf16>) -> tensor<1024x{0}xbf16>
+        return %c : tensor<1024x{0}xbf16>
+      })mlir",
+                                       vocab);
+    const KernelEstimate &gemm = estimate(source, gpu).kernels.at(0);
+    double rate = vocab == 50257 ? gpu.bf16UnalignedGemm : gpu.bf16Gemm;
+    EXPECT_DOUBLE_EQ(gemm.seconds, gemm.flops / rate + gpu.launchSeconds) << vocab;
+  }
+}
+
+// bf16 attention with heads up to 128 runs on ppc's tensor-core kernels,
+// priced at their rate; larger heads (and f32) on the scalar kernels. Both
+// against the tensor peak.
+TEST_F(KernelProfileTest, AttentionIsPricedOnTheKernelsThatRunIt) {
   GpuModel h100 = *GpuModel::named("h100"), h200 = *GpuModel::named("h200");
   EXPECT_GT(h200.bandwidth, h100.bandwidth);
   EXPECT_FALSE(GpuModel::named("a100"));
@@ -90,10 +112,18 @@ TEST_F(KernelProfileTest, AttentionRunsOnScalarUnitsAgainstTheTensorPeak) {
   // Causal: 256 * 257 / 2 pairs per head, two GEMMs of head size 64.
   double flops = 2.0 * 8 * (256.0 * 257 / 2) * (64 + 64);
   EXPECT_DOUBLE_EQ(k.flops, flops);
-  EXPECT_DOUBLE_EQ(k.seconds, flops / h100.scalarFlops + h100.launchSeconds);
+  EXPECT_DOUBLE_EQ(k.seconds, flops / h100.bf16Attention + h100.launchSeconds);
   double bytes = 2.0 * 2 * 4 * 256 * 64 * 2 + 4.0 * 2 * 4 * 256; // q (once), o; lse
   EXPECT_DOUBLE_EQ(k.bytes, bytes);
   EXPECT_DOUBLE_EQ(k.rooflineSeconds, std::max(flops / h100.bf16Peak, bytes / h100.bandwidth));
+
+  llvm::StringRef wide = R"mlir(
+    func.func @f(%q: tensor<2x4x256x256xbf16>) -> tensor<2x4x256x256xbf16> {
+      %o, %l = ppc.attention %q, %q, %q scale = 0.0625 causal : (tensor<2x4x256x256xbf16>, tensor<2x4x256x256xbf16>, tensor<2x4x256x256xbf16>) -> (tensor<2x4x256x256xbf16>, tensor<2x4x256xf32>)
+      return %o : tensor<2x4x256x256xbf16>
+    })mlir";
+  const KernelEstimate &scalar = estimate(wide, h100).kernels.at(0);
+  EXPECT_DOUBLE_EQ(scalar.seconds, scalar.flops / h100.scalarFlops + h100.launchSeconds);
 }
 
 } // namespace

@@ -256,6 +256,8 @@ int runCompileCommand(int argc, char **argv) {
         os << levels;
     return text;
   };
+  // cuBLASLt's aligned kernels (ppc-align-gemms).
+  setup.parallelize.alignGemms = targetKind == codegen::Target::Cuda;
   for (int attempt = 0;; ++attempt) {
     OwningOpRef<ModuleOp> parallel = step->clone();
     rewindDump(pipelineFlags.dumpIR, trained);

@@ -1117,8 +1117,8 @@ __device__ inline void tcRowFragments(const bf16 *in, int64_t first, int64_t row
 /// out[first + r][c * 16 + e] = scale * acc[c] for the warp's valid rows and
 /// the first `size` columns, through the warp's scratch.
 template <int MaxDim>
-__device__ inline void tcStoreRows(TcAcc *acc, float scale, bf16 *out, int64_t first,
-                                   int64_t rows, int size, float *scratch) {
+__device__ inline void tcStoreRows(TcAcc *acc, float scale, bf16 *out, int64_t first, int64_t rows,
+                                   int size, float *scratch) {
   for (int c = 0; c < MaxDim / 16; ++c) {
     wmma::store_matrix_sync(scratch, acc[c], 16, wmma::mem_row_major);
     __syncwarp();
@@ -1196,8 +1196,7 @@ __global__ void __launch_bounds__(kTcWarps * 32)
     const int64_t end = shape.visibleKeys(last - 1), visible = active ? shape.visibleKeys(i) : 0;
     const bf16 *biasRow = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
     TcA qf[MaxDim / 16];
-    tcRowFragments<MaxDim>(q + n * shape.queries * depth, first, shape.queries, depth, qf,
-                           scratch);
+    tcRowFragments<MaxDim>(q + n * shape.queries * depth, first, shape.queries, depth, qf, scratch);
     TcAcc acc[MaxDim / 16];
     for (TcAcc &a : acc)
       wmma::fill_fragment(a, 0.0f);
@@ -1276,8 +1275,7 @@ __global__ void __launch_bounds__(kTcWarps * 32)
     const int64_t end = shape.visibleKeys(last - 1), visible = active ? shape.visibleKeys(i) : 0;
     const bf16 *biasRow = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
     TcA qf[MaxDim / 16], dOf[MaxDim / 16];
-    tcRowFragments<MaxDim>(q + n * shape.queries * depth, first, shape.queries, depth, qf,
-                           scratch);
+    tcRowFragments<MaxDim>(q + n * shape.queries * depth, first, shape.queries, depth, qf, scratch);
     tcRowFragments<MaxDim>(dO + n * shape.queries * width, first, shape.queries, width, dOf,
                            scratch);
     float rowD = 0.0f;
@@ -1302,8 +1300,8 @@ __global__ void __launch_bounds__(kTcWarps * 32)
         const int at = r * kTcScoreLd + half * 16 + t;
         ds[t] = 0.0f;
         if (j < visible) {
-          float x = scale * scratch[at] +
-                    (biasRow ? float(biasRow[j * shape.biasColStride]) : 0.0f);
+          float x =
+              scale * scratch[at] + (biasRow ? float(biasRow[j * shape.biasColStride]) : 0.0f);
           ds[t] = exp(x - rowLse) * (scratch[16 * kTcScoreLd + at] - rowD);
         }
       }

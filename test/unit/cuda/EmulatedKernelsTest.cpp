@@ -693,8 +693,8 @@ TEST(CudaKernels, AttentionTakesHeadsUpTo256) {
 TEST(CudaKernels, Bf16AttentionOnTensorCores) {
   using C = AttentionCase;
   std::vector<AttentionCase> cases;
-  for (auto [depth, width] : {std::pair<int64_t, int64_t>{64, 48}, {65, 128}, {128, 100},
-                              {16, 16}, {8, 72}, {24, 256}})
+  for (auto [depth, width] :
+       {std::pair<int64_t, int64_t>{64, 48}, {65, 128}, {128, 100}, {16, 16}, {8, 72}, {24, 256}})
     for (bool causal : {false, true})
       cases.push_back(C{2, 70, causal ? 70 : 37, depth, width, causal, C::None});
   cases.push_back(C{6, 67, 67, 64, 64, true, C::QueryBias});

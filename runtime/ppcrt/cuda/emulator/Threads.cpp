@@ -169,7 +169,9 @@ std::string threadName(unsigned t) {
 }
 
 const char *syncName(Sync kind) {
-  return kind == Sync::Barrier ? "__syncthreads()" : kind == Sync::Warp ? "__syncwarp()" : "a warp shuffle";
+  return kind == Sync::Barrier ? "__syncthreads()"
+         : kind == Sync::Warp  ? "__syncwarp()"
+                               : "a warp shuffle";
 }
 
 /// After a round: every live thread waits at the same synchronization point

@@ -139,9 +139,7 @@ inline void __syncthreads() { ppcrt::emu::synchronize(ppcrt::emu::Sync::Barrier)
 /// A warp's barrier. The emulator's threads run one at a time, so it waits
 /// for the whole block, as __syncthreads does; the block's threads must all
 /// reach it together (kernels that call it keep their warps in step).
-inline void __syncwarp(unsigned = 0xffffffffu) {
-  ppcrt::emu::synchronize(ppcrt::emu::Sync::Warp);
-}
+inline void __syncwarp(unsigned = 0xffffffffu) { ppcrt::emu::synchronize(ppcrt::emu::Sync::Warp); }
 
 template <typename T> T __shfl_xor_sync(unsigned, T value, int laneMask, int width = 32) {
   return ppcrt::emu::shuffleXor(value, laneMask, width);
