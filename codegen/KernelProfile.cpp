@@ -18,8 +18,11 @@ std::optional<GpuModel> GpuModel::named(llvm::StringRef name) {
   // H100 SXM: 989 TFLOP/s dense bf16 and 67 f32/f64 (NVIDIA's datasheet);
   // GEMMs in practice ~800 bf16 (the figure issue 19 anchors to) and ~50
   // f32; HBM3 ~3.0 TB/s in streaming kernels of 3.35 peak. H200: the same
-  // chip with HBM3e, ~4.3 of 4.8 TB/s. A launch without a CUDA graph costs
-  // the stream ~2 us between back-to-back kernels. ppc's bf16 attention on
+  // chip with HBM3e, ~4.3 of 4.8 TB/s. Launches: the first H100 run's
+  // step took 7 ms more than its 2,437 kernels (118 against 111 ms), ~2.9
+  // us each from the host; the executables now run each step as one CUDA
+  // graph (--cuda-graphs), whose kernels are assumed to cost the stream ~1
+  // us between back-to-back kernels. ppc's bf16 attention on
   // tensor cores: FlashAttention-2 (mma.sync, tuned) reaches ~335 TFLOP/s
   // forward on an H100; ppc's kernels do 1.5x (forward) to 1.6x (backward)
   // its products (the hi + lo split), pass the scores through shared memory
@@ -29,7 +32,7 @@ std::optional<GpuModel> GpuModel::named(llvm::StringRef name) {
   // cuBLASLt's unaligned kernels at ~117 TFLOP/s (GPT-2's LM head on an
   // H100 80GB HBM3, 2026-11-25: three of 632 GFLOP in 16.2 ms).
   GpuModel h100{"H100 SXM", 989e12, 67e12, 67e12,  800e12, 50e12,
-                50e12,      117e12, 50e12, 100e12, 3.0e12, 2e-6};
+                50e12,      117e12, 50e12, 100e12, 3.0e12, 1e-6};
   if (name == "h100")
     return h100;
   if (name == "h200") {

@@ -44,7 +44,8 @@ struct GpuModel {
   double bf16Attention;
   /// Device memory bandwidth, as streaming kernels reach it.
   double bandwidth;
-  /// What one kernel launch costs the step (no CUDA graph yet).
+  /// What one kernel costs the step besides its work (in the step's CUDA
+  /// graph).
   double launchSeconds;
 
   /// "h100" or "h200"; none for another name.

@@ -38,8 +38,7 @@ double bytesOf(ShapedType type) {
 /// still reads a transposed operand instead of a copy of one.
 Value padDimension(OpBuilder &b, Location loc, Value value, int64_t dim, int64_t size) {
   if (auto transpose = value.getDefiningOp<TransposeOp>()) {
-    Value input =
-        padDimension(b, loc, transpose.getInput(), transpose.getPerm()[dim], size);
+    Value input = padDimension(b, loc, transpose.getInput(), transpose.getPerm()[dim], size);
     return b.create<TransposeOp>(loc, input, transpose.getPerm());
   }
   auto type = llvm::cast<RankedTensorType>(value.getType());
@@ -66,8 +65,7 @@ struct AlignGemmsPass : impl::AlignGemmsBase<AlignGemmsPass> {
     auto rhsType = llvm::cast<RankedTensorType>(op.getRhs().getType());
     auto resultType = llvm::cast<RankedTensorType>(op.getType());
     Type element = lhsType.getElementType();
-    if (!llvm::isa<FloatType>(element) || !lhsType.hasStaticShape() ||
-        !rhsType.hasStaticShape())
+    if (!llvm::isa<FloatType>(element) || !lhsType.hasStaticShape() || !rhsType.hasStaticShape())
       return;
     int64_t elementsIn16Bytes = 128 / element.getIntOrFloatBitWidth();
     int64_t lhsRank = lhsType.getRank(), rhsRank = rhsType.getRank();

@@ -154,6 +154,8 @@ struct Trainer {
   std::map<std::string, double> outputs;
   /// The hyper-parameters fed to the step, by name ("lr").
   std::map<std::string, double> hypers;
+  /// CUDA: steps from the second on run as one CUDA graph (--cuda-graphs).
+  bool graphs = true;
 
   Trainer(const Program &program, Device &device, Rank &rank, const RankProgram &rp)
       : program(program), device(device), rank(rank),
@@ -314,7 +316,7 @@ struct Trainer {
       }
       toSide(t, slot, window.data(), window.size() * sizeof(int64_t));
     }
-    rp.run(rank, arena, hostArena);
+    rank.runStep(rp, arena, hostArena, graphs);
     rank.endStep();
     // CUDA kernels flag their errors on the device, CPU kernels in the
     // runtime (kernelFailed); both are taken once the step has ended.
@@ -613,6 +615,9 @@ Stop reportStep(const RunContext &ctx, Trainer &trainer, Device &device, llvm::r
         json.attribute("mfu", mfu);
       if (memory > 0)
         json.attribute("memory_bytes", memory);
+      // CUDA: the operations of the graph the step ran as (one launch).
+      if (trainer.rank.graphNodes() > 0)
+        json.attribute("graph_nodes", trainer.rank.graphNodes());
       // --offload: the host's arena, and the host memory this rank holds
       // (arena and state).
       if (trainer.rp.hostArenaBytes > 0) {
@@ -896,6 +901,10 @@ struct RunFlags {
                           cl::desc("seconds a rank may wait in one collective or message "
                                    "before every rank is stopped (0: forever)"),
                           cl::init(600), cl::cat(category)};
+  cl::opt<bool> cudaGraphs{"cuda-graphs",
+                           cl::desc("CUDA: run every step from the second on as one CUDA graph "
+                                    "captured from it (=false: launch each kernel from the host)"),
+                           cl::init(true), cl::cat(category)};
   cl::opt<int> threads{"threads-per-rank",
                        cl::desc("threads per rank (default: the cores of the node / its ranks)"),
                        cl::init(0), cl::cat(category)};
@@ -1170,6 +1179,7 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   auto trainerOwner = std::make_unique<Trainer>(program, device, rank, rp);
   Trainer &trainer = *trainerOwner;
   trainer.hypers = hypers;
+  trainer.graphs = flags.cudaGraphs;
   stopIfAny(trainer.unfedInput(), worldRank);
   int logRank = logRankOf(program);
   bool logs = worldRank == logRank;

@@ -72,6 +72,16 @@ public:
   /// Blocks until call `ticket` is complete: before the host's own ops
   /// (--offload) read what it writes or overwrite what it reads.
   virtual void waitOnHost(Ticket ticket) { (void)ticket; }
+  /// Runs one step of `program` (endStep ends it). `graphs`: the CUDA rank
+  /// captures the second step as a CUDA graph and launches it for that step
+  /// and every later one, instead of each kernel from the host.
+  virtual void runStep(const RankProgram &program, char *arena, char *hostArena, bool graphs) {
+    (void)graphs;
+    program.run(*this, arena, hostArena);
+  }
+  /// The operations of the step's CUDA graph (0 before it is captured, and
+  /// where there is none).
+  virtual int64_t graphNodes() const { return 0; }
   /// Ends a step: waits for every call and for the messages this rank sent.
   virtual void endStep() = 0;
   /// Runs `call`, one of the runtime's own collectives on the world (the

@@ -17,9 +17,11 @@ arenas (the exported-logits check needs `ppc eval`, so it stays out).
 
 With --target cuda-emulator, the CUDA executables built against ppc's CUDA
 emulator run on CPUs: parity on meshes 1, 2x2 and 2x2x2 (and the Megatron
-layouts) within 1e-5, --precision bf16 within 2e-4, GEMMs padded to aligned
-sizes (a vocabulary of 1001) within the same, kill and resume (30
-steps), a CPU checkpoint resumed by the CUDA executable, and the watchdog.
+layouts) within 1e-5, --precision bf16 within 2e-4, CUDA graphs (each step
+from the second on one launch; losses identical to launching every kernel),
+GEMMs padded to aligned sizes (a vocabulary of 1001) within the same, kill
+and resume (30 steps), a CPU checkpoint resumed by the CUDA executable, and
+the watchdog.
 
 1. Parity: for GPT-, LLaMA- and BERT-style models on meshes 1, 2x2, 2x2x2
    and 2x4x2, `ppc compile` + `mpirun -np N EXE` for 20 AdamW steps gives
@@ -256,6 +258,35 @@ def bf16_parity(ppc, tmp, models=("gpt", "llama"), mesh="2x2", steps=20, limit=2
         print(f"{kind:6} {mesh:6} {err:15.3e}  {got[0]:.6f} .. {got[-1]:.6f}  bf16 "
               f"(limit {limit})")
         assert len(got) == len(want) == steps and err <= limit, err
+
+
+def cuda_graphs(tmp, steps=4):
+    """From the second step on, a CUDA executable runs each step as one CUDA
+    graph captured from it: the losses are those of launching every kernel
+    from the host (--cuda-graphs=false), bit for bit, on a mesh with
+    collectives and one with pipeline sends, and the log says how many
+    operations one launch of the graph replaces."""
+    for mesh in ("2x2", "2x2x2"):
+        exe = os.path.join(tmp, f"gpt-{mesh}")
+        traces = []
+        for graphs in ("true", "false"):
+            log = os.path.join(tmp, f"gpt-{mesh}-graphs-{graphs}.jsonl")
+            train(exe, mesh, steps, log, [f"--cuda-graphs={graphs}"])
+            lines = [json.loads(line) for line in open(log)]
+            traces.append([line["loss"] for line in lines])
+            nodes = [line.get("graph_nodes", 0) for line in lines]
+            if graphs == "true":
+                assert nodes[0] == 0 and min(nodes[1:]) > 0, nodes
+            else:
+                assert not any(nodes), nodes
+        assert traces[0] == traces[1], traces
+        print(f"gpt    {mesh:6} CUDA graph of {nodes_on(tmp, mesh)} operations per launch: "
+              f"losses identical to host launches over {steps} steps")
+
+
+def nodes_on(tmp, mesh):
+    log = os.path.join(tmp, f"gpt-{mesh}-graphs-true.jsonl")
+    return json.loads(open(log).readlines()[-1])["graph_nodes"]
 
 
 def aligned_gemms(ppc, tmp, steps=3):
@@ -505,6 +536,7 @@ def main():
             TARGET = ["--target", "cuda-emulator"]
             parity(args.ppc, tmp, ["gpt", "llama", "bert"], ["1", "2x2", "2x2x2"], 20, LAYOUTS)
             bf16_parity(args.ppc, tmp)
+            cuda_graphs(tmp)
             aligned_gemms(args.ppc, tmp)
             kill_and_resume(args.ppc, tmp, steps=30, every=5)
             cross_target_resume(args.ppc, tmp)

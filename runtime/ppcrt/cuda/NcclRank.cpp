@@ -140,6 +140,8 @@ NcclRank::~NcclRank() {
   for (Call &call : calls)
     cudaEventDestroy(call.done);
   cudaEventDestroy(ready);
+  if (graph)
+    cudaGraphExecDestroy(graph);
   for (Staged &buffer : staged)
     cudaFree(buffer.data);
   // Non-blocking communicators are finalized (flushing what they still
@@ -225,6 +227,48 @@ void NcclRank::wait(Ticket ticket) {
   leave();
 }
 
+void NcclRank::runStep(const RankProgram &program, char *arena, char *hostArena, bool graphs) {
+  if (!graphs || program.hostArenaBytes > 0 || ++stepsRun < 2) {
+    program.run(*this, arena, hostArena);
+    return;
+  }
+  if (!graph) {
+    const char *what = "capturing the step as a CUDA graph";
+    check(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal), what);
+    program.run(*this, arena, hostArena);
+    // Every communicator's stream joins the compute stream before the
+    // capture ends (a graph's forks must), so the graph is done when its
+    // last call is.
+    std::string axes;
+    for (size_t i = 0; i < callsThisStep; ++i) {
+      check(cudaStreamWaitEvent(compute, calls[i].done, 0), what);
+      std::string call = calls[i].what;
+      size_t on = call.find(" on ["), end = call.find(']', on);
+      if (on == std::string::npos || end == std::string::npos)
+        continue;
+      std::string axis = call.substr(on + 4, end - on - 3);
+      if (axes.find(axis) == std::string::npos)
+        axes += (axes.empty() ? "" : ", ") + axis;
+    }
+    cudaGraph_t captured = nullptr;
+    check(cudaStreamEndCapture(compute, &captured), what);
+    size_t count = 0;
+    check(cudaGraphGetNodes(captured, nullptr, &count), what);
+    check(cudaGraphInstantiate(&graph, captured, 0), what);
+    check(cudaGraphDestroy(captured), what);
+    nodes = int64_t(count);
+    graphWhat = "the step's CUDA graph (" + std::to_string(callsThisStep) + " calls" +
+                (axes.empty() ? "" : " on " + axes) + ")";
+    // The events of a capture are not recorded when the graph runs: the
+    // step's end waits for the compute stream instead (endStep).
+    callsThisStep = 0;
+  }
+  // The emulator runs the graph's calls here; a GPU returns at once.
+  enter(graphWhat.c_str());
+  check(cudaGraphLaunch(graph, compute), "launching the step's CUDA graph");
+  leave();
+}
+
 void NcclRank::endStep() {
   // Every call, in order, under the watchdog (enter/leave): a peer that
   // died leaves its event pending until --timeout.
@@ -238,7 +282,14 @@ void NcclRank::endStep() {
   }
   callsThisStep = 0;
   stagedThisStep = 0;
-  check(cudaStreamSynchronize(compute), "finishing the step's kernels");
+  // The kernels, and a graph's calls, likewise.
+  const char *what = graph ? graphWhat.c_str() : "finishing the step's kernels";
+  enter(what);
+  cudaError_t status;
+  while ((status = cudaStreamQuery(compute)) == cudaErrorNotReady)
+    checkAsyncErrors(what);
+  leave();
+  check(status, what);
 }
 
 void NcclRank::checkAsyncErrors(const char *what) {

@@ -16,6 +16,17 @@
 // longer than --timeout aborts every communicator (ncclCommAbort) and ends
 // the job, naming the call (op, mesh axes, ONNX node, call number).
 //
+// From the second step on, the step runs as one CUDA graph (runStep): the
+// first step, run from the host, creates what the step allocates on first
+// use (cuBLASLt plans and workspace, packing space, send copies, NCCL's
+// connections); the second is captured on the compute stream, with every
+// communicator's stream joined into it, and launched; later steps launch the
+// graph again. The arena's addresses never change, and what changes between
+// steps (the step number, hyper-parameters, tokens) is copied into the
+// arena before the launch. A graph's calls cannot be watched one by one:
+// the watchdog names the graph and the axes of its calls. Programs with
+// --offload (whose host ops wait for copies) run from the host.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PPC_RUNTIME_PPCRT_CUDA_NCCLRANK_H
@@ -27,6 +38,7 @@
 #include <nccl.h>
 
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace ppcrt::cuda {
@@ -53,6 +65,8 @@ public:
                   const char *what) override;
   void wait(Ticket ticket) override;
   void waitOnHost(Ticket ticket) override;
+  void runStep(const RankProgram &program, char *arena, char *hostArena, bool graphs) override;
+  int64_t graphNodes() const override { return nodes; }
   void endStep() override;
 
 private:
@@ -105,6 +119,11 @@ private:
   };
   std::vector<Staged> staged;
   size_t stagedThisStep = 0;
+  /// The step as a CUDA graph (runStep), captured from the second step.
+  cudaGraphExec_t graph = nullptr;
+  int64_t nodes = 0, stepsRun = 0;
+  /// What the watchdog names while the graph runs (its calls' axes).
+  std::string graphWhat;
   std::mutex aborting;
   bool aborted = false;
 };

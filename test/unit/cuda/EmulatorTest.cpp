@@ -140,6 +140,74 @@ TEST(CudaEmulator, CommunicationStreamsRunWhenWaitedFor) {
   cudaStreamDestroy(compute);
 }
 
+__global__ void addValue(float *out, float value) { out[threadIdx.x] += value; }
+
+// A captured step runs nothing while it is captured; each launch of the graph
+// runs its kernels and its forked stream's copy again, in order, reading
+// what the memory holds by then (the graph keeps addresses, not values).
+TEST(CudaEmulator, GraphsReplayCapturedWorkAcrossStreams) {
+  cudaStream_t compute, comm;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking), cudaSuccess);
+  float *x = deviceCopy(std::vector<float>(4, 1.0f));
+  float *copy = deviceCopy(std::vector<float>(4, 0.0f));
+  cudaEvent_t fork, join;
+  cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
+  cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
+  ASSERT_EQ(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  PPCRT_LAUNCH(addValue, 1, 4, 0, compute)(x, 1.0f);
+  cudaEventRecord(fork, compute);
+  cudaStreamWaitEvent(comm, fork, 0);
+  ASSERT_EQ(cudaMemcpyAsync(copy, x, 16, cudaMemcpyDeviceToDevice, comm), cudaSuccess);
+  cudaEventRecord(join, comm);
+  cudaStreamWaitEvent(compute, join, 0);
+  PPCRT_LAUNCH(addValue, 1, 4, 0, compute)(x, 10.0f);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(compute, &graph), cudaSuccess);
+  EXPECT_EQ(hostCopy(x, 4)[0], 1.0f) << "a captured kernel ran";
+  size_t nodes = 0;
+  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+  EXPECT_EQ(nodes, 3u); // two kernels and the copy; records and waits are edges
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess); // the executable graph keeps its nodes
+  for (float want : {2.0f, 13.0f}) {
+    ASSERT_EQ(cudaGraphLaunch(exec, compute), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(compute), cudaSuccess);
+    EXPECT_EQ(hostCopy(copy, 4)[3], want);
+    EXPECT_EQ(hostCopy(x, 4)[3], want + 10.0f);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaEventDestroy(fork);
+  cudaEventDestroy(join);
+  cudaStreamDestroy(comm);
+  cudaStreamDestroy(compute);
+}
+
+// What a capture cannot hold fails as on a GPU and invalidates the capture:
+// a host wait, an allocation, work on the legacy default stream.
+TEST(CudaEmulator, HostWaitsAndAllocationsInvalidateACapture) {
+  cudaStream_t compute;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
+  float *x = deviceCopy(std::vector<float>(4, 1.0f));
+  for (int how = 0; how < 3; ++how) {
+    ASSERT_EQ(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    PPCRT_LAUNCH(addValue, 1, 4, 0, compute)(x, 1.0f);
+    void *memory = nullptr;
+    if (how == 0)
+      EXPECT_EQ(cudaStreamSynchronize(compute), cudaErrorStreamCaptureUnsupported);
+    if (how == 1)
+      EXPECT_EQ(cudaMalloc(&memory, 16), cudaErrorStreamCaptureUnsupported);
+    if (how == 2)
+      PPCRT_LAUNCH(addValue, 1, 4, 0, nullptr)(x, 1.0f);
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(compute, &graph), cudaErrorStreamCaptureInvalidated) << how;
+    EXPECT_EQ(graph, nullptr);
+  }
+  EXPECT_EQ(hostCopy(x, 4)[0], 1.0f);
+  cudaStreamDestroy(compute);
+}
+
 // Queued work runs in the order it was issued, whichever stream it is on.
 TEST(CudaEmulator, QueuedWorkRunsInIssueOrderAcrossStreams) {
   cudaStream_t first, second;

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <vector>
 
 struct CUstream_st {
@@ -29,6 +30,27 @@ struct CUstream_st {
   std::deque<Work> queue;
   /// The number of the last work queued here (0: none yet).
   uint64_t last = 0;
+};
+
+/// A captured step: what each operation does when the graph is launched
+/// (kernels and copies are queued on their streams again; event records
+/// and waits act as they did), in capture order.
+struct GraphNodes {
+  struct Node {
+    std::function<void()> replay;
+    /// A kernel, copy, fill, GEMM or NCCL call (cudaGraphGetNodes counts
+    /// these; records and waits are edges).
+    bool counted;
+  };
+  std::vector<Node> nodes;
+};
+
+struct CUgraph_st {
+  std::shared_ptr<GraphNodes> nodes;
+};
+
+struct CUgraphExec_st {
+  std::shared_ptr<GraphNodes> nodes;
 };
 
 struct CUevent_st {
@@ -55,6 +77,11 @@ struct State {
   size_t allocatedBytes = 0;
   /// Page-locked host allocations (cudaMallocHost) by address.
   std::map<uintptr_t, size_t> pinned;
+  /// The capture in progress (cudaStreamBeginCapture), on stream `origin`;
+  /// `invalidated` once a call a capture cannot hold was made.
+  std::shared_ptr<GraphNodes> capture;
+  CUstream_st *origin = nullptr;
+  bool invalidated = false;
 
   State() {
     legacy.eager = true;
@@ -150,6 +177,14 @@ bool validCopy(void *to, size_t toSpan, const void *from, size_t fromSpan, cudaM
 } // namespace
 
 void enqueue(cudaStream_t stream, std::function<void()> work) {
+  if (state().capture) {
+    // Work on the legacy default stream cannot join a capture (on a GPU:
+    // cudaErrorStreamCaptureImplicit); it invalidates it.
+    if (resolve(stream) == &state().legacy)
+      state().invalidated = true;
+    state().capture->nodes.push_back({[stream, work] { enqueue(stream, work); }, /*counted=*/true});
+    return;
+  }
   CUstream_st *s = resolve(stream);
   uint64_t number = ++state().issued;
   s->last = number;
@@ -203,11 +238,34 @@ void launch(const char *kernel, dim3 grid, dim3 block, size_t sharedBytes, cudaS
     state().lastError = error;
     return;
   }
+  if (state().capture) {
+    if (resolve(stream) == &state().legacy)
+      state().invalidated = true; // as enqueue
+    // The graph owns the kernel's arguments until it is destroyed.
+    std::shared_ptr<void> arguments(threads.closure, threads.release);
+    state().capture->nodes.push_back({[kernel, grid, block, threads, arguments, stream] {
+                                        runsKernels(stream);
+                                        enqueue(stream, [kernel, grid, block, threads, arguments] {
+                                          runGrid(kernel, grid, block, threads);
+                                        });
+                                      },
+                                      /*counted=*/true});
+    return;
+  }
   runsKernels(stream);
   enqueue(stream, [kernel, grid, block, threads] {
     runGrid(kernel, grid, block, threads);
     threads.release(threads.closure);
   });
+}
+
+/// A call a capture cannot hold (one that waits for, or allocates beside,
+/// the captured work): on a GPU it fails and invalidates the capture.
+bool refusedInCapture() {
+  if (!state().capture)
+    return false;
+  state().invalidated = true;
+  return true;
 }
 
 } // namespace ppcrt::emu
@@ -258,6 +316,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *props, int index) {
 }
 
 cudaError_t cudaDeviceSynchronize() {
+  if (refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
   runThrough(state().issued);
   return cudaSuccess;
 }
@@ -302,6 +362,12 @@ const char *cudaGetErrorName(cudaError_t error) {
     return "cudaErrorNotReady";
   case cudaErrorLaunchFailure:
     return "cudaErrorLaunchFailure";
+  case cudaErrorStreamCaptureUnsupported:
+    return "cudaErrorStreamCaptureUnsupported";
+  case cudaErrorStreamCaptureInvalidated:
+    return "cudaErrorStreamCaptureInvalidated";
+  case cudaErrorStreamCaptureWrongThread:
+    return "cudaErrorStreamCaptureWrongThread";
   }
   return "cudaErrorUnknown";
 }
@@ -332,6 +398,12 @@ const char *cudaGetErrorString(cudaError_t error) {
     return "device not ready";
   case cudaErrorLaunchFailure:
     return "unspecified launch failure";
+  case cudaErrorStreamCaptureUnsupported:
+    return "operation not permitted when stream is capturing";
+  case cudaErrorStreamCaptureInvalidated:
+    return "operation failed due to a previous error during capture";
+  case cudaErrorStreamCaptureWrongThread:
+    return "attempt to terminate a thread-local capture sequence from another thread";
   }
   return "unknown error";
 }
@@ -341,11 +413,15 @@ const char *cudaGetErrorString(cudaError_t error) {
 //===----------------------------------------------------------------------===//
 
 cudaError_t cudaMalloc(void **pointer, size_t bytes) {
+  if (refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
   *pointer = allocate(bytes);
   return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
 cudaError_t cudaFree(void *pointer) {
+  if (refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
   if (!pointer)
     return cudaSuccess;
   runThrough(state().issued); // cudaFree waits for the device
@@ -392,6 +468,8 @@ cudaError_t cudaFreeHost(void *pointer) {
 }
 
 cudaError_t cudaMemcpy(void *to, const void *from, size_t bytes, cudaMemcpyKind kind) {
+  if (refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
   if (!validCopy(to, bytes, from, bytes, kind))
     return cudaErrorInvalidValue;
   waitForBlockingStreams();
@@ -429,6 +507,8 @@ cudaError_t cudaMemcpy2DAsync(void *to, size_t toPitch, const void *from, size_t
 }
 
 cudaError_t cudaMemset(void *pointer, int value, size_t bytes) {
+  if (refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
   if (!isDeviceRange(pointer, bytes))
     return cudaErrorInvalidValue;
   waitForBlockingStreams();
@@ -473,6 +553,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
   if (!knownStream(stream))
     return cudaErrorInvalidResourceHandle;
   runThrough(resolve(stream)->last);
@@ -482,6 +564,14 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
   if (!event || !knownStream(stream))
     return cudaErrorInvalidResourceHandle;
+  if (state().capture) {
+    state().capture->nodes.push_back({[stream, event] {
+                                        uint64_t number = event->number;
+                                        enqueue(stream, [number] { runThrough(number); });
+                                      },
+                                      /*counted=*/false});
+    return cudaSuccess;
+  }
   uint64_t number = event->number;
   enqueue(stream, [number] { runThrough(number); });
   return cudaSuccess;
@@ -504,6 +594,11 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!event || !knownStream(stream))
     return cudaErrorInvalidResourceHandle;
+  if (state().capture) {
+    state().capture->nodes.push_back(
+        {[event, stream] { event->number = resolve(stream)->last; }, /*counted=*/false});
+    return cudaSuccess;
+  }
   event->number = resolve(stream)->last;
   return cudaSuccess;
 }
@@ -515,6 +610,84 @@ cudaError_t cudaEventQuery(cudaEvent_t event) { return cudaEventSynchronize(even
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!event)
     return cudaErrorInvalidResourceHandle;
+  if (refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
   runThrough(event->number);
+  return cudaSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// Graphs
+//===----------------------------------------------------------------------===//
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  if (refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
+  return cudaStreamSynchronize(stream);
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  if (!knownStream(stream) || !stream)
+    return cudaErrorInvalidResourceHandle; // the legacy stream cannot capture
+  if (state().capture)
+    return cudaErrorStreamCaptureUnsupported;
+  // What the stream was given before runs first, as on a GPU (the capture
+  // holds only what follows).
+  runThrough(resolve(stream)->last);
+  state().capture = std::make_shared<GraphNodes>();
+  state().origin = resolve(stream);
+  state().invalidated = false;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
+  if (!state().capture || resolve(stream) != state().origin)
+    return cudaErrorStreamCaptureWrongThread;
+  std::shared_ptr<GraphNodes> nodes = std::move(state().capture);
+  state().capture = nullptr;
+  state().origin = nullptr;
+  if (state().invalidated) {
+    *graph = nullptr;
+    return cudaErrorStreamCaptureInvalidated;
+  }
+  *graph = new CUgraph_st{std::move(nodes)};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count) {
+  if (!graph || !count || nodes)
+    return cudaErrorInvalidValue; // only the count is emulated
+  *count = size_t(std::count_if(graph->nodes->nodes.begin(), graph->nodes->nodes.end(),
+                                [](const GraphNodes::Node &node) { return node.counted; }));
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long) {
+  if (!graph || !exec)
+    return cudaErrorInvalidValue;
+  *exec = new CUgraphExec_st{graph->nodes};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (!exec || !knownStream(stream))
+    return cudaErrorInvalidResourceHandle;
+  if (refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
+  // The graph starts after the stream's work so far (it is queued there on
+  // a GPU; the compute stream runs at once here).
+  runThrough(resolve(stream)->last);
+  for (const GraphNodes::Node &node : exec->nodes->nodes)
+    node.replay();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
   return cudaSuccess;
 }

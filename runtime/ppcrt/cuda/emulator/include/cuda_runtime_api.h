@@ -30,6 +30,9 @@ enum cudaError_t {
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorNotReady = 600,
   cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureWrongThread = 908,
 };
 typedef cudaError_t cudaError;
 
@@ -45,6 +48,18 @@ struct CUstream_st;
 struct CUevent_st;
 typedef CUstream_st *cudaStream_t;
 typedef CUevent_st *cudaEvent_t;
+struct CUgraph_st;
+struct CUgraphExec_st;
+struct CUgraphNode_st;
+typedef CUgraph_st *cudaGraph_t;
+typedef CUgraphExec_st *cudaGraphExec_t;
+typedef CUgraphNode_st *cudaGraphNode_t;
+
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
 
 #define cudaStreamDefault 0x00
 #define cudaStreamNonBlocking 0x01
@@ -100,6 +115,20 @@ cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
 cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
+
+// Graphs: stream capture of the work issued on any stream (ppc's
+// communication streams join the compute stream's capture through events),
+// replayed by cudaGraphLaunch. Nodes count the kernels, copies, fills,
+// GEMMs and NCCL calls; event records and waits are edges, as on a GPU.
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph);
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                 unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 
 namespace ppcrt::emu {
 /// The bytes of a __device__ variable, copied on the legacy default stream.
