@@ -36,7 +36,8 @@ void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batc
             const int64_t *batchShape, const int64_t *aStrides, const int64_t *bStrides, int64_t m,
             int64_t n, int64_t k, const void *a, const void *b, void *c, const char *node);
 
-/// Host-to-device copy of a constant into the arena, on the stream.
+/// A constant (`host`: a static array of the generated program) copied
+/// into the arena, on the stream, from a device copy made at its first upload.
 void upload(void *device, const void *host, size_t bytes);
 
 /// The CUDA executable: ppcrt::run on this rank's GPU (Device.h). Returns

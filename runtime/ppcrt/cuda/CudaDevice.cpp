@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 
 namespace ppcrt::cuda {
@@ -25,12 +26,27 @@ void check(cudaError_t status, const char *what) {
   if (status == cudaSuccess)
     return;
   std::string message = std::string("CUDA: ") + cudaGetErrorString(status) + " in " + what;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (computeStream && cudaStreamIsCapturing(computeStream, &capture) == cudaSuccess &&
+      capture != cudaStreamCaptureStatusNone)
+    message += ", while the step was captured as a CUDA graph (--cuda-graphs=false launches "
+               "its kernels from the host instead)";
   fatal(message.c_str());
 }
 
 void upload(void *device, const void *host, size_t bytes) {
-  check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, computeStream),
-        "copying a constant to the GPU");
+  // Each constant is copied to device memory of its own at its first upload
+  // (the first step, run from the host), and from there into the arena at
+  // every step: a copy from pageable host memory is staged by the host,
+  // which a CUDA graph's capture cannot hold.
+  static std::map<const void *, void *> resident;
+  void *&copy = resident[host];
+  if (!copy) {
+    check(cudaMalloc(&copy, std::max<size_t>(bytes, 1)), "copying a constant to the GPU");
+    check(cudaMemcpy(copy, host, bytes, cudaMemcpyHostToDevice), "copying a constant to the GPU");
+  }
+  check(cudaMemcpyAsync(device, copy, bytes, cudaMemcpyDeviceToDevice, computeStream),
+        "copying a constant into the arena");
 }
 
 namespace {

@@ -483,6 +483,12 @@ cudaError_t cudaMemcpyAsync(void *to, const void *from, size_t bytes, cudaMemcpy
     return cudaErrorInvalidResourceHandle;
   if (!validCopy(to, bytes, from, bytes, kind))
     return cudaErrorInvalidValue;
+  // A copy from or to pageable host memory is staged by the host, which a
+  // capture cannot hold (on a GPU: cudaErrorStreamCaptureUnsupported).
+  bool pageable = (kind == cudaMemcpyHostToDevice && !isPinnedRange(from, bytes)) ||
+                  (kind == cudaMemcpyDeviceToHost && !isPinnedRange(to, bytes));
+  if (pageable && refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
   enqueue(stream, [=] { std::memmove(to, from, bytes); });
   return cudaSuccess;
 }
@@ -651,6 +657,15 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
     return cudaErrorStreamCaptureInvalidated;
   }
   *graph = new CUgraph_st{std::move(nodes)};
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus *status) {
+  if (!knownStream(stream) || !status)
+    return cudaErrorInvalidValue;
+  *status = !state().capture || resolve(stream) != state().origin ? cudaStreamCaptureStatusNone
+            : state().invalidated ? cudaStreamCaptureStatusInvalidated
+                                  : cudaStreamCaptureStatusActive;
   return cudaSuccess;
 }
 
