@@ -90,6 +90,10 @@ FailureOr<ExecutionFrame> ExecutionFrame::create(func::FuncOp func,
   for (auto [arg, tensor] : llvm::zip(body.getArguments(), arguments)) {
     frame.values[arg] = tensor;
     frame.heldBytes[onHost(arg)] += storageBytes(tensor);
+    unsigned i = arg.getArgNumber();
+    if (func.getArgAttr(i, PpcDialect::kParamAttrName) ||
+        func.getArgAttr(i, PpcDialect::kStateAttrName))
+      frame.carried.insert(arg);
   }
   frame.bytesAtOp = frame.peak = frame.heldBytes;
   for (Operation &op : body)
@@ -109,7 +113,8 @@ FailureOr<llvm::SmallVector<Tensor>> ExecutionFrame::takeOperands(Operation &op)
     if (it == values.end())
       return op.emitError() << "operand has no value";
     if (--usesLeft[v] == 0) {
-      heldBytes[onHost(v)] -= storageBytes(it->second);
+      if (!carried.contains(v))
+        heldBytes[onHost(v)] -= storageBytes(it->second);
       operands.push_back(std::move(it->second));
       values.erase(it);
     } else {

@@ -5,6 +5,7 @@
 
 #include "executor/Kernels.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <array>
 
@@ -64,6 +65,9 @@ private:
   llvm::DenseMap<mlir::Value, Tensor> values;
   /// Remaining uses per value, so each tensor is freed after its last use.
   llvm::DenseMap<mlir::Value, unsigned> usesLeft;
+  /// Carried state (parameter and optimizer-state arguments): counted to
+  /// the end, as the executables keep it in its argument's buffer.
+  llvm::DenseSet<mlir::Value> carried;
   /// Bytes by memory: [0] the device's, [1] the host's.
   std::array<int64_t, 2> heldBytes{};
   /// `heldBytes` when `opTaken`, the op that took operands last, took them.

@@ -14,6 +14,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <tuple>
 
 using namespace mlir;
 
@@ -33,21 +37,33 @@ double bytesOf(ShapedType type) {
   return double(type.getNumElements()) * double(type.getElementTypeBitWidth() / 8);
 }
 
+/// The paddings made so far, so that a value two products pad alike (the
+/// logits' gradient: k of one, m of the other through a transpose) is padded
+/// once. Products are visited in program order, so the first padding
+/// dominates the later uses.
+using Paddings = llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, Value>;
+
 /// `value` with dimension `dim` grown to `size` by zeros. A transpose is
 /// padded before it (its input's matching dimension), so that the product
 /// still reads a transposed operand instead of a copy of one.
-Value padDimension(OpBuilder &b, Location loc, Value value, int64_t dim, int64_t size) {
+Value padDimension(OpBuilder &b, Location loc, Value value, int64_t dim, int64_t size,
+                   Paddings &made) {
   if (auto transpose = value.getDefiningOp<TransposeOp>()) {
-    Value input = padDimension(b, loc, transpose.getInput(), transpose.getPerm()[dim], size);
+    Value input =
+        padDimension(b, loc, transpose.getInput(), transpose.getPerm()[dim], size, made);
     return b.create<TransposeOp>(loc, input, transpose.getPerm());
   }
+  if (Value padded = made.lookup({value, dim, size}))
+    return padded;
   auto type = llvm::cast<RankedTensorType>(value.getType());
   llvm::SmallVector<int64_t> shape(type.getShape());
   shape[dim] = size - shape[dim];
   auto zerosType = RankedTensorType::get(shape, type.getElementType());
   Value zeros = b.create<ConstantOp>(
       loc, DenseElementsAttr::get(zerosType, b.getZeroAttr(type.getElementType())));
-  return b.create<ConcatOp>(loc, ValueRange{value, zeros}, int64_t(dim));
+  Value padded = b.create<ConcatOp>(loc, ValueRange{value, zeros}, int64_t(dim));
+  made[{value, dim, size}] = padded;
+  return padded;
 }
 
 struct AlignGemmsPass : impl::AlignGemmsBase<AlignGemmsPass> {
@@ -56,11 +72,12 @@ struct AlignGemmsPass : impl::AlignGemmsBase<AlignGemmsPass> {
   void runOnOperation() override {
     llvm::SmallVector<MatMulOp> products;
     getOperation().walk([&](MatMulOp op) { products.push_back(op); });
+    Paddings made;
     for (MatMulOp op : products)
-      align(op);
+      align(op, made);
   }
 
-  void align(MatMulOp op) {
+  void align(MatMulOp op, Paddings &made) {
     auto lhsType = llvm::cast<RankedTensorType>(op.getLhs().getType());
     auto rhsType = llvm::cast<RankedTensorType>(op.getRhs().getType());
     auto resultType = llvm::cast<RankedTensorType>(op.getType());
@@ -87,13 +104,13 @@ struct AlignGemmsPass : impl::AlignGemmsBase<AlignGemmsPass> {
     Location loc = op.getLoc();
     Value lhs = op.getLhs(), rhs = op.getRhs();
     if (padK) {
-      lhs = padDimension(b, loc, lhs, lhsRank - 1, padded(k));
-      rhs = padDimension(b, loc, rhs, rhsRank - 2, padded(k));
+      lhs = padDimension(b, loc, lhs, lhsRank - 1, padded(k), made);
+      rhs = padDimension(b, loc, rhs, rhsRank - 2, padded(k), made);
     }
     if (padM)
-      lhs = padDimension(b, loc, lhs, lhsRank - 2, padded(m));
+      lhs = padDimension(b, loc, lhs, lhsRank - 2, padded(m), made);
     if (padN)
-      rhs = padDimension(b, loc, rhs, rhsRank - 1, padded(n));
+      rhs = padDimension(b, loc, rhs, rhsRank - 1, padded(n), made);
     auto product = b.create<MatMulOp>(loc, lhs, rhs);
     product->setAttrs(op->getAttrs());
     Value result = product;
@@ -102,8 +119,23 @@ struct AlignGemmsPass : impl::AlignGemmsBase<AlignGemmsPass> {
       llvm::SmallVector<int64_t> starts(rank, 0), limits(resultType.getShape()), steps(rank, 1);
       result = b.create<SliceOp>(loc, result, starts, limits, steps);
     }
+    // The transposes the padded ones replace, once nothing reads them.
+    llvm::SmallVector<Operation *> unread;
+    for (Value old : {op.getLhs(), op.getRhs()})
+      if (auto transpose = old.getDefiningOp<TransposeOp>())
+        unread.push_back(transpose);
     op.replaceAllUsesWith(result);
     op.erase();
+    llvm::SmallPtrSet<Operation *, 4> erased;
+    while (!unread.empty()) {
+      Operation *transpose = unread.pop_back_val();
+      if (erased.contains(transpose) || !transpose->use_empty())
+        continue;
+      if (auto inner = transpose->getOperand(0).getDefiningOp<TransposeOp>())
+        unread.push_back(inner);
+      erased.insert(transpose);
+      transpose->erase();
+    }
   }
 };
 

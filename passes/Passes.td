@@ -399,8 +399,9 @@ def AlignGemms : Pass<"ppc-align-gemms", "mlir::func::FuncOp"> {
     of copies against the time the aligned kernels save). Zeros add
     nothing, so the result is the same product. A padded operand that is a
     transpose is padded before it, so the GEMM still reads it transposed;
-    identical paddings of one value (the logits' gradient, read by two
-    products) are left for CSE to merge.
+    a value two products pad alike (the logits' gradient, k of one and m of
+    the other) is padded once. Products that need no padding are left
+    exactly as they are.
 
     Example: `matmul(x : 8x1024x768, transpose(w : 50257x768))` becomes
     `slice(matmul(x, transpose(concat(w, zeros : 47x768))))` of 50304

@@ -70,7 +70,6 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
     if (!options.alignGemms)
       return;
     pm.addNestedPass<func::FuncOp>(createAlignGemms());
-    pm.addPass(createCSEPass()); // one padding of a value two products read
   };
   if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1) {
     if (options.offload != "none")

@@ -245,9 +245,15 @@ static FailureOr<MemoryPlan> planBuffers(func::FuncOp func, int64_t alignment,
   for (Operation &op : body)
     for (Value result : op.getResults())
       add(result, position(&op));
-  // The last use ends a value's life; an unused argument lives throughout.
+  // The last use ends a value's life; an unused argument lives throughout,
+  // and so does carried state (parameters, optimizer state): the
+  // executables keep it in its argument's buffer between steps and copy
+  // each updated value there at the step's end, so no other value may have
+  // that buffer.
   for (Buffer &b : plan.buffers)
-    if (llvm::isa<BlockArgument>(b.value) && b.value.use_empty())
+    if (llvm::isa<BlockArgument>(b.value) &&
+        (b.value.use_empty() || b.kind == BufferKind::Parameter ||
+         b.kind == BufferKind::OptimizerState))
       b.end = numOps - 1;
   auto holder = [&](Value v) { return hooks.holder ? hooks.holder(v) : v; };
   for (Buffer &b : plan.buffers)

@@ -110,7 +110,9 @@ struct MemoryPlan {
 /// Plans the memory of `func`, whose body is one straight-line block (ops
 /// are treated generically by their operands and results). Ops are numbered
 /// 0..n-1 in the block, the terminator last. A block argument is live from
-/// op 0 to its last use (to the end when it has none: the caller holds it);
+/// op 0 to its last use (to the end when it has none: the caller holds it;
+/// and for parameters and optimizer state, which the executables carry
+/// between steps in their arguments' buffers);
 /// an op result from its op to its last use (only at its op when it has no
 /// use); a value the terminator uses to the end. The bytes live at op k
 /// include the operands whose last use is k and all of k's results.

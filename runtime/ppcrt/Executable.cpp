@@ -3,9 +3,10 @@
 // DESIGN.md §4's executable: every rank runs the program of its pipeline
 // coordinate on its own arena, with its blocks of the parameters, optimizer
 // state and token windows; the rank that computes the loss logs it. State
-// lives outside the arena between steps (the arena's argument slots may be
-// reused within a step), in the device's memory, and checkpoints are each
-// rank's state as one safetensors file, committed atomically by rank 0.
+// lives in its arguments' buffers in the arena between steps (the memory
+// plan gives them to no other value), each updated value copied there at a
+// step's end, and checkpoints are each rank's state as one safetensors
+// file, committed atomically by rank 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -161,16 +162,32 @@ struct Trainer {
       : program(program), device(device), rank(rank),
         coordinates(meshCoordinates(program, rank.worldRank())), rp(rp) {}
   ~Trainer() {
-    for (auto &[key, memory] : held) {
-      if (heldOnHost.count(key))
-        device.releaseHost(memory);
-      else
-        device.release(memory);
-    }
+    if (arena)
+      device.release(arena);
+    if (hostArena)
+      device.releaseHost(hostArena);
   }
 
-  /// The state --offload keeps in host memory, by key.
-  std::set<std::string> heldOnHost;
+  /// The program's arenas (device memory, and host memory with --offload).
+  /// The state lives in its arguments' buffers there between steps (the
+  /// memory plan keeps them for it): held[key] points into them.
+  char *arena = nullptr, *hostArena = nullptr;
+
+  /// Allocates the arenas; a one-line error, or "".
+  std::string allocateArenas(int worldRank) {
+    arena = static_cast<char *>(device.allocate(std::max<int64_t>(64, rp.arenaBytes)));
+    if (!arena)
+      return llvm::formatv("rank {0}: cannot allocate the arena of {1:f1} MiB on {2}", worldRank,
+                           rp.arenaBytes / 1048576.0, device.describe());
+    if (rp.hostArenaBytes > 0 &&
+        !(hostArena = static_cast<char *>(device.allocateHost(size_t(rp.hostArenaBytes)))))
+      return llvm::formatv("rank {0}: cannot allocate the host arena of {1:f1} MiB", worldRank,
+                           rp.hostArenaBytes / 1048576.0);
+    for (int i = 0; i < rp.numArgs; ++i)
+      if (isState(rp.args[i]))
+        held[rp.args[i].key] = slotOf(rp.args[i], arena, hostArena);
+    return "";
+  }
 
   /// Where `t` is in this step's arenas.
   static char *slotOf(const TensorInfo &t, char *arena, char *hostArena) {
@@ -215,14 +232,7 @@ struct Trainer {
       const TensorInfo &t = rp.args[i];
       if (!isState(t))
         continue;
-      void *&memory = held[t.key];
-      if (t.host)
-        heldOnHost.insert(t.key);
-      memory = t.host ? device.allocateHost(std::max<size_t>(1, bytesOf(t)))
-                      : device.allocate(std::max<size_t>(1, bytesOf(t)));
-      if (!memory)
-        return llvm::createStringError(std::string("cannot allocate '") + t.key + "' on " +
-                                       device.describe());
+      void *memory = held[t.key];
       llvm::StringRef key = t.key;
       if (!key.starts_with(kParamKey))
         continue;
@@ -278,9 +288,9 @@ struct Trainer {
     return {};
   }
 
-  /// Runs step `step` on `arena` and `hostArena`; returns the error a kernel of this rank
+  /// Runs step `step` on the arenas; returns the error a kernel of this rank
   /// found (an index out of range), empty when none did.
-  std::string step(int64_t step, char *arena, char *hostArena, const ppc::TokenData &tokens) {
+  std::string step(int64_t step, const ppc::TokenData &tokens) {
     std::vector<int64_t> scratch, window;
     for (int i = 0; i < rp.numArgs; ++i) {
       const TensorInfo &t = rp.args[i];
@@ -291,10 +301,8 @@ struct Trainer {
         toSide(t, slot, &s, sizeof(s));
         continue;
       }
-      if (isState(t)) {
-        withinSide(t, slot, held[t.key], bytesOf(t));
-        continue;
-      }
+      if (isState(t))
+        continue; // It is there since the last step's end.
       if (key.starts_with(kHyperKey)) {
         double value = hypers.at(key.drop_front(kHyperKey.size()).str());
         toSide(t, slot, &value, sizeof(value));
@@ -339,7 +347,10 @@ struct Trainer {
         outputs[key.drop_front(kOutputKey.size()).str()] = value;
         continue;
       }
-      withinSide(t, held[t.key], slot, bytesOf(t));
+      // The updated state goes to its argument's buffer, which no value of
+      // the step shares (the memory plan keeps it), for the next step.
+      if (held[t.key] != slot)
+        withinSide(t, held[t.key], slot, bytesOf(t));
     }
     return {};
   }
@@ -1074,9 +1085,10 @@ int64_t loadInitialState(const RunContext &ctx, const RunFlags &flags, Trainer &
   }
   // One pipeline stage may lack a tensor the others have, or one device
   // memory: the ranks stop together.
-  std::string initialized;
-  if (llvm::Error e = trainer.initialize(weights))
-    initialized = formatError(std::move(e));
+  std::string initialized = trainer.allocateArenas(ctx.worldRank);
+  if (initialized.empty())
+    if (llvm::Error e = trainer.initialize(weights))
+      initialized = formatError(std::move(e));
   stopIfAny(initialized, ctx.worldRank);
   return flags.resume ? resumeFrom(ctx, trainer, flags.checkpointDir) : 0;
 }
@@ -1089,20 +1101,7 @@ void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Devic
   const RankProgram &rp = trainer.rp;
   std::string opened;
   std::unique_ptr<llvm::raw_fd_ostream> log = openLog(ctx, flags.logPath, start, opened);
-  void *arenaMemory = device.allocate(std::max<int64_t>(64, rp.arenaBytes));
-  if (!arenaMemory && opened.empty())
-    opened = llvm::formatv("rank {0}: cannot allocate the arena of {1:f1} MiB on {2}",
-                           ctx.worldRank, rp.arenaBytes / 1048576.0, device.describe());
   stopIfAny(opened, ctx.worldRank);
-  char *arena = static_cast<char *>(arenaMemory);
-  // --offload: the host's arena.
-  void *hostArenaMemory =
-      rp.hostArenaBytes > 0 ? device.allocateHost(size_t(rp.hostArenaBytes)) : nullptr;
-  if (rp.hostArenaBytes > 0 && !hostArenaMemory)
-    opened = llvm::formatv("rank {0}: cannot allocate the host arena of {1:f1} MiB", ctx.worldRank,
-                           rp.hostArenaBytes / 1048576.0);
-  stopIfAny(opened, ctx.worldRank);
-  char *hostArena = static_cast<char *>(hostArenaMemory);
   // The ranks' arenas differ with pipelining; the log reports the largest.
   int64_t largestArena = rp.arenaBytes;
   watched("comparing the ranks' arenas", [&] {
@@ -1112,7 +1111,7 @@ void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Devic
   int64_t steps = flags.steps;
   for (int64_t s = start; s < steps; ++s) {
     auto begin = std::chrono::steady_clock::now();
-    std::string kernelError = trainer.step(s, arena, hostArena, tokens);
+    std::string kernelError = trainer.step(s, tokens);
     failpoint("step-done", ctx.worldRank);
     // An error a kernel found on some ranks (a token id outside the
     // vocabulary, say) ends every rank cleanly, before anything of the step
@@ -1146,9 +1145,6 @@ void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Devic
     if (flags.saveEvery > 0 && (s + 1) % flags.saveEvery == 0)
       saveCheckpoint(ctx, trainer, flags.checkpointDir, s + 1, flags.keep);
   }
-  device.release(arenaMemory);
-  if (hostArenaMemory)
-    device.releaseHost(hostArenaMemory);
 }
 
 } // namespace

@@ -1,4 +1,4 @@
-// RUN: ppc-opt %s -split-input-file -ppc-align-gemms -cse | FileCheck %s
+// RUN: ppc-opt %s -split-input-file -ppc-align-gemms | FileCheck %s
 // RUN: ppc-opt %s -split-input-file -ppc-align-gemms=flops-per-byte=1e9 | FileCheck %s --check-prefix=NONE
 
 // Tests ppc-align-gemms: a float matmul whose m, k or n is not a multiple of
@@ -26,8 +26,8 @@ func.func @head(%x: tensor<8x128x256xf32>, %w: tensor<1001x256xf32>) -> tensor<8
 // -----
 
 // Its backward: k = 1001 pads both operands; m = 1001 of the weight's
-// gradient (the logits' gradient transposed) pads the same value, and CSE
-// leaves one padding of it.
+// gradient (the logits' gradient transposed) pads the same value, which is
+// padded once.
 // CHECK-LABEL: func.func @head_grad
 // CHECK-COUNT-1: ppc.concat %arg0
 // CHECK-NOT:     ppc.concat %arg0
