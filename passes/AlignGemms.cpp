@@ -49,8 +49,7 @@ using Paddings = llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, Value>;
 Value padDimension(OpBuilder &b, Location loc, Value value, int64_t dim, int64_t size,
                    Paddings &made) {
   if (auto transpose = value.getDefiningOp<TransposeOp>()) {
-    Value input =
-        padDimension(b, loc, transpose.getInput(), transpose.getPerm()[dim], size, made);
+    Value input = padDimension(b, loc, transpose.getInput(), transpose.getPerm()[dim], size, made);
     return b.create<TransposeOp>(loc, input, transpose.getPerm());
   }
   if (Value padded = made.lookup({value, dim, size}))

@@ -19,7 +19,7 @@ With --target cuda-emulator, the CUDA executables built against ppc's CUDA
 emulator run on CPUs: parity on meshes 1, 2x2 and 2x2x2 (and the Megatron
 layouts) within 1e-5, --precision bf16 within 2e-4, CUDA graphs (each step
 from the second on one launch; losses identical to launching every kernel),
-GEMMs padded to aligned sizes (a vocabulary of 1001) within the same, kill
+GEMMs padded to aligned sizes (a vocabulary of 1001, fp32) within 1e-5, kill
 and resume (30 steps), a CPU checkpoint resumed by the CUDA executable, and
 the watchdog.
 
@@ -293,19 +293,21 @@ def aligned_gemms(ppc, tmp, steps=3):
     """The CUDA target pads GEMM dimensions that are not multiples of 16 bytes
     (ppc-align-gemms): GPT with a vocabulary of 1001 and a head large enough
     for the padding to pay (1024 tokens of d 384) has its LM head's products
-    padded to 1024 columns, and trains as simulate's unpadded program does, in
-    fp32 (within LIMIT) and bf16 (within bf16_parity's 2e-4)."""
+    padded to 1024 columns, and trains as simulate's unpadded program does
+    (within LIMIT; measured identical). bf16's 16-bit alignment is checked on
+    the IR (test/passes/ppc-align-gemms.mlir): a second precision here would
+    cost CI a minute."""
     cfg = dict(vocab=1001, d_model=384, n_layers=1, n_heads=6, seq=128, batch=8)
     model = os.path.join(tmp, "gpt-vocab1001.onnx")
     ppc_models.export("gpt", cfg, model, constant_folding=False)
     training = ["--data-dtype", "u8", "--batch", "8", "--optimizer", "adamw", "--lr", "1e-3"]
-    for precision, limit in (("fp32", LIMIT), ("bf16", 2e-4)):
+    for precision, limit in (("fp32", LIMIT),):
         flags = training + ["--precision", precision]
         name = os.path.join(tmp, f"gpt-vocab1001-{precision}")
         run([ppc, "compile", model, *TARGET, "--emit", "mlir", "-o", name + ".mlir"] + flags)
         program = open(name + ".mlir").read()
-        # The forward's product and the backward's with the logits' gradient;
-        # in bf16 (half the bytes to copy) the weight's gradient's too.
+        # The forward's product and the backward's with the logits' gradient
+        # (the weight's gradient, a batched product, does not pay in fp32).
         padded = re.findall(r"ppc\.matmul .*tensor<[0-9x]*1024x[0-9x]*(?:f32|bf16)>", program)
         assert len(padded) >= 2, padded
         run([ppc, "compile", model, *TARGET, "-o", name] + flags)
