@@ -2,6 +2,7 @@
 
 #include "codegen/Emitter.h"
 #include "codegen/EmitContext.h"
+#include "codegen/KernelProfile.h"
 #include "ir/PpcAttrs.h"
 #include "ir/PpcDialect.h"
 #include "passes/Pipelines.h"
@@ -152,6 +153,13 @@ FailureOr<std::string> tensorInfo(func::FuncOp fn, unsigned i, bool result, Mesh
       .str();
 }
 
+/// A double as C++ source, exactly.
+std::string exactText(double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  return text;
+}
+
 /// Bytes [begin, end) of the device's arena or the host's.
 struct Range {
   int64_t begin, end;
@@ -277,6 +285,36 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
       });
     };
 
+    // --profile: a mark before each kernel, library call and communication
+    // call (before the waits it needs, which then count as its time), one
+    // at the end, and what each is (KernelInfo).
+    std::optional<GpuModel> gpu;
+    if (cuda && !info.predictOn.empty())
+      gpu = GpuModel::named(info.predictOn);
+    llvm::SmallVector<std::string> kernels;
+    double predicted = 0;
+    auto mark = [&](Operation *op) {
+      std::optional<KernelEstimate> k = estimateKernel(op, layout, gpu ? &*gpu : nullptr);
+      std::string what;
+      if (k) {
+        what = k->what;
+      } else {
+        llvm::raw_string_ostream os(what);
+        os << op->getName().stripDialect();
+        for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+          os << (i ? ", " : " ") << shapeText(operand);
+        if (op->getNumOperands() == 0)
+          for (auto [i, result] : llvm::enumerate(op->getResults()))
+            os << (i ? ", " : " -> ") << shapeText(result);
+      }
+      double seconds = k ? k->seconds : 0;
+      predicted += seconds;
+      ctx.body() << "  rt.mark(" << kernels.size() << ");\n";
+      kernels.push_back(llvm::formatv("{{{0}, {1}, {2}, {3}, {4}}", quote(what),
+                                      quote(nodeName(op)), exactText(seconds),
+                                      exactText(k ? k->flops : 0), exactText(k ? k->bytes : 0)));
+    };
+
     double flops = 0;
     for (Operation &op : program.getBody().front()) {
       if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op))
@@ -290,6 +328,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
         const FusionGroup &fused = layout.fusion.groups[group->second];
         if (&op != fused.ops.back())
           continue;
+        mark(&op);
         bool byHost = runsOnHost(&op);
         if (cuda)
           waitFor(rangesOf(fused.inputs), rangesOf(fused.outputs), byHost);
@@ -320,6 +359,8 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
       auto restore = llvm::make_scope_exit([&] { ctx.spellFor(device); });
       if (failed(ctx.target().supports(&op, ctx)))
         return failure();
+      if (!isView(&op, layout))
+        mark(&op);
       llvm::SmallVector<Range> reads, writes;
       if (cuda && !isView(&op, layout)) {
         reads = rangesOf(op.getOperands());
@@ -338,7 +379,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
          << "static void run_" << name << "(ppcrt::Rank &rt, char *arena, char *hostArena) {\n"
          << "  (void)rt;\n"
          << "  (void)hostArena;\n"
-         << bodyText
+         << bodyText << "  rt.mark(" << kernels.size() << ");\n"
          << (inFlight.empty() ? "" : "  // The calls still in flight end with the step.\n")
          << "}\n";
 
@@ -361,12 +402,18 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
       tables << "    " << *entry << ",\n";
     }
     tables << "};\n";
-    char flopText[64];
-    std::snprintf(flopText, sizeof(flopText), "%.17g", flops);
-    entries.push_back(
-        llvm::formatv("{{{0}, run_{1}, {2}, args_{1}, {3}, results_{1}, {4}, {5}, {6}}",
-                      quote(name), name, layout.memory.arenaBytes, program.getNumArguments(),
-                      program.getNumResults(), flopText, layout.memory.hostArenaBytes));
+    // What runs between the marks; the prediction's total per step.
+    tables << "static const ppcrt::KernelInfo kernels_" << name << "[] = {\n";
+    for (const std::string &k : kernels)
+      tables << "    " << k << ",\n";
+    tables << "    {\"\", \"\", 0, 0, 0}};\n";
+    if (gpu)
+      tables << "// Predicted on one " << gpu->name << ": "
+             << llvm::formatv("{0:F3}", predicted * 1e3) << " ms per step.\n";
+    entries.push_back(llvm::formatv(
+        "{{{0}, run_{1}, {2}, args_{1}, {3}, results_{1}, {4}, {5}, {6}, kernels_{1}, {7}}",
+        quote(name), name, layout.memory.arenaBytes, program.getNumArguments(),
+        program.getNumResults(), exactText(flops), layout.memory.hostArenaBytes, kernels.size()));
   }
 
   llvm::SmallVector<std::string> axes, quotedGroups;
@@ -471,6 +518,10 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
      << "  p.hypers = hypers;\n"
      << "  p.numHypers = " << info.hypers.size() << ";\n"
      << "  p.untie = " << (info.untie ? "true" : "false") << ";\n"
+     << "  p.predictedOn = "
+     << (cuda && GpuModel::named(info.predictOn) ? quote(GpuModel::named(info.predictOn)->name)
+                                                 : std::string("nullptr"))
+     << ";\n"
      << "  return p;\n"
      << "}\n\n"
      << "const ppcrt::Program program = describeProgram();\n"

@@ -49,6 +49,9 @@ struct ExecutableInfo {
   std::string description;
   /// Compiled with --untie (the exporter undoes the same merges).
   bool untie = false;
+  /// The GPU whose rates price each kernel's prediction for --profile
+  /// ("h100", "h200"; CUDA only; "": none).
+  std::string predictOn;
 };
 
 /// The storage decisions of one rank program: fusion groups, values read

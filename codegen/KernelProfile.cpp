@@ -54,16 +54,6 @@ double bytesOf(Value value) {
   return double(type.getNumElements()) * double(std::max(bits, 8u) / 8);
 }
 
-std::string shapeText(Value value) {
-  auto type = llvm::cast<RankedTensorType>(value.getType());
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  llvm::interleave(type.getShape(), os, "x");
-  if (type.getRank() == 0)
-    os << "scalar";
-  return text;
-}
-
 /// The rates of a contraction's element type: (achieved, peak).
 std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
   Type element = getElementTypeOrSelf(op->getOperand(0).getType());
@@ -90,71 +80,93 @@ std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
 
 } // namespace
 
+std::string shapeText(Value value) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(type.getShape(), os, "x");
+  if (type.getRank() == 0)
+    os << "scalar";
+  return text;
+}
+
+std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout &layout,
+                                             const GpuModel *gpu) {
+  if (llvm::isa<func::ReturnOp, ConstantOp, MeshOp, SendOp, RecvOp, TransferOp>(op) ||
+      op->hasTrait<CollectiveTrait>() || layout.fusion.inlinedConstants.contains(op))
+    return std::nullopt;
+  KernelEstimate k;
+  auto price = [&](double rate, double peak) {
+    k.count = 1;
+    if (!gpu)
+      return;
+    double compute = rate > 0 ? k.flops / rate : 0, memory = k.bytes / gpu->bandwidth;
+    k.seconds = std::max(compute, memory) + gpu->launchSeconds;
+    k.rooflineSeconds = std::max(peak > 0 ? k.flops / peak : 0, memory);
+    k.computeSeconds = compute;
+    k.memorySeconds = memory;
+  };
+  auto group = layout.fusion.groupOf.find(op);
+  if (group != layout.fusion.groupOf.end()) {
+    const FusionGroup &fused = layout.fusion.groups[group->second];
+    if (op != fused.ops.back())
+      return std::nullopt;
+    for (Value v : fused.inputs)
+      k.bytes += bytesOf(v);
+    for (Value v : fused.outputs)
+      k.bytes += bytesOf(v);
+    llvm::SetVector<llvm::StringRef> names;
+    for (Operation *member : fused.ops)
+      names.insert(member->getName().stripDialect());
+    k.what = "fused ";
+    llvm::raw_string_ostream os(k.what);
+    llvm::interleave(names.getArrayRef().take_front(6), os, ",");
+    if (names.size() > 6)
+      os << ",...";
+    os << " [" << shapeText(fused.ops.back()->getOperand(0)) << "]";
+    price(0, 0);
+    return k;
+  }
+  if (llvm::all_of(op->getResults(), [&](Value r) { return layout.holders.count(r); }))
+    return std::nullopt; // A view: no kernel.
+  llvm::DenseSet<Value> seen;
+  k.what = op->getName().stripDialect().str() + " ";
+  llvm::raw_string_ostream os(k.what);
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    if (seen.insert(operand).second && !layout.fusion.unstored(operand))
+      k.bytes += bytesOf(operand);
+    os << (i ? ", " : "") << shapeText(operand);
+  }
+  for (Value result : op->getResults())
+    k.bytes += bytesOf(result);
+  k.flops = flopsOf(op);
+  double rate = 0, peak = 0;
+  if (k.flops > 0 && gpu)
+    std::tie(rate, peak) = contractionRates(op, *gpu);
+  price(rate, peak);
+  return k;
+}
+
 StepEstimate estimateStep(func::FuncOp program, const ProgramLayout &layout, const GpuModel &gpu) {
   llvm::MapVector<llvm::StringRef, KernelEstimate> byKind;
   llvm::StringSet<> names; // owns byKind's keys
   StepEstimate step;
-  auto stored = [&](Value v) { return !layout.fusion.unstored(v); };
-  auto add = [&](const std::string &what, double flops, double bytes, double rate, double peak) {
-    double compute = rate > 0 ? flops / rate : 0, memory = bytes / gpu.bandwidth;
-    double seconds = std::max(compute, memory) + gpu.launchSeconds;
-    double roofline = std::max(peak > 0 ? flops / peak : 0, memory);
-    KernelEstimate &k = byKind[names.insert(what).first->getKey()];
-    k.what = what;
-    ++k.count;
-    k.flops += flops;
-    k.bytes += bytes;
-    k.seconds += seconds;
-    k.rooflineSeconds += roofline;
-    k.computeSeconds += compute;
-    k.memorySeconds += memory;
-    step.seconds += seconds;
-    step.flops += flops;
-    ++step.launches;
-  };
   for (Operation &op : program.getBody().front()) {
-    if (llvm::isa<func::ReturnOp, ConstantOp, MeshOp, SendOp, RecvOp, TransferOp>(op) ||
-        op.hasTrait<CollectiveTrait>() || layout.fusion.inlinedConstants.contains(&op))
+    std::optional<KernelEstimate> one = estimateKernel(&op, layout, &gpu);
+    if (!one)
       continue;
-    auto group = layout.fusion.groupOf.find(&op);
-    if (group != layout.fusion.groupOf.end()) {
-      const FusionGroup &fused = layout.fusion.groups[group->second];
-      if (&op != fused.ops.back())
-        continue;
-      double bytes = 0;
-      for (Value v : fused.inputs)
-        bytes += bytesOf(v);
-      for (Value v : fused.outputs)
-        bytes += bytesOf(v);
-      llvm::SetVector<llvm::StringRef> names;
-      for (Operation *member : fused.ops)
-        names.insert(member->getName().stripDialect());
-      std::string what = "fused ";
-      llvm::raw_string_ostream os(what);
-      llvm::interleave(names.getArrayRef().take_front(6), os, ",");
-      if (names.size() > 6)
-        os << ",...";
-      os << " [" << shapeText(fused.ops.back()->getOperand(0)) << "]";
-      add(what, 0, bytes, 0, 0);
-      continue;
-    }
-    if (llvm::all_of(op.getResults(), [&](Value r) { return layout.holders.count(r); }))
-      continue; // A view: no kernel.
-    double bytes = 0;
-    llvm::DenseSet<Value> seen;
-    std::string what = op.getName().stripDialect().str() + " ";
-    llvm::raw_string_ostream os(what);
-    for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
-      if (seen.insert(operand).second && stored(operand))
-        bytes += bytesOf(operand);
-      os << (i ? ", " : "") << shapeText(operand);
-    }
-    for (Value result : op.getResults())
-      bytes += bytesOf(result);
-    double flops = flopsOf(&op), rate = 0, peak = 0;
-    if (flops > 0)
-      std::tie(rate, peak) = contractionRates(&op, gpu);
-    add(what, flops, bytes, rate, peak);
+    KernelEstimate &k = byKind[names.insert(one->what).first->getKey()];
+    k.what = one->what;
+    k.count += one->count;
+    k.flops += one->flops;
+    k.bytes += one->bytes;
+    k.seconds += one->seconds;
+    k.rooflineSeconds += one->rooflineSeconds;
+    k.computeSeconds += one->computeSeconds;
+    k.memorySeconds += one->memorySeconds;
+    step.seconds += one->seconds;
+    step.flops += one->flops;
+    ++step.launches;
   }
   for (auto &entry : byKind)
     step.kernels.push_back(entry.second);

@@ -69,6 +69,16 @@ struct StepEstimate {
   std::vector<KernelEstimate> kernels;
 };
 
+/// A value's shape as the estimates name it ("8x1024x768", "scalar").
+std::string shapeText(mlir::Value value);
+
+/// The kernel `op` launches as `layout` lays it out (a fused group's last
+/// op stands for the group), priced on `gpu` (none: FLOPs and bytes only,
+/// the seconds 0); none for ops that launch no kernel (views, constants,
+/// communication, a fused group's other ops). `count` is 1.
+std::optional<KernelEstimate> estimateKernel(mlir::Operation *op, const ProgramLayout &layout,
+                                             const GpuModel *gpu);
+
 /// The predicted step of `program`, laid out as `layout`, on `gpu`. The
 /// collectives are left out (they run beside the kernels).
 StepEstimate estimateStep(mlir::func::FuncOp program, const ProgramLayout &layout,

@@ -384,6 +384,39 @@ def Recompute : Pass<"ppc-recompute", "mlir::ModuleOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def FoldIntoGemms : Pass<"ppc-fold-into-gemms", "mlir::func::FuncOp"> {
+  let summary = "Folds batch sums and transposes of GEMM results into the GEMMs";
+  let description = [{
+    The weight gradient of a linear layer applied to a batch of sequences
+    (`x : [B, T, d] @ w : [d, V]`) is, as autodiff writes it, a batched
+    product summed over the batch: `reduce_sum(matmul(transpose(x), dy))`
+    over B, which writes `B × d × V` for the sum to read back (618 MB for
+    GPT-2's LM head in bf16), runs B GEMMs of depth T, and in bf16 rounds
+    each of them before the sum. With both operands holding the whole batch
+    and the left one transposed in the last two dimensions, this pass
+    folds the batch into the contraction: `matmul(transpose(x'), dy')` with
+    `x' : [B·T, d]` and `dy' : [B·T, V]`, reshapes that read the buffers in
+    place, so one GEMM of depth B·T writes `d × V`.
+
+    A weight stored `[out, in]` and used transposed (`x @ transpose(w)`,
+    as torch exports `nn.Linear`) gets its gradient as the transpose of
+    that product, a copy of the whole matrix. A matrix product read only
+    by a transpose (through reshapes of unit dimensions) is computed
+    transposed instead, `transpose(A B) = B^T A^T`, with the transposes of
+    its operands read in place by the GEMM.
+
+    Run by `ppc compile` on every target, after partitioning (on each
+    rank's local batch; the data-parallel reduction is the all-reduce after
+    it, unchanged), never by `ppc simulate`, so the executables' parity
+    tests check it.
+
+    Example: `transpose(reshape(reduce_sum(matmul(transpose(x : 8x1024x768),
+    dy : 8x1024x2304), axes = [0])))` becomes `matmul(transpose(reshape(dy)
+    : 8192x2304), reshape(x) : 8192x768)`, 2304x768.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def AlignGemms : Pass<"ppc-align-gemms", "mlir::func::FuncOp"> {
   let summary = "Pads GEMM dimensions to 16-byte multiples where the copies pay (CUDA)";
   let description = [{

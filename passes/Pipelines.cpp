@@ -66,16 +66,17 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
   OffloadOptions offload;
   offload.what = options.offload;
   offload.memoryPerRank = recompute.memoryPerRank;
-  auto alignGemms = [&] {
-    if (!options.alignGemms)
-      return;
-    pm.addNestedPass<func::FuncOp>(createAlignGemms());
+  auto lastRewrites = [&] {
+    if (options.foldIntoGemms)
+      pm.addNestedPass<func::FuncOp>(createFoldIntoGemms());
+    if (options.alignGemms)
+      pm.addNestedPass<func::FuncOp>(createAlignGemms());
   };
   if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1) {
     if (options.offload != "none")
       pm.addPass(createOffload(offload));
     pm.addPass(createRecompute(recompute));
-    alignGemms();
+    lastRewrites();
     return;
   }
   PlanShardingsOptions plan;
@@ -107,7 +108,7 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
   if (options.offload != "none")
     pm.addPass(createOffload(offload));
   pm.addPass(createRecompute(recompute));
-  alignGemms();
+  lastRewrites();
 }
 
 void registerPpcPassesAndPipelines() {

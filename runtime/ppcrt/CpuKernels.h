@@ -80,6 +80,12 @@ void matmul(bool transA, bool transB, int batchRank, const int64_t *batchShape,
     gemm(false, transB, m * batch, n, k, a, lda, b, ldb, c);
     return;
   }
+  // One GEMM: split over the threads by `gemm`, which a parallel region
+  // around it (even one of a single thread) would keep on one.
+  if (batch == 1) {
+    gemm(transA, transB, m, n, k, a, lda, b, ldb, c);
+    return;
+  }
   // One GEMM per batch index, the batch shared among the threads when
   // there are several GEMMs worth it (each then runs on one thread).
 #pragma omp parallel for schedule(dynamic) if (batch > 1 && batch * m * n * k >= (int64_t(1) << 21))

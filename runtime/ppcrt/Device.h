@@ -55,6 +55,9 @@ public:
   virtual double peakFlops() const { return 0; }
   /// Bytes of device memory this process has in use (0: not reported).
   virtual int64_t memoryInUse() const { return 0; }
+  /// What times a program of `numKernels` kernels for --profile (the
+  /// host's clock; CUDA events on GPUs).
+  virtual std::unique_ptr<Profiler> profiler(int numKernels);
 
 protected:
   /// What allocateHost and releaseHost get their memory from (plain host

@@ -21,6 +21,7 @@
 #include "runtime/ppcrt/Export.h"
 #include "runtime/ppcrt/HyperParameters.h"
 #include "runtime/ppcrt/MpiRank.h"
+#include "runtime/ppcrt/Profile.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -30,6 +31,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -157,6 +159,8 @@ struct Trainer {
   std::map<std::string, double> hypers;
   /// CUDA: steps from the second on run as one CUDA graph (--cuda-graphs).
   bool graphs = true;
+  /// --profile: the wall time of the steps the profiler kept.
+  double profiledSeconds = 0;
 
   Trainer(const Program &program, Device &device, Rank &rank, const RankProgram &rp)
       : program(program), device(device), rank(rank),
@@ -326,6 +330,8 @@ struct Trainer {
     }
     rank.runStep(rp, arena, hostArena, graphs);
     rank.endStep();
+    if (rank.profiler)
+      rank.profiler->endStep();
     // CUDA kernels flag their errors on the device, CPU kernels in the
     // runtime (kernelFailed); both are taken once the step has ended.
     const char *error = program.kernelError ? program.kernelError() : takeKernelError();
@@ -916,6 +922,15 @@ struct RunFlags {
                            cl::desc("CUDA: run every step from the second on as one CUDA graph "
                                     "captured from it (=false: launch each kernel from the host)"),
                            cl::init(true), cl::cat(category)};
+  cl::opt<std::string> profile{
+      "profile",
+      cl::desc("time each kernel, library call and communication call of every step after "
+               "the first (CUDA: with events, kernels launched from the host, no CUDA graph), "
+               "print the kinds that took the most beside the compiler's predictions, and "
+               "write a Chrome trace of the last step, measured and predicted, to FILE"),
+      cl::value_desc("TRACE.json"), cl::cat(category)};
+  cl::opt<int> profileTop{"profile-top", cl::desc("kinds of kernel --profile prints [20]"),
+                          cl::init(20), cl::cat(category)};
   cl::opt<int> threads{"threads-per-rank",
                        cl::desc("threads per rank (default: the cores of the node / its ranks)"),
                        cl::init(0), cl::cat(category)};
@@ -992,6 +1007,9 @@ void checkFlags(const RunFlags &flags, const Program &program, int worldSize, bo
   if (flags.threads < 0 || flags.threads > kMaxThreads)
     dieAll(llvm::formatv("--threads-per-rank {0}: expected 0 (the node's cores shared) to {1}",
                          flags.threads.getValue(), kMaxThreads),
+           lead);
+  if (flags.profileTop < 1)
+    dieAll(llvm::formatv("--profile-top {0}: expected 1 or more", flags.profileTop.getValue()),
            lead);
   if (flags.resume && flags.checkpointDir.empty())
     dieAll("--resume needs --checkpoint-dir", lead);
@@ -1122,6 +1140,14 @@ void train(const RunContext &ctx, const RunFlags &flags, Trainer &trainer, Devic
     stopIfAny(kernelError, ctx.worldRank);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    // --profile keeps the steps after the first, which warms up (all of
+    // one step when that is the whole run).
+    if (Profiler *profiler = trainer.rank.profiler) {
+      if (s == start && s + 1 < steps)
+        profiler->reset();
+      else
+        trainer.profiledSeconds += seconds;
+    }
     Stop stop;
     if (ctx.logs)
       stop = reportStep(ctx, trainer, device, log.get(), flags.logPath,
@@ -1176,6 +1202,20 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   Trainer &trainer = *trainerOwner;
   trainer.hypers = hypers;
   trainer.graphs = flags.cudaGraphs;
+  std::unique_ptr<Profiler> profiler;
+  if (!flags.profile.empty()) {
+    // Fails now rather than after the run; an existing trace is kept until
+    // the new one replaces it.
+    int fd = -1;
+    std::error_code ec = llvm::sys::fs::openFileForWrite(
+        flags.profile, fd, llvm::sys::fs::CD_OpenAlways, llvm::sys::fs::OF_Append);
+    if (!ec)
+      llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+    stopIfAny(ec ? "--profile '" + flags.profile + "': " + ec.message() : "", worldRank);
+    profiler = device.profiler(rp.numKernels);
+    rank.profiler = profiler.get();
+    trainer.graphs = false;
+  }
   stopIfAny(trainer.unfedInput(), worldRank);
   int logRank = logRankOf(program);
   bool logs = worldRank == logRank;
@@ -1186,6 +1226,19 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   // The state, the steps, and what is written at the end.
   int64_t start = loadInitialState(ctx, flags, trainer, argv[0]);
   train(ctx, flags, trainer, device, tokens, start);
+  if (profiler) {
+    ProfileReport report{program, rp, *profiler, device.describe()};
+    report.stepSeconds =
+        profiler->steps() ? trainer.profiledSeconds / double(profiler->steps()) : 0;
+    report.worldRank = worldRank;
+    report.worldSize = worldSize;
+    report.print = logs;
+    report.top = flags.profileTop;
+    report.tracePath = flags.profile;
+    stopIfAny(reportProfile(report, llvm::outs()), worldRank);
+    llvm::outs().flush();
+    rank.profiler = nullptr;
+  }
   if (!flags.exportPath.empty())
     exportTrained(ctx, trainer, flags.exportPath, flags.steps);
   trainerOwner.reset();
@@ -1197,6 +1250,8 @@ int run(int argc, char **argv, const Program &program, Device &device) {
 }
 
 Device::~Device() = default;
+
+std::unique_ptr<Profiler> Device::profiler(int numKernels) { return hostProfiler(numKernels); }
 
 void *Device::hostMemory(size_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64); }
 

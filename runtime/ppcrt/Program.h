@@ -67,6 +67,20 @@ struct TensorInfo {
 
 class Rank;
 
+/// What a rank program runs between two of its profiling marks
+/// (Rank::mark): a kernel, a library call (a GEMM), a collective or a
+/// message, as `--profile` reports it.
+struct KernelInfo {
+  /// The kind and shapes, as `ppc compile --profile-plan` groups kernels
+  /// ("matmul 8x1024x768, 768x2304"), and the ONNX node it comes from.
+  const char *what;
+  const char *node;
+  /// The compiler's prediction on Program::predictedOn (0: none), and the
+  /// FLOPs and bytes it priced.
+  double predictedSeconds;
+  double flops, bytes;
+};
+
 /// One rank program: `run` executes one training step on `arena` (device
 /// memory) and `hostArena` (host memory: what --offload put there), which
 /// hold the arguments at their offsets when it starts and the results at
@@ -83,6 +97,10 @@ struct RankProgram {
   double gemmFlops = 0;
   /// The host arena's size (0 without --offload).
   int64_t hostArenaBytes = 0;
+  /// What `run` does between its marks: mark k starts kernels[k], mark
+  /// numKernels ends the step.
+  const KernelInfo *kernels = nullptr;
+  int numKernels = 0;
 };
 
 /// A pipeline channel: messages from the rank at coordinate `from` on mesh
@@ -147,6 +165,8 @@ struct Program {
   /// The hyper-parameters of the step ("lr", "beta1", ...).
   const Hyper *hypers = nullptr;
   int numHypers = 0;
+  /// The GPU the kernels' predictions price ("H100 SXM"; null: none).
+  const char *predictedOn = nullptr;
   /// Compiled with --untie: every Identity of a float initializer in the
   /// model is an initializer of its own (trained, or frozen at its value).
   bool untie = false;

@@ -20,10 +20,37 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace ppcrt {
 
 enum class Reduction { Sum, Max };
+
+/// Times what a rank program runs between its marks (--profile): the host's
+/// clock on CPUs, CUDA events on the compute stream on GPUs.
+class Profiler {
+public:
+  virtual ~Profiler();
+  /// Mark `k` of the step now running (RankProgram::kernels).
+  virtual void mark(int k) = 0;
+  /// The step has ended: adds its time between each pair of marks.
+  virtual void endStep() = 0;
+  /// Seconds between mark k and k + 1 of the last step; per step over the
+  /// steps since reset; and how many those are.
+  const std::vector<double> &lastStep() const { return last; }
+  const std::vector<double> &total() const { return sum; }
+  int64_t steps() const { return numSteps; }
+  /// Forgets the steps so far (the first, which warms up).
+  void reset();
+
+protected:
+  /// Adds one step's seconds per kernel (endStep's implementations).
+  void add(std::vector<double> seconds);
+
+private:
+  std::vector<double> last, sum;
+  int64_t numSteps = 0;
+};
 
 /// A communication call in flight (0: one that is complete).
 using Ticket = int64_t;
@@ -89,6 +116,15 @@ public:
   /// digests), under the same watchdog as the program's: a peer that hangs
   /// between steps stops every rank too.
   virtual void watched(const char *what, const std::function<void()> &call) = 0;
+
+  /// Generated code marks the start of each kernel, library call and
+  /// communication call, and the step's end (RankProgram::kernels); a mark
+  /// costs a test unless --profile attached a profiler.
+  void mark(int k) {
+    if (profiler)
+      profiler->mark(k);
+  }
+  Profiler *profiler = nullptr;
 };
 
 /// Records an error of the running program's CPU kernels (a gather index

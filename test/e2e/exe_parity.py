@@ -19,7 +19,8 @@ With --target cuda-emulator, the CUDA executables built against ppc's CUDA
 emulator run on CPUs: parity on meshes 1, 2x2 and 2x2x2 (and the Megatron
 layouts) within 1e-5, --precision bf16 within 2e-4, CUDA graphs (each step
 from the second on one launch; losses identical to launching every kernel),
-GEMMs padded to aligned sizes (a vocabulary of 1001, fp32) within 1e-5, kill
+--profile's table and traces, GEMMs padded to aligned sizes (a vocabulary
+of 1001, fp32) within 1e-5, kill
 and resume (30 steps), a CPU checkpoint resumed by the CUDA executable, and
 the watchdog.
 
@@ -35,7 +36,9 @@ the watchdog.
    loss trace is bitwise identical to an uninterrupted run's (300 steps).
 3. Hyper-parameters given to the executable (--lr, --betas, --weight-decay) give
    the trace of an executable compiled with them, bit for bit.
-4. Watchdog: one rank is stopped (SIGSTOP) mid-run; the others, waiting in a
+4. --profile (profile()): each rank's trace of its kernels' times, the
+   table of the kinds that took the most, and its bad flags.
+5. Watchdog: one rank is stopped (SIGSTOP) mid-run; the others, waiting in a
    collective, exit non-zero within twice --timeout, naming it. A rank killed
    outright makes mpirun stop the others at once; each says where it was (the
    collective it waited in, or computing).
@@ -282,6 +285,60 @@ def cuda_graphs(tmp, steps=4):
         assert traces[0] == traces[1], traces
         print(f"gpt    {mesh:6} CUDA graph of {nodes_on(tmp, mesh)} operations per launch: "
               f"losses identical to host launches over {steps} steps")
+
+
+def profile(tmp, mesh="2x2", steps=3, cuda=False):
+    """--profile: every rank writes a Chrome trace of its last step, one
+    event per kernel, library call and communication call (and, for CUDA,
+    the compiler's prediction of each beside it); the logging rank prints
+    the kinds of kernel that took the most. The kernels' mean times add up
+    to no more than the mean step; the losses are those of a run without
+    it (CUDA: of kernels launched from the host, which --profile needs);
+    a trace path that cannot be written and a bad --profile-top stop the
+    run at once with one line."""
+    exe = os.path.join(tmp, f"gpt-{mesh}")
+    trace = os.path.join(tmp, "profile.json")
+    log, plain = os.path.join(tmp, "profile.jsonl"), os.path.join(tmp, "profile-plain.jsonl")
+    out = train(exe, mesh, steps, log, ["--profile", trace, "--profile-top", "4"]).stdout
+    train(exe, mesh, steps, plain, ["--cuda-graphs=false"] if cuda else [])
+    assert losses(log) == losses(plain), (losses(log), losses(plain))
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("profile of rank"))
+    header, table = lines[at], lines[at + 2:at + 6]
+    assert f"{steps - 1} steps after the first" in header, header
+    assert ("predicted on one H100 SXM" in header) == cuda, header
+    assert len(table) == 4 and lines[at + 6].startswith("  ... "), lines[at:at + 7]
+    marks, mean_step = (float(x) * 1e-3 for x in re.search(
+        r"([\d.]+) ms per step measured between the marks, ([\d.]+) ms per step in all",
+        header).groups())
+    assert 0 < marks <= mean_step, header
+    for r in range(ranks(mesh)):
+        events = json.load(open(os.path.join(tmp, f"profile.rank{r}.json")))["traceEvents"]
+        measured = [e for e in events if e["ph"] == "X" and e["pid"] == 0]
+        predicted = [e for e in events if e["ph"] == "X" and e["pid"] == 1]
+        names = {e["name"].split(" ")[0] for e in measured}
+        assert {"matmul", "all_reduce"} <= names, names
+        assert all(e["dur"] >= 0 for e in measured)
+        # The ranks' steps end together (their collectives), so each rank's
+        # marks fit in the logging rank's step, give or take the noise.
+        kernels = sum(e["args"]["mean_us"] for e in measured) * 1e-6
+        assert 0 < kernels <= 1.5 * mean_step, (r, kernels, mean_step)
+        if cuda:
+            assert len(predicted) == len(measured), (len(predicted), len(measured))
+            gemms = [e for e in measured if e["name"].startswith("matmul")]
+            assert all(e["args"]["flops"] > 0 and e["args"]["predicted_us"] > 0 for e in gemms)
+        else:
+            assert not predicted
+    for bad, says in ((["--profile", "/nonexistent-dir/trace.json"],
+                       "--profile '/nonexistent-dir/trace.json': "),
+                      (["--profile", trace, "--profile-top", "0"],
+                       "--profile-top 0: expected 1 or more")):
+        result = subprocess.run(MPIRUN + ["-np", str(ranks(mesh)), exe, "--data", CORPUS,
+                                          "--steps", "2"] + bad, capture_output=True, text=True)
+        assert result.returncode != 0 and says in result.stderr, result.stderr[-2000:]
+    print(f"gpt    {mesh:6} --profile: {len(measured)} kernels and calls per step on each of "
+          f"{ranks(mesh)} ranks; {marks * 1e3:.2f} of {mean_step * 1e3:.2f} ms per step "
+          f"between the marks; losses unchanged")
 
 
 def nodes_on(tmp, mesh):
@@ -539,6 +596,7 @@ def main():
             parity(args.ppc, tmp, ["gpt", "llama", "bert"], ["1", "2x2", "2x2x2"], 20, LAYOUTS)
             bf16_parity(args.ppc, tmp)
             cuda_graphs(tmp)
+            profile(tmp, cuda=True)
             aligned_gemms(args.ppc, tmp)
             kill_and_resume(args.ppc, tmp, steps=30, every=5)
             cross_target_resume(args.ppc, tmp)
@@ -559,6 +617,7 @@ def main():
             parity(args.ppc, tmp, ["gpt", "llama", "bert"], ["1", "2x2", "2x2x2", "2x4x2"], 20,
                    LAYOUTS)
         hyper_overrides(args.ppc, tmp)
+        profile(tmp, mesh="2x2x2" if args.quick else "2x2")
         kill_and_resume(args.ppc, tmp)
         watchdog(args.ppc, tmp)
     print("OK")

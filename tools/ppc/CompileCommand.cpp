@@ -85,7 +85,9 @@ int runCompileCommand(int argc, char **argv) {
                "that take the most, each with the fraction of its roofline it reaches "
                "(a roofline model of the generated kernels; no GPU needed)"),
       cl::init(false), cl::cat(category));
-  cl::opt<std::string> gpu("gpu", cl::desc("the GPU --profile-plan prices: h100 or h200 [h100]"),
+  cl::opt<std::string> gpu("gpu",
+                           cl::desc("the GPU --profile-plan prices, and a CUDA executable's "
+                                    "--profile predicts each kernel on: h100 or h200 [h100]"),
                            cl::value_desc("h100|h200"), cl::init("h100"), cl::cat(category));
   cl::opt<int> profileTop("profile-top",
                           cl::desc("kernels --profile-plan lists, by predicted time [10]"),
@@ -256,7 +258,9 @@ int runCompileCommand(int argc, char **argv) {
         os << levels;
     return text;
   };
-  // cuBLASLt's aligned kernels (ppc-align-gemms).
+  // Weight gradients as one GEMM each (ppc-fold-into-gemms), on every
+  // target; cuBLASLt's aligned kernels (ppc-align-gemms).
+  setup.parallelize.foldIntoGemms = true;
   setup.parallelize.alignGemms = targetKind == codegen::Target::Cuda;
   for (int attempt = 0;; ++attempt) {
     OwningOpRef<ModuleOp> parallel = step->clone();
@@ -373,6 +377,7 @@ int runCompileCommand(int argc, char **argv) {
   llvm::sys::fs::make_absolute(modelPath);
   info.model = std::string(modelPath);
   info.untie = training.parameters.untie;
+  info.predictOn = gpu;
   std::string printed;
   llvm::raw_string_ostream printedStream(printed);
   module->print(printedStream);

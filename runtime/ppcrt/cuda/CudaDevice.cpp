@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace ppcrt::cuda {
 
@@ -62,6 +63,44 @@ double peakOf(const cudaDeviceProp &props, bool bf16) {
     return bf16 ? 312e12 : 19.5e12;
   return 0;
 }
+
+/// --profile: a CUDA event recorded on the compute stream at each mark, so
+/// that a kernel's time is the stream's between its start and the next
+/// one's (with its launch gap when the host falls behind); read once the
+/// step's last event has happened.
+class EventProfiler final : public Profiler {
+public:
+  explicit EventProfiler(int numKernels) : events(numKernels + 1), recorded(numKernels + 1) {
+    for (cudaEvent_t &event : events)
+      check(cudaEventCreate(&event), "creating the profile's CUDA events");
+  }
+  ~EventProfiler() override {
+    for (cudaEvent_t event : events)
+      cudaEventDestroy(event);
+  }
+  void mark(int k) override {
+    check(cudaEventRecord(events[k], computeStream), "recording a profile's CUDA event");
+    recorded[k] = true;
+  }
+  void endStep() override {
+    std::vector<double> seconds(events.size() - 1, 0.0);
+    if (recorded.back())
+      check(cudaEventSynchronize(events.back()), "waiting for the profiled step");
+    for (size_t k = 0; k + 1 < events.size(); ++k) {
+      float ms = 0;
+      if (recorded[k] && recorded[k + 1])
+        check(cudaEventElapsedTime(&ms, events[k], events[k + 1]),
+              "reading a profile's CUDA events");
+      seconds[k] = ms * 1e-3;
+    }
+    std::fill(recorded.begin(), recorded.end(), false);
+    add(std::move(seconds));
+  }
+
+private:
+  std::vector<cudaEvent_t> events;
+  std::vector<bool> recorded;
+};
 
 class CudaDevice final : public Device {
 public:
@@ -127,6 +166,9 @@ public:
     return std::string(props.name) + " (GPU " + std::to_string(device) + ")";
   }
   double peakFlops() const override { return peakOf(props, bf16); }
+  std::unique_ptr<Profiler> profiler(int numKernels) override {
+    return std::make_unique<EventProfiler>(numKernels);
+  }
   int64_t memoryInUse() const override {
     size_t free = 0, total = 0;
     if (cudaMemGetInfo(&free, &total) != cudaSuccess)

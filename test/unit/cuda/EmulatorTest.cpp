@@ -140,6 +140,45 @@ TEST(CudaEmulator, CommunicationStreamsRunWhenWaitedFor) {
   cudaStreamDestroy(compute);
 }
 
+__global__ void spin(float *out, int iterations) {
+  float x = out[threadIdx.x];
+  for (int i = 0; i < iterations; ++i)
+    x = x * 0.999f + 1.0f;
+  out[threadIdx.x] = x;
+}
+
+// Timing events (--profile) read the clock when their stream reaches them:
+// the time between two is that of the work between, in stream order; events
+// without timing, or never recorded, have no time to give.
+TEST(CudaEmulator, TimingEventsMeasureTheWorkBetweenThem) {
+  cudaStream_t compute;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
+  float *data = deviceCopy(std::vector<float>(32, 0.0f));
+  cudaEvent_t start, middle, end, untimed, unrecorded;
+  for (cudaEvent_t *event : {&start, &middle, &end, &unrecorded})
+    ASSERT_EQ(cudaEventCreate(event), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming), cudaSuccess);
+  PPCRT_LAUNCH(spin, 1, 32, 0, compute)(data, 1);
+  ASSERT_EQ(cudaEventRecord(start, compute), cudaSuccess);
+  PPCRT_LAUNCH(spin, 1, 32, 0, compute)(data, 1 << 20);
+  ASSERT_EQ(cudaEventRecord(middle, compute), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(untimed, compute), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(end, compute), cudaSuccess);
+  float spinning = -1, after = -1;
+  ASSERT_EQ(cudaEventSynchronize(end), cudaSuccess);
+  ASSERT_EQ(cudaEventElapsedTime(&spinning, start, middle), cudaSuccess);
+  ASSERT_EQ(cudaEventElapsedTime(&after, middle, end), cudaSuccess);
+  EXPECT_GT(spinning, 0.0f) << "a million iterations on every lane took no time";
+  EXPECT_GE(after, 0.0f);
+  EXPECT_GT(spinning, after) << "nothing ran between the last two events";
+  float ms = 0;
+  EXPECT_EQ(cudaEventElapsedTime(&ms, start, untimed), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, start, unrecorded), cudaErrorInvalidResourceHandle);
+  for (cudaEvent_t event : {start, middle, end, untimed, unrecorded})
+    cudaEventDestroy(event);
+  cudaStreamDestroy(compute);
+}
+
 __global__ void addValue(float *out, float value) { out[threadIdx.x] += value; }
 
 // A captured step runs nothing while it is captured; each launch of the graph

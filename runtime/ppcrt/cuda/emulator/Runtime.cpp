@@ -11,6 +11,7 @@
 #include "runtime/ppcrt/cuda/emulator/Emulator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +58,11 @@ struct CUevent_st {
   /// The work the event waits for: everything issued up to this number on
   /// its stream (0: recorded on nothing, or never recorded).
   uint64_t number = 0;
+  /// Timing events (not cudaEventDisableTiming): the host's clock when the
+  /// stream reached the last record (negative: not yet), and that record.
+  bool timing = true;
+  double seconds = -1;
+  uint64_t record = 0;
 };
 
 namespace ppcrt::emu {
@@ -588,8 +594,10 @@ cudaError_t cudaEventCreate(cudaEvent_t *event) {
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) {
-  return cudaEventCreate(event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags) {
+  cudaError_t status = cudaEventCreate(event);
+  (*event)->timing = !(flags & cudaEventDisableTiming);
+  return status;
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
@@ -605,7 +613,30 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
         {[event, stream] { event->number = resolve(stream)->last; }, /*counted=*/false});
     return cudaSuccess;
   }
+  if (event->timing) {
+    // The clock is read when the stream gets there, in its order.
+    uint64_t record = ++event->record;
+    event->seconds = -1;
+    enqueue(stream, [event, record] {
+      if (event->record == record)
+        event->seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+                .count();
+    });
+  }
   event->number = resolve(stream)->last;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms || !start || !end || !start->timing || !end->timing)
+    return cudaErrorInvalidResourceHandle;
+  if (refusedInCapture())
+    return cudaErrorStreamCaptureUnsupported;
+  runThrough(std::max(start->number, end->number));
+  if (start->seconds < 0 || end->seconds < 0)
+    return cudaErrorInvalidResourceHandle; // Never recorded.
+  *ms = float((end->seconds - start->seconds) * 1e3);
   return cudaSuccess;
 }
 
