@@ -5,9 +5,8 @@
 // batch of sequences, becomes one product over the folded batch; and a
 // matrix product whose result is only transposed (the gradient of a weight
 // stored [out, in]) is computed transposed, with its operands swapped and
-// read transposed. Run on the per-rank programs `ppc compile` emits, never
-// by `ppc simulate`, so the executables' parity tests check the rewritten
-// program against the reference.
+// read transposed. Run on the per-rank programs at the end of the
+// parallelize pipeline, by `ppc simulate` and `ppc compile` alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,7 +84,7 @@ struct FoldIntoGemmsPass : impl::FoldIntoGemmsBase<FoldIntoGemmsPass> {
         return;
     }
     OpBuilder b(transpose);
-    Location loc = transpose.getLoc();
+    Location loc = product.getLoc();
     llvm::SmallVector<Operation *> made;
     auto transposed = [&](Value v) -> Value {
       if (auto inner = v.getDefiningOp<TransposeOp>(); inner && swapsLastTwo(inner))
@@ -131,6 +130,13 @@ struct FoldIntoGemmsPass : impl::FoldIntoGemmsBase<FoldIntoGemmsPass> {
       return;
     Value a = transpose.getInput(), g = product.getRhs();
     auto aType = llvm::cast<RankedTensorType>(a.getType());
+    // 16-bit products keep their per-batch rounding: folded, bf16 training
+    // moved the first step's gradient norm 4x further from the rounding
+    // the reference model (test/e2e/torch_reference.py's LowModel) follows
+    // (the tied embedding's gradient, by a bias of 2e-4 of its mass), which
+    // is not understood yet (docs/architecture.md).
+    if (aType.getElementTypeBitWidth() < 32)
+      return;
     auto gType = llvm::cast<RankedTensorType>(g.getType());
     auto resultType = llvm::cast<RankedTensorType>(product.getType());
     int64_t rank = resultType.getRank();

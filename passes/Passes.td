@@ -396,7 +396,8 @@ def FoldIntoGemms : Pass<"ppc-fold-into-gemms", "mlir::func::FuncOp"> {
     and the left one transposed in the last two dimensions, this pass
     folds the batch into the contraction: `matmul(transpose(x'), dy')` with
     `x' : [B·T, d]` and `dy' : [B·T, V]`, reshapes that read the buffers in
-    place, so one GEMM of depth B·T writes `d × V`.
+    place, so one GEMM of depth B·T writes `d × V`. Products of 16-bit
+    floats are left batched for now (docs/architecture.md says why).
 
     A weight stored `[out, in]` and used transposed (`x @ transpose(w)`,
     as torch exports `nn.Linear`) gets its gradient as the transpose of
@@ -405,10 +406,10 @@ def FoldIntoGemms : Pass<"ppc-fold-into-gemms", "mlir::func::FuncOp"> {
     transposed instead, `transpose(A B) = B^T A^T`, with the transposes of
     its operands read in place by the GEMM.
 
-    Run by `ppc compile` on every target, after partitioning (on each
-    rank's local batch; the data-parallel reduction is the all-reduce after
-    it, unchanged), never by `ppc simulate`, so the executables' parity
-    tests check it.
+    The last pass but ppc-align-gemms of the parallelize pipeline, so
+    `ppc simulate` runs the programs `ppc compile` emits (and plans their
+    memory alike); after partitioning, on each rank's local batch (the
+    data-parallel reduction is the all-reduce after it, unchanged).
 
     Example: `transpose(reshape(reduce_sum(matmul(transpose(x : 8x1024x768),
     dy : 8x1024x2304), axes = [0])))` becomes `matmul(transpose(reshape(dy)

@@ -67,8 +67,7 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
   offload.what = options.offload;
   offload.memoryPerRank = recompute.memoryPerRank;
   auto lastRewrites = [&] {
-    if (options.foldIntoGemms)
-      pm.addNestedPass<func::FuncOp>(createFoldIntoGemms());
+    pm.addNestedPass<func::FuncOp>(createFoldIntoGemms());
     if (options.alignGemms)
       pm.addNestedPass<func::FuncOp>(createAlignGemms());
   };

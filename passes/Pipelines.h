@@ -118,11 +118,6 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
                      "memory-per-rank); ppc compile lowers it when the executable's "
                      "arena, after fusion, exceeds what the unfused plan said"),
       llvm::cl::init(0.0)};
-  Option<bool> foldIntoGemms{*this, "fold-into-gemms",
-                             llvm::cl::desc("fold batch sums and transposes of GEMM results "
-                                            "into the GEMMs (ppc-fold-into-gemms; ppc "
-                                            "compile sets it)"),
-                             llvm::cl::init(false)};
   Option<bool> alignGemms{*this, "align-gemms",
                           llvm::cl::desc("pad GEMM dimensions to 16-byte multiples where "
                                          "the copies pay (ppc-align-gemms; ppc compile sets "
@@ -135,8 +130,9 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
 /// stages when pp > 1, and buckets the gradient all-reduces (nothing of this
 /// on a mesh of one rank); then moves what `offload` names to host memory
 /// and recomputes activations in each rank's program as `recompute` says;
-/// last, with `fold-into-gemms`, makes each weight gradient one GEMM, and
-/// with `align-gemms` pads the GEMMs cuBLASLt would run unaligned.
+/// last, folds batch sums and transposes into the GEMMs (each weight
+/// gradient one GEMM), and with `align-gemms` pads the GEMMs cuBLASLt would
+/// run unaligned.
 void buildParallelizePipeline(mlir::OpPassManager &pm, const ParallelizePipelineOptions &options);
 
 /// The value `options` give the hyper-parameter argument `name` of the

@@ -1206,12 +1206,13 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   if (!flags.profile.empty()) {
     // Fails now rather than after the run; an existing trace is kept until
     // the new one replaces it.
+    std::string trace = tracePathOf(flags.profile, worldRank, worldSize);
     int fd = -1;
-    std::error_code ec = llvm::sys::fs::openFileForWrite(
-        flags.profile, fd, llvm::sys::fs::CD_OpenAlways, llvm::sys::fs::OF_Append);
+    std::error_code ec = llvm::sys::fs::openFileForWrite(trace, fd, llvm::sys::fs::CD_OpenAlways,
+                                                         llvm::sys::fs::OF_Append);
     if (!ec)
       llvm::sys::Process::SafelyCloseFileDescriptor(fd);
-    stopIfAny(ec ? "--profile '" + flags.profile + "': " + ec.message() : "", worldRank);
+    stopIfAny(ec ? "--profile '" + trace + "': " + ec.message() : "", worldRank);
     profiler = device.profiler(rp.numKernels);
     rank.profiler = profiler.get();
     trainer.graphs = false;

@@ -46,9 +46,8 @@ class HostProfiler : public Profiler {
 public:
   explicit HostProfiler(int numKernels) : stamps(numKernels + 1, -1.0) {}
   void mark(int k) override {
-    stamps[k] = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now().time_since_epoch())
-                    .count();
+    stamps[k] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
   void endStep() override {
     std::vector<double> seconds(stamps.size() - 1, 0.0);
@@ -69,6 +68,8 @@ struct Kind {
   double measured = 0, predicted = 0;
 };
 
+} // namespace
+
 std::string tracePathOf(const std::string &path, int worldRank, int worldSize) {
   if (worldSize == 1)
     return path;
@@ -79,8 +80,6 @@ std::string tracePathOf(const std::string &path, int worldRank, int worldSize) {
     return path + suffix;
   return path.substr(0, dot) + suffix + path.substr(dot);
 }
-
-} // namespace
 
 std::unique_ptr<Profiler> hostProfiler(int numKernels) {
   return std::make_unique<HostProfiler>(numKernels);
@@ -149,11 +148,10 @@ std::string reportProfile(const ProfileReport &r, llvm::raw_ostream &os) {
   // after the one before.
   llvm::json::Array events;
   auto process = [&](int pid, const std::string &name) {
-    events.push_back(llvm::json::Object{
-        {"name", "process_name"},
-        {"ph", "M"},
-        {"pid", pid},
-        {"args", llvm::json::Object{{"name", name}}}});
+    events.push_back(llvm::json::Object{{"name", "process_name"},
+                                        {"ph", "M"},
+                                        {"pid", pid},
+                                        {"args", llvm::json::Object{{"name", name}}}});
   };
   process(0, llvm::formatv("measured: rank {0}, {1}, last step", r.worldRank, r.device).str());
   if (predicted)
@@ -192,8 +190,8 @@ std::string reportProfile(const ProfileReport &r, llvm::raw_ostream &os) {
   llvm::raw_fd_ostream out(path, ec);
   if (ec)
     return "--profile '" + path + "': " + ec.message();
-  out << llvm::json::Value(llvm::json::Object{{"traceEvents", std::move(events)},
-                                              {"displayTimeUnit", "ms"}});
+  out << llvm::json::Value(
+      llvm::json::Object{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}});
   out.close();
   if (out.has_error())
     return "--profile '" + path + "': " + out.error().message();

@@ -38,6 +38,10 @@ struct ProfileReport {
   std::string tracePath;
 };
 
+/// Where rank `worldRank` writes the trace asked for at `path`: `path`
+/// itself for one rank, else with ".rankR" before its extension.
+std::string tracePathOf(const std::string &path, int worldRank, int worldSize);
+
 /// Prints the table to `os` (when r.print) and writes the trace. Returns a
 /// one-line error (the trace could not be written), or "".
 std::string reportProfile(const ProfileReport &r, llvm::raw_ostream &os);

@@ -330,7 +330,7 @@ def profile(tmp, mesh="2x2", steps=3, cuda=False):
         else:
             assert not predicted
     for bad, says in ((["--profile", "/nonexistent-dir/trace.json"],
-                       "--profile '/nonexistent-dir/trace.json': "),
+                       "--profile '/nonexistent-dir/trace"),
                       (["--profile", trace, "--profile-top", "0"],
                        "--profile-top 0: expected 1 or more")):
         result = subprocess.run(MPIRUN + ["-np", str(ranks(mesh)), exe, "--data", CORPUS,

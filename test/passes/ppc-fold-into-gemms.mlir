@@ -9,22 +9,22 @@
 // and a sum over B become one product of depth B·T; the reshapes are views.
 // The schedule's attributes move to the new ops, the layout does not.
 // CHECK-LABEL: func.func @weight_grad
-// CHECK:         %[[X:.*]] = ppc.reshape %arg0 {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : tensor<4x8x32xbf16> -> tensor<32x32xbf16>
+// CHECK:         %[[X:.*]] = ppc.reshape %arg0 {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : tensor<4x8x32xf32> -> tensor<32x32xf32>
 // CHECK:         %[[T:.*]] = ppc.transpose %[[X]] perm = [1, 0] {ppc.bwd = 3 : i64, ppc.mb = 0 : i64}
-// CHECK:         %[[G:.*]] = ppc.reshape %arg1 {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : tensor<4x8x96xbf16> -> tensor<32x96xbf16>
-// CHECK:         %[[P:.*]] = ppc.matmul %[[T]], %[[G]] {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : (tensor<32x32xbf16>, tensor<32x96xbf16>) -> tensor<32x96xbf16>
-// CHECK:         %[[S:.*]] = ppc.reshape %[[P]] {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : tensor<32x96xbf16> -> tensor<1x32x96xbf16>
-// CHECK:         %[[W:.*]] = ppc.reshape %[[S]] {ppc.step_grad = array<i64: 2>} : tensor<1x32x96xbf16> -> tensor<32x96xbf16>
+// CHECK:         %[[G:.*]] = ppc.reshape %arg1 {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : tensor<4x8x96xf32> -> tensor<32x96xf32>
+// CHECK:         %[[P:.*]] = ppc.matmul %[[T]], %[[G]] {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : (tensor<32x32xf32>, tensor<32x96xf32>) -> tensor<32x96xf32>
+// CHECK:         %[[S:.*]] = ppc.reshape %[[P]] {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : tensor<32x96xf32> -> tensor<1x32x96xf32>
+// CHECK:         %[[W:.*]] = ppc.reshape %[[S]] {ppc.step_grad = array<i64: 2>} : tensor<1x32x96xf32> -> tensor<32x96xf32>
 // CHECK:         return %[[W]]
 // CHECK-NOT:     ppc.shardings
 // CHECK-NOT:     ppc.reduce_sum
 ppc.mesh @mesh axes = ["pp", "dp", "tp"] shape = [1, 2, 1]
-func.func @weight_grad(%x: tensor<4x8x32xbf16>, %g: tensor<4x8x96xbf16>) -> tensor<32x96xbf16> {
-  %t = ppc.transpose %x perm = [0, 2, 1] {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : (tensor<4x8x32xbf16>) -> tensor<4x32x8xbf16>
-  %p = ppc.matmul %t, %g {ppc.bwd = 3 : i64, ppc.mb = 0 : i64, ppc.shardings = [#ppc.sharding<@mesh, [[], [], []]>]} : (tensor<4x32x8xbf16>, tensor<4x8x96xbf16>) -> tensor<4x32x96xbf16>
-  %s = ppc.reduce_sum %p axes = [0] keepdims = true {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : (tensor<4x32x96xbf16>) -> tensor<1x32x96xbf16>
-  %w = ppc.reshape %s {ppc.step_grad = array<i64: 2>} : tensor<1x32x96xbf16> -> tensor<32x96xbf16>
-  return %w : tensor<32x96xbf16>
+func.func @weight_grad(%x: tensor<4x8x32xf32>, %g: tensor<4x8x96xf32>) -> tensor<32x96xf32> {
+  %t = ppc.transpose %x perm = [0, 2, 1] {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : (tensor<4x8x32xf32>) -> tensor<4x32x8xf32>
+  %p = ppc.matmul %t, %g {ppc.bwd = 3 : i64, ppc.mb = 0 : i64, ppc.shardings = [#ppc.sharding<@mesh, [[], [], []]>]} : (tensor<4x32x8xf32>, tensor<4x8x96xf32>) -> tensor<4x32x96xf32>
+  %s = ppc.reduce_sum %p axes = [0] keepdims = true {ppc.bwd = 3 : i64, ppc.mb = 0 : i64} : (tensor<4x32x96xf32>) -> tensor<1x32x96xf32>
+  %w = ppc.reshape %s {ppc.step_grad = array<i64: 2>} : tensor<1x32x96xf32> -> tensor<32x96xf32>
+  return %w : tensor<32x96xf32>
 }
 
 // -----
@@ -49,13 +49,14 @@ func.func @two_batch_dims(%x: tensor<2x3x5x7xf32>, %g: tensor<2x3x5x4xf32>) -> (
 
 // Left alone: a left operand that is not transposed (its batch and rows are
 // not contiguous), one broadcast over the batch, a sum over part of the
-// batch, a product read twice, and a sum over a matrix dimension.
+// batch, a product read twice, a sum over a matrix dimension, and a bf16
+// product (which keeps its per-batch rounding for now).
 // CHECK-LABEL: func.func @left_alone
-// CHECK-NOT:     tensor<{{[0-9]+}}x{{[0-9]+}}xf32>)
-// CHECK-COUNT-5: ppc.reduce_sum
+// CHECK-NOT:     tensor<{{[0-9]+}}x{{[0-9]+}}x{{bf16|f32}}>)
+// CHECK-COUNT-6: ppc.reduce_sum
 func.func @left_alone(%a: tensor<4x7x8xf32>, %x: tensor<4x8x7xf32>, %x1: tensor<1x8x7xf32>,
                       %g: tensor<4x8x5xf32>, %x4: tensor<2x4x8x7xf32>, %g4: tensor<2x4x8x5xf32>)
-    -> (tensor<1x7x5xf32>, tensor<1x7x5xf32>, tensor<2x1x7x5xf32>, tensor<1x7x5xf32>, tensor<4x7x5xf32>, tensor<4x7x1xf32>) {
+    -> (tensor<1x7x5xf32>, tensor<1x7x5xf32>, tensor<2x1x7x5xf32>, tensor<1x7x5xf32>, tensor<4x7x5xf32>, tensor<4x7x1xf32>, tensor<1x7x5xbf16>) {
   %p0 = ppc.matmul %a, %g : (tensor<4x7x8xf32>, tensor<4x8x5xf32>) -> tensor<4x7x5xf32>
   %s0 = ppc.reduce_sum %p0 axes = [0] keepdims = true : (tensor<4x7x5xf32>) -> tensor<1x7x5xf32>
   %t1 = ppc.transpose %x1 perm = [0, 2, 1] : (tensor<1x8x7xf32>) -> tensor<1x7x8xf32>
@@ -68,7 +69,12 @@ func.func @left_alone(%a: tensor<4x7x8xf32>, %x: tensor<4x8x7xf32>, %x1: tensor<
   %p3 = ppc.matmul %t3, %g : (tensor<4x7x8xf32>, tensor<4x8x5xf32>) -> tensor<4x7x5xf32>
   %s3 = ppc.reduce_sum %p3 axes = [0] keepdims = true : (tensor<4x7x5xf32>) -> tensor<1x7x5xf32>
   %s4 = ppc.reduce_sum %p3 axes = [2] keepdims = true : (tensor<4x7x5xf32>) -> tensor<4x7x1xf32>
-  return %s0, %s1, %s2, %s3, %p3, %s4 : tensor<1x7x5xf32>, tensor<1x7x5xf32>, tensor<2x1x7x5xf32>, tensor<1x7x5xf32>, tensor<4x7x5xf32>, tensor<4x7x1xf32>
+  %xb = ppc.cast %x : tensor<4x8x7xf32> -> tensor<4x8x7xbf16>
+  %gb = ppc.cast %g : tensor<4x8x5xf32> -> tensor<4x8x5xbf16>
+  %t5 = ppc.transpose %xb perm = [0, 2, 1] : (tensor<4x8x7xbf16>) -> tensor<4x7x8xbf16>
+  %p5 = ppc.matmul %t5, %gb : (tensor<4x7x8xbf16>, tensor<4x8x5xbf16>) -> tensor<4x7x5xbf16>
+  %s5 = ppc.reduce_sum %p5 axes = [0] keepdims = true : (tensor<4x7x5xbf16>) -> tensor<1x7x5xbf16>
+  return %s0, %s1, %s2, %s3, %p3, %s4, %s5 : tensor<1x7x5xf32>, tensor<1x7x5xf32>, tensor<2x1x7x5xf32>, tensor<1x7x5xf32>, tensor<4x7x5xf32>, tensor<4x7x1xf32>, tensor<1x7x5xbf16>
 }
 
 // -----

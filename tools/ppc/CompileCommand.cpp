@@ -258,9 +258,7 @@ int runCompileCommand(int argc, char **argv) {
         os << levels;
     return text;
   };
-  // Weight gradients as one GEMM each (ppc-fold-into-gemms), on every
-  // target; cuBLASLt's aligned kernels (ppc-align-gemms).
-  setup.parallelize.foldIntoGemms = true;
+  // cuBLASLt's aligned kernels (ppc-align-gemms).
   setup.parallelize.alignGemms = targetKind == codegen::Target::Cuda;
   for (int attempt = 0;; ++attempt) {
     OwningOpRef<ModuleOp> parallel = step->clone();
