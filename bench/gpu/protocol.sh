@@ -4,7 +4,9 @@
 #   1. test/codegen/run-cuda.test's parity (exe_parity.py --prepared);
 #   2. GPT-2 124M bf16: the executable against PyTorch eager and
 #      torch.compile (bench/cuda_exe_gpt.py --prebuilt);
-#   3. one step's kernels timed by Nsight Compute (bench/gpu/kernel_table.py).
+#   3. each kernel measured beside the compiler's prediction (the
+#      executable's --profile, CUDA events; a Chrome trace of the step);
+#   4. one step's kernels timed by Nsight Compute (bench/gpu/kernel_table.py).
 #
 #   bench/gpu/protocol.sh BUNDLE.tar.xz OUT_DIR
 #
@@ -25,7 +27,11 @@ timeout 150 python3 test/e2e/exe_parity.py --prepared $work/parity --launcher "$
 echo "== 2. GPT-2 124M: executable, torch eager, torch.compile"
 timeout ${BENCH_TIMEOUT:-300} python3 bench/cuda_exe_gpt.py --prebuilt $work/gpt2 \
   --launcher "$launcher" --steps ${BENCH_STEPS:-12} --inputs $work/inputs 2>&1 | tee "$out/bench.txt"
-echo "== 3. one step's kernels (Nsight Compute)"
+echo "== 3. predicted against measured, per kernel (--profile)"
+timeout ${PROFILE_TIMEOUT:-120} env $PPC_EXE_ENV $work/gpt2/train \
+  --data $work/inputs/tokens.u16 --weights $work/inputs/weights.safetensors --steps 4 \
+  --profile "$out/profile.json" --profile-top 30 2>&1 | tee "$out/profile.txt"
+echo "== 4. one step's kernels (Nsight Compute)"
 timeout ${NCU_TIMEOUT:-150} env $PPC_EXE_ENV ncu --clock-control none \
   --metrics gpu__time_duration.sum -f -o "$out/kernels" $work/gpt2/train \
   --data $work/inputs/tokens.u16 --weights $work/inputs/weights.safetensors --steps 1 \
