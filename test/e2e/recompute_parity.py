@@ -121,7 +121,11 @@ def model_case(ppc, kind, tmp, meshes, targets):
             row.append(f"{policy} identical, peak {max(peak)}")
         peaks[mesh, "none"] = max(peak_none)
         print("  ".join(row) + f"  (none: peak {max(peak_none)}, loss {none[-1][0]:.6f})")
-    assert peaks["1", "full"] < peaks["1", "selective"] < peaks["1", "none"], peaks
+    # Full keeps less than selective, but both can reach the step's floor (a peak
+    # outside the blocks, which no recomputation lowers): Hugging Face LLaMA's
+    # 1537208 bytes, its peak on 2x2 under every policy, which selective reached
+    # once ppc-fold-into-gemms dropped the weight gradients' batched products.
+    assert peaks["1", "full"] <= peaks["1", "selective"] < peaks["1", "none"], peaks
 
     # auto: nothing under the default budget; some blocks, not all, under a
     # budget between selective's peak and none's.
