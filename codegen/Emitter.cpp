@@ -5,6 +5,7 @@
 #include "codegen/KernelProfile.h"
 #include "ir/PpcAttrs.h"
 #include "ir/PpcDialect.h"
+#include "ir/ShapeRules.h"
 #include "passes/Pipelines.h"
 #include "runtime/Printable.h"
 
@@ -34,13 +35,8 @@ bool undoesItsOperand(TransposeOp transpose) {
 /// GEMMs (and transposes that undo it), which can then read its operand
 /// transposed in place.
 static bool foldsIntoGemms(TransposeOp transpose) {
-  ArrayRef<int64_t> perm = transpose.getPerm();
-  int64_t rank = perm.size();
-  if (rank < 2 || perm[rank - 1] != rank - 2 || perm[rank - 2] != rank - 1)
+  if (!swapsLastTwo(transpose.getPerm()))
     return false;
-  for (int64_t d = 0; d + 2 < rank; ++d)
-    if (perm[d] != d)
-      return false;
   Value result = transpose.getResult();
   return !result.use_empty() && llvm::all_of(result.getUsers(), [](Operation *user) {
     auto undo = llvm::dyn_cast<TransposeOp>(user);
@@ -240,6 +236,10 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
   std::vector<std::string> groups;
   EmitContext ctx(file, groups, cuda ? cudaSpelling() : cpuSpelling());
   llvm::SmallVector<std::string> entries, channels;
+  // The GPU each kernel's prediction is priced on (--profile's tables).
+  std::optional<GpuModel> gpu;
+  if (cuda)
+    gpu = GpuModel::named(info.predictOn);
   for (auto [p, program] : llvm::enumerate(programs)) {
     const ProgramLayout &layout = layouts[p];
     llvm::DenseMap<Value, int64_t> offsets;
@@ -288,25 +288,11 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
     // --profile: a mark before each kernel, library call and communication
     // call (before the waits it needs, which then count as its time), one
     // at the end, and what each is (KernelInfo).
-    std::optional<GpuModel> gpu;
-    if (cuda && !info.predictOn.empty())
-      gpu = GpuModel::named(info.predictOn);
     llvm::SmallVector<std::string> kernels;
     double predicted = 0;
     auto mark = [&](Operation *op) {
       std::optional<KernelEstimate> k = estimateKernel(op, layout, gpu ? &*gpu : nullptr);
-      std::string what;
-      if (k) {
-        what = k->what;
-      } else {
-        llvm::raw_string_ostream os(what);
-        os << op->getName().stripDialect();
-        for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-          os << (i ? ", " : " ") << shapeText(operand);
-        if (op->getNumOperands() == 0)
-          for (auto [i, result] : llvm::enumerate(op->getResults()))
-            os << (i ? ", " : " -> ") << shapeText(result);
-      }
+      std::string what = k ? k->what : describeOp(op);
       double seconds = k ? k->seconds : 0;
       predicted += seconds;
       ctx.body() << "  rt.mark(" << kernels.size() << ");\n";
@@ -518,10 +504,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
      << "  p.hypers = hypers;\n"
      << "  p.numHypers = " << info.hypers.size() << ";\n"
      << "  p.untie = " << (info.untie ? "true" : "false") << ";\n"
-     << "  p.predictedOn = "
-     << (cuda && GpuModel::named(info.predictOn) ? quote(GpuModel::named(info.predictOn)->name)
-                                                 : std::string("nullptr"))
-     << ";\n"
+     << "  p.predictedOn = " << (gpu ? quote(gpu->name) : std::string("nullptr")) << ";\n"
      << "  return p;\n"
      << "}\n\n"
      << "const ppcrt::Program program = describeProgram();\n"

@@ -78,8 +78,6 @@ std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
   return {achieved, peak};
 }
 
-} // namespace
-
 std::string shapeText(Value value) {
   auto type = llvm::cast<RankedTensorType>(value.getType());
   std::string text;
@@ -87,6 +85,19 @@ std::string shapeText(Value value) {
   llvm::interleave(type.getShape(), os, "x");
   if (type.getRank() == 0)
     os << "scalar";
+  return text;
+}
+
+} // namespace
+
+std::string describeOp(Operation *op) {
+  std::string text = op->getName().stripDialect().str();
+  llvm::raw_string_ostream os(text);
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    os << (i ? ", " : " ") << shapeText(operand);
+  if (op->getNumOperands() == 0)
+    for (auto [i, result] : llvm::enumerate(op->getResults()))
+      os << (i ? ", " : " -> ") << shapeText(result);
   return text;
 }
 
@@ -130,13 +141,10 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
   if (llvm::all_of(op->getResults(), [&](Value r) { return layout.holders.count(r); }))
     return std::nullopt; // A view: no kernel.
   llvm::DenseSet<Value> seen;
-  k.what = op->getName().stripDialect().str() + " ";
-  llvm::raw_string_ostream os(k.what);
-  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+  k.what = describeOp(op);
+  for (Value operand : op->getOperands())
     if (seen.insert(operand).second && !layout.fusion.unstored(operand))
       k.bytes += bytesOf(operand);
-    os << (i ? ", " : "") << shapeText(operand);
-  }
   for (Value result : op->getResults())
     k.bytes += bytesOf(result);
   k.flops = flopsOf(op);

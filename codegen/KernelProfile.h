@@ -69,8 +69,10 @@ struct StepEstimate {
   std::vector<KernelEstimate> kernels;
 };
 
-/// A value's shape as the estimates name it ("8x1024x768", "scalar").
-std::string shapeText(mlir::Value value);
+/// An op as the estimates name it: its name and its operands' shapes
+/// ("matmul 8x1024x768, 768x2304"), or its results' for an op without
+/// operands ("constant -> 8").
+std::string describeOp(mlir::Operation *op);
 
 /// The kernel `op` launches as `layout` lays it out (a fused group's last
 /// op stands for the group), priced on `gpu` (none: FLOPs and bytes only,

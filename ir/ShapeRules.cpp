@@ -28,6 +28,16 @@ int64_t numElements(llvm::ArrayRef<int64_t> shape) {
   return n;
 }
 
+bool swapsLastTwo(llvm::ArrayRef<int64_t> perm) {
+  int64_t rank = perm.size();
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != d)
+      return false;
+  return true;
+}
+
 FailureOr<Shape> broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes, ErrorFn error) {
   size_t rank = 0;
   for (auto s : shapes)

@@ -59,6 +59,10 @@ mlir::FailureOr<Shape> einsumShape(const EinsumSpec &spec,
 /// go through those checks first.
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 
+/// Whether a transpose's permutation swaps the last two dimensions and
+/// nothing else (what a GEMM can read in place with its transpose flag).
+bool swapsLastTwo(llvm::ArrayRef<int64_t> perm);
+
 } // namespace ppc
 
 #endif // PPC_IR_SHAPERULES_H

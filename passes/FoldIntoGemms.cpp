@@ -12,6 +12,7 @@
 
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
+#include "ir/ShapeRules.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -25,16 +26,7 @@ namespace ppc {
 namespace {
 
 /// Whether `transpose` swaps the last two dimensions and nothing else.
-bool swapsLastTwo(TransposeOp transpose) {
-  llvm::ArrayRef<int64_t> perm = transpose.getPerm();
-  int64_t rank = perm.size();
-  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
-    return false;
-  for (int64_t d = 0; d + 2 < rank; ++d)
-    if (perm[d] != d)
-      return false;
-  return true;
-}
+bool swapsLastTwo(TransposeOp transpose) { return ppc::swapsLastTwo(transpose.getPerm()); }
 
 struct FoldIntoGemmsPass : impl::FoldIntoGemmsBase<FoldIntoGemmsPass> {
   using FoldIntoGemmsBase::FoldIntoGemmsBase;
