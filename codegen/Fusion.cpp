@@ -137,11 +137,14 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
     }
     if (!isElementwise(&op))
       continue;
-    std::optional<unsigned> joined;
+    // The groups `op` reads that it may join: each then runs at `op`'s
+    // place, all as one loop (AdamW's update of a parameter reads the
+    // chains of m and v and writes the parameter, m and v in one pass).
+    llvm::SmallVector<unsigned, 2> joinable;
     for (Value operand : op.getOperands()) {
       Operation *def = operand.getDefiningOp();
       auto it = def ? plan.groupOf.find(def) : plan.groupOf.end();
-      if (it == plan.groupOf.end())
+      if (it == plan.groupOf.end() || llvm::is_contained(joinable, it->second))
         continue;
       unsigned g = it->second;
       // The host's ops (offload) and the device's run apart.
@@ -152,20 +155,47 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
         continue;
       if (othersBetween(index[plan.groups[g].ops.back()], index[&op], withMicroBatchOf(g, op)))
         continue;
-      if (usesComeAfter(g, op)) {
-        joined = g;
-        break;
-      }
+      if (usesComeAfter(g, op))
+        joinable.push_back(g);
     }
-    if (!joined) {
+    unsigned joined;
+    if (joinable.empty()) {
       joined = plan.groups.size();
       plan.groups.emplace_back();
       groupMicroBatches.emplace_back();
+    } else {
+      // The first group absorbs the others, in program order.
+      joined = joinable.front();
+      FusionGroup &into = plan.groups[joined];
+      for (unsigned g : llvm::drop_begin(joinable)) {
+        for (Operation *member : plan.groups[g].ops) {
+          into.ops.push_back(member);
+          plan.groupOf[member] = joined;
+        }
+        plan.groups[g].ops.clear();
+        for (int64_t m : groupMicroBatches[g])
+          if (!llvm::is_contained(groupMicroBatches[joined], m))
+            groupMicroBatches[joined].push_back(m);
+      }
+      llvm::sort(into.ops, [&](Operation *a, Operation *b) { return index[a] < index[b]; });
     }
-    plan.groups[*joined].ops.push_back(&op);
-    plan.groupOf[&op] = *joined;
-    if (!llvm::is_contained(groupMicroBatches[*joined], microBatchOf[&op]))
-      groupMicroBatches[*joined].push_back(microBatchOf[&op]);
+    plan.groups[joined].ops.push_back(&op);
+    plan.groupOf[&op] = joined;
+    if (!llvm::is_contained(groupMicroBatches[joined], microBatchOf[&op]))
+      groupMicroBatches[joined].push_back(microBatchOf[&op]);
+  }
+
+  // Groups absorbed into others are gone; the rest keep their order.
+  {
+    std::vector<FusionGroup> kept;
+    for (FusionGroup &group : plan.groups)
+      if (!group.ops.empty())
+        kept.push_back(std::move(group));
+    plan.groups = std::move(kept);
+    plan.groupOf.clear();
+    for (auto [g, group] : llvm::enumerate(plan.groups))
+      for (Operation *op : group.ops)
+        plan.groupOf[op] = g;
   }
 
   // Inputs and outputs; splat constants are inlined.

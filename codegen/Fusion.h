@@ -5,7 +5,9 @@
 // once, every intermediate stays in a register, and only the values used
 // outside the chain are written. A group runs at the place of its last op,
 // so an op joins a group only when no value of the group is used outside it
-// before that op. Splat constants feeding a group are inlined as literals. A
+// before that op; an op that reads several such groups joins them all into
+// one (AdamW's update of a parameter: the chains of m and v and the decayed
+// parameter, one loop reading p, g, m and v and writing p, m and v). Splat constants feeding a group are inlined as literals. A
 // reduction of a group value used by nothing else ends the group: the loop
 // runs over the reduced tensor and accumulates it, never storing it.
 //

@@ -328,13 +328,19 @@ void BuildTrainStepPass::runOnOperation() {
                       hyper("eps"),
                       hyper("weight_decay"),
                       hyper("momentum")};
+  llvm::SmallVector<Type> elementTypes;
+  for (unsigned p = 0; p < numParams; ++p)
+    elementTypes.push_back(getElementTypeOrSelf(param(p).getType()));
+  llvm::DenseMap<Type, UpdateFactors> factors =
+      buildUpdateFactors(b, loc, *config, scalars, elementTypes);
   llvm::SmallVector<Value> newParams, newStates(numParams * stateKinds.size());
   for (unsigned p = 0; p < numParams; ++p) {
     llvm::SmallVector<Value> state, updated;
     for (unsigned k = 0; k < stateKinds.size(); ++k)
       state.push_back(stateArg(k, p));
     Operation *before = &b.getInsertionBlock()->back();
-    buildParameterUpdate(b, loc, *config, scalars, param(p), grads[p], state, updated);
+    buildParameterUpdate(b, loc, *config, factors.at(elementTypes[p]), param(p), grads[p], state,
+                         updated);
     // A step with a gradient not finite updates nothing (GradScaler.step).
     if (overflow) {
       updated[0] = b.create<WhereOp>(loc, overflow, param(p), updated[0]);

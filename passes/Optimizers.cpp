@@ -29,15 +29,11 @@ llvm::SmallVector<StringRef> optimizerStateKinds(const OptimizerConfig &config) 
 }
 
 namespace {
-/// Builds elementwise arithmetic on tensors and rank-0 f64 scalars; scalars
-/// are cast to the tensor's element type at their use.
+/// Builds elementwise arithmetic on tensors and rank-0 scalars.
 struct Arith {
   OpBuilder &b;
   Location loc;
-  Type element;
 
-  Value s(Value f64) { return castScalar(b, loc, f64, element); }
-  Value s(double v) { return s(f64Scalar(b, loc, v)); }
   Value add(Value x, Value y) { return b.create<AddOp>(loc, x, y); }
   Value sub(Value x, Value y) { return b.create<SubOp>(loc, x, y); }
   Value mul(Value x, Value y) { return b.create<MulOp>(loc, x, y); }
@@ -46,44 +42,73 @@ struct Arith {
 };
 } // namespace
 
+llvm::DenseMap<Type, UpdateFactors> buildUpdateFactors(OpBuilder &builder, Location loc,
+                                                       const OptimizerConfig &config,
+                                                       const StepScalars &scalars,
+                                                       llvm::ArrayRef<Type> elementTypes) {
+  Arith f64{builder, loc};
+  // The f64 factors, in UpdateFactors' order of fields.
+  UpdateFactors wide;
+  if (config.kind == OptimizerConfig::Kind::Sgd) {
+    wide.weightDecay = scalars.weightDecay;
+    wide.momentum = scalars.momentum;
+    wide.lr = scalars.lr;
+  } else {
+    // torch.optim.AdamW: p *= 1 - lr * wd; m = beta1 * m + (1 - beta1) * g;
+    // v = beta2 * v + (1 - beta2) * g * g; p += -lr / (1 - beta1^t) * m /
+    // (sqrt(v) / sqrt(1 - beta2^t) + eps).
+    Value one = f64Scalar(builder, loc, 1.0);
+    if (scalars.weightDecay)
+      wide.decay = f64.sub(one, f64.mul(scalars.lr, scalars.weightDecay));
+    wide.beta1 = scalars.beta1;
+    wide.oneMinusBeta1 = f64.sub(one, scalars.beta1);
+    wide.beta2 = scalars.beta2;
+    wide.oneMinusBeta2 = f64.sub(one, scalars.beta2);
+    Value bc1 = f64.sub(one, builder.create<PowOp>(loc, scalars.beta1, scalars.t));
+    Value bc2 = f64.sub(one, builder.create<PowOp>(loc, scalars.beta2, scalars.t));
+    wide.stepSize = builder.create<NegOp>(loc, f64.div(scalars.lr, bc1));
+    wide.sqrtBiasCorrection2 = f64.sqrt(bc2);
+    wide.eps = scalars.eps;
+  }
+  llvm::DenseMap<Type, UpdateFactors> byType;
+  for (Type element : elementTypes) {
+    if (byType.count(element))
+      continue;
+    auto cast = [&](Value v) { return v ? castScalar(builder, loc, v, element) : Value(); };
+    byType[element] = {
+        cast(wide.weightDecay), cast(wide.momentum),      cast(wide.lr),
+        cast(wide.decay),       cast(wide.beta1),         cast(wide.oneMinusBeta1),
+        cast(wide.beta2),       cast(wide.oneMinusBeta2), cast(wide.sqrtBiasCorrection2),
+        cast(wide.eps),         cast(wide.stepSize)};
+  }
+  return byType;
+}
+
 void buildParameterUpdate(OpBuilder &builder, Location loc, const OptimizerConfig &config,
-                          const StepScalars &scalars, Value param, Value grad,
+                          const UpdateFactors &f, Value param, Value grad,
                           llvm::ArrayRef<Value> state, llvm::SmallVectorImpl<Value> &results) {
-  Arith a{builder, loc, getElementTypeOrSelf(param.getType())};
-  Arith f64{builder, loc, builder.getF64Type()};
+  Arith a{builder, loc};
   if (config.kind == OptimizerConfig::Kind::Sgd) {
     // torch.optim.SGD: d_p = g + wd * p; buf = momentum * buf + d_p (the
     // first buffer is d_p itself, which a zero buffer gives exactly);
     // p = p - lr * d_p.
     Value dp = grad;
-    if (scalars.weightDecay)
-      dp = a.add(dp, a.mul(param, a.s(scalars.weightDecay)));
-    if (scalars.momentum) {
-      Value buf = a.add(a.mul(state[0], a.s(scalars.momentum)), dp);
-      dp = buf;
-      results.push_back(a.sub(param, a.mul(dp, a.s(scalars.lr))));
+    if (f.weightDecay)
+      dp = a.add(dp, a.mul(param, f.weightDecay));
+    if (f.momentum) {
+      Value buf = a.add(a.mul(state[0], f.momentum), dp);
+      results.push_back(a.sub(param, a.mul(buf, f.lr)));
       results.push_back(buf);
       return;
     }
-    results.push_back(a.sub(param, a.mul(dp, a.s(scalars.lr))));
+    results.push_back(a.sub(param, a.mul(dp, f.lr)));
     return;
   }
-  // torch.optim.AdamW: p *= 1 - lr * wd; m = beta1 * m + (1 - beta1) * g;
-  // v = beta2 * v + (1 - beta2) * g * g; p += -lr / (1 - beta1^t) * m /
-  // (sqrt(v) / sqrt(1 - beta2^t) + eps).
-  Value one = f64Scalar(builder, loc, 1.0);
-  Value p = param;
-  if (scalars.weightDecay)
-    p = a.mul(param, a.s(f64.sub(one, f64.mul(scalars.lr, scalars.weightDecay))));
-  Value m =
-      a.add(a.mul(state[0], a.s(scalars.beta1)), a.mul(grad, a.s(f64.sub(one, scalars.beta1))));
-  Value v = a.add(a.mul(state[1], a.s(scalars.beta2)),
-                  a.mul(a.mul(grad, grad), a.s(f64.sub(one, scalars.beta2))));
-  Value bc1 = f64.sub(one, builder.create<PowOp>(loc, scalars.beta1, scalars.t));
-  Value bc2 = f64.sub(one, builder.create<PowOp>(loc, scalars.beta2, scalars.t));
-  Value stepSize = builder.create<NegOp>(loc, f64.div(scalars.lr, bc1));
-  Value denom = a.add(a.div(a.sqrt(v), a.s(f64.sqrt(bc2))), a.s(scalars.eps));
-  results.push_back(a.add(p, a.mul(a.div(m, denom), a.s(stepSize))));
+  Value p = f.decay ? a.mul(param, f.decay) : param;
+  Value m = a.add(a.mul(state[0], f.beta1), a.mul(grad, f.oneMinusBeta1));
+  Value v = a.add(a.mul(state[1], f.beta2), a.mul(a.mul(grad, grad), f.oneMinusBeta2));
+  Value denom = a.add(a.div(a.sqrt(v), f.sqrtBiasCorrection2), f.eps);
+  results.push_back(a.add(p, a.mul(a.div(m, denom), f.stepSize)));
   results.push_back(m);
   results.push_back(v);
 }

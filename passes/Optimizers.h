@@ -11,6 +11,7 @@
 #define PPC_PASSES_OPTIMIZERS_H
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace ppc {
 
@@ -34,11 +35,30 @@ struct StepScalars {
   mlir::Value beta1, beta2, eps, weightDecay, momentum;
 };
 
+/// The factors the updates apply to tensors, each a rank-0 value of one
+/// element type; a null one is absent (its scalar is).
+struct UpdateFactors {
+  /// SGD: d_p = g + weightDecay * p; buf = momentum * buf + d_p;
+  /// p = p - lr * d_p.
+  mlir::Value weightDecay, momentum, lr;
+  /// AdamW: p = p * decay + m / (sqrt(v) / sqrtBiasCorrection2 + eps) *
+  /// stepSize, with m = m * beta1 + g * oneMinusBeta1 and v likewise.
+  mlir::Value decay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, sqrtBiasCorrection2, eps, stepSize;
+};
+
+/// The factors of one step, computed once in f64 from `scalars` and cast
+/// once to each of `elementTypes` (the parameters'): a step of many
+/// parameters computes each scalar once, not once per parameter.
+llvm::DenseMap<mlir::Type, UpdateFactors>
+buildUpdateFactors(mlir::OpBuilder &builder, mlir::Location loc, const OptimizerConfig &config,
+                   const StepScalars &scalars, llvm::ArrayRef<mlir::Type> elementTypes);
+
 /// Builds the update of `param` with gradient `grad` and the state tensors
-/// `state` (in optimizerStateKinds order); appends the new parameter and
-/// then the new state to `results`.
+/// `state` (in optimizerStateKinds order), applying `factors` (of the
+/// parameter's element type); appends the new parameter and then the new
+/// state to `results`.
 void buildParameterUpdate(mlir::OpBuilder &builder, mlir::Location loc,
-                          const OptimizerConfig &config, const StepScalars &scalars,
+                          const OptimizerConfig &config, const UpdateFactors &factors,
                           mlir::Value param, mlir::Value grad, llvm::ArrayRef<mlir::Value> state,
                           llvm::SmallVectorImpl<mlir::Value> &results);
 

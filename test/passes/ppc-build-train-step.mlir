@@ -20,7 +20,8 @@
 // SGD:         %[[GSUM:.*]] = ppc.add
 // SGD:         %[[LOSS:.*]] = ppc.div %[[LSUM]]
 // SGD:         %[[G:.*]] = ppc.div %[[GSUM]], %{{.*}} {ppc.step_grad = array<i64: 0>}
-// SGD:         %[[M:.*]] = ppc.cast %[[MOMENTUM]] {ppc.optimizer = "w"} : tensor<f64> -> tensor<f32>
+// SGD:         %[[M:.*]] = ppc.cast %[[MOMENTUM]] : tensor<f64> -> tensor<f32>
+// SGD:         ppc.mul %[[BUF]], %[[M]] {ppc.optimizer = "w"}
 // SGD:         %[[NEWBUF:.*]] = ppc.add %{{.*}}, %[[G]]
 // SGD:         %[[STEPPED:.*]] = ppc.mul %[[NEWBUF]]
 // SGD:         %[[NEWW:.*]] = ppc.sub %[[W]], %[[STEPPED]] {ppc.optimizer = "w"}
