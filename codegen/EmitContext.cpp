@@ -118,8 +118,9 @@ std::string cppLiteral(Attribute value, Type type) {
 }
 
 void EmitContext::beginProgram(llvm::raw_ostream &body, llvm::DenseMap<Value, Value> storageMap,
-                               llvm::DenseMap<Value, int64_t> offsetMap) {
+                               llvm::DenseMap<Value, int64_t> offsetMap, const FusionPlan &fusion) {
   bodyStream = &body;
+  fusionPlan = &fusion;
   storage = std::move(storageMap);
   offsets = std::move(offsetMap);
   names.clear();

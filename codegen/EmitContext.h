@@ -11,6 +11,7 @@
 #ifndef PPC_CODEGEN_EMITCONTEXT_H
 #define PPC_CODEGEN_EMITCONTEXT_H
 
+#include "codegen/Fusion.h"
 #include "codegen/TargetSpelling.h"
 #include "ir/PpcOps.h"
 
@@ -66,9 +67,12 @@ public:
     return *std::exchange(spelling, &target);
   }
 
-  /// Starts a program: `body` receives its statements.
+  /// Starts a program: `body` receives its statements; `fusion` is its
+  /// fusion plan.
   void beginProgram(llvm::raw_ostream &body, llvm::DenseMap<mlir::Value, mlir::Value> storage,
-                    llvm::DenseMap<mlir::Value, int64_t> offsets);
+                    llvm::DenseMap<mlir::Value, int64_t> offsets, const FusionPlan &fusion);
+  /// The current program's fusion plan (what is folded into which kernel).
+  const FusionPlan &fusion() const { return *fusionPlan; }
 
   /// The statement stream of the current program.
   llvm::raw_ostream &body() { return *bodyStream; }
@@ -117,6 +121,7 @@ private:
   llvm::raw_ostream &kernels;
   std::vector<std::string> &groups;
   llvm::raw_ostream *bodyStream = nullptr;
+  const FusionPlan *fusionPlan = nullptr;
   llvm::DenseMap<mlir::Value, mlir::Value> storage;
   llvm::DenseMap<mlir::Value, int64_t> offsets;
   llvm::DenseMap<mlir::Value, std::string> names;

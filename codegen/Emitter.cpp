@@ -247,7 +247,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
       offsets[b.value] = b.offset;
     std::string bodyText;
     llvm::raw_string_ostream body(bodyText);
-    ctx.beginProgram(body, layout.holders, offsets);
+    ctx.beginProgram(body, layout.holders, offsets, layout.fusion);
 
     // CUDA: communication runs on its own streams; a kernel that reads what
     // a call in flight writes, or writes what it reads or writes, waits for
@@ -256,7 +256,8 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
     auto rangesOf = [&](ValueRange values) {
       llvm::SmallVector<Range> ranges;
       for (Value v : values) {
-        Value h = ctx.holder(v);
+        // A folded op's result is its kernel's read of the folded operand.
+        Value h = ctx.holder(rowSourceOf(layout.fusion, v).value);
         if (layout.fusion.unstored(h) || !offsets.count(h))
           continue;
         auto type = llvm::cast<RankedTensorType>(h.getType());
@@ -303,7 +304,8 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
 
     double flops = 0;
     for (Operation &op : program.getBody().front()) {
-      if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op))
+      if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op) ||
+          layout.fusion.foldedInto.contains(&op))
         continue;
       flops += flopsOf(&op); // MFU's numerator
       if (auto send = llvm::dyn_cast<SendOp>(op))

@@ -26,6 +26,8 @@ std::optional<Attribute> splatValue(Value value) {
 }
 
 Operation *FusionPlan::runsAt(Operation *op) const {
+  if (auto folded = foldedInto.find(op); folded != foldedInto.end())
+    return folded->second;
   auto it = groupOf.find(op);
   return it == groupOf.end() ? op : groups[it->second].ops.back();
 }
@@ -34,7 +36,7 @@ bool FusionPlan::unstored(Value value) const {
   Operation *def = value.getDefiningOp();
   if (!def)
     return false;
-  if (inlinedConstants.contains(def))
+  if (inlinedConstants.contains(def) || foldedInto.contains(def))
     return true;
   auto it = groupOf.find(def);
   return it != groupOf.end() && !llvm::is_contained(groups[it->second].outputs, value);
@@ -42,6 +44,61 @@ bool FusionPlan::unstored(Value value) const {
 
 static ArrayRef<int64_t> shapeOf(Value value) {
   return llvm::cast<RankedTensorType>(value.getType()).getShape();
+}
+
+RowSource rowSourceOf(const FusionPlan &plan, Value operand) {
+  RowSource source{operand, 0, shapeOf(operand).empty() ? 1 : shapeOf(operand).back()};
+  while (Operation *def = source.value.getDefiningOp()) {
+    if (!plan.foldedInto.contains(def))
+      break;
+    if (auto slice = llvm::dyn_cast<SliceOp>(def)) {
+      source.offset += slice.getStarts().back();
+      source.rowStride = shapeOf(slice.getInput()).back();
+    }
+    source.value = def->getOperand(0);
+  }
+  return source;
+}
+
+/// Whether `slice` keeps whole rows of its input and a window of each:
+/// every dimension but the last whole, the last's elements consecutive.
+static bool isRowWindow(SliceOp slice) {
+  ArrayRef<int64_t> in = shapeOf(slice.getInput());
+  ArrayRef<int64_t> starts = slice.getStarts(), limits = slice.getLimits(),
+                    steps = slice.getSteps();
+  if (in.empty() || steps.back() != 1)
+    return false;
+  for (size_t d = 0; d + 1 < in.size(); ++d)
+    if (starts[d] != 0 || limits[d] != in[d] || steps[d] != 1)
+      return false;
+  return true;
+}
+
+/// The ops folded into a softmax over the last dimension (FusionPlan::
+/// foldedInto): a widening cast from bf16 or f16 read by it alone, then a
+/// row window read by it (or by that cast) alone.
+static void foldIntoSoftmaxes(Block &body, FusionPlan &plan) {
+  for (Operation &op : body) {
+    if (!llvm::isa<SoftmaxOp, LogSoftmaxOp>(op))
+      continue;
+    Value in = op.getOperand(0);
+    auto axis = op.getAttrOfType<IntegerAttr>("axis");
+    if (!axis || axis.getInt() + 1 != static_cast<int64_t>(shapeOf(in).size()))
+      continue;
+    auto foldable = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && v.hasOneUse() && runsOnHost(def) == runsOnHost(&op);
+    };
+    if (auto cast = in.getDefiningOp<CastOp>(); cast && foldable(in)) {
+      Type from = getElementTypeOrSelf(cast.getInput().getType());
+      if ((from.isBF16() || from.isF16()) && getElementTypeOrSelf(in.getType()).isF32()) {
+        plan.foldedInto[cast] = &op;
+        in = cast.getInput();
+      }
+    }
+    if (auto slice = in.getDefiningOp<SliceOp>(); slice && foldable(in) && isRowWindow(slice))
+      plan.foldedInto[slice] = &op;
+  }
 }
 
 ArrayRef<int64_t> loopShape(const FusionGroup &group) {
@@ -115,7 +172,10 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
             first = std::min(first, index[user]);
     return first > index[&op];
   };
+  foldIntoSoftmaxes(body, plan);
   for (Operation &op : body) {
+    if (plan.foldedInto.contains(&op))
+      continue;
     if (fuseReductions && !fusableReduction(&op).empty()) {
       Value input = op.getOperand(0);
       Operation *def = input.getDefiningOp();

@@ -7,9 +7,12 @@
 // so an op joins a group only when no value of the group is used outside it
 // before that op; an op that reads several such groups joins them all into
 // one (AdamW's update of a parameter: the chains of m and v and the decayed
-// parameter, one loop reading p, g, m and v and writing p, m and v). Splat constants feeding a group are inlined as literals. A
-// reduction of a group value used by nothing else ends the group: the loop
-// runs over the reduced tensor and accumulates it, never storing it.
+// parameter, one loop reading p, g, m and v and writing p, m and v). Splat
+// constants feeding a group are inlined as literals. A reduction of a group
+// value used by nothing else ends the group: the loop runs over the reduced
+// tensor and accumulates it, never storing it. A softmax over the last
+// dimension reads through a widening cast and a window of rows feeding it
+// (FusionPlan::foldedInto), which are never stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,12 +62,29 @@ struct FusionPlan {
   /// Splat constants whose every use is inlined: never materialized.
   llvm::DenseSet<mlir::Operation *> inlinedConstants;
 
+  /// Ops folded into the kernel of their only user, which reads their
+  /// operand in their place (rowSourceOf): a softmax over the last
+  /// dimension reads a widening cast's bf16 or f16 operand, and a slice's
+  /// window of whole rows in place (the logits of a padded vocabulary).
+  /// Each maps to that user, at whose place it runs.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> foldedInto;
+
   /// The op at whose place `op` runs.
   mlir::Operation *runsAt(mlir::Operation *op) const;
-  /// Whether `value` is never stored (a group's internal value or an
-  /// inlined constant).
+  /// Whether `value` is never stored (a group's internal value, an inlined
+  /// constant, a folded op's result).
   bool unstored(mlir::Value value) const;
 };
+
+/// What a kernel reads for `operand` through the ops folded into it: the
+/// stored value, where its first row starts (in elements) and the distance
+/// between rows (the last dimension's size of that value). Without folded
+/// ops, the operand itself at offset 0.
+struct RowSource {
+  mlir::Value value;
+  int64_t offset = 0, rowStride = 0;
+};
+RowSource rowSourceOf(const FusionPlan &plan, mlir::Value operand);
 
 /// Groups the elementwise ops of `func`; with `fuseReductions`, a reduction
 /// of a group value used by nothing else ends that group.

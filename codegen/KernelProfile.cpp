@@ -46,6 +46,11 @@ std::optional<GpuModel> GpuModel::named(llvm::StringRef name) {
 
 namespace {
 
+unsigned bitsOf(Value value) {
+  auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
+  return type ? type.getElementTypeBitWidth() : 0;
+}
+
 double bytesOf(Value value) {
   auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
   if (!type)
@@ -104,7 +109,8 @@ std::string describeOp(Operation *op) {
 std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout &layout,
                                              const GpuModel *gpu) {
   if (llvm::isa<func::ReturnOp, ConstantOp, MeshOp, SendOp, RecvOp, TransferOp>(op) ||
-      op->hasTrait<CollectiveTrait>() || layout.fusion.inlinedConstants.contains(op))
+      op->hasTrait<CollectiveTrait>() || layout.fusion.inlinedConstants.contains(op) ||
+      layout.fusion.foldedInto.contains(op))
     return std::nullopt;
   KernelEstimate k;
   auto price = [&](double rate, double peak) {
@@ -142,9 +148,19 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     return std::nullopt; // A view: no kernel.
   llvm::DenseSet<Value> seen;
   k.what = describeOp(op);
-  for (Value operand : op->getOperands())
-    if (seen.insert(operand).second && !layout.fusion.unstored(operand))
+  for (Value operand : op->getOperands()) {
+    if (!seen.insert(operand).second)
+      continue;
+    if (!layout.fusion.unstored(operand)) {
       k.bytes += bytesOf(operand);
+      continue;
+    }
+    // Through folded ops: the operand's elements, of the stored value's type.
+    Value read = rowSourceOf(layout.fusion, operand).value;
+    if (read != operand)
+      k.bytes +=
+          bytesOf(operand) / std::max(1u, bitsOf(operand) / 8) * std::max(1u, bitsOf(read) / 8);
+  }
   for (Value result : op->getResults())
     k.bytes += bytesOf(result);
   k.flops = flopsOf(op);

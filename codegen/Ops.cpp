@@ -357,16 +357,23 @@ static LogicalResult emitReduce(Operation *op, EmitContext &ctx, llvm::StringRef
   return success();
 }
 
+/// softmax and log_softmax; over the last dimension, through the ops folded
+/// into it (Fusion.h: a widening cast, a window of the rows), which the
+/// kernel reads in place.
 template <typename OpT> static LogicalResult emitSoftmax(Operation *op, EmitContext &ctx) {
   auto softmax = llvm::cast<OpT>(op);
   auto shape = shapeOf(softmax.getInput());
-  int64_t axis = softmax.getAxis();
-  std::string in = ctx.ptr(softmax.getInput()), out = ctx.ptr(softmax.getResult());
+  int64_t axis = softmax.getAxis(), inner = numElements(shape.drop_front(axis + 1));
+  RowSource source = rowSourceOf(ctx.fusion(), softmax.getInput());
+  std::string in = ctx.ptr(source.value), out = ctx.ptr(softmax.getResult());
+  if (source.offset)
+    in = "(" + in + ") + " + std::to_string(source.offset);
   comment(ctx, op);
-  ctx.body() << llvm::formatv(
-      "  {0}::softmax<{1}>({2}, {3}, {4}, {5}, {6});\n", ctx.kernelLibrary(),
-      std::is_same_v<OpT, LogSoftmaxOp> ? "true" : "false", in, out,
-      numElements(shape.take_front(axis)), shape[axis], numElements(shape.drop_front(axis + 1)));
+  ctx.body() << llvm::formatv("  {0}::softmax<{1}>({2}, {3}, {4}, {5}, {6}, {7});\n",
+                              ctx.kernelLibrary(),
+                              std::is_same_v<OpT, LogSoftmaxOp> ? "true" : "false", in, out,
+                              numElements(shape.take_front(axis)), shape[axis], inner,
+                              inner == 1 ? source.rowStride : shape[axis] * inner);
   return success();
 }
 
@@ -393,6 +400,25 @@ static LogicalResult emitLayerNorm(Operation *op, EmitContext &ctx) {
       "  {0}::layerNorm<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10});\n", ctx.kernelLibrary(),
       type, x, scale, scaleStride, bias, biasStride, y, numElements(shape.take_front(axis)), size,
       eps);
+  return success();
+}
+
+static LogicalResult emitLayerNormGrad(Operation *op, EmitContext &ctx) {
+  auto grad = llvm::cast<LayerNormGradOp>(op);
+  auto shape = shapeOf(grad.getInput());
+  int64_t axis = grad.getAxis(), size = numElements(shape.drop_front(axis));
+  int64_t scale = numElements(shapeOf(grad.getScale()));
+  if (scale != size && scale != 1)
+    return ctx.unsupported(op, "scale must have the normalized shape or one element");
+  comment(ctx, op);
+  char eps[64];
+  std::snprintf(eps, sizeof(eps), "%a", grad.getEpsilon().convertToDouble());
+  ctx.body() << llvm::formatv(
+      "  {0}::layerNormGrad<{1}, {2}>({3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12});\n",
+      ctx.kernelLibrary(), ctx.elementType(grad.getInputGrad()), ctx.elementType(grad.getMean()),
+      ctx.ptr(grad.getInput()), ctx.ptr(grad.getScale()), scale == size ? 1 : 0,
+      ctx.ptr(grad.getResultGrad()), ctx.ptr(grad.getInputGrad()), ctx.ptr(grad.getMean()),
+      ctx.ptr(grad.getRstd()), numElements(shape.take_front(axis)), size, eps);
   return success();
 }
 
@@ -563,6 +589,7 @@ const OpEmitter *lookupEmitter(Operation *op) {
     t[TypeID::get<SoftmaxOp>()] = emitSoftmax<SoftmaxOp>;
     t[TypeID::get<LogSoftmaxOp>()] = emitSoftmax<LogSoftmaxOp>;
     t[TypeID::get<LayerNormOp>()] = emitLayerNorm;
+    t[TypeID::get<LayerNormGradOp>()] = emitLayerNormGrad;
     t[TypeID::get<NllLossOp>()] = emitNllLoss;
     registerCommunicationEmitters(t);
     return t;

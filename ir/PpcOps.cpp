@@ -371,6 +371,37 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 }
 
 //===----------------------------------------------------------------------===//
+// LayerNormGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *context,
+                                                std::optional<Location> location, Adaptor adaptor,
+                                                llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, adaptor.getInput());
+  auto scale = rankedType(location, adaptor.getScale());
+  auto grad = rankedType(location, adaptor.getResultGrad());
+  if (failed(input) || failed(scale) || failed(grad))
+    return failure();
+  int64_t rank = input->getRank(), axis = adaptor.getAxis();
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ", rank);
+  if (*grad != *input)
+    return emitOptionalError(location, "result_grad must have the input's type");
+  if (scale->getElementType() != input->getElementType() ||
+      !broadcastsTo(scale->getShape(), input->getShape().drop_front(axis)))
+    return emitOptionalError(location, "scale must broadcast to the normalized shape and share "
+                                       "the input's element type");
+  Type element = input->getElementType();
+  Type stats = element.isF64() ? element : FloatType::getF32(context);
+  Shape shape(input->getShape());
+  std::fill(shape.begin() + axis, shape.end(), 1);
+  types.push_back(*input);
+  types.push_back(RankedTensorType::get(shape, stats));
+  types.push_back(RankedTensorType::get(shape, stats));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ReshapeOp
 //===----------------------------------------------------------------------===//
 

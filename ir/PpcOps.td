@@ -336,6 +336,37 @@ def Ppc_LayerNormOp : Ppc_Op<"layer_norm", [Pure,
   }];
 }
 
+def Ppc_LayerNormGradOp : Ppc_Op<"layer_norm_grad", [Pure,
+                                                    InferTypeOpAdaptor]> {
+  let summary = "the input's gradient of ppc.layer_norm, fused";
+  let description = [{
+    For a `ppc.layer_norm` of `input` with `scale`, `axis` and `epsilon`
+    (its bias does not matter) and the adjoint `result_grad` of its result:
+    `input_grad`, with xhat = (x - mean) * rstd and dxhat = result_grad *
+    scale, is rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), the
+    means over dimensions `[axis, rank)`. One pass per row recomputes the
+    statistics (the forward keeps none) and returns them, `mean` and `rstd`
+    = 1 / sqrt(var + epsilon), shaped like `input` with the normalized
+    dimensions 1 and kept in f32 (f64 for f64 operands), so that the scale's
+    and bias's gradients (sums over the other dimensions) are elementwise
+    reductions that never store xhat. The kernels compute in f32 (f64) and
+    round `input_grad` once.
+
+    Example:
+    ```mlir
+    %dx, %mean, %rstd = ppc.layer_norm_grad %x, %g, %dy axis = 2 epsilon = 1.000000e-05 : (tensor<2x16x64xbf16>, tensor<64xbf16>, tensor<2x16x64xbf16>) -> (tensor<2x16x64xbf16>, tensor<2x16x1xf32>, tensor<2x16x1xf32>)
+    ```
+  }];
+  let arguments = (ins Ppc_FloatTensor:$input, Ppc_FloatTensor:$scale,
+                       Ppc_FloatTensor:$result_grad, I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Ppc_FloatTensor:$input_grad, Ppc_FloatTensor:$mean,
+                      Ppc_FloatTensor:$rstd);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $result_grad `axis` `=` $axis `epsilon` `=` $epsilon attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

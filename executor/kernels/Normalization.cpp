@@ -1,4 +1,4 @@
-//===- Normalization.cpp - softmax, log_softmax and layer_norm kernels ----===//
+//===- Normalization.cpp - softmax, log_softmax, layer_norm(_grad) kernels ===//
 //
 // All three normalize float tensors along some dimensions, computed in double
 // and rounded once per element.
@@ -100,10 +100,60 @@ static LogicalResult layerNormKernel(Operation *op, llvm::ArrayRef<Tensor> opera
   return success();
 }
 
+/// layer_norm_grad: the statistics of each row as the forward computes
+/// them, then dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+static LogicalResult layerNormGradKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                         llvm::SmallVectorImpl<Tensor> &results,
+                                         const ExecOptions &options) {
+  auto grad = llvm::cast<LayerNormGradOp>(op);
+  const Tensor &input = operands[0], &scale = operands[1], &dy = operands[2];
+  double epsilon = grad.getEpsilon().convertToDouble();
+  llvm::ArrayRef<int64_t> shape = input.shape();
+  int64_t axis = grad.getAxis();
+  llvm::ArrayRef<int64_t> normalized = shape.drop_front(axis);
+  int64_t outer = numElements(shape.take_front(axis)), size = numElements(normalized);
+  std::vector<int64_t> scaleIndex = paramIndices(scale, normalized);
+  Shape statsShape(shape);
+  std::fill(statsShape.begin() + axis, statsShape.end(), 1);
+  Tensor dx(resultDType(op, 0, options), shape), means(resultDType(op, 1, options), statsShape),
+      rstds(resultDType(op, 2, options), statsShape);
+  std::vector<double> xhat(size), dxhat(size);
+  for (int64_t o = 0; o < outer; ++o) {
+    const double *x = input.floats().data() + o * size, *g = dy.floats().data() + o * size;
+    double mean = 0;
+    for (int64_t i = 0; i < size; ++i)
+      mean += x[i];
+    mean /= size;
+    double variance = 0;
+    for (int64_t i = 0; i < size; ++i)
+      variance += (x[i] - mean) * (x[i] - mean);
+    variance /= size;
+    double rstd = 1 / std::sqrt(variance + epsilon);
+    double meanDxhat = 0, meanProjection = 0;
+    for (int64_t i = 0; i < size; ++i) {
+      xhat[i] = (x[i] - mean) * rstd;
+      dxhat[i] = g[i] * scale.floats()[scaleIndex[i]];
+      meanDxhat += dxhat[i];
+      meanProjection += dxhat[i] * xhat[i];
+    }
+    meanDxhat /= size;
+    meanProjection /= size;
+    for (int64_t i = 0; i < size; ++i)
+      dx.setDouble(o * size + i, rstd * (dxhat[i] - meanDxhat - xhat[i] * meanProjection));
+    means.setDouble(o, mean);
+    rstds.setDouble(o, rstd);
+  }
+  results.push_back(std::move(dx));
+  results.push_back(std::move(means));
+  results.push_back(std::move(rstds));
+  return success();
+}
+
 void registerNormalizationKernels(KernelRegistry &registry) {
   registry.add<SoftmaxOp>(softmaxKernel<SoftmaxOp>);
   registry.add<LogSoftmaxOp>(softmaxKernel<LogSoftmaxOp>);
   registry.add<LayerNormOp>(layerNormKernel);
+  registry.add<LayerNormGradOp>(layerNormGradKernel);
 }
 
 } // namespace ppc

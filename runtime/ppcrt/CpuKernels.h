@@ -255,20 +255,22 @@ void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uin
 // Normalizations and the loss
 //===----------------------------------------------------------------------===//
 
-/// softmax (or log_softmax) over the middle dimension of [outer, size, inner].
-template <bool IsLog, typename T>
-void softmax(const T *x, T *y, int64_t outer, int64_t size, int64_t inner) {
+/// softmax (or log_softmax) over the middle dimension of [outer, size, inner];
+/// y is dense, x's outer index o starts at o * xStride (size * inner when
+/// dense; a wider row's window when inner is 1) and may be of another type.
+template <bool IsLog, typename X, typename T>
+void softmax(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64_t xStride) {
   std::vector<double> shifted(size);
 #pragma omp parallel for firstprivate(shifted) if (outer * size * inner > 32768)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < inner; ++j) {
-      int64_t base = o * size * inner + j;
+      int64_t base = o * size * inner + j, from = o * xStride + j;
       double max = -std::numeric_limits<double>::infinity();
       for (int64_t k = 0; k < size; ++k)
-        max = std::max(max, double(x[base + k * inner]));
+        max = std::max(max, double(x[from + k * inner]));
       double sum = 0;
       for (int64_t k = 0; k < size; ++k) {
-        shifted[k] = double(x[base + k * inner]) - max;
+        shifted[k] = double(x[from + k * inner]) - max;
         sum += std::exp(shifted[k]);
       }
       double logSum = std::log(sum);
@@ -300,6 +302,41 @@ void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, i
         v += double(bias[i * biasStride]);
       y[o * size + i] = T(v);
     }
+  }
+}
+
+/// The input's gradient of layerNorm over the rows of [outer, size] given
+/// the result's (dy), with each row's statistics as the forward computes
+/// them: mean and rstd = 1 / sqrt(var + epsilon), in S (float, or double).
+template <typename T, typename S>
+void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx, S *mean,
+                   S *rstd, int64_t outer, int64_t size, double epsilon) {
+#pragma omp parallel for if (outer * size > 32768)
+  for (int64_t o = 0; o < outer; ++o) {
+    const T *row = x + o * size, *g = dy + o * size;
+    double m = 0;
+    for (int64_t i = 0; i < size; ++i)
+      m += row[i];
+    m /= size;
+    double variance = 0;
+    for (int64_t i = 0; i < size; ++i)
+      variance += (row[i] - m) * (row[i] - m);
+    variance /= size;
+    double r = 1 / std::sqrt(variance + epsilon);
+    double meanDxhat = 0, meanProjection = 0;
+    for (int64_t i = 0; i < size; ++i) {
+      double dxhat = double(g[i]) * double(scale[i * scaleStride]);
+      meanDxhat += dxhat;
+      meanProjection += dxhat * (row[i] - m) * r;
+    }
+    meanDxhat /= size;
+    meanProjection /= size;
+    for (int64_t i = 0; i < size; ++i) {
+      double xhat = (row[i] - m) * r, dxhat = double(g[i]) * double(scale[i * scaleStride]);
+      dx[o * size + i] = T(r * (dxhat - meanDxhat - xhat * meanProjection));
+    }
+    mean[o] = S(m);
+    rstd[o] = S(r);
   }
 }
 

@@ -266,6 +266,15 @@ func.func @layer_norm(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   return
 }
 
+// Tests layer_norm_grad: the input's gradient and the rows' statistics, f32
+// for bf16 inputs.
+// CHECK-LABEL: func.func @layer_norm_grad
+// CHECK:         ppc.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} axis = 1 epsilon = 1.000000e-05 : (tensor<2x16x64xbf16>, tensor<1x64xbf16>, tensor<2x16x64xbf16>) -> (tensor<2x16x64xbf16>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+func.func @layer_norm_grad(%x: tensor<2x16x64xbf16>, %h: tensor<1x64xbf16>, %dy: tensor<2x16x64xbf16>) {
+  %0:3 = ppc.layer_norm_grad %x, %h, %dy axis = 1 epsilon = 1.0e-5 : (tensor<2x16x64xbf16>, tensor<1x64xbf16>, tensor<2x16x64xbf16>) -> (tensor<2x16x64xbf16>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+  return
+}
+
 // Tests attention with and without bias and causal, and its gradient.
 // CHECK-LABEL: func.func @attention
 // CHECK:         %[[O:.*]], %[[L:.*]] = ppc.attention %[[Q:.*]], %[[K:.*]], %[[V:.*]] scale = 1.250000e-01 causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)

@@ -8,6 +8,7 @@
 #include "runtime/ppcrt/CpuKernels.h"
 #include "test/unit/ArgMaxReference.h"
 #include "test/unit/AttentionReference.h"
+#include "test/unit/LayerNormReference.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -18,8 +19,10 @@ extern "C" void openblas_set_num_threads(int);
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -319,6 +322,68 @@ TEST(CpuKernels, ReduceOnThreadsIsTheOneThreadReduce) {
     for (int64_t j = 0; j < outSize; ++j)
       ASSERT_NEAR(three[j], exact[j], 1e-5 * (1 + std::fabs(exact[j]))) << "mask " << c.mask;
   }
+}
+
+// layerNormGrad's dx, mean and rstd against central differences of the
+// forward (LayerNormReference.h), with the scale whole and broadcast, in
+// float and double.
+template <typename T> void checkLayerNormGrad(double tolerance) {
+  const int64_t outer = 5, size = 96;
+  const double epsilon = 1e-5;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> uniform(-2, 3);
+  std::vector<T> x(outer * size), dy(outer * size), scale(size);
+  for (T &v : x)
+    v = T(uniform(rng));
+  for (T &v : dy)
+    v = T(uniform(rng));
+  for (T &v : scale)
+    v = T(uniform(rng));
+  for (bool broadcast : {false, true}) {
+    std::vector<double> wideX(x.begin(), x.end()), wideDy(dy.begin(), dy.end()),
+        wideScale(scale.begin(), broadcast ? scale.begin() + 1 : scale.end());
+    auto ref = ppc::test::layerNormGradReference(wideX, wideScale, wideDy, outer, size, epsilon);
+    std::vector<T> dx(x.size(), T(NAN));
+    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    std::vector<S> mean(outer, S(NAN)), rstd(outer, S(NAN));
+    ppcrt::cpu::layerNormGrad<T, S>(x.data(), scale.data(), broadcast ? 0 : 1, dy.data(), dx.data(),
+                                    mean.data(), rstd.data(), outer, size, epsilon);
+    double scaleOfDx = 0;
+    for (double v : ref.dx)
+      scaleOfDx = std::max(scaleOfDx, std::fabs(v));
+    for (int64_t i = 0; i < outer * size; ++i)
+      ASSERT_NEAR(double(dx[i]), ref.dx[i], tolerance * scaleOfDx)
+          << "broadcast " << broadcast << " element " << i;
+    for (int64_t o = 0; o < outer; ++o) {
+      EXPECT_NEAR(double(mean[o]), ref.mean[o], tolerance * (1 + std::fabs(ref.mean[o])));
+      EXPECT_NEAR(double(rstd[o]), ref.rstd[o], tolerance * ref.rstd[o]);
+    }
+  }
+}
+
+TEST(CpuKernels, LayerNormGradMatchesDifferencesOfTheForward) {
+  checkLayerNormGrad<float>(1e-5);
+  checkLayerNormGrad<double>(1e-7);
+}
+
+// log_softmax reading a window of wider rows in place (the padded
+// vocabulary's logits): columns 5..205 of rows of 256, against the dense
+// rows' result.
+TEST(CpuKernels, SoftmaxReadsAWindowOfWiderRows) {
+  const int64_t rows = 4, size = 200, stride = 256, offset = 5;
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<float> uniform(-6, 6);
+  std::vector<float> wide(rows * stride), dense;
+  for (float &v : wide)
+    v = uniform(rng);
+  for (int64_t r = 0; r < rows; ++r)
+    dense.insert(dense.end(), wide.begin() + r * stride + offset,
+                 wide.begin() + r * stride + offset + size);
+  std::vector<float> fromWindow(rows * size, NAN), fromDense(rows * size, NAN);
+  ppcrt::cpu::softmax<true>(wide.data() + offset, fromWindow.data(), rows, size, 1, stride);
+  ppcrt::cpu::softmax<true>(dense.data(), fromDense.data(), rows, size, 1, size);
+  EXPECT_EQ(fromWindow, fromDense);
+  EXPECT_FALSE(std::isnan(fromDense.front()));
 }
 
 } // namespace

@@ -614,9 +614,9 @@ TEST_F(GradientCheckTest, EveryPpcOpHasARuleOrIsNonDifferentiable) {
   for (Operation *op : everyPpcOp(context)) {
     // The mesh, the collectives, send/recv and transfers appear only in
     // partitioned programs, after autodiff; the pass names a collective on a
-    // gradient path. attention_grad appears only in gradients (ppc takes no
-    // second derivatives).
-    if (llvm::isa<MeshOp, SendOp, RecvOp, TransferOp, AttentionGradOp>(op) ||
+    // gradient path. attention_grad and layer_norm_grad appear only in
+    // gradients (ppc takes no second derivatives).
+    if (llvm::isa<MeshOp, SendOp, RecvOp, TransferOp, AttentionGradOp, LayerNormGradOp>(op) ||
         op->hasTrait<CollectiveTrait>()) {
       op->destroy();
       continue;

@@ -583,6 +583,18 @@ void ShardingRulesTest::checkNormalizations() {
         layerNorm(1, false));
   check("layer_norm all axes", {uniform({2, 4}), uniform({2, 4}), uniform({4})},
         layerNorm(0, true));
+  auto layerNormGrad = [](int64_t axis) {
+    return [axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b
+          .create<LayerNormGradOp>(loc, a[0], a[1], a[2], b.getI64IntegerAttr(axis),
+                                   b.getF64FloatAttr(1e-5))
+          .getInputGrad();
+    };
+  };
+  check("layer_norm_grad last axis", {uniform({2, 4, 6}), uniform({6}), uniform({2, 4, 6})},
+        layerNormGrad(2));
+  check("layer_norm_grad two axes, broadcast scale",
+        {uniform({4, 2, 6}), uniform({2, 1}), uniform({4, 2, 6})}, layerNormGrad(1));
 }
 
 void ShardingRulesTest::checkDataMovement() {

@@ -45,12 +45,15 @@ static LogicalResult logSoftmaxGradient(const GradientRequest &request,
 
 /// With xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + epsilon) and
 /// y = xhat * scale + bias, all statistics over the normalized dimensions:
-///   dxhat  = g * scale
-///   dx     = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+///   dx     = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),
+///            dxhat = g * scale: one ppc.layer_norm_grad, which recomputes
+///            the statistics (the forward keeps none) and returns them;
 ///   dscale = sum of g * xhat, dbias = sum of g, over the dimensions scale
-///            and bias were broadcast along.
-/// The statistics are recomputed from x rather than kept from the forward
-/// kernel, which computes them internally.
+///            and bias were broadcast along: elementwise reductions that
+///            recompute xhat from those statistics.
+/// For bf16 and f16 the kernel computes dx in f32 and the sums are taken in
+/// f32, each gradient rounded once (as the fused backward kernels of
+/// Megatron-LM and PyTorch compute it), without an f32 copy of x or g.
 static LogicalResult layerNormGradient(const GradientRequest &request,
                                        llvm::SmallVectorImpl<Value> &operandGrads) {
   auto layerNorm = llvm::cast<LayerNormOp>(request.op);
@@ -58,33 +61,30 @@ static LogicalResult layerNormGradient(const GradientRequest &request,
   Location loc = layerNorm.getLoc();
   Value x = layerNorm.getInput(), scale = layerNorm.getScale(), bias = layerNorm.getBias(),
         g = request.resultGrads[0];
-  auto inputType = llvm::cast<RankedTensorType>(x.getType());
-  auto axes = llvm::to_vector(llvm::seq<int64_t>(layerNorm.getAxis(), inputType.getRank()));
-  auto mean = [&](Value v) {
-    return b.create<ReduceMeanOp>(loc, v, axes, /*keepdims=*/true).getResult();
+  auto grad = b.create<LayerNormGradOp>(loc, x, scale, g, layerNorm.getAxisAttr(),
+                                        layerNorm.getEpsilonAttr());
+  Type stats = getElementTypeOrSelf(grad.getMean().getType());
+  auto widened = [&](Value v) -> Value {
+    auto type = llvm::cast<RankedTensorType>(v.getType());
+    return type.getElementType() == stats ? v
+                                          : b.create<CastOp>(loc, type.clone(stats), v).getResult();
   };
-
-  Value centered = b.create<SubOp>(loc, x, mean(x));
-  Value variance = mean(b.create<MulOp>(loc, centered, centered));
-  Value epsilon =
-      scalarConstant(b, loc, inputType.getElementType(), layerNorm.getEpsilon().convertToDouble());
-  Value rstd =
-      b.create<ReciprocalOp>(loc, b.create<SqrtOp>(loc, b.create<AddOp>(loc, variance, epsilon)));
-  Value xhat = b.create<MulOp>(loc, centered, rstd);
-
-  Value inputGrad, scaleGrad, biasGrad;
-  if (request.wanted[0]) {
-    Value dxhat = b.create<MulOp>(loc, g, scale);
-    Value projection = b.create<MulOp>(loc, xhat, mean(b.create<MulOp>(loc, dxhat, xhat)));
-    Value centeredGrad = b.create<SubOp>(loc, b.create<SubOp>(loc, dxhat, mean(dxhat)), projection);
-    inputGrad = b.create<MulOp>(loc, centeredGrad, rstd);
+  auto sumTo = [&](Value v, Value like) -> Value {
+    auto type = llvm::cast<RankedTensorType>(like.getType());
+    Value sum = unbroadcast(b, loc, v, type.clone(stats));
+    return sum.getType() == type ? sum : b.create<CastOp>(loc, type, sum).getResult();
+  };
+  Value wideG = widened(g);
+  Value scaleGrad, biasGrad;
+  if (request.wanted[1]) {
+    Value xhat =
+        b.create<MulOp>(loc, b.create<SubOp>(loc, widened(x), grad.getMean()), grad.getRstd());
+    scaleGrad = sumTo(b.create<MulOp>(loc, wideG, xhat), scale);
   }
-  if (request.wanted[1])
-    scaleGrad = unbroadcast(b, loc, b.create<MulOp>(loc, g, xhat),
-                            llvm::cast<RankedTensorType>(scale.getType()));
   if (bias && request.wanted[2])
-    biasGrad = unbroadcast(b, loc, g, llvm::cast<RankedTensorType>(bias.getType()));
-  operandGrads.push_back(inputGrad);
+    biasGrad = sumTo(wideG, bias);
+  // (A layer_norm_grad none of whose results is wanted is dead code.)
+  operandGrads.push_back(request.wanted[0] ? grad.getInputGrad() : Value());
   operandGrads.push_back(scaleGrad);
   if (bias)
     operandGrads.push_back(biasGrad);
@@ -97,7 +97,6 @@ void registerNormalizationGradients(GradientRegistry &registry) {
   registry.add<LayerNormOp>(layerNormGradient);
   registry.addComputedInF32<SoftmaxOp>();
   registry.addComputedInF32<LogSoftmaxOp>();
-  registry.addComputedInF32<LayerNormOp>();
 }
 
 } // namespace ppc

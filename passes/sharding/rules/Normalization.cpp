@@ -52,10 +52,33 @@ static ShardingRule layerNormRule(Operation *op) {
   return rule;
 }
 
+/// layer_norm_grad: as layer_norm for the input, the result's adjoint and
+/// the input's; the statistics keep the leading dimensions.
+static ShardingRule layerNormGradRule(Operation *op) {
+  auto grad = llvm::cast<LayerNormGradOp>(op);
+  llvm::ArrayRef<int64_t> shape = shapeOf(grad.getInput());
+  int64_t axis = grad.getAxis();
+  ShardingRule rule;
+  TensorFactors dims, stats;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    bool leading = static_cast<int64_t>(d) < axis;
+    dims.push_back(
+        {rule.addFactor(size, leading ? FactorKind::Parallel : FactorKind::NeedReplication)});
+    stats.push_back(leading ? dims.back() : llvm::SmallVector<int64_t, 1>{});
+  }
+  TensorFactors normalizedDims(dims.begin() + axis, dims.end());
+  rule.operands = {
+      dims, broadcastFactors(shapeOf(grad.getScale()), shape.drop_front(axis), normalizedDims),
+      dims};
+  rule.results = {dims, stats, stats};
+  return rule;
+}
+
 void registerNormalizationShardingRules(ShardingRuleRegistry &registry) {
   registry.add<SoftmaxOp>(softmaxRule<SoftmaxOp>);
   registry.add<LogSoftmaxOp>(softmaxRule<LogSoftmaxOp>);
   registry.add<LayerNormOp>(layerNormRule);
+  registry.add<LayerNormGradOp>(layerNormGradRule);
 }
 
 } // namespace ppc

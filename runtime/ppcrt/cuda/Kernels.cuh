@@ -600,12 +600,13 @@ void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uin
 // Softmax, layer norm, loss
 //===----------------------------------------------------------------------===//
 
-/// softmax (or log_softmax) of the contiguous rows of [outer, size]: one
-/// block per row.
-template <bool IsLog, typename T>
-__global__ void softmaxRowsKernel(const T *x, T *y, int64_t size) {
+/// softmax (or log_softmax) of the rows of [outer, size], x's row o at
+/// o * xStride (of type X, widened: bf16 logits to f32 log-probabilities),
+/// y dense: one block per row.
+template <bool IsLog, typename X, typename T>
+__global__ void softmaxRowsKernel(const X *x, T *y, int64_t size, int64_t xStride) {
   using C = Compute<T>;
-  const T *row = x + blockIdx.x * size;
+  const X *row = x + blockIdx.x * xStride;
   T *to = y + blockIdx.x * size;
   C max = C(-INFINITY);
   for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
@@ -624,8 +625,8 @@ __global__ void softmaxRowsKernel(const T *x, T *y, int64_t size) {
 
 /// The same over the middle dimension of [outer, size, inner]: one thread
 /// per (outer, inner) column.
-template <bool IsLog, typename T>
-__global__ void softmaxColumnsKernel(const T *x, T *y, int64_t outer, int64_t size, int64_t inner) {
+template <bool IsLog, typename X, typename T>
+__global__ void softmaxColumnsKernel(const X *x, T *y, int64_t outer, int64_t size, int64_t inner) {
   using C = Compute<T>;
   PPCRT_GRID_STRIDE(c, outer * inner) {
     int64_t base = (c / inner) * size * inner + c % inner;
@@ -643,10 +644,13 @@ __global__ void softmaxColumnsKernel(const T *x, T *y, int64_t outer, int64_t si
   }
 }
 
-template <bool IsLog, typename T>
-void softmax(const T *x, T *y, int64_t outer, int64_t size, int64_t inner) {
+/// As ppcrt::cpu::softmax: x's outer index o starts at o * xStride, which
+/// only rows (inner 1) may set apart from the dense size * inner.
+template <bool IsLog, typename X, typename T>
+void softmax(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64_t xStride) {
   if (inner == 1)
-    PPCRT_LAUNCH(softmaxRowsKernel<IsLog>, unsigned(outer), kThreads, 0, stream())(x, y, size);
+    PPCRT_LAUNCH(softmaxRowsKernel<IsLog>, unsigned(outer), kThreads, 0, stream())(x, y, size,
+                                                                                   xStride);
   else
     PPCRT_LAUNCH(softmaxColumnsKernel<IsLog>, blocksFor(outer * inner), kThreads, 0,
                  stream())(x, y, outer, size, inner);
@@ -683,6 +687,49 @@ void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, i
   PPCRT_LAUNCH(layerNormKernel, unsigned(outer), kThreads, 0,
                stream())(x, scale, scaleStride, bias, biasStride, y, size, epsilon);
   launched("a layer norm");
+}
+
+/// The input's gradient of layerNorm over the rows of [outer, size] given
+/// the result's (dy), and each row's mean and rstd: one block per row.
+template <typename T, typename S>
+__global__ void layerNormGradKernel(const T *x, const T *scale, int64_t scaleStride, const T *dy,
+                                    T *dx, S *mean, S *rstd, int64_t size, double epsilon) {
+  using C = Compute<T>;
+  const T *row = x + blockIdx.x * size, *g = dy + blockIdx.x * size;
+  C sum = 0;
+  for (int64_t i = threadIdx.x; i < size; i += blockDim.x)
+    sum += C(row[i]);
+  C m = blockReduce<false>(sum) / C(size);
+  C squares = 0;
+  for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+    C d = C(row[i]) - m;
+    squares += d * d;
+  }
+  C r = C(1) / sqrt(blockReduce<false>(squares) / C(size) + C(epsilon));
+  C sumDxhat = 0, sumProjection = 0;
+  for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+    C dxhat = C(g[i]) * C(scale[i * scaleStride]);
+    sumDxhat += dxhat;
+    sumProjection += dxhat * (C(row[i]) - m) * r;
+  }
+  C meanDxhat = blockReduce<false>(sumDxhat) / C(size);
+  C meanProjection = blockReduce<false>(sumProjection) / C(size);
+  for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+    C xhat = (C(row[i]) - m) * r, dxhat = C(g[i]) * C(scale[i * scaleStride]);
+    dx[blockIdx.x * size + i] = T(r * (dxhat - meanDxhat - xhat * meanProjection));
+  }
+  if (threadIdx.x == 0) {
+    mean[blockIdx.x] = S(m);
+    rstd[blockIdx.x] = S(r);
+  }
+}
+
+template <typename T, typename S>
+void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx, S *mean,
+                   S *rstd, int64_t outer, int64_t size, double epsilon) {
+  PPCRT_LAUNCH(layerNormGradKernel, unsigned(outer), kThreads, 0,
+               stream())(x, scale, scaleStride, dy, dx, mean, rstd, size, epsilon);
+  launched("a layer norm's gradient");
 }
 
 enum class LossReduction { None, Sum, Mean };

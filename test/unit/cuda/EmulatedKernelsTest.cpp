@@ -16,6 +16,7 @@
 #include "runtime/ppcrt/cuda/Kernels.cuh"
 #include "test/unit/ArgMaxReference.h"
 #include "test/unit/AttentionReference.h"
+#include "test/unit/LayerNormReference.h"
 #include "test/unit/cuda/DeviceMemory.h"
 
 #include <gtest/gtest.h>
@@ -207,7 +208,7 @@ template <bool IsLog> void checkSoftmax(int64_t outer, int64_t size, int64_t inn
   std::vector<double> want =
       referenceSoftmax(std::vector<double>(x.begin(), x.end()), IsLog, outer, size, inner);
   float *dx = deviceCopy(x), *dy = deviceCopy(std::vector<float>(x.size()));
-  ppcrt::cuda::softmax<IsLog>(dx, dy, outer, size, inner);
+  ppcrt::cuda::softmax<IsLog>(dx, dy, outer, size, inner, size * inner);
   std::vector<float> got = hostCopy(dy, x.size());
   for (size_t i = 0; i < x.size(); ++i)
     ASSERT_TRUE(near(got[i], want[i], 1e-5))
@@ -235,11 +236,33 @@ TEST(CudaKernels, Bf16SoftmaxRoundsOnce) {
   }
   std::vector<double> want = referenceSoftmax(exact, false, 2, 300, 1);
   bf16 *dx = deviceCopy(x), *dy = deviceCopy(std::vector<bf16>(x.size()));
-  ppcrt::cuda::softmax<false>(dx, dy, 2, 300, 1);
+  ppcrt::cuda::softmax<false>(dx, dy, 2, 300, 1, 300);
   std::vector<bf16> got = hostCopy(dy, x.size());
   for (size_t i = 0; i < x.size(); ++i)
     ASSERT_NEAR(double(__bfloat162float(got[i])), want[i], std::fabs(want[i]) * 0x1p-8 + 1e-7)
         << "element " << i;
+}
+
+// log_softmax reading a window of wider bf16 rows in place and widening it
+// (the padded vocabulary's logits, ppc-align-gemms): columns 3..303 of rows
+// of 320, into dense f32 rows, as the f32 kernel computes the rounded values.
+TEST(CudaKernels, LogSoftmaxReadsAWindowOfWiderBf16Rows) {
+  const int64_t rows = 3, size = 300, stride = 320, offset = 3;
+  std::vector<float> wide = randomFloats(rows * stride, 14, -6, 6);
+  std::vector<bf16> x(wide.size());
+  std::vector<double> window;
+  for (size_t i = 0; i < wide.size(); ++i)
+    x[i] = __float2bfloat16(wide[i]);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < size; ++c)
+      window.push_back(__bfloat162float(x[r * stride + offset + c]));
+  std::vector<double> want = referenceSoftmax(window, true, rows, size, 1);
+  bf16 *dx = deviceCopy(x);
+  float *dy = deviceCopy(std::vector<float>(rows * size, NAN));
+  ppcrt::cuda::softmax<true>(dx + offset, dy, rows, size, 1, stride);
+  std::vector<float> got = hostCopy(dy, rows * size);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_TRUE(near(got[i], want[i], 1e-5)) << "element " << i;
 }
 
 TEST(CudaKernels, LayerNormWithBroadcastScaleAndNoBias) {
@@ -271,6 +294,68 @@ TEST(CudaKernels, LayerNormWithBroadcastScaleAndNoBias) {
       }
     }
   }
+}
+
+// layerNormGrad's dx, mean and rstd against central differences of the
+// forward (LayerNormReference.h): f32 with the scale whole and broadcast,
+// and bf16 (computed in float, dx rounded once) on the rounded inputs.
+TEST(CudaKernels, LayerNormGradMatchesDifferencesOfTheForward) {
+  const int64_t outer = 4, size = 300;
+  const double epsilon = 1e-5;
+  std::vector<float> x = randomFloats(outer * size, 11, -3, 5), dy = randomFloats(outer * size, 12),
+                     scale = randomFloats(size, 13);
+  auto check = [&](const std::vector<double> &dx, const std::vector<float> &mean,
+                   const std::vector<float> &rstd, const ppc::test::LayerNormGradReference &ref,
+                   double tolerance) {
+    double largest = 0;
+    for (double v : ref.dx)
+      largest = std::max(largest, std::fabs(v));
+    for (size_t i = 0; i < dx.size(); ++i)
+      ASSERT_NEAR(dx[i], ref.dx[i], tolerance * largest) << "element " << i;
+    for (int64_t o = 0; o < outer; ++o) {
+      EXPECT_NEAR(mean[o], ref.mean[o], 1e-5 * (1 + std::fabs(ref.mean[o]))) << "row " << o;
+      EXPECT_NEAR(rstd[o], ref.rstd[o], 1e-5 * ref.rstd[o]) << "row " << o;
+    }
+  };
+  float *dMean = deviceCopy(std::vector<float>(outer)),
+        *dRstd = deviceCopy(std::vector<float>(outer));
+  for (bool broadcast : {false, true}) {
+    SCOPED_TRACE(broadcast ? "f32, broadcast scale" : "f32");
+    float *dX = deviceCopy(x), *dScale = deviceCopy(scale), *dDy = deviceCopy(dy);
+    float *dDx = deviceCopy(std::vector<float>(x.size(), NAN));
+    ppcrt::cuda::layerNormGrad(dX, dScale, broadcast ? 0 : 1, dDy, dDx, dMean, dRstd, outer, size,
+                               epsilon);
+    std::vector<float> got = hostCopy(dDx, x.size());
+    auto ref = ppc::test::layerNormGradReference(
+        std::vector<double>(x.begin(), x.end()),
+        std::vector<double>(scale.begin(), broadcast ? scale.begin() + 1 : scale.end()),
+        std::vector<double>(dy.begin(), dy.end()), outer, size, epsilon);
+    check(std::vector<double>(got.begin(), got.end()), hostCopy(dMean, outer),
+          hostCopy(dRstd, outer), ref, 1e-5);
+  }
+  SCOPED_TRACE("bf16");
+  std::vector<bf16> lowX(x.size()), lowDy(dy.size()), lowScale(scale.size());
+  std::vector<double> wideX(x.size()), wideDy(dy.size()), wideScale(scale.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    lowX[i] = __float2bfloat16(x[i]);
+    lowDy[i] = __float2bfloat16(dy[i]);
+    wideX[i] = __bfloat162float(lowX[i]);
+    wideDy[i] = __bfloat162float(lowDy[i]);
+  }
+  for (size_t i = 0; i < scale.size(); ++i) {
+    lowScale[i] = __float2bfloat16(scale[i]);
+    wideScale[i] = __bfloat162float(lowScale[i]);
+  }
+  bf16 *dX = deviceCopy(lowX), *dScale = deviceCopy(lowScale), *dDy = deviceCopy(lowDy);
+  bf16 *dDx = deviceCopy(std::vector<bf16>(x.size()));
+  ppcrt::cuda::layerNormGrad(dX, dScale, 1, dDy, dDx, dMean, dRstd, outer, size, epsilon);
+  std::vector<bf16> got = hostCopy(dDx, x.size());
+  std::vector<double> wideGot(got.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    wideGot[i] = __bfloat162float(got[i]);
+  // dx rounded once to bf16: half an ulp of the largest element at most.
+  check(wideGot, hostCopy(dMean, outer), hostCopy(dRstd, outer),
+        ppc::test::layerNormGradReference(wideX, wideScale, wideDy, outer, size, epsilon), 0x1p-8);
 }
 
 // nll_loss of log-probabilities [batch, classes, inner] with class weights:
