@@ -47,10 +47,10 @@ int gemmThreads(int64_t m, int64_t n, int64_t k) {
 /// threads: the longer side of C is cut into one panel per thread.
 template <typename T, typename Blas>
 void splitGemm(Blas blas, bool transA, bool transB, int64_t m, int64_t n, int64_t k, const T *a,
-               int64_t lda, const T *b, int64_t ldb, T *c) {
+               int64_t lda, const T *b, int64_t ldb, T *c, T beta = T(0)) {
   auto call = [&](int64_t rows, int64_t cols, const T *pa, const T *pb, T *pc) {
     blas(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-         rows, cols, k, T(1), pa, lda, pb, ldb, T(0), pc, n);
+         rows, cols, k, T(1), pa, lda, pb, ldb, beta, pc, n);
   };
   int threads = gemmThreads(m, n, k);
   if (threads == 1) {
@@ -85,6 +85,16 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
           const double *b, int64_t ldb, double *c) {
   splitGemm<double>(cblas_dgemm, transA, transB, m, n, k, a, lda, b, ldb, c);
+}
+
+void gemmAccumulate(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float *c) {
+  splitGemm<float>(cblas_sgemm, transA, transB, m, n, k, a, lda, b, ldb, c, 1.0f);
+}
+
+void gemmAccumulate(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a,
+                    int64_t lda, const double *b, int64_t ldb, double *c) {
+  splitGemm<double>(cblas_dgemm, transA, transB, m, n, k, a, lda, b, ldb, c, 1.0);
 }
 
 } // namespace ppcrt::cpu

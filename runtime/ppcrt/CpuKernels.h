@@ -42,6 +42,13 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float
           const float *b, int64_t ldb, float *c);
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
           const double *b, int64_t ldb, double *c);
+/// c += op(a) op(b), c dense [m, n] (BLAS's beta = 1). For a depth OpenBLAS
+/// takes in one block (attention's 64 rows) each element of c gets its
+/// product added once: the bits of gemm's product added to c.
+void gemmAccumulate(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float *c);
+void gemmAccumulate(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a,
+                    int64_t lda, const double *b, int64_t ldb, double *c);
 
 template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
@@ -288,14 +295,17 @@ void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, i
   for (int64_t o = 0; o < outer; ++o) {
     const T *row = x + o * size;
     double mean = 0;
+#pragma omp simd reduction(+ : mean)
     for (int64_t i = 0; i < size; ++i)
-      mean += row[i];
+      mean += double(row[i]);
     mean /= size;
     double variance = 0;
+#pragma omp simd reduction(+ : variance)
     for (int64_t i = 0; i < size; ++i)
-      variance += (row[i] - mean) * (row[i] - mean);
+      variance += (double(row[i]) - mean) * (double(row[i]) - mean);
     variance /= size;
     double stddev = std::sqrt(variance + epsilon);
+#pragma omp simd
     for (int64_t i = 0; i < size; ++i) {
       double v = (row[i] - mean) / stddev * double(scale[i * scaleStride]);
       if (bias)
@@ -315,24 +325,28 @@ void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy,
   for (int64_t o = 0; o < outer; ++o) {
     const T *row = x + o * size, *g = dy + o * size;
     double m = 0;
+#pragma omp simd reduction(+ : m)
     for (int64_t i = 0; i < size; ++i)
-      m += row[i];
+      m += double(row[i]);
     m /= size;
     double variance = 0;
+#pragma omp simd reduction(+ : variance)
     for (int64_t i = 0; i < size; ++i)
-      variance += (row[i] - m) * (row[i] - m);
+      variance += (double(row[i]) - m) * (double(row[i]) - m);
     variance /= size;
-    double r = 1 / std::sqrt(variance + epsilon);
+    const double r = 1 / std::sqrt(variance + epsilon);
     double meanDxhat = 0, meanProjection = 0;
+#pragma omp simd reduction(+ : meanDxhat, meanProjection)
     for (int64_t i = 0; i < size; ++i) {
       double dxhat = double(g[i]) * double(scale[i * scaleStride]);
       meanDxhat += dxhat;
-      meanProjection += dxhat * (row[i] - m) * r;
+      meanProjection += dxhat * (double(row[i]) - m) * r;
     }
     meanDxhat /= size;
     meanProjection /= size;
+#pragma omp simd
     for (int64_t i = 0; i < size; ++i) {
-      double xhat = (row[i] - m) * r, dxhat = double(g[i]) * double(scale[i * scaleStride]);
+      double xhat = (double(row[i]) - m) * r, dxhat = double(g[i]) * double(scale[i * scaleStride]);
       dx[o * size + i] = T(r * (dxhat - meanDxhat - xhat * meanProjection));
     }
     mean[o] = S(m);
@@ -504,8 +518,8 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o
   };
 #pragma omp parallel if (detail::attentionInParallel(shape, shape.batch))
   {
-    // P and dS for a block's rows, and one block's term of dk or dv.
-    std::vector<T> p(R * keys), dS(R * keys), term(keys * std::max(depth, width));
+    // P and dS for a block's rows.
+    std::vector<T> p(R * keys), dS(R * keys);
 #pragma omp for schedule(dynamic)
     for (int64_t n = 0; n < shape.batch; ++n) {
       const T *ks = k + n * keys * depth, *vs = v + n * keys * width;
@@ -525,6 +539,7 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o
           const T rowD = rowDot(dOs + r * width, o + (first + r) * width, width);
           detail::attentionScores(pr, scale, bias ? bias + shape.biasAt(n, i, 0) : nullptr,
                                   shape.biasColStride, visible);
+#pragma omp simd
           for (int64_t c = 0; c < visible; ++c) {
             const T x = scalar::exp(pr[c] - rowLse);
             pr[c] = x;
@@ -537,12 +552,8 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o
         gemm(false, false, rows, depth, end, dS.data(), end, ks, depth, dqs);
         for (int64_t e = 0; e < rows * depth; ++e)
           dqs[e] *= scale;
-        gemm(true, false, end, depth, rows, dS.data(), end, qs, depth, term.data());
-        for (int64_t e = 0; e < end * depth; ++e)
-          dks[e] += term[e];
-        gemm(true, false, end, width, rows, p.data(), end, dOs, width, term.data());
-        for (int64_t e = 0; e < end * width; ++e)
-          dvs[e] += term[e];
+        gemmAccumulate(true, false, end, depth, rows, dS.data(), end, qs, depth, dks);
+        gemmAccumulate(true, false, end, width, rows, p.data(), end, dOs, width, dvs);
       }
       for (int64_t e = 0; e < keys * depth; ++e)
         dks[e] *= scale;

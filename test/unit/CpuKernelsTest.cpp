@@ -278,6 +278,31 @@ TEST(CpuKernels, SplitGemmIsTheOneThreadGemm) {
   checkSplitGemm<double>(1e-13);
 }
 
+// gemmAccumulate (c += op(a) op(b)) is gemm's product added to c, bit for
+// bit: attention's backward sums each block's dk and dv terms with it, as
+// it summed them by hand.
+template <typename T> void checkGemmAccumulate() {
+  const int64_t m = 200, n = 64, k = 48;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<T> uniform(-1, 1);
+  std::vector<T> a(k * m), b(k * n), c(m * n), product(m * n);
+  for (std::vector<T> *v : {&a, &b, &c})
+    for (T &x : *v)
+      x = uniform(rng);
+  std::vector<T> sum = c;
+  ppcrt::cpu::gemm(true, false, m, n, k, a.data(), m, b.data(), n, product.data());
+  for (int64_t e = 0; e < m * n; ++e)
+    sum[e] += product[e];
+  ppcrt::cpu::gemmAccumulate(true, false, m, n, k, a.data(), m, b.data(), n, c.data());
+  EXPECT_EQ(c, sum);
+}
+
+TEST(CpuKernels, GemmAccumulateAddsTheProduct) {
+  openblas_set_num_threads(1);
+  checkGemmAccumulate<float>();
+  checkGemmAccumulate<double>();
+}
+
 // reduce on several threads: the bits of one thread (each result combines
 // its elements in row-major order), and the sums of a scan in double; the
 // threads' share is the outermost kept dimension, inner or not.
