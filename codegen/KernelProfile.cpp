@@ -46,18 +46,18 @@ std::optional<GpuModel> GpuModel::named(llvm::StringRef name) {
 
 namespace {
 
-unsigned bitsOf(Value value) {
+/// The bytes of `value`'s elements, each as wide as one of `stored`'s (the
+/// value itself, or what a kernel reads in its place).
+double bytesOf(Value value, Value stored) {
   auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
-  return type ? type.getElementTypeBitWidth() : 0;
-}
-
-double bytesOf(Value value) {
-  auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
-  if (!type)
+  auto storedType = llvm::dyn_cast<RankedTensorType>(stored.getType());
+  if (!type || !storedType)
     return 0;
-  unsigned bits = type.getElementTypeBitWidth();
+  unsigned bits = storedType.getElementTypeBitWidth();
   return double(type.getNumElements()) * double(std::max(bits, 8u) / 8);
 }
+
+double bytesOf(Value value) { return bytesOf(value, value); }
 
 /// The rates of a contraction's element type: (achieved, peak).
 std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
@@ -158,8 +158,7 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     // Through folded ops: the operand's elements, of the stored value's type.
     Value read = rowSourceOf(layout.fusion, operand).value;
     if (read != operand)
-      k.bytes +=
-          bytesOf(operand) / std::max(1u, bitsOf(operand) / 8) * std::max(1u, bitsOf(read) / 8);
+      k.bytes += bytesOf(operand, read);
   }
   for (Value result : op->getResults())
     k.bytes += bytesOf(result);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 using namespace mlir;
 
@@ -61,6 +62,18 @@ static std::vector<int64_t> paramIndices(const Tensor &param, llvm::ArrayRef<int
   return indices;
 }
 
+/// The mean and the biased variance of a row (layer_norm and its gradient).
+static std::pair<double, double> rowMoments(const double *x, int64_t size) {
+  double mean = 0;
+  for (int64_t i = 0; i < size; ++i)
+    mean += x[i];
+  mean /= size;
+  double variance = 0;
+  for (int64_t i = 0; i < size; ++i)
+    variance += (x[i] - mean) * (x[i] - mean);
+  return {mean, variance / size};
+}
+
 static LogicalResult layerNormKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                      llvm::SmallVectorImpl<Tensor> &results,
                                      const ExecOptions &options) {
@@ -80,14 +93,7 @@ static LogicalResult layerNormKernel(Operation *op, llvm::ArrayRef<Tensor> opera
   Tensor result(resultDType(op, 0, options), shape);
   for (int64_t o = 0; o < outer; ++o) {
     const double *x = input.floats().data() + o * size;
-    double mean = 0;
-    for (int64_t i = 0; i < size; ++i)
-      mean += x[i];
-    mean /= size;
-    double variance = 0;
-    for (int64_t i = 0; i < size; ++i)
-      variance += (x[i] - mean) * (x[i] - mean);
-    variance /= size;
+    auto [mean, variance] = rowMoments(x, size);
     double stddev = std::sqrt(variance + epsilon);
     for (int64_t i = 0; i < size; ++i) {
       double y = (x[i] - mean) / stddev * scale.floats()[scaleIndex[i]];
@@ -120,14 +126,7 @@ static LogicalResult layerNormGradKernel(Operation *op, llvm::ArrayRef<Tensor> o
   std::vector<double> xhat(size), dxhat(size);
   for (int64_t o = 0; o < outer; ++o) {
     const double *x = input.floats().data() + o * size, *g = dy.floats().data() + o * size;
-    double mean = 0;
-    for (int64_t i = 0; i < size; ++i)
-      mean += x[i];
-    mean /= size;
-    double variance = 0;
-    for (int64_t i = 0; i < size; ++i)
-      variance += (x[i] - mean) * (x[i] - mean);
-    variance /= size;
+    auto [mean, variance] = rowMoments(x, size);
     double rstd = 1 / std::sqrt(variance + epsilon);
     double meanDxhat = 0, meanProjection = 0;
     for (int64_t i = 0; i < size; ++i) {

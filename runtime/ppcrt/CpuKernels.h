@@ -24,6 +24,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #ifdef _OPENMP
@@ -286,6 +287,24 @@ void softmax(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64
     }
 }
 
+namespace detail {
+
+/// The mean and the biased variance of a row, in double (the layer norms').
+template <typename T> std::pair<double, double> rowMoments(const T *row, int64_t size) {
+  double mean = 0;
+#pragma omp simd reduction(+ : mean)
+  for (int64_t i = 0; i < size; ++i)
+    mean += double(row[i]);
+  mean /= size;
+  double variance = 0;
+#pragma omp simd reduction(+ : variance)
+  for (int64_t i = 0; i < size; ++i)
+    variance += (double(row[i]) - mean) * (double(row[i]) - mean);
+  return {mean, variance / size};
+}
+
+} // namespace detail
+
 /// Layer normalization of the rows of [outer, size]; scale and bias hold
 /// `size` elements, or one (broadcast), as their strides (1 or 0) say.
 template <typename T>
@@ -294,16 +313,8 @@ void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, i
 #pragma omp parallel for if (outer * size > 32768)
   for (int64_t o = 0; o < outer; ++o) {
     const T *row = x + o * size;
-    double mean = 0;
-#pragma omp simd reduction(+ : mean)
-    for (int64_t i = 0; i < size; ++i)
-      mean += double(row[i]);
-    mean /= size;
-    double variance = 0;
-#pragma omp simd reduction(+ : variance)
-    for (int64_t i = 0; i < size; ++i)
-      variance += (double(row[i]) - mean) * (double(row[i]) - mean);
-    variance /= size;
+    const std::pair<double, double> moments = detail::rowMoments(row, size);
+    const double mean = moments.first, variance = moments.second;
     double stddev = std::sqrt(variance + epsilon);
 #pragma omp simd
     for (int64_t i = 0; i < size; ++i) {
@@ -324,16 +335,8 @@ void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy,
 #pragma omp parallel for if (outer * size > 32768)
   for (int64_t o = 0; o < outer; ++o) {
     const T *row = x + o * size, *g = dy + o * size;
-    double m = 0;
-#pragma omp simd reduction(+ : m)
-    for (int64_t i = 0; i < size; ++i)
-      m += double(row[i]);
-    m /= size;
-    double variance = 0;
-#pragma omp simd reduction(+ : variance)
-    for (int64_t i = 0; i < size; ++i)
-      variance += (double(row[i]) - m) * (double(row[i]) - m);
-    variance /= size;
+    const std::pair<double, double> moments = detail::rowMoments(row, size);
+    const double m = moments.first, variance = moments.second;
     const double r = 1 / std::sqrt(variance + epsilon);
     double meanDxhat = 0, meanProjection = 0;
 #pragma omp simd reduction(+ : meanDxhat, meanProjection)

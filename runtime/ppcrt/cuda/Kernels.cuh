@@ -657,22 +657,30 @@ void softmax(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64
   launched("a softmax");
 }
 
+/// A row's mean and rstd = 1 / sqrt(var + epsilon) (biased variance), in C,
+/// over the block (every thread calls it and gets both): the layer norms'.
+template <typename T, typename C>
+__device__ void rowStatistics(const T *row, int64_t size, double epsilon, C &mean, C &rstd) {
+  C sum = 0;
+  for (int64_t i = threadIdx.x; i < size; i += blockDim.x)
+    sum += C(row[i]);
+  mean = blockReduce<false>(sum) / C(size);
+  C squares = 0;
+  for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+    C d = C(row[i]) - mean;
+    squares += d * d;
+  }
+  rstd = C(1) / sqrt(blockReduce<false>(squares) / C(size) + C(epsilon));
+}
+
 /// Layer normalization of the rows of [outer, size], one block per row.
 template <typename T>
 __global__ void layerNormKernel(const T *x, const T *scale, int64_t scaleStride, const T *bias,
                                 int64_t biasStride, T *y, int64_t size, double epsilon) {
   using C = Compute<T>;
   const T *row = x + blockIdx.x * size;
-  C sum = 0;
-  for (int64_t i = threadIdx.x; i < size; i += blockDim.x)
-    sum += C(row[i]);
-  C mean = blockReduce<false>(sum) / C(size);
-  C squares = 0;
-  for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
-    C d = C(row[i]) - mean;
-    squares += d * d;
-  }
-  C rstd = C(1) / sqrt(blockReduce<false>(squares) / C(size) + C(epsilon));
+  C mean, rstd;
+  rowStatistics(row, size, epsilon, mean, rstd);
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
     C v = (C(row[i]) - mean) * rstd * C(scale[i * scaleStride]);
     if (bias)
@@ -696,16 +704,8 @@ __global__ void layerNormGradKernel(const T *x, const T *scale, int64_t scaleStr
                                     T *dx, S *mean, S *rstd, int64_t size, double epsilon) {
   using C = Compute<T>;
   const T *row = x + blockIdx.x * size, *g = dy + blockIdx.x * size;
-  C sum = 0;
-  for (int64_t i = threadIdx.x; i < size; i += blockDim.x)
-    sum += C(row[i]);
-  C m = blockReduce<false>(sum) / C(size);
-  C squares = 0;
-  for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
-    C d = C(row[i]) - m;
-    squares += d * d;
-  }
-  C r = C(1) / sqrt(blockReduce<false>(squares) / C(size) + C(epsilon));
+  C m, r;
+  rowStatistics(row, size, epsilon, m, r);
   C sumDxhat = 0, sumProjection = 0;
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
     C dxhat = C(g[i]) * C(scale[i * scaleStride]);
