@@ -141,6 +141,11 @@ using OpEmitter = std::function<mlir::LogicalResult(mlir::Operation *, EmitConte
 /// codegen/Communication.cpp register them).
 const OpEmitter *lookupEmitter(mlir::Operation *op);
 
+/// Emits `matmul`'s GEMM computing `epilogue`'s adds too (writing its last
+/// add's result), or alone when `epilogue` is null (codegen/Ops.cpp).
+mlir::LogicalResult emitGemm(mlir::Operation *matmul, EmitContext &ctx,
+                             const GemmEpilogue *epilogue);
+
 } // namespace ppc::codegen
 
 #endif // PPC_CODEGEN_EMITCONTEXT_H

@@ -44,9 +44,10 @@ static bool foldsIntoGemms(TransposeOp transpose) {
   });
 }
 
-FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunication) {
+FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunication,
+                                       bool gemmEpilogues) {
   ProgramLayout layout;
-  layout.fusion = planFusion(program);
+  layout.fusion = planFusion(program, /*fuseReductions=*/true, gemmEpilogues);
   auto holder = [&](Value v) {
     auto it = layout.holders.find(v);
     return it == layout.holders.end() ? v : it->second;
@@ -213,7 +214,8 @@ bool isView(Operation *op, const ProgramLayout &layout) {
 FailureOr<std::vector<ProgramLayout>> layOutPrograms(ModuleOp module, Target target) {
   std::vector<ProgramLayout> layouts;
   for (func::FuncOp program : trainingPrograms(module)) {
-    FailureOr<ProgramLayout> layout = layOutProgram(program, target == Target::Cuda);
+    bool cuda = target == Target::Cuda;
+    FailureOr<ProgramLayout> layout = layOutProgram(program, cuda, cuda);
     if (failed(layout))
       return failure();
     layouts.push_back(std::move(*layout));
@@ -291,14 +293,14 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
     // at the end, and what each is (KernelInfo).
     llvm::SmallVector<std::string> kernels;
     double predicted = 0;
-    auto mark = [&](Operation *op) {
+    auto mark = [&](Operation *op, Operation *named = nullptr) {
       std::optional<KernelEstimate> k = estimateKernel(op, layout, gpu ? &*gpu : nullptr);
       std::string what = k ? k->what : describeOp(op);
       double seconds = k ? k->seconds : 0;
       predicted += seconds;
       ctx.body() << "  rt.mark(" << kernels.size() << ");\n";
       kernels.push_back(llvm::formatv("{{{0}, {1}, {2}, {3}, {4}}", quote(what),
-                                      quote(nodeName(op)), exactText(seconds),
+                                      quote(nodeName(named ? named : op)), exactText(seconds),
                                       exactText(k ? k->flops : 0), exactText(k ? k->bytes : 0)));
     };
 
@@ -308,6 +310,24 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
           layout.fusion.foldedInto.contains(&op))
         continue;
       flops += flopsOf(&op); // MFU's numerator
+      if (const GemmEpilogue *epilogue = layout.fusion.epilogue(&op)) {
+        // The GEMM runs at its last add's place and computes them all.
+        if (&op != epilogue->adds.back())
+          continue;
+        if (failed(ctx.target().supports(epilogue->matmul, ctx)))
+          return failure();
+        mark(&op, epilogue->matmul); // named after the product's node
+        if (cuda) {
+          llvm::SmallVector<Value> inputs(epilogue->matmul->getOperands());
+          for (Value v : {epilogue->bias, epilogue->addend})
+            if (v)
+              inputs.push_back(v);
+          waitFor(rangesOf(inputs), rangesOf(epilogue->result()), /*byHost=*/false);
+        }
+        if (failed(emitGemm(epilogue->matmul, ctx, epilogue)))
+          return failure();
+        continue;
+      }
       if (auto send = llvm::dyn_cast<SendOp>(op))
         channels.push_back(
             llvm::formatv("{{{0}, {1}, {2}}", quote(send.getAxis()), p, send.getPeer()));

@@ -71,10 +71,13 @@ bool undoesItsOperand(TransposeOp transpose);
 /// flags), and plans its arena (64-byte aligned buffers). With
 /// `asyncCommunication` (CUDA) a collective's operands live until the first
 /// use of its result, where the program waits for it, so that nothing
-/// overwrites them while it runs beside the kernels in between.
-/// Fails (with an error at `program`) when its memory plan does.
+/// overwrites them while it runs beside the kernels in between. With
+/// `gemmEpilogues` (CUDA) GEMMs compute the bias and residual adds that
+/// read their products (GemmEpilogue). Fails (with an error at `program`)
+/// when its memory plan does.
 mlir::FailureOr<ProgramLayout> layOutProgram(mlir::func::FuncOp program,
-                                             bool asyncCommunication = false);
+                                             bool asyncCommunication = false,
+                                             bool gemmEpilogues = false);
 
 /// The layout of each training program of `module` (@train_step or
 /// @train_step_pp<r>, in trainingPrograms' order) for `target`: what the

@@ -25,9 +25,16 @@ std::optional<Attribute> splatValue(Value value) {
   return dense.getSplatValue<Attribute>();
 }
 
+const GemmEpilogue *FusionPlan::epilogue(Operation *op) const {
+  auto it = epilogueOf.find(op);
+  return it == epilogueOf.end() ? nullptr : &epilogues[it->second];
+}
+
 Operation *FusionPlan::runsAt(Operation *op) const {
   if (auto folded = foldedInto.find(op); folded != foldedInto.end())
     return folded->second;
+  if (const GemmEpilogue *e = epilogue(op))
+    return e->adds.back();
   auto it = groupOf.find(op);
   return it == groupOf.end() ? op : groups[it->second].ops.back();
 }
@@ -38,6 +45,8 @@ bool FusionPlan::unstored(Value value) const {
     return false;
   if (inlinedConstants.contains(def) || foldedInto.contains(def))
     return true;
+  if (const GemmEpilogue *e = epilogue(def))
+    return value != e->result();
   auto it = groupOf.find(def);
   return it != groupOf.end() && !llvm::is_contained(groups[it->second].outputs, value);
 }
@@ -101,6 +110,68 @@ static void foldIntoSoftmaxes(Block &body, FusionPlan &plan) {
   }
 }
 
+/// The epilogues of GEMMs: a product read only by an add of a row-broadcast
+/// bias of its type (one element per column), whose result is read only by
+/// an add of a tensor of its type, or either add alone; all in one micro-
+/// batch (the GEMM runs at the last add's place). Then every value the GEMM
+/// reads is computed by then, whatever groups its producers join.
+static void planGemmEpilogues(Block &body, FusionPlan &plan) {
+  auto microBatch = [](Operation *op) {
+    auto mb = op->getAttrOfType<IntegerAttr>(kMicroBatchAttrName);
+    return mb ? mb.getInt() : -1;
+  };
+  // The add that is `value`'s only reader, and its other operand.
+  auto onlyAdd = [&](Value value, Operation *matmul) -> std::pair<AddOp, Value> {
+    if (!value.hasOneUse())
+      return {};
+    auto add = llvm::dyn_cast<AddOp>(*value.getUsers().begin());
+    // (An add of two products is the first's epilogue, reading the second.)
+    if (!add || plan.epilogueOf.contains(add) || add.getType() != value.getType() ||
+        add.getLhs() == add.getRhs() || microBatch(add) != microBatch(matmul) ||
+        runsOnHost(add) != runsOnHost(matmul))
+      return {};
+    return {add, add.getLhs() == value ? add.getRhs() : add.getLhs()};
+  };
+  auto isRow = [](Value bias, RankedTensorType of) {
+    auto type = llvm::cast<RankedTensorType>(bias.getType());
+    llvm::ArrayRef<int64_t> shape = type.getShape();
+    return type.getElementType() == of.getElementType() && !shape.empty() &&
+           shape.back() == of.getShape().back() && type.getRank() <= of.getRank() &&
+           llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
+  };
+  for (Operation &op : body) {
+    auto matmul = llvm::dyn_cast<MatMulOp>(op);
+    if (!matmul || runsOnHost(matmul) || splatValue(matmul.getLhs()) || splatValue(matmul.getRhs()))
+      continue;
+    auto type = llvm::cast<RankedTensorType>(matmul.getType());
+    if (!type.getElementType().isF32() && !type.getElementType().isBF16())
+      continue;
+    GemmEpilogue e;
+    e.matmul = matmul;
+    Value value = matmul.getResult();
+    for (int step = 0; step < 2; ++step) {
+      auto [add, other] = onlyAdd(value, matmul);
+      if (!add || splatValue(other))
+        break;
+      if (!e.bias && !e.addend && other.getType() != type && isRow(other, type))
+        e.bias = other;
+      else if (!e.addend && other.getType() == type)
+        e.addend = other;
+      else
+        break;
+      e.adds.push_back(add);
+      value = add.getResult();
+    }
+    if (e.adds.empty())
+      continue;
+    unsigned index = plan.epilogues.size();
+    plan.epilogueOf[matmul] = index;
+    for (Operation *add : e.adds)
+      plan.epilogueOf[add] = index;
+    plan.epilogues.push_back(std::move(e));
+  }
+}
+
 ArrayRef<int64_t> loopShape(const FusionGroup &group) {
   if (group.reduction)
     return shapeOf(group.reduction->getOperand(0));
@@ -116,7 +187,7 @@ llvm::StringRef fusableReduction(Operation *op) {
       .Default([](auto) { return ""; });
 }
 
-FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
+FusionPlan planFusion(func::FuncOp func, bool fuseReductions, bool gemmEpilogues) {
   FusionPlan plan;
   Block &body = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> index;
@@ -173,8 +244,10 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions) {
     return first > index[&op];
   };
   foldIntoSoftmaxes(body, plan);
+  if (gemmEpilogues)
+    planGemmEpilogues(body, plan);
   for (Operation &op : body) {
-    if (plan.foldedInto.contains(&op))
+    if (plan.foldedInto.contains(&op) || plan.epilogueOf.contains(&op))
       continue;
     if (fuseReductions && !fusableReduction(&op).empty()) {
       Value input = op.getOperand(0);

@@ -12,7 +12,10 @@
 // value used by nothing else ends the group: the loop runs over the reduced
 // tensor and accumulates it, never storing it. A softmax over the last
 // dimension reads through a widening cast and a window of rows feeding it
-// (FusionPlan::foldedInto), which are never stored.
+// (FusionPlan::foldedInto), which are never stored. On targets whose GEMMs
+// have epilogues (CUDA: cuBLASLt's), a product whose only reader adds a
+// row-broadcast bias, a tensor of its shape (a residual), or both, computes
+// those adds in the GEMM (FusionPlan::epilogues) and is never stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +58,19 @@ llvm::ArrayRef<int64_t> loopShape(const FusionGroup &group);
 /// name in ppcrt ("Sum", "Mean", "Max", "Min"); "" otherwise.
 llvm::StringRef fusableReduction(mlir::Operation *op);
 
+/// A GEMM that computes the adds reading its product: `adds` in program
+/// order, each the only reader of the previous value (the product first),
+/// adding `bias` (a row vector broadcast over the rows: one element per
+/// column) or `addend` (a tensor of the product's type, read as the GEMM's
+/// C with beta 1). The product and every add's result but the last are
+/// never stored; the GEMM runs at the last add's place and writes its result.
+struct GemmEpilogue {
+  mlir::Operation *matmul = nullptr;
+  llvm::SmallVector<mlir::Operation *, 2> adds;
+  mlir::Value bias, addend;
+  mlir::Value result() const { return adds.back()->getResult(0); }
+};
+
 struct FusionPlan {
   std::vector<FusionGroup> groups;
   /// The group of each fused op.
@@ -68,6 +84,12 @@ struct FusionPlan {
   /// window of whole rows in place (the logits of a padded vocabulary).
   /// Each maps to that user, at whose place it runs.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> foldedInto;
+
+  /// GEMMs with epilogues, and the epilogue of each matmul and add in one.
+  std::vector<GemmEpilogue> epilogues;
+  llvm::DenseMap<mlir::Operation *, unsigned> epilogueOf;
+  /// The epilogue `op` (a matmul or one of its adds) is part of, or null.
+  const GemmEpilogue *epilogue(mlir::Operation *op) const;
 
   /// The op at whose place `op` runs.
   mlir::Operation *runsAt(mlir::Operation *op) const;
@@ -87,8 +109,11 @@ struct RowSource {
 RowSource rowSourceOf(const FusionPlan &plan, mlir::Value operand);
 
 /// Groups the elementwise ops of `func`; with `fuseReductions`, a reduction
-/// of a group value used by nothing else ends that group.
-FusionPlan planFusion(mlir::func::FuncOp func, bool fuseReductions = true);
+/// of a group value used by nothing else ends that group; with
+/// `gemmEpilogues`, products take the adds of a bias and a residual that
+/// read them into their GEMMs first (GemmEpilogue).
+FusionPlan planFusion(mlir::func::FuncOp func, bool fuseReductions = true,
+                      bool gemmEpilogues = false);
 
 /// The ppcrt/Scalar.h function computing an elementwise op ("add"), as the
 /// op declares it (ElementwiseOpInterface), or "" for cast and ops that are

@@ -144,6 +144,31 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     price(0, 0);
     return k;
   }
+  if (const GemmEpilogue *epilogue = layout.fusion.epilogue(op)) {
+    // One GEMM at the last add: the product's operands, the bias and the
+    // addend read, the last add's result written.
+    if (op != epilogue->adds.back())
+      return std::nullopt;
+    Operation *matmul = epilogue->matmul;
+    llvm::SmallVector<Value> reads(matmul->getOperands());
+    for (Value v : {epilogue->bias, epilogue->addend})
+      if (v)
+        reads.push_back(v);
+    for (Value v : llvm::SetVector<Value>(reads.begin(), reads.end()))
+      k.bytes += bytesOf(v);
+    k.bytes += bytesOf(epilogue->result());
+    k.what = describeOp(matmul);
+    k.what.insert(matmul->getName().stripDialect().size(), epilogue->bias && epilogue->addend
+                                                               ? "+bias+add"
+                                                           : epilogue->bias ? "+bias"
+                                                                            : "+add");
+    k.flops = flopsOf(matmul);
+    double rate = 0, peak = 0;
+    if (k.flops > 0 && gpu)
+      std::tie(rate, peak) = contractionRates(matmul, *gpu);
+    price(rate, peak);
+    return k;
+  }
   if (llvm::all_of(op->getResults(), [&](Value r) { return layout.holders.count(r); }))
     return std::nullopt; // A view: no kernel.
   llvm::DenseSet<Value> seen;

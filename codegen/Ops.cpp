@@ -256,7 +256,7 @@ static LogicalResult emitCumSum(Operation *op, EmitContext &ctx) {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-static LogicalResult emitMatMul(Operation *op, EmitContext &ctx) {
+LogicalResult emitGemm(Operation *op, EmitContext &ctx, const GemmEpilogue *epilogue) {
   auto matmul = llvm::cast<MatMulOp>(op);
   Value result = matmul.getResult();
   auto shape = shapeOf(result);
@@ -294,14 +294,25 @@ static LogicalResult emitMatMul(Operation *op, EmitContext &ctx) {
   GemmCall call;
   call.a = stored(matmul.getLhs(), call.transA);
   call.b = stored(matmul.getRhs(), call.transB);
-  call.c = ctx.ptr(result);
+  call.c = ctx.ptr(epilogue ? epilogue->result() : result);
+  if (epilogue && epilogue->bias)
+    call.bias = ctx.ptr(epilogue->bias);
+  if (epilogue && epilogue->addend)
+    call.addend = ctx.ptr(epilogue->addend);
   call.batch.assign(batch.begin(), batch.end());
   call.aStrides = batchStrides(matmul.getLhs());
   call.bStrides = batchStrides(matmul.getRhs());
   call.m = m, call.n = n, call.k = k;
   comment(ctx, op);
+  if (epilogue)
+    for (Operation *add : epilogue->adds)
+      comment(ctx, add);
   ctx.target().matmul(ctx, op, call);
   return success();
+}
+
+static LogicalResult emitMatMul(Operation *op, EmitContext &ctx) {
+  return emitGemm(op, ctx, nullptr);
 }
 
 static LogicalResult emitEinsum(Operation *op, EmitContext &ctx) {
@@ -377,48 +388,55 @@ template <typename OpT> static LogicalResult emitSoftmax(Operation *op, EmitCont
   return success();
 }
 
-static LogicalResult emitLayerNorm(Operation *op, EmitContext &ctx) {
-  auto norm = llvm::cast<LayerNormOp>(op);
+/// layer_norm and rms_norm (the kernels' Centered false: no mean, no bias).
+template <typename Op> static LogicalResult emitNormalization(Operation *op, EmitContext &ctx) {
+  constexpr bool centered = std::is_same_v<Op, LayerNormOp>;
+  auto norm = llvm::cast<Op>(op);
   auto shape = shapeOf(norm.getInput());
   int64_t axis = norm.getAxis(), size = numElements(shape.drop_front(axis));
+  Value biasValue = op->getNumOperands() > 2 ? op->getOperand(2) : Value();
   auto strideOf = [&](Value param, int64_t &stride) {
     int64_t n = numElements(shapeOf(param));
     stride = n == size ? 1 : 0;
     return n == size || n == 1;
   };
   int64_t scaleStride = 0, biasStride = 0;
-  if (!strideOf(norm.getScale(), scaleStride) ||
-      (norm.getBias() && !strideOf(norm.getBias(), biasStride)))
+  if (!strideOf(norm.getScale(), scaleStride) || (biasValue && !strideOf(biasValue, biasStride)))
     return ctx.unsupported(op, "scale and bias must have the normalized shape or one element");
   std::string x = ctx.ptr(norm.getInput()), scale = ctx.ptr(norm.getScale()),
-              bias = norm.getBias() ? ctx.ptr(norm.getBias()) : "nullptr",
-              y = ctx.ptr(norm.getResult()), type = ctx.elementType(norm.getResult());
+              bias = biasValue ? ctx.ptr(biasValue) : "nullptr", y = ctx.ptr(norm.getResult()),
+              type = ctx.elementType(norm.getResult());
   comment(ctx, op);
   char eps[64];
   std::snprintf(eps, sizeof(eps), "%a", norm.getEpsilon().convertToDouble());
   ctx.body() << llvm::formatv(
-      "  {0}::layerNorm<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10});\n", ctx.kernelLibrary(),
-      type, x, scale, scaleStride, bias, biasStride, y, numElements(shape.take_front(axis)), size,
-      eps);
+      "  {0}::layerNorm<{1}{11}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10});\n",
+      ctx.kernelLibrary(), type, x, scale, scaleStride, bias, biasStride, y,
+      numElements(shape.take_front(axis)), size, eps, centered ? "" : ", false");
   return success();
 }
 
-static LogicalResult emitLayerNormGrad(Operation *op, EmitContext &ctx) {
-  auto grad = llvm::cast<LayerNormGradOp>(op);
+/// layer_norm_grad and rms_norm_grad (no mean: the kernel's is null).
+template <typename Op> static LogicalResult emitNormalizationGrad(Operation *op, EmitContext &ctx) {
+  constexpr bool centered = std::is_same_v<Op, LayerNormGradOp>;
+  auto grad = llvm::cast<Op>(op);
   auto shape = shapeOf(grad.getInput());
   int64_t axis = grad.getAxis(), size = numElements(shape.drop_front(axis));
   int64_t scale = numElements(shapeOf(grad.getScale()));
   if (scale != size && scale != 1)
     return ctx.unsupported(op, "scale must have the normalized shape or one element");
+  Value rstd = op->getResults().back();
   comment(ctx, op);
   char eps[64];
   std::snprintf(eps, sizeof(eps), "%a", grad.getEpsilon().convertToDouble());
   ctx.body() << llvm::formatv(
-      "  {0}::layerNormGrad<{1}, {2}>({3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12});\n",
-      ctx.kernelLibrary(), ctx.elementType(grad.getInputGrad()), ctx.elementType(grad.getMean()),
+      "  {0}::layerNormGrad<{1}, {2}{13}>({3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, "
+      "{12});\n",
+      ctx.kernelLibrary(), ctx.elementType(grad.getInputGrad()), ctx.elementType(rstd),
       ctx.ptr(grad.getInput()), ctx.ptr(grad.getScale()), scale == size ? 1 : 0,
-      ctx.ptr(grad.getResultGrad()), ctx.ptr(grad.getInputGrad()), ctx.ptr(grad.getMean()),
-      ctx.ptr(grad.getRstd()), numElements(shape.take_front(axis)), size, eps);
+      ctx.ptr(grad.getResultGrad()), ctx.ptr(grad.getInputGrad()),
+      centered ? ctx.ptr(op->getResult(1)) : "nullptr", ctx.ptr(rstd),
+      numElements(shape.take_front(axis)), size, eps, centered ? "" : ", false");
   return success();
 }
 
@@ -588,8 +606,10 @@ const OpEmitter *lookupEmitter(Operation *op) {
     };
     t[TypeID::get<SoftmaxOp>()] = emitSoftmax<SoftmaxOp>;
     t[TypeID::get<LogSoftmaxOp>()] = emitSoftmax<LogSoftmaxOp>;
-    t[TypeID::get<LayerNormOp>()] = emitLayerNorm;
-    t[TypeID::get<LayerNormGradOp>()] = emitLayerNormGrad;
+    t[TypeID::get<LayerNormOp>()] = emitNormalization<LayerNormOp>;
+    t[TypeID::get<LayerNormGradOp>()] = emitNormalizationGrad<LayerNormGradOp>;
+    t[TypeID::get<RmsNormOp>()] = emitNormalization<RmsNormOp>;
+    t[TypeID::get<RmsNormGradOp>()] = emitNormalizationGrad<RmsNormGradOp>;
     t[TypeID::get<NllLossOp>()] = emitNllLoss;
     registerCommunicationEmitters(t);
     return t;

@@ -34,6 +34,9 @@ struct GemmCall {
   llvm::SmallVector<int64_t> batch, aStrides, bStrides;
   int64_t m, n, k;
   std::string a, b, c;
+  /// An epilogue (GemmEpilogue): a row vector of n elements added to every
+  /// row, a tensor of c's shape added; "" when absent.
+  std::string bias, addend;
 };
 
 /// An einsum, worked out by its emitter: one loop per label (output labels

@@ -343,19 +343,22 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// LayerNormOp
+// LayerNormOp, RmsNormOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
-                                            Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
-  auto input = rankedType(location, adaptor.getInput());
+/// A normalization's result type: the input's, with `scale` and `bias` (if
+/// any) broadcasting to dimensions [axis, rank) in its element type.
+static LogicalResult inferNormalization(std::optional<Location> location, Value inputValue,
+                                        Value scale, Value bias, int64_t axis,
+                                        llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, inputValue);
   if (failed(input))
     return failure();
-  int64_t rank = input->getRank(), axis = adaptor.getAxis();
+  int64_t rank = input->getRank();
   if (axis < 0 || axis >= rank)
     return emitOptionalError(location, "axis ", axis, " out of range for rank ", rank);
   llvm::ArrayRef<int64_t> normalized = input->getShape().drop_front(axis);
-  for (Value v : {adaptor.getScale(), adaptor.getBias()}) {
+  for (Value v : {scale, bias}) {
     if (!v)
       continue;
     auto type = rankedType(location, v);
@@ -370,19 +373,35 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
+  return inferNormalization(location, adaptor.getInput(), adaptor.getScale(), adaptor.getBias(),
+                            adaptor.getAxis(), types);
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                          Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
+  return inferNormalization(location, adaptor.getInput(), adaptor.getScale(), Value(),
+                            adaptor.getAxis(), types);
+}
+
 //===----------------------------------------------------------------------===//
-// LayerNormGradOp
+// LayerNormGradOp, RmsNormGradOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *context,
-                                                std::optional<Location> location, Adaptor adaptor,
-                                                llvm::SmallVectorImpl<Type> &types) {
-  auto input = rankedType(location, adaptor.getInput());
-  auto scale = rankedType(location, adaptor.getScale());
-  auto grad = rankedType(location, adaptor.getResultGrad());
+/// A normalization gradient's result types: the input's, then `statistics`
+/// per-row values (the input's shape with dimensions [axis, rank) 1) in f32,
+/// or f64 for f64 operands.
+static LogicalResult inferNormalizationGrad(MLIRContext *context, std::optional<Location> location,
+                                            Value inputValue, Value scaleValue, Value gradValue,
+                                            int64_t axis, int statistics,
+                                            llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, inputValue);
+  auto scale = rankedType(location, scaleValue);
+  auto grad = rankedType(location, gradValue);
   if (failed(input) || failed(scale) || failed(grad))
     return failure();
-  int64_t rank = input->getRank(), axis = adaptor.getAxis();
+  int64_t rank = input->getRank();
   if (axis < 0 || axis >= rank)
     return emitOptionalError(location, "axis ", axis, " out of range for rank ", rank);
   if (*grad != *input)
@@ -396,9 +415,23 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *context,
   Shape shape(input->getShape());
   std::fill(shape.begin() + axis, shape.end(), 1);
   types.push_back(*input);
-  types.push_back(RankedTensorType::get(shape, stats));
-  types.push_back(RankedTensorType::get(shape, stats));
+  for (int i = 0; i < statistics; ++i)
+    types.push_back(RankedTensorType::get(shape, stats));
   return success();
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *context,
+                                                std::optional<Location> location, Adaptor adaptor,
+                                                llvm::SmallVectorImpl<Type> &types) {
+  return inferNormalizationGrad(context, location, adaptor.getInput(), adaptor.getScale(),
+                                adaptor.getResultGrad(), adaptor.getAxis(), 2, types);
+}
+
+LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *context,
+                                              std::optional<Location> location, Adaptor adaptor,
+                                              llvm::SmallVectorImpl<Type> &types) {
+  return inferNormalizationGrad(context, location, adaptor.getInput(), adaptor.getScale(),
+                                adaptor.getResultGrad(), adaptor.getAxis(), 1, types);
 }
 
 //===----------------------------------------------------------------------===//

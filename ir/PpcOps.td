@@ -367,6 +367,54 @@ def Ppc_LayerNormGradOp : Ppc_Op<"layer_norm_grad", [Pure,
   }];
 }
 
+def Ppc_RmsNormOp : Ppc_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "RMS normalization over the trailing dimensions";
+  let description = [{
+    Divides `input` by the root mean square of dimensions `[axis, rank)`
+    (`epsilon` added to the mean square), then multiplies by `scale`, which
+    has the normalized shape or broadcasts to it: LLaMA's RMSNorm. Imports
+    make it from the composition exports write (ppc-fuse-rms-norm).
+
+    Example:
+    ```mlir
+    %y = ppc.rms_norm %x, %g axis = 2 epsilon = 1.000000e-06 : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_FloatTensor:$input, Ppc_FloatTensor:$scale, I64Attr:$axis,
+                       F64Attr:$epsilon);
+  let results = (outs Ppc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `axis` `=` $axis `epsilon` `=` $epsilon attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Ppc_RmsNormGradOp : Ppc_Op<"rms_norm_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the input's gradient of ppc.rms_norm, fused";
+  let description = [{
+    For a `ppc.rms_norm` of `input` with `scale`, `axis` and `epsilon` and
+    the adjoint `result_grad` of its result: `input_grad`, with rstd = 1 /
+    sqrt(mean(x^2) + epsilon), xhat = x * rstd and dxhat = result_grad *
+    scale, is rstd * (dxhat - xhat * mean(dxhat * xhat)), the means over
+    dimensions `[axis, rank)`. One pass per row recomputes rstd and returns
+    it, shaped like `input` with the normalized dimensions 1 and kept in f32
+    (f64 for f64 operands), so that the scale's gradient is an elementwise
+    reduction that never stores xhat. layer_norm_grad without the mean.
+
+    Example:
+    ```mlir
+    %dx, %rstd = ppc.rms_norm_grad %x, %g, %dy axis = 2 epsilon = 1.000000e-06 : (tensor<2x16x64xbf16>, tensor<64xbf16>, tensor<2x16x64xbf16>) -> (tensor<2x16x64xbf16>, tensor<2x16x1xf32>)
+    ```
+  }];
+  let arguments = (ins Ppc_FloatTensor:$input, Ppc_FloatTensor:$scale,
+                       Ppc_FloatTensor:$result_grad, I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Ppc_FloatTensor:$input_grad, Ppc_FloatTensor:$rstd);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $result_grad `axis` `=` $axis `epsilon` `=` $epsilon attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

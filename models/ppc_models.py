@@ -74,6 +74,12 @@ def merge_heads(x):
 
 
 def attention(q, k, v, causal):
+    """Scaled dot-product attention on [B, H, T, hd] (attention_ops; a test's
+    reference may replace this to run it as one fused op)."""
+    return attention_ops(q, k, v, causal)
+
+
+def attention_ops(q, k, v, causal):
     """Scaled dot-product attention on [B, H, T, hd], written out op by op.
 
     The causal mask is a boolean lower triangle built here from the sequence length, so

@@ -45,6 +45,22 @@ def FuseAttention : Pass<"ppc-fuse-attention", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def FuseRmsNorm : Pass<"ppc-fuse-rms-norm", "mlir::func::FuncOp"> {
+  let summary = "Replaces RMSNorm's composition by ppc.rms_norm";
+  let description = [{
+    Finds RMS normalization as exports write it (LLaMA's, T5's): the mean
+    of `x * x` or `pow(x, 2)` over trailing axes, plus a scalar epsilon,
+    `x * (1 / sqrt(.))`, `x * reciprocal(sqrt(.))` or `x / sqrt(.)`, then
+    (optionally) a multiplication by a scale that broadcasts to the
+    normalized dimensions; and replaces it by one `ppc.rms_norm`, whose
+    forward and backward (`ppc.rms_norm_grad`) are one kernel each.
+
+    Example: `w * (x * (1 / sqrt(reduce_mean(pow(x, 2), [2]) + 1e-6)))`
+    becomes `ppc.rms_norm %x, %w axis = 2 epsilon = 1.0e-06`.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def AppendLoss : Pass<"ppc-append-loss", "mlir::ModuleOp"> {
   let summary = "Makes @forward return the training loss";
   let description = [{

@@ -24,6 +24,7 @@ void buildImportPipeline(OpPassManager &pm, const ImportPipelineOptions &options
 void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &options) {
   if (options.attention == "fused")
     pm.addNestedPass<func::FuncOp>(createFuseAttention());
+  pm.addNestedPass<func::FuncOp>(createFuseRmsNorm());
   if (options.precision != "fp32") {
     MixedPrecisionOptions mixed;
     mixed.precision = options.precision;

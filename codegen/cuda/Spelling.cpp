@@ -79,11 +79,12 @@ public:
     auto matmul = llvm::cast<MatMulOp>(op);
     ctx.body() << llvm::formatv(
         "  ppcrt::cuda::matmul({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, "
-        "{12}, {13}, {14});\n",
+        "{12}, {13}, {14}, {15}, {16});\n",
         *gemmType(matmul.getLhs()), *gemmType(matmul.getResult()), call.transA ? "true" : "false",
         call.transB ? "true" : "false", call.batch.size(), ctx.constArray(op, call.batch),
         ctx.constArray(op, call.aStrides), ctx.constArray(op, call.bStrides), call.m, call.n,
-        call.k, call.a, call.b, call.c, quote(nodeName(op)));
+        call.k, call.a, call.b, call.c, call.bias.empty() ? "nullptr" : call.bias,
+        call.addend.empty() ? "nullptr" : call.addend, quote(nodeName(op)));
   }
 
   LogicalResult einsum(EmitContext &ctx, Operation *op, const EinsumCall &call) const override {

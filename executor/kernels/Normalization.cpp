@@ -1,7 +1,7 @@
-//===- Normalization.cpp - softmax, log_softmax, layer_norm(_grad) kernels ===//
+//===- Normalization.cpp - softmax, layer_norm, rms_norm and gradients -----===//
 //
-// All three normalize float tensors along some dimensions, computed in double
-// and rounded once per element.
+// All of them normalize float tensors along some dimensions, computed in
+// double and rounded once per element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,27 +62,33 @@ static std::vector<int64_t> paramIndices(const Tensor &param, llvm::ArrayRef<int
   return indices;
 }
 
-/// The mean and the biased variance of a row (layer_norm and its gradient).
-static std::pair<double, double> rowMoments(const double *x, int64_t size) {
+/// The mean and the biased variance of a row (layer_norm and its
+/// gradient); uncentered (rms_norm's), 0 and the mean square.
+static std::pair<double, double> rowMoments(const double *x, int64_t size, bool centered) {
   double mean = 0;
-  for (int64_t i = 0; i < size; ++i)
-    mean += x[i];
-  mean /= size;
+  if (centered) {
+    for (int64_t i = 0; i < size; ++i)
+      mean += x[i];
+    mean /= size;
+  }
   double variance = 0;
   for (int64_t i = 0; i < size; ++i)
     variance += (x[i] - mean) * (x[i] - mean);
   return {mean, variance / size};
 }
 
-static LogicalResult layerNormKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
-                                     llvm::SmallVectorImpl<Tensor> &results,
-                                     const ExecOptions &options) {
-  auto layerNorm = llvm::cast<LayerNormOp>(op);
+/// layer_norm and rms_norm (which has no mean and no bias).
+template <typename Op>
+static LogicalResult normalizationKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                         llvm::SmallVectorImpl<Tensor> &results,
+                                         const ExecOptions &options) {
+  constexpr bool centered = std::is_same_v<Op, LayerNormOp>;
+  auto norm = llvm::cast<Op>(op);
   const Tensor &input = operands[0], &scale = operands[1];
-  const Tensor *bias = layerNorm.getBias() ? &operands[2] : nullptr;
-  double epsilon = layerNorm.getEpsilon().convertToDouble();
+  const Tensor *bias = operands.size() > 2 ? &operands[2] : nullptr;
+  double epsilon = norm.getEpsilon().convertToDouble();
   llvm::ArrayRef<int64_t> shape = input.shape();
-  int64_t axis = layerNorm.getAxis();
+  int64_t axis = norm.getAxis();
   llvm::ArrayRef<int64_t> normalized = shape.drop_front(axis);
   int64_t outer = numElements(shape.take_front(axis)), size = numElements(normalized);
   std::vector<int64_t> scaleIndex = paramIndices(scale, normalized);
@@ -93,7 +99,7 @@ static LogicalResult layerNormKernel(Operation *op, llvm::ArrayRef<Tensor> opera
   Tensor result(resultDType(op, 0, options), shape);
   for (int64_t o = 0; o < outer; ++o) {
     const double *x = input.floats().data() + o * size;
-    auto [mean, variance] = rowMoments(x, size);
+    auto [mean, variance] = rowMoments(x, size, centered);
     double stddev = std::sqrt(variance + epsilon);
     for (int64_t i = 0; i < size; ++i) {
       double y = (x[i] - mean) / stddev * scale.floats()[scaleIndex[i]];
@@ -106,12 +112,16 @@ static LogicalResult layerNormKernel(Operation *op, llvm::ArrayRef<Tensor> opera
   return success();
 }
 
-/// layer_norm_grad: the statistics of each row as the forward computes
-/// them, then dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
-static LogicalResult layerNormGradKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
-                                         llvm::SmallVectorImpl<Tensor> &results,
-                                         const ExecOptions &options) {
-  auto grad = llvm::cast<LayerNormGradOp>(op);
+/// layer_norm_grad and rms_norm_grad: the statistics of each row as the
+/// forward computes them, then dx = rstd * (dxhat - mean(dxhat) - xhat *
+/// mean(dxhat * xhat)), without mean(dxhat) for rms_norm (whose xhat is
+/// x * rstd and which returns rstd alone).
+template <typename Op>
+static LogicalResult normalizationGradKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                             llvm::SmallVectorImpl<Tensor> &results,
+                                             const ExecOptions &options) {
+  constexpr bool centered = std::is_same_v<Op, LayerNormGradOp>;
+  auto grad = llvm::cast<Op>(op);
   const Tensor &input = operands[0], &scale = operands[1], &dy = operands[2];
   double epsilon = grad.getEpsilon().convertToDouble();
   llvm::ArrayRef<int64_t> shape = input.shape();
@@ -121,12 +131,13 @@ static LogicalResult layerNormGradKernel(Operation *op, llvm::ArrayRef<Tensor> o
   std::vector<int64_t> scaleIndex = paramIndices(scale, normalized);
   Shape statsShape(shape);
   std::fill(statsShape.begin() + axis, statsShape.end(), 1);
-  Tensor dx(resultDType(op, 0, options), shape), means(resultDType(op, 1, options), statsShape),
-      rstds(resultDType(op, 2, options), statsShape);
+  Tensor dx(resultDType(op, 0, options), shape);
+  Tensor means(resultDType(op, 1, options), statsShape);
+  Tensor rstds(resultDType(op, centered ? 2 : 1, options), statsShape);
   std::vector<double> xhat(size), dxhat(size);
   for (int64_t o = 0; o < outer; ++o) {
     const double *x = input.floats().data() + o * size, *g = dy.floats().data() + o * size;
-    auto [mean, variance] = rowMoments(x, size);
+    auto [mean, variance] = rowMoments(x, size, centered);
     double rstd = 1 / std::sqrt(variance + epsilon);
     double meanDxhat = 0, meanProjection = 0;
     for (int64_t i = 0; i < size; ++i) {
@@ -135,7 +146,7 @@ static LogicalResult layerNormGradKernel(Operation *op, llvm::ArrayRef<Tensor> o
       meanDxhat += dxhat[i];
       meanProjection += dxhat[i] * xhat[i];
     }
-    meanDxhat /= size;
+    meanDxhat = centered ? meanDxhat / size : 0;
     meanProjection /= size;
     for (int64_t i = 0; i < size; ++i)
       dx.setDouble(o * size + i, rstd * (dxhat[i] - meanDxhat - xhat[i] * meanProjection));
@@ -143,7 +154,8 @@ static LogicalResult layerNormGradKernel(Operation *op, llvm::ArrayRef<Tensor> o
     rstds.setDouble(o, rstd);
   }
   results.push_back(std::move(dx));
-  results.push_back(std::move(means));
+  if (centered)
+    results.push_back(std::move(means));
   results.push_back(std::move(rstds));
   return success();
 }
@@ -151,8 +163,10 @@ static LogicalResult layerNormGradKernel(Operation *op, llvm::ArrayRef<Tensor> o
 void registerNormalizationKernels(KernelRegistry &registry) {
   registry.add<SoftmaxOp>(softmaxKernel<SoftmaxOp>);
   registry.add<LogSoftmaxOp>(softmaxKernel<LogSoftmaxOp>);
-  registry.add<LayerNormOp>(layerNormKernel);
-  registry.add<LayerNormGradOp>(layerNormGradKernel);
+  registry.add<LayerNormOp>(normalizationKernel<LayerNormOp>);
+  registry.add<LayerNormGradOp>(normalizationGradKernel<LayerNormGradOp>);
+  registry.add<RmsNormOp>(normalizationKernel<RmsNormOp>);
+  registry.add<RmsNormGradOp>(normalizationGradKernel<RmsNormGradOp>);
 }
 
 } // namespace ppc

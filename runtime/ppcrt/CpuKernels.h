@@ -289,13 +289,17 @@ void softmax(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64
 
 namespace detail {
 
-/// The mean and the biased variance of a row, in double (the layer norms').
-template <typename T> std::pair<double, double> rowMoments(const T *row, int64_t size) {
+/// The mean and the biased variance of a row, in double (the layer norms');
+/// uncentered (RMSNorm's), 0 and the mean square.
+template <bool Centered, typename T>
+std::pair<double, double> rowMoments(const T *row, int64_t size) {
   double mean = 0;
+  if constexpr (Centered) {
 #pragma omp simd reduction(+ : mean)
-  for (int64_t i = 0; i < size; ++i)
-    mean += double(row[i]);
-  mean /= size;
+    for (int64_t i = 0; i < size; ++i)
+      mean += double(row[i]);
+    mean /= size;
+  }
   double variance = 0;
 #pragma omp simd reduction(+ : variance)
   for (int64_t i = 0; i < size; ++i)
@@ -305,15 +309,17 @@ template <typename T> std::pair<double, double> rowMoments(const T *row, int64_t
 
 } // namespace detail
 
-/// Layer normalization of the rows of [outer, size]; scale and bias hold
-/// `size` elements, or one (broadcast), as their strides (1 or 0) say.
-template <typename T>
+/// Layer normalization (RMS normalization unless Centered: no mean, the
+/// mean square for the variance) of the rows of [outer, size]; scale and
+/// bias hold `size` elements, or one (broadcast), as their strides (1 or 0)
+/// say.
+template <typename T, bool Centered = true>
 void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, int64_t biasStride,
                T *y, int64_t outer, int64_t size, double epsilon) {
 #pragma omp parallel for if (outer * size > 32768)
   for (int64_t o = 0; o < outer; ++o) {
     const T *row = x + o * size;
-    const std::pair<double, double> moments = detail::rowMoments(row, size);
+    const std::pair<double, double> moments = detail::rowMoments<Centered>(row, size);
     const double mean = moments.first, variance = moments.second;
     double stddev = std::sqrt(variance + epsilon);
 #pragma omp simd
@@ -328,14 +334,15 @@ void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, i
 
 /// The input's gradient of layerNorm over the rows of [outer, size] given
 /// the result's (dy), with each row's statistics as the forward computes
-/// them: mean and rstd = 1 / sqrt(var + epsilon), in S (float, or double).
-template <typename T, typename S>
+/// them: mean (unless null) and rstd = 1 / sqrt(var + epsilon), in S (float,
+/// or double).
+template <typename T, typename S, bool Centered = true>
 void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx, S *mean,
                    S *rstd, int64_t outer, int64_t size, double epsilon) {
 #pragma omp parallel for if (outer * size > 32768)
   for (int64_t o = 0; o < outer; ++o) {
     const T *row = x + o * size, *g = dy + o * size;
-    const std::pair<double, double> moments = detail::rowMoments(row, size);
+    const std::pair<double, double> moments = detail::rowMoments<Centered>(row, size);
     const double m = moments.first, variance = moments.second;
     const double r = 1 / std::sqrt(variance + epsilon);
     double meanDxhat = 0, meanProjection = 0;
@@ -345,14 +352,15 @@ void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy,
       meanDxhat += dxhat;
       meanProjection += dxhat * (double(row[i]) - m) * r;
     }
-    meanDxhat /= size;
+    meanDxhat = Centered ? meanDxhat / size : 0;
     meanProjection /= size;
 #pragma omp simd
     for (int64_t i = 0; i < size; ++i) {
       double xhat = (double(row[i]) - m) * r, dxhat = double(g[i]) * double(scale[i * scaleStride]);
       dx[o * size + i] = T(r * (dxhat - meanDxhat - xhat * meanProjection));
     }
-    mean[o] = S(m);
+    if (mean)
+      mean[o] = S(m);
     rstd[o] = S(r);
   }
 }

@@ -317,6 +317,47 @@ func.func @layer_norm_grad_scale(%x: tensor<2x8x64xf32>, %g: tensor<8xf32>, %dy:
 
 // -----
 
+// Tests that rms_norm rejects a scale that does not broadcast to the
+// normalized shape.
+func.func @rms_norm_scale_not_broadcastable(%x: tensor<2x16x64xf32>, %g: tensor<16x64xf32>) {
+  // expected-error @+2 {{scale and bias must broadcast to the normalized shape and share the input's element type}}
+  // expected-error @+1 {{'ppc.rms_norm' op failed to infer returned types}}
+  %0 = ppc.rms_norm %x, %g axis = 2 epsilon = 1.0e-6 : (tensor<2x16x64xf32>, tensor<16x64xf32>) -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+// Tests that the rms_norm axis must be below the rank.
+func.func @rms_norm_axis_out_of_range(%x: tensor<2x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+2 {{axis -1 out of range for rank 2}}
+  // expected-error @+1 {{'ppc.rms_norm' op failed to infer returned types}}
+  %0 = ppc.rms_norm %x, %g axis = -1 epsilon = 1.0e-6 : (tensor<2x64xf32>, tensor<64xf32>) -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+// Tests that rms_norm_grad's statistic (rstd) is f32 for bf16 inputs.
+func.func @rms_norm_grad_statistics(%x: tensor<2x64xbf16>, %g: tensor<64xbf16>, %dy: tensor<2x64xbf16>) {
+  // expected-error @+2 {{'ppc.rms_norm_grad' op inferred type(s) 'tensor<2x64xbf16>', 'tensor<2x1xf32>' are incompatible with return type(s) of operation 'tensor<2x64xbf16>', 'tensor<2x1xbf16>'}}
+  // expected-error @+1 {{'ppc.rms_norm_grad' op failed to infer returned types}}
+  %0:2 = ppc.rms_norm_grad %x, %g, %dy axis = 1 epsilon = 1.0e-6 : (tensor<2x64xbf16>, tensor<64xbf16>, tensor<2x64xbf16>) -> (tensor<2x64xbf16>, tensor<2x1xbf16>)
+  return
+}
+
+// -----
+
+// Tests that rms_norm_grad takes the result's adjoint of the input's type.
+func.func @rms_norm_grad_adjoint_type(%x: tensor<2x64xbf16>, %g: tensor<64xbf16>, %dy: tensor<2x64xf32>) {
+  // expected-error @+2 {{result_grad must have the input's type}}
+  // expected-error @+1 {{'ppc.rms_norm_grad' op failed to infer returned types}}
+  %0:2 = ppc.rms_norm_grad %x, %g, %dy axis = 1 epsilon = 1.0e-6 : (tensor<2x64xbf16>, tensor<64xbf16>, tensor<2x64xf32>) -> (tensor<2x64xbf16>, tensor<2x1xf32>)
+  return
+}
+
+// -----
+
 // Tests that reshape keeps the number of elements.
 func.func @reshape_element_count(%x: tensor<2x3xf32>) {
   // expected-error @+1 {{'ppc.reshape' op cannot reshape 'tensor<2x3xf32>' (6 elements) to 'tensor<4x2xf32>' (8 elements)}}

@@ -275,6 +275,28 @@ func.func @layer_norm_grad(%x: tensor<2x16x64xbf16>, %h: tensor<1x64xbf16>, %dy:
   return
 }
 
+// Tests rms_norm with a whole and a broadcast scale.
+// CHECK-LABEL: func.func @rms_norm
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x16x64xf32>, %[[G:.*]]: tensor<64xf32>, %[[H:.*]]: tensor<1x64xf32>)
+// CHECK:         ppc.rms_norm %[[X]], %[[G]] axis = 2 epsilon = 9.9999999999999995E-7 : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+// CHECK-NEXT:    ppc.rms_norm %[[X]], %[[H]] axis = 1 epsilon = 2.500000e-01 : (tensor<2x16x64xf32>, tensor<1x64xf32>) -> tensor<2x16x64xf32>
+// GENERIC-LABEL: sym_name = "rms_norm"
+// GENERIC:         "ppc.rms_norm"(%{{.*}}, %{{.*}}) <{axis = 2 : i64, epsilon = 9.9999999999999995E-7 : f64}>
+func.func @rms_norm(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %h: tensor<1x64xf32>) {
+  %0 = ppc.rms_norm %x, %g axis = 2 epsilon = 1.0e-6 : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  %1 = ppc.rms_norm %x, %h axis = 1 epsilon = 0.25 : (tensor<2x16x64xf32>, tensor<1x64xf32>) -> tensor<2x16x64xf32>
+  return
+}
+
+// Tests rms_norm_grad: the input's gradient and each row's rstd, f32 for
+// bf16.
+// CHECK-LABEL: func.func @rms_norm_grad
+// CHECK:         ppc.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} axis = 2 epsilon = 9.9999999999999995E-7 : (tensor<2x16x64xbf16>, tensor<64xbf16>, tensor<2x16x64xbf16>) -> (tensor<2x16x64xbf16>, tensor<2x16x1xf32>)
+func.func @rms_norm_grad(%x: tensor<2x16x64xbf16>, %g: tensor<64xbf16>, %dy: tensor<2x16x64xbf16>) {
+  %0:2 = ppc.rms_norm_grad %x, %g, %dy axis = 2 epsilon = 1.0e-6 : (tensor<2x16x64xbf16>, tensor<64xbf16>, tensor<2x16x64xbf16>) -> (tensor<2x16x64xbf16>, tensor<2x16x1xf32>)
+  return
+}
+
 // Tests attention with and without bias and causal, and its gradient.
 // CHECK-LABEL: func.func @attention
 // CHECK:         %[[O:.*]], %[[L:.*]] = ppc.attention %[[Q:.*]], %[[K:.*]], %[[V:.*]] scale = 1.250000e-01 causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)

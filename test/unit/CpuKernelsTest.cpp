@@ -351,8 +351,8 @@ TEST(CpuKernels, ReduceOnThreadsIsTheOneThreadReduce) {
 
 // layerNormGrad's dx, mean and rstd against central differences of the
 // forward (LayerNormReference.h), with the scale whole and broadcast, in
-// float and double.
-template <typename T> void checkLayerNormGrad(double tolerance) {
+// float and double; uncentered (rms_norm_grad) with no mean to write.
+template <typename T, bool Centered> void checkLayerNormGrad(double tolerance) {
   const int64_t outer = 5, size = 96;
   const double epsilon = 1e-5;
   std::mt19937_64 rng(7);
@@ -367,12 +367,14 @@ template <typename T> void checkLayerNormGrad(double tolerance) {
   for (bool broadcast : {false, true}) {
     std::vector<double> wideX(x.begin(), x.end()), wideDy(dy.begin(), dy.end()),
         wideScale(scale.begin(), broadcast ? scale.begin() + 1 : scale.end());
-    auto ref = ppc::test::layerNormGradReference(wideX, wideScale, wideDy, outer, size, epsilon);
+    auto ref =
+        ppc::test::layerNormGradReference(wideX, wideScale, wideDy, outer, size, epsilon, Centered);
     std::vector<T> dx(x.size(), T(NAN));
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
     std::vector<S> mean(outer, S(NAN)), rstd(outer, S(NAN));
-    ppcrt::cpu::layerNormGrad<T, S>(x.data(), scale.data(), broadcast ? 0 : 1, dy.data(), dx.data(),
-                                    mean.data(), rstd.data(), outer, size, epsilon);
+    ppcrt::cpu::layerNormGrad<T, S, Centered>(x.data(), scale.data(), broadcast ? 0 : 1, dy.data(),
+                                              dx.data(), Centered ? mean.data() : nullptr,
+                                              rstd.data(), outer, size, epsilon);
     double scaleOfDx = 0;
     for (double v : ref.dx)
       scaleOfDx = std::max(scaleOfDx, std::fabs(v));
@@ -380,15 +382,23 @@ template <typename T> void checkLayerNormGrad(double tolerance) {
       ASSERT_NEAR(double(dx[i]), ref.dx[i], tolerance * scaleOfDx)
           << "broadcast " << broadcast << " element " << i;
     for (int64_t o = 0; o < outer; ++o) {
-      EXPECT_NEAR(double(mean[o]), ref.mean[o], tolerance * (1 + std::fabs(ref.mean[o])));
+      if (Centered)
+        EXPECT_NEAR(double(mean[o]), ref.mean[o], tolerance * (1 + std::fabs(ref.mean[o])));
+      else
+        EXPECT_TRUE(std::isnan(double(mean[o])));
       EXPECT_NEAR(double(rstd[o]), ref.rstd[o], tolerance * ref.rstd[o]);
     }
   }
 }
 
 TEST(CpuKernels, LayerNormGradMatchesDifferencesOfTheForward) {
-  checkLayerNormGrad<float>(1e-5);
-  checkLayerNormGrad<double>(1e-7);
+  checkLayerNormGrad<float, true>(1e-5);
+  checkLayerNormGrad<double, true>(1e-7);
+}
+
+TEST(CpuKernels, RmsNormGradMatchesDifferencesOfTheForward) {
+  checkLayerNormGrad<float, false>(1e-5);
+  checkLayerNormGrad<double, false>(1e-7);
 }
 
 // log_softmax reading a window of wider rows in place (the padded

@@ -118,3 +118,94 @@ TEST_F(FusionTest, ChainsOfAnotherShapeStayApart) {
 }
 
 } // namespace
+
+// The epilogues of GEMMs (CUDA): the bias and the residual added to a
+// product are computed by its GEMM, which runs at the last add's place; the
+// product and the biased value are never stored.
+TEST_F(FusionTest, GemmsTakeTheirBiasAndResidualAdds) {
+  module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @f(%x: tensor<2x4x8xbf16>, %w: tensor<8x16xbf16>, %b: tensor<16xbf16>,
+                 %r: tensor<2x4x16xbf16>, %w2: tensor<16x8xbf16>, %c: tensor<2x4x8xbf16>,
+                 %w3: tensor<8x16xbf16>)
+        -> (tensor<2x4x16xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) {
+      %p = ppc.matmul %x, %w : (tensor<2x4x8xbf16>, tensor<8x16xbf16>) -> tensor<2x4x16xbf16>
+      %pb = ppc.add %p, %b : (tensor<2x4x16xbf16>, tensor<16xbf16>) -> tensor<2x4x16xbf16>
+      %y = ppc.add %r, %pb : (tensor<2x4x16xbf16>, tensor<2x4x16xbf16>) -> tensor<2x4x16xbf16>
+      %q = ppc.matmul %y, %w2 : (tensor<2x4x16xbf16>, tensor<16x8xbf16>) -> tensor<2x4x8xbf16>
+      %z = ppc.add %q, %c : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) -> tensor<2x4x8xbf16>
+      %e = ppc.exp %z : tensor<2x4x8xbf16>
+      %u = ppc.matmul %e, %w3 : (tensor<2x4x8xbf16>, tensor<8x16xbf16>) -> tensor<2x4x16xbf16>
+      %t = ppc.exp %u : tensor<2x4x16xbf16>
+      %s = ppc.matmul %e, %w3 : (tensor<2x4x8xbf16>, tensor<8x16xbf16>) -> tensor<2x4x16xbf16>
+      %sb = ppc.add %s, %b : (tensor<2x4x16xbf16>, tensor<16xbf16>) -> tensor<2x4x16xbf16>
+      %o = ppc.mul %sb, %s : (tensor<2x4x16xbf16>, tensor<2x4x16xbf16>) -> tensor<2x4x16xbf16>
+      %rr = ppc.add %o, %t : (tensor<2x4x16xbf16>, tensor<2x4x16xbf16>) -> tensor<2x4x16xbf16>
+      return %rr, %z, %e : tensor<2x4x16xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
+    })mlir",
+                                       &context);
+  ASSERT_TRUE(module);
+  llvm::SmallVector<Operation *> ops;
+  for (Operation &op : func().getBody().front())
+    ops.push_back(&op);
+  FusionPlan without = planFusion(func());
+  EXPECT_TRUE(without.epilogues.empty());
+  FusionPlan fusion = planFusion(func(), /*fuseReductions=*/true, /*gemmEpilogues=*/true);
+  // %p + %b + %r, and %q + %c; %u has no add, %s has two readers.
+  ASSERT_EQ(fusion.epilogues.size(), 2u);
+  const GemmEpilogue &first = fusion.epilogues[0], &second = fusion.epilogues[1];
+  EXPECT_EQ(first.matmul, ops[0]);
+  ASSERT_EQ(first.adds.size(), 2u);
+  EXPECT_EQ(first.adds[0], ops[1]);
+  EXPECT_EQ(first.adds[1], ops[2]);
+  EXPECT_EQ(first.bias, func().getArgument(2));
+  EXPECT_EQ(first.addend, func().getArgument(3));
+  EXPECT_EQ(second.matmul, ops[3]);
+  ASSERT_EQ(second.adds.size(), 1u);
+  EXPECT_FALSE(second.bias);
+  EXPECT_EQ(second.addend, func().getArgument(5));
+  // The GEMM runs at its last add; only that add's result is stored.
+  EXPECT_EQ(fusion.runsAt(ops[0]), ops[2]);
+  EXPECT_EQ(fusion.runsAt(ops[1]), ops[2]);
+  EXPECT_TRUE(fusion.unstored(ops[0]->getResult(0)));
+  EXPECT_TRUE(fusion.unstored(ops[1]->getResult(0)));
+  EXPECT_FALSE(fusion.unstored(ops[2]->getResult(0)));
+  // The adds join no group: exp reads the epilogue's result in a group of
+  // its own, where without epilogues it joins the add before it; the rest
+  // fuse alike (%t's exp joins the last group, which reads it).
+  EXPECT_EQ(groups(fusion), "exp;exp,add,mul,add");
+  EXPECT_EQ(groups(without), "add,add;add,exp;exp,add,mul,add");
+}
+
+// Two products summed (the input gradient of a value read twice): the first
+// GEMM adds the second product, stored, as its addend; the second has no
+// epilogue. A third product added to that sum, which two ops read, has its
+// own epilogue reading the stored sum.
+TEST_F(FusionTest, AnAddOfTwoProductsIsTheFirstsEpilogue) {
+  module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %v: tensor<8x8xf32>)
+        -> tensor<4x8xf32> {
+      %a = ppc.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+      %b = ppc.matmul %x, %v : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+      %s = ppc.add %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      %c = ppc.matmul %s, %v : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+      %t = ppc.add %s, %c : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      return %t : tensor<4x8xf32>
+    })mlir",
+                                       &context);
+  ASSERT_TRUE(module);
+  llvm::SmallVector<Operation *> ops;
+  for (Operation &op : func().getBody().front())
+    ops.push_back(&op);
+  FusionPlan fusion = planFusion(func(), /*fuseReductions=*/true, /*gemmEpilogues=*/true);
+  ASSERT_EQ(fusion.epilogues.size(), 2u);
+  EXPECT_EQ(fusion.epilogues[0].matmul, ops[0]);
+  EXPECT_EQ(fusion.epilogues[0].addend, ops[1]->getResult(0));
+  ASSERT_EQ(fusion.epilogues[0].adds.size(), 1u);
+  EXPECT_EQ(fusion.epilogues[0].adds[0], ops[2]);
+  EXPECT_FALSE(fusion.epilogue(ops[1]));
+  EXPECT_FALSE(fusion.unstored(ops[1]->getResult(0)));
+  // %s is read by %c and %t: stored, so %c's epilogue adds it.
+  EXPECT_EQ(fusion.epilogues[1].matmul, ops[3]);
+  EXPECT_EQ(fusion.epilogues[1].addend, ops[2]->getResult(0));
+  EXPECT_FALSE(fusion.unstored(ops[2]->getResult(0)));
+}

@@ -439,6 +439,17 @@ void GradientCheckTest::checkNormalizations() {
         layerNorm(1, false));
   check("layer_norm all axes, lower-rank bias", {uniform({2, 3}), uniform({2, 3}), uniform({3})},
         layerNorm(0, true));
+
+  auto rmsNorm = [](int64_t axis) {
+    return [axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b.create<RmsNormOp>(loc, a[0], a[1], b.getI64IntegerAttr(axis),
+                                 b.getF64FloatAttr(1e-6));
+    };
+  };
+  check("rms_norm last axis", {uniform({2, 3, 4}), uniform({4})}, rmsNorm(2));
+  check("rms_norm two axes, lower-rank scale", {uniform({2, 3, 4}), uniform({4})}, rmsNorm(1));
+  check("rms_norm broadcast scale", {uniform({2, 3, 4}), uniform({3, 1})}, rmsNorm(1));
+  check("rms_norm all axes, scalar scale", {uniform({2, 3}), uniform({})}, rmsNorm(0));
 }
 
 void GradientCheckTest::checkDataMovement() {
@@ -614,9 +625,10 @@ TEST_F(GradientCheckTest, EveryPpcOpHasARuleOrIsNonDifferentiable) {
   for (Operation *op : everyPpcOp(context)) {
     // The mesh, the collectives, send/recv and transfers appear only in
     // partitioned programs, after autodiff; the pass names a collective on a
-    // gradient path. attention_grad and layer_norm_grad appear only in
-    // gradients (ppc takes no second derivatives).
-    if (llvm::isa<MeshOp, SendOp, RecvOp, TransferOp, AttentionGradOp, LayerNormGradOp>(op) ||
+    // gradient path. attention_grad, layer_norm_grad and rms_norm_grad
+    // appear only in gradients (ppc takes no second derivatives).
+    if (llvm::isa<MeshOp, SendOp, RecvOp, TransferOp, AttentionGradOp, LayerNormGradOp,
+                  RmsNormGradOp>(op) ||
         op->hasTrait<CollectiveTrait>()) {
       op->destroy();
       continue;

@@ -583,6 +583,41 @@ TEST_F(KernelsTest, LayerNormMatchesADirectComputation) {
   }
 }
 
+// rms_norm divides by the root mean square (no mean taken out, no bias),
+// over the last axis and over the last two.
+TEST_F(KernelsTest, RmsNormMatchesADirectComputation) {
+  const char *source = R"mlir(
+    func.func @main(%x: tensor<2x2x3xf64>, %g: tensor<3xf64>, %h: tensor<2x1xf64>)
+        -> (tensor<2x2x3xf64>, tensor<2x2x3xf64>) {
+      %0 = ppc.rms_norm %x, %g axis = 2 epsilon = 1.000000e-06 : (tensor<2x2x3xf64>, tensor<3xf64>) -> tensor<2x2x3xf64>
+      %1 = ppc.rms_norm %x, %h axis = 1 epsilon = 5.000000e-01 : (tensor<2x2x3xf64>, tensor<2x1xf64>) -> tensor<2x2x3xf64>
+      return %0, %1 : tensor<2x2x3xf64>, tensor<2x2x3xf64>
+    })mlir";
+  Tensor x = makeTensor(DType::F64, {2, 2, 3}, {1, 2, 4, -3, 0.5, 7, 2, 2, 2, 10, -10, 3});
+  Tensor g = makeTensor(DType::F64, {3}, {1, 2, -0.5});
+  Tensor h = makeTensor(DType::F64, {2, 1}, {3, -1});
+  llvm::SmallVector<Tensor> results = runOk(source, {x, g, h});
+  ASSERT_EQ(results.size(), 2u);
+  // Groups of `size` consecutive elements; scale(i) for element i of a group.
+  auto reference = [&](int64_t size, double epsilon, auto scale) {
+    std::vector<double> y;
+    for (int64_t start = 0; start < 12; start += size) {
+      double meanSquare = 0;
+      for (int64_t i = 0; i < size; ++i)
+        meanSquare += std::pow(x.getDouble(start + i), 2) / size;
+      for (int64_t i = 0; i < size; ++i)
+        y.push_back(x.getDouble(start + i) / std::sqrt(meanSquare + epsilon) * scale(i));
+    }
+    return y;
+  };
+  std::vector<double> y0 = reference(3, 1e-6, [&](int64_t i) { return g.getDouble(i); });
+  std::vector<double> y1 = reference(6, 0.5, [&](int64_t i) { return h.getDouble(i / 3); });
+  for (int64_t i = 0; i < 12; ++i) {
+    EXPECT_NEAR(results[0].getDouble(i), y0[i], 1e-12) << i;
+    EXPECT_NEAR(results[1].getDouble(i), y1[i], 1e-12) << i;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

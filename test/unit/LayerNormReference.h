@@ -1,9 +1,9 @@
 //===- LayerNormReference.h - layer norm's gradient by differences -*- C++ -*-===//
 //
 // The oracle of the layerNormGrad kernels (CPU and CUDA): the gradient of
-// sum(dy * layer_norm(x)) by central differences of a forward layer norm in
-// long double, row by row, so that the analytic formula the kernels share
-// is checked rather than restated.
+// sum(dy * layer_norm(x)) (or rms_norm(x), uncentered) by central
+// differences of a forward norm in long double, row by row, so that the
+// analytic formula the kernels share is checked rather than restated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,17 +21,19 @@ struct LayerNormGradReference {
 };
 
 /// Rows of [outer, size]; the scale has `size` elements, or one (broadcast).
+/// Uncentered (RMSNorm), the mean is 0 and the variance the mean square.
 inline LayerNormGradReference layerNormGradReference(const std::vector<double> &x,
                                                      const std::vector<double> &scale,
                                                      const std::vector<double> &dy, int64_t outer,
-                                                     int64_t size, double epsilon) {
+                                                     int64_t size, double epsilon,
+                                                     bool centered = true) {
   using L = long double;
   auto scaleAt = [&](int64_t i) { return L(scale[scale.size() == 1 ? 0 : i]); };
   // sum_j dy_j * y_j for a row (the bias adds a constant: left out).
   auto objective = [&](const std::vector<L> &row, const double *g) {
     L mean = 0, variance = 0, sum = 0;
     for (L v : row)
-      mean += v;
+      mean += centered ? v : 0;
     mean /= size;
     for (L v : row)
       variance += (v - mean) * (v - mean);
@@ -46,7 +48,7 @@ inline LayerNormGradReference layerNormGradReference(const std::vector<double> &
     std::vector<L> row(x.begin() + o * size, x.begin() + (o + 1) * size);
     L mean = 0, variance = 0;
     for (L v : row)
-      mean += v;
+      mean += centered ? v : 0;
     mean /= size;
     for (L v : row)
       variance += (v - mean) * (v - mean);

@@ -595,6 +595,27 @@ void ShardingRulesTest::checkNormalizations() {
         layerNormGrad(2));
   check("layer_norm_grad two axes, broadcast scale",
         {uniform({4, 2, 6}), uniform({2, 1}), uniform({4, 2, 6})}, layerNormGrad(1));
+
+  auto rmsNorm = [](int64_t axis) {
+    return [axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b.create<RmsNormOp>(loc, a[0], a[1], b.getI64IntegerAttr(axis),
+                                 b.getF64FloatAttr(1e-6));
+    };
+  };
+  check("rms_norm last axis", {uniform({2, 4, 6}), uniform({6})}, rmsNorm(2));
+  check("rms_norm two axes, broadcast scale", {uniform({4, 2, 6}), uniform({2, 1})}, rmsNorm(1));
+  auto rmsNormGrad = [](int64_t axis) {
+    return [axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b
+          .create<RmsNormGradOp>(loc, a[0], a[1], a[2], b.getI64IntegerAttr(axis),
+                                 b.getF64FloatAttr(1e-6))
+          .getInputGrad();
+    };
+  };
+  check("rms_norm_grad last axis", {uniform({2, 4, 6}), uniform({6}), uniform({2, 4, 6})},
+        rmsNormGrad(2));
+  check("rms_norm_grad two axes, broadcast scale",
+        {uniform({4, 2, 6}), uniform({2, 1}), uniform({4, 2, 6})}, rmsNormGrad(1));
 }
 
 void ShardingRulesTest::checkDataMovement() {

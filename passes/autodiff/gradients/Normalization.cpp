@@ -1,4 +1,4 @@
-//===- Normalization.cpp - gradients of softmax, log_softmax, layer_norm --===//
+//===- Normalization.cpp - gradients of softmax, layer_norm, rms_norm ------===//
 
 #include "ir/PpcOps.h"
 #include "passes/autodiff/Gradients.h"
@@ -51,19 +51,23 @@ static LogicalResult logSoftmaxGradient(const GradientRequest &request,
 ///   dscale = sum of g * xhat, dbias = sum of g, over the dimensions scale
 ///            and bias were broadcast along: elementwise reductions that
 ///            recompute xhat from those statistics.
+/// rms_norm is the same without the mean (xhat = x * rstd, rstd = 1 /
+/// sqrt(mean(x^2) + epsilon)) and without a bias: one ppc.rms_norm_grad.
 /// For bf16 and f16 the kernel computes dx in f32 and the sums are taken in
 /// f32, each gradient rounded once (as the fused backward kernels of
 /// Megatron-LM and PyTorch compute it), without an f32 copy of x or g.
-static LogicalResult layerNormGradient(const GradientRequest &request,
-                                       llvm::SmallVectorImpl<Value> &operandGrads) {
-  auto layerNorm = llvm::cast<LayerNormOp>(request.op);
+template <typename Op, typename GradOp>
+static LogicalResult normalizationGradient(const GradientRequest &request,
+                                           llvm::SmallVectorImpl<Value> &operandGrads) {
+  constexpr bool centered = std::is_same_v<Op, LayerNormOp>;
+  auto norm = llvm::cast<Op>(request.op);
   OpBuilder &b = request.builder;
-  Location loc = layerNorm.getLoc();
-  Value x = layerNorm.getInput(), scale = layerNorm.getScale(), bias = layerNorm.getBias(),
-        g = request.resultGrads[0];
-  auto grad = b.create<LayerNormGradOp>(loc, x, scale, g, layerNorm.getAxisAttr(),
-                                        layerNorm.getEpsilonAttr());
-  Type stats = getElementTypeOrSelf(grad.getMean().getType());
+  Location loc = norm.getLoc();
+  Value x = norm.getInput(), scale = norm.getScale(), g = request.resultGrads[0];
+  Value bias = norm->getNumOperands() > 2 ? norm->getOperand(2) : Value();
+  auto grad = b.create<GradOp>(loc, x, scale, g, norm.getAxisAttr(), norm.getEpsilonAttr());
+  Value rstd = grad->getResults().back();
+  Type stats = getElementTypeOrSelf(rstd.getType());
   auto widened = [&](Value v) -> Value {
     auto type = llvm::cast<RankedTensorType>(v.getType());
     return type.getElementType() == stats ? v
@@ -77,14 +81,16 @@ static LogicalResult layerNormGradient(const GradientRequest &request,
   Value wideG = widened(g);
   Value scaleGrad, biasGrad;
   if (request.wanted[1]) {
-    Value xhat =
-        b.create<MulOp>(loc, b.create<SubOp>(loc, widened(x), grad.getMean()), grad.getRstd());
+    Value centeredX = widened(x);
+    if (centered)
+      centeredX = b.create<SubOp>(loc, centeredX, grad->getResult(1));
+    Value xhat = b.create<MulOp>(loc, centeredX, rstd);
     scaleGrad = sumTo(b.create<MulOp>(loc, wideG, xhat), scale);
   }
   if (bias && request.wanted[2])
     biasGrad = sumTo(wideG, bias);
-  // (A layer_norm_grad none of whose results is wanted is dead code.)
-  operandGrads.push_back(request.wanted[0] ? grad.getInputGrad() : Value());
+  // (A gradient op none of whose results is wanted is dead code.)
+  operandGrads.push_back(request.wanted[0] ? grad->getResult(0) : Value());
   operandGrads.push_back(scaleGrad);
   if (bias)
     operandGrads.push_back(biasGrad);
@@ -94,7 +100,8 @@ static LogicalResult layerNormGradient(const GradientRequest &request,
 void registerNormalizationGradients(GradientRegistry &registry) {
   registry.add<SoftmaxOp>(softmaxGradient);
   registry.add<LogSoftmaxOp>(logSoftmaxGradient);
-  registry.add<LayerNormOp>(layerNormGradient);
+  registry.add<LayerNormOp>(normalizationGradient<LayerNormOp, LayerNormGradOp>);
+  registry.add<RmsNormOp>(normalizationGradient<RmsNormOp, RmsNormGradOp>);
   registry.addComputedInF32<SoftmaxOp>();
   registry.addComputedInF32<LogSoftmaxOp>();
 }

@@ -1,11 +1,11 @@
-//===- Normalization.cpp - sharding rules of softmax and layer_norm -------===//
+//===- Normalization.cpp - sharding rules of softmax and the norms ---------===//
 //
 // A normalization reads every element along its normalized dimensions to
 // compute each one (a maximum, a sum of exponentials, a mean and variance).
 // Softmax's statistics combine across shards with one all-reduce each (the
 // maximum, then the sum of exponentials), so its axis is a normalized
-// factor (a vocabulary-parallel log_softmax). layer_norm's normalized
-// dimensions need replication. The other dimensions are parallel.
+// factor (a vocabulary-parallel log_softmax). layer_norm's and rms_norm's
+// normalized dimensions need replication. The other dimensions are parallel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,11 +30,12 @@ template <typename OpT> static ShardingRule softmaxRule(Operation *op) {
   return rule;
 }
 
-/// layer_norm: dimensions from `axis` on need replication; scale and bias
-/// broadcast to them (aligned on the right), so they share those factors
-/// where they are not broadcast. The leading dimensions are parallel.
-static ShardingRule layerNormRule(Operation *op) {
-  auto layerNorm = llvm::cast<LayerNormOp>(op);
+/// layer_norm and rms_norm: dimensions from `axis` on need replication;
+/// scale and bias broadcast to them (aligned on the right), so they share
+/// those factors where they are not broadcast. The leading dimensions are
+/// parallel.
+template <typename Op> static ShardingRule normalizationRule(Operation *op) {
+  auto layerNorm = llvm::cast<Op>(op);
   llvm::ArrayRef<int64_t> shape = shapeOf(layerNorm.getInput());
   int64_t axis = layerNorm.getAxis();
   ShardingRule rule;
@@ -52,10 +53,11 @@ static ShardingRule layerNormRule(Operation *op) {
   return rule;
 }
 
-/// layer_norm_grad: as layer_norm for the input, the result's adjoint and
-/// the input's; the statistics keep the leading dimensions.
-static ShardingRule layerNormGradRule(Operation *op) {
-  auto grad = llvm::cast<LayerNormGradOp>(op);
+/// layer_norm_grad and rms_norm_grad: as layer_norm for the input, the
+/// result's adjoint and the input's; the statistics keep the leading
+/// dimensions.
+template <typename Op> static ShardingRule normalizationGradRule(Operation *op) {
+  auto grad = llvm::cast<Op>(op);
   llvm::ArrayRef<int64_t> shape = shapeOf(grad.getInput());
   int64_t axis = grad.getAxis();
   ShardingRule rule;
@@ -70,15 +72,18 @@ static ShardingRule layerNormGradRule(Operation *op) {
   rule.operands = {
       dims, broadcastFactors(shapeOf(grad.getScale()), shape.drop_front(axis), normalizedDims),
       dims};
-  rule.results = {dims, stats, stats};
+  rule.results = {dims};
+  rule.results.append(grad->getNumResults() - 1, stats);
   return rule;
 }
 
 void registerNormalizationShardingRules(ShardingRuleRegistry &registry) {
   registry.add<SoftmaxOp>(softmaxRule<SoftmaxOp>);
   registry.add<LogSoftmaxOp>(softmaxRule<LogSoftmaxOp>);
-  registry.add<LayerNormOp>(layerNormRule);
-  registry.add<LayerNormGradOp>(layerNormGradRule);
+  registry.add<LayerNormOp>(normalizationRule<LayerNormOp>);
+  registry.add<LayerNormGradOp>(normalizationGradRule<LayerNormGradOp>);
+  registry.add<RmsNormOp>(normalizationRule<RmsNormOp>);
+  registry.add<RmsNormGradOp>(normalizationGradRule<RmsNormGradOp>);
 }
 
 } // namespace ppc

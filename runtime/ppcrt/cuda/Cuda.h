@@ -31,10 +31,14 @@ enum class GemmType { F32, BF16 };
 /// Batched c = op(a) op(b), row-major, with broadcast batch dimensions as
 /// ppcrt::cpu::matmul: batch index i (row-major over `batchShape`) reads
 /// a at sum(coord * aStrides) matrices and b likewise; c is dense. Inputs
-/// of type `inputs`, c of type `output`, accumulation in f32.
+/// of type `inputs`, c of type `output`, accumulation in f32. In the
+/// epilogue (cuBLASLt's, rounded once with the product): `bias` (n elements
+/// of c's type, or null) is added to every row of every matrix, `addend`
+/// (null, or a tensor of c's type and shape: the GEMM's C, beta 1) to c.
 void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batchRank,
             const int64_t *batchShape, const int64_t *aStrides, const int64_t *bStrides, int64_t m,
-            int64_t n, int64_t k, const void *a, const void *b, void *c, const char *node);
+            int64_t n, int64_t k, const void *a, const void *b, void *c, const void *bias,
+            const void *addend, const char *node);
 
 /// A constant (`host`: a static array of the generated program) copied
 /// into the arena, on the stream, from a device copy made at its first upload.

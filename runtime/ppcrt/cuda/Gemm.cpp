@@ -5,6 +5,8 @@
 // dimensions are collapsed into as few strided batches as the strides
 // allow; the innermost run is one strided-batched call, outer ones loop.
 // Layouts, descriptors and the heuristic's algorithm are cached per shape.
+// A bias is cuBLASLt's bias epilogue (one element per row of its column-
+// major D: per column of ours), an addend its C with beta 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +43,7 @@ struct Plan {
 };
 
 using Key = std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       uint32_t, uint32_t, uint32_t>;
+                       uint32_t, uint32_t, uint32_t, uint32_t, bool, uint32_t>;
 
 /// The largest power of two (at most 256, cuBLASLt's default assumption)
 /// dividing every address `base + i * step` a call reads or writes.
@@ -71,13 +73,15 @@ struct Gemms {
   /// first operand B, second A, both column-major).
   Plan &plan(GemmType inputs, GemmType output, bool transA, bool transB, int64_t m, int64_t n,
              int64_t k, int64_t count, int64_t aStride, int64_t bStride, uint32_t alignA,
-             uint32_t alignB, uint32_t alignC, const char *node) {
+             uint32_t alignB, uint32_t alignC, uint32_t alignD, const void *bias,
+             uint32_t alignBias, const char *node) {
     if (!handle) {
       checkBlas(cublasLtCreate(&handle), "creating the cuBLASLt handle", node);
       check(cudaMalloc(&workspace, kWorkspaceBytes), "allocating the cuBLASLt workspace");
     }
-    Key key{int(inputs), int(output), transA,  transB, m,      n,     k,
-            count,       aStride,     bStride, alignA, alignB, alignC};
+    Key key{int(inputs), int(output), transA,          transB,   m,      n,
+            k,           count,       aStride,         bStride,  alignA, alignB,
+            alignC,      alignD,      bias != nullptr, alignBias};
     auto it = plans.find(key);
     if (it != plans.end())
       return it->second;
@@ -92,6 +96,16 @@ struct Gemms {
     checkBlas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond,
                                              sizeof(opSecond)),
               what, node);
+    if (bias) {
+      // The heuristic reads the pointer for its alignment; each call sets its own.
+      uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      checkBlas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                               sizeof(epilogue)),
+                what, node);
+      checkBlas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                               sizeof(bias)),
+                what, node);
+    }
     // B stored [k, n] (or [n, k] when transposed), row-major.
     int64_t bRows = transB ? k : n, bCols = transB ? n : k;
     int64_t aRows = transA ? m : k, aCols = transA ? k : m;
@@ -125,7 +139,7 @@ struct Gemms {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignB},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignA},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignC},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignC}};
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignD}};
     for (auto &[attribute, bytes] : alignments)
       checkBlas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes)),
                 what, node);
@@ -153,7 +167,8 @@ size_t bytesOf(GemmType type) { return type == GemmType::F32 ? 4 : 2; }
 
 void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batchRank,
             const int64_t *batchShape, const int64_t *aStrides, const int64_t *bStrides, int64_t m,
-            int64_t n, int64_t k, const void *a, const void *b, void *c, const char *node) {
+            int64_t n, int64_t k, const void *a, const void *b, void *c, const void *bias,
+            const void *addend, const char *node) {
   // Collapse batch dimensions: (size, a stride, b stride, c stride).
   struct Dim {
     int64_t size, a, b, c;
@@ -184,13 +199,18 @@ void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batc
   // Every matrix the call touches starts at base + a multiple of these.
   int64_t aStep = m * k * in, bStep = k * n * in, cStep = m * n * out;
   uint32_t alignA = alignmentOf(a, aStep), alignB = alignmentOf(b, bStep),
-           alignC = alignmentOf(c, cStep);
+           alignC = alignmentOf(addend ? addend : c, cStep), alignD = alignmentOf(c, cStep),
+           alignBias = bias ? alignmentOf(bias, 0) : 0;
   Plan &p = gemms.plan(inputs, output, transA, transB, m, n, k, innermost.size, innermost.a,
-                       innermost.b, alignA, alignB, alignC, node);
+                       innermost.b, alignA, alignB, alignC, alignD, bias, alignBias, node);
+  if (bias)
+    checkBlas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof(bias)),
+              "setting a GEMM's bias", node);
   int64_t outer = 1;
   for (const Dim &d : dims)
     outer *= d.size;
-  const float one = 1, zero = 0;
+  const float one = 1, zero = 0, beta = addend ? 1 : 0;
   std::vector<int64_t> coord(dims.size(), 0);
   for (int64_t i = 0; i < outer; ++i) {
     int64_t aOffset = 0, bOffset = 0, cOffset = 0;
@@ -202,8 +222,9 @@ void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batc
     const char *aAt = static_cast<const char *>(a) + aOffset * m * k * in;
     const char *bAt = static_cast<const char *>(b) + bOffset * k * n * in;
     char *cAt = static_cast<char *>(c) + cOffset * m * n * out;
-    checkBlas(cublasLtMatmul(gemms.handle, p.op, &one, bAt, p.b, aAt, p.a, &zero, cAt, p.c, cAt,
-                             p.c, &p.algo, gemms.workspace, kWorkspaceBytes, stream()),
+    const char *addendAt = addend ? static_cast<const char *>(addend) + cOffset * m * n * out : cAt;
+    checkBlas(cublasLtMatmul(gemms.handle, p.op, &one, bAt, p.b, aAt, p.a, &beta, addendAt, p.c,
+                             cAt, p.c, &p.algo, gemms.workspace, kWorkspaceBytes, stream()),
               "a GEMM", node);
     for (int d = int(dims.size()) - 1; d >= 0; --d) {
       if (++coord[d] < dims[d].size)

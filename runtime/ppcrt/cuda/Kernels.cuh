@@ -659,12 +659,16 @@ void softmax(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64
 
 /// A row's mean and rstd = 1 / sqrt(var + epsilon) (biased variance), in C,
 /// over the block (every thread calls it and gets both): the layer norms'.
-template <typename T, typename C>
+/// Uncentered (RMSNorm's), the mean is 0 and var the mean square.
+template <bool Centered, typename T, typename C>
 __device__ void rowStatistics(const T *row, int64_t size, double epsilon, C &mean, C &rstd) {
-  C sum = 0;
-  for (int64_t i = threadIdx.x; i < size; i += blockDim.x)
-    sum += C(row[i]);
-  mean = blockReduce<false>(sum) / C(size);
+  mean = 0;
+  if constexpr (Centered) {
+    C sum = 0;
+    for (int64_t i = threadIdx.x; i < size; i += blockDim.x)
+      sum += C(row[i]);
+    mean = blockReduce<false>(sum) / C(size);
+  }
   C squares = 0;
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
     C d = C(row[i]) - mean;
@@ -673,14 +677,15 @@ __device__ void rowStatistics(const T *row, int64_t size, double epsilon, C &mea
   rstd = C(1) / sqrt(blockReduce<false>(squares) / C(size) + C(epsilon));
 }
 
-/// Layer normalization of the rows of [outer, size], one block per row.
-template <typename T>
+/// Layer normalization (RMS normalization unless Centered) of the rows of
+/// [outer, size], one block per row.
+template <bool Centered, typename T>
 __global__ void layerNormKernel(const T *x, const T *scale, int64_t scaleStride, const T *bias,
                                 int64_t biasStride, T *y, int64_t size, double epsilon) {
   using C = Compute<T>;
   const T *row = x + blockIdx.x * size;
   C mean, rstd;
-  rowStatistics(row, size, epsilon, mean, rstd);
+  rowStatistics<Centered>(row, size, epsilon, mean, rstd);
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
     C v = (C(row[i]) - mean) * rstd * C(scale[i * scaleStride]);
     if (bias)
@@ -689,47 +694,53 @@ __global__ void layerNormKernel(const T *x, const T *scale, int64_t scaleStride,
   }
 }
 
-template <typename T>
+/// As ppcrt::cpu::layerNorm.
+template <typename T, bool Centered = true>
 void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, int64_t biasStride,
                T *y, int64_t outer, int64_t size, double epsilon) {
-  PPCRT_LAUNCH(layerNormKernel, unsigned(outer), kThreads, 0,
+  PPCRT_LAUNCH(layerNormKernel<Centered>, unsigned(outer), kThreads, 0,
                stream())(x, scale, scaleStride, bias, biasStride, y, size, epsilon);
-  launched("a layer norm");
+  launched(Centered ? "a layer norm" : "an RMS norm");
 }
 
 /// The input's gradient of layerNorm over the rows of [outer, size] given
-/// the result's (dy), and each row's mean and rstd: one block per row.
-template <typename T, typename S>
+/// the result's (dy), and each row's mean (unless null) and rstd: one block
+/// per row.
+template <bool Centered, typename T, typename S>
 __global__ void layerNormGradKernel(const T *x, const T *scale, int64_t scaleStride, const T *dy,
                                     T *dx, S *mean, S *rstd, int64_t size, double epsilon) {
   using C = Compute<T>;
   const T *row = x + blockIdx.x * size, *g = dy + blockIdx.x * size;
   C m, r;
-  rowStatistics(row, size, epsilon, m, r);
+  rowStatistics<Centered>(row, size, epsilon, m, r);
   C sumDxhat = 0, sumProjection = 0;
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
     C dxhat = C(g[i]) * C(scale[i * scaleStride]);
     sumDxhat += dxhat;
     sumProjection += dxhat * (C(row[i]) - m) * r;
   }
-  C meanDxhat = blockReduce<false>(sumDxhat) / C(size);
+  C meanDxhat = 0;
+  if constexpr (Centered)
+    meanDxhat = blockReduce<false>(sumDxhat) / C(size);
   C meanProjection = blockReduce<false>(sumProjection) / C(size);
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
     C xhat = (C(row[i]) - m) * r, dxhat = C(g[i]) * C(scale[i * scaleStride]);
     dx[blockIdx.x * size + i] = T(r * (dxhat - meanDxhat - xhat * meanProjection));
   }
   if (threadIdx.x == 0) {
-    mean[blockIdx.x] = S(m);
+    if (mean)
+      mean[blockIdx.x] = S(m);
     rstd[blockIdx.x] = S(r);
   }
 }
 
-template <typename T, typename S>
+/// As ppcrt::cpu::layerNormGrad.
+template <typename T, typename S, bool Centered = true>
 void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx, S *mean,
                    S *rstd, int64_t outer, int64_t size, double epsilon) {
-  PPCRT_LAUNCH(layerNormGradKernel, unsigned(outer), kThreads, 0,
+  PPCRT_LAUNCH(layerNormGradKernel<Centered>, unsigned(outer), kThreads, 0,
                stream())(x, scale, scaleStride, dy, dx, mean, rstd, size, epsilon);
-  launched("a layer norm's gradient");
+  launched(Centered ? "a layer norm's gradient" : "an RMS norm's gradient");
 }
 
 enum class LossReduction { None, Sum, Mean };

@@ -296,6 +296,56 @@ TEST(CudaKernels, LayerNormWithBroadcastScaleAndNoBias) {
   }
 }
 
+// RMS normalization (layerNorm uncentered): x * rstd * scale, rstd from the
+// mean square, with the scale whole and broadcast.
+TEST(CudaKernels, RmsNormMatchesADirectComputation) {
+  const int64_t outer = 3, size = 260;
+  const double epsilon = 1e-6;
+  std::vector<float> x = randomFloats(outer * size, 15, -3, 5), scale = randomFloats(size, 16);
+  float *dx = deviceCopy(x), *dscale = deviceCopy(scale);
+  float *dy = deviceCopy(std::vector<float>(x.size(), NAN));
+  for (bool broadcast : {false, true}) {
+    ppcrt::cuda::layerNorm<float, false>(dx, dscale, broadcast ? 0 : 1, nullptr, 0, dy, outer, size,
+                                         epsilon);
+    std::vector<float> got = hostCopy(dy, x.size());
+    for (int64_t o = 0; o < outer; ++o) {
+      double squares = 0;
+      for (int64_t i = 0; i < size; ++i)
+        squares += double(x[o * size + i]) * x[o * size + i];
+      double rstd = 1 / std::sqrt(squares / size + epsilon);
+      for (int64_t i = 0; i < size; ++i)
+        ASSERT_TRUE(
+            near(got[o * size + i], x[o * size + i] * rstd * scale[broadcast ? 0 : i], 1e-5))
+            << "broadcast " << broadcast << " row " << o << " i " << i;
+    }
+  }
+}
+
+// layerNormGrad uncentered (rms_norm_grad): dx and rstd against central
+// differences of the forward RMS norm; the mean is not written.
+TEST(CudaKernels, RmsNormGradMatchesDifferencesOfTheForward) {
+  const int64_t outer = 4, size = 300;
+  const double epsilon = 1e-6;
+  std::vector<float> x = randomFloats(outer * size, 17, -3, 5), dy = randomFloats(outer * size, 18),
+                     scale = randomFloats(size, 19);
+  float *dX = deviceCopy(x), *dScale = deviceCopy(scale), *dDy = deviceCopy(dy);
+  float *dDx = deviceCopy(std::vector<float>(x.size(), NAN));
+  float *dRstd = deviceCopy(std::vector<float>(outer, NAN));
+  ppcrt::cuda::layerNormGrad<float, float, false>(dX, dScale, 1, dDy, dDx, nullptr, dRstd, outer,
+                                                  size, epsilon);
+  auto ref = ppc::test::layerNormGradReference(
+      std::vector<double>(x.begin(), x.end()), std::vector<double>(scale.begin(), scale.end()),
+      std::vector<double>(dy.begin(), dy.end()), outer, size, epsilon, /*centered=*/false);
+  std::vector<float> got = hostCopy(dDx, x.size()), rstd = hostCopy(dRstd, outer);
+  double largest = 0;
+  for (double v : ref.dx)
+    largest = std::max(largest, std::fabs(v));
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], ref.dx[i], 1e-5 * largest) << "element " << i;
+  for (int64_t o = 0; o < outer; ++o)
+    EXPECT_NEAR(rstd[o], ref.rstd[o], 1e-5 * ref.rstd[o]) << "row " << o;
+}
+
 // layerNormGrad's dx, mean and rstd against central differences of the
 // forward (LayerNormReference.h): f32 with the scale whole and broadcast,
 // and bf16 (computed in float, dx rounded once) on the rounded inputs.

@@ -353,7 +353,7 @@ TEST(CudaEmulator, MatmulMatchesADirectProductForTransposesAndBatches) {
     float *dc = deviceCopy(std::vector<float>(count * g.m * g.n));
     ppcrt::cuda::matmul(ppcrt::cuda::GemmType::F32, ppcrt::cuda::GemmType::F32, g.transA, g.transB,
                         int(g.batch.size()), g.batch.data(), g.aStrides.data(), g.bStrides.data(),
-                        g.m, g.n, g.k, da, db, dc, "test");
+                        g.m, g.n, g.k, da, db, dc, nullptr, nullptr, "test");
     std::vector<float> c = hostCopy(dc, count * g.m * g.n);
     std::vector<double> want = referenceGemm(g, a, b);
     for (size_t i = 0; i < c.size(); ++i)
@@ -380,11 +380,134 @@ TEST(CudaEmulator, Bf16MatmulAccumulatesInF32AndRoundsOnce) {
   auto *da = deviceCopy(a), *db = deviceCopy(b);
   auto *dc = deviceCopy(std::vector<ppcrt::cuda::bf16>(m * n));
   ppcrt::cuda::matmul(ppcrt::cuda::GemmType::BF16, ppcrt::cuda::GemmType::BF16, false, false, 0,
-                      nullptr, nullptr, nullptr, m, n, k, da, db, dc, "test");
+                      nullptr, nullptr, nullptr, m, n, k, da, db, dc, nullptr, nullptr, "test");
   std::vector<ppcrt::cuda::bf16> c = hostCopy(dc, m * n);
   std::vector<double> want = referenceGemm({false, false, {}, {}, {}, m, n, k}, aWide, bWide);
   for (size_t i = 0; i < c.size(); ++i)
     EXPECT_EQ(float(c[i]), float(ppcrt::cuda::bf16(float(want[i])))) << "element " << i;
+}
+
+// The epilogue: a bias per column (of ours; per row of cuBLASLt's D) added
+// to every row of every batch, and an addend (C, beta 1), in f32 with the
+// product and rounded once; for transposed and batched (broadcast)
+// products, with and without each term.
+TEST(CudaEmulator, MatmulAddsABiasAndAnAddendInItsEpilogue) {
+  std::vector<GemmCase> cases = {
+      {false, false, {}, {}, {}, 5, 7, 3},
+      {true, true, {}, {}, {}, 2, 9, 4},
+      {false, true, {4}, {1}, {0}, 3, 8, 5},
+      {true, false, {2, 3}, {3, 1}, {0, 1}, 5, 4, 7},
+  };
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  auto fill = [&](std::vector<float> &v) {
+    for (float &x : v)
+      x = uniform(random);
+  };
+  for (const GemmCase &g : cases) {
+    int64_t aCount = 1, bCount = 1, count = 1;
+    for (size_t d = 0; d < g.batch.size(); ++d) {
+      aCount += (g.batch[d] - 1) * g.aStrides[d];
+      bCount += (g.batch[d] - 1) * g.bStrides[d];
+      count *= g.batch[d];
+    }
+    std::vector<float> a(aCount * g.m * g.k), b(bCount * g.k * g.n), bias(g.n),
+        addend(count * g.m * g.n);
+    fill(a), fill(b), fill(bias), fill(addend);
+    std::vector<double> product = referenceGemm(g, a, b);
+    float *da = deviceCopy(a), *db = deviceCopy(b), *dBias = deviceCopy(bias),
+          *dAddend = deviceCopy(addend);
+    for (bool withBias : {false, true})
+      for (bool withAddend : {false, true}) {
+        float *dc = deviceCopy(std::vector<float>(count * g.m * g.n, NAN));
+        ppcrt::cuda::matmul(ppcrt::cuda::GemmType::F32, ppcrt::cuda::GemmType::F32, g.transA,
+                            g.transB, int(g.batch.size()), g.batch.data(), g.aStrides.data(),
+                            g.bStrides.data(), g.m, g.n, g.k, da, db, dc,
+                            withBias ? dBias : nullptr, withAddend ? dAddend : nullptr, "test");
+        std::vector<float> c = hostCopy(dc, count * g.m * g.n);
+        for (size_t i = 0; i < c.size(); ++i) {
+          double want =
+              product[i] + (withBias ? bias[i % g.n] : 0.0) + (withAddend ? addend[i] : 0.0);
+          ASSERT_NEAR(c[i], want, 1e-5) << "element " << i << " bias " << withBias << " addend "
+                                        << withAddend << " m=" << g.m << " n=" << g.n;
+        }
+        cudaFree(dc);
+      }
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dBias);
+    cudaFree(dAddend);
+  }
+  // bf16: the sum of product, bias and addend rounded once.
+  int64_t m = 3, n = 4, k = 32;
+  std::vector<ppcrt::cuda::bf16> a(m * k), b(k * n), bias(n), addend(m * n);
+  std::vector<float> aWide(m * k), bWide(k * n);
+  for (size_t i = 0; i < a.size(); ++i)
+    aWide[i] = float(a[i] = ppcrt::cuda::bf16(uniform(random)));
+  for (size_t i = 0; i < b.size(); ++i)
+    bWide[i] = float(b[i] = ppcrt::cuda::bf16(uniform(random)));
+  for (auto &v : bias)
+    v = ppcrt::cuda::bf16(uniform(random));
+  for (auto &v : addend)
+    v = ppcrt::cuda::bf16(uniform(random));
+  auto *da = deviceCopy(a), *db = deviceCopy(b), *dBias = deviceCopy(bias),
+       *dAddend = deviceCopy(addend);
+  auto *dc = deviceCopy(std::vector<ppcrt::cuda::bf16>(m * n));
+  ppcrt::cuda::matmul(ppcrt::cuda::GemmType::BF16, ppcrt::cuda::GemmType::BF16, false, false, 0,
+                      nullptr, nullptr, nullptr, m, n, k, da, db, dc, dBias, dAddend, "test");
+  std::vector<ppcrt::cuda::bf16> c = hostCopy(dc, m * n);
+  std::vector<double> want = referenceGemm({false, false, {}, {}, {}, m, n, k}, aWide, bWide);
+  for (size_t i = 0; i < c.size(); ++i) {
+    float sum = float(want[i]) + float(addend[i]) + float(bias[i % n]);
+    EXPECT_NEAR(float(c[i]), float(ppcrt::cuda::bf16(sum)), 1e-6) << "element " << i;
+  }
+}
+
+// Epilogues the emulator does not have are refused when set, and the bias
+// epilogue without a bias in device memory when the GEMM is called.
+TEST(CudaEmulator, CublasLtRefusesUnknownEpiloguesAndAMissingBias) {
+  cublasLtHandle_t handle;
+  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulDesc_t op;
+  cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  uint32_t relu = 2, bias = CUBLASLT_EPILOGUE_BIAS;
+  EXPECT_EQ(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &relu, sizeof(relu)),
+            CUBLAS_STATUS_NOT_SUPPORTED);
+  ASSERT_EQ(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias, sizeof(bias)),
+            CUBLAS_STATUS_SUCCESS);
+  cublasLtMatrixLayout_t layout;
+  cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, 4, 4, 4);
+  cublasLtMatmulPreference_t preference;
+  cublasLtMatmulPreferenceCreate(&preference);
+  cublasLtMatmulHeuristicResult_t result;
+  int found = 0;
+  ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(handle, op, layout, layout, layout, layout, preference,
+                                           1, &result, &found),
+            CUBLAS_STATUS_SUCCESS);
+  float *memory = deviceCopy(std::vector<float>(256, 1.0f));
+  float *x = memory, *y = memory + 64, *z = memory + 128, *b = memory + 192;
+  const float one = 1, zero = 0;
+  EXPECT_EQ(cublasLtMatmul(handle, op, &one, x, layout, y, layout, &zero, z, layout, z, layout,
+                           &result.algo, nullptr, 0, nullptr),
+            CUBLAS_STATUS_INVALID_VALUE);
+  float host[4] = {1, 2, 3, 4};
+  const float *hostBias = host; // not device memory
+  EXPECT_EQ(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &hostBias,
+                                           sizeof(hostBias)),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtMatmul(handle, op, &one, x, layout, y, layout, &zero, z, layout, z, layout,
+                           &result.algo, nullptr, 0, nullptr),
+            CUBLAS_STATUS_INVALID_VALUE);
+  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof(b));
+  EXPECT_EQ(cublasLtMatmul(handle, op, &one, x, layout, y, layout, &zero, z, layout, z, layout,
+                           &result.algo, nullptr, 0, nullptr),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(hostCopy(z, 16)[5], 5.0f); // 4 (the product of ones) + 1 (the bias)
+  cudaFree(memory);
+  cublasLtMatrixLayoutDestroy(layout);
+  cublasLtMatmulPreferenceDestroy(preference);
+  cublasLtMatmulDescDestroy(op);
+  cublasLtDestroy(handle);
 }
 
 TEST(CudaEmulator, CublasLtRejectsLayoutsThatDisagreeAndMisalignedPointers) {

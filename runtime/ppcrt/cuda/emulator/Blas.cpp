@@ -23,6 +23,9 @@ struct cublasLtMatmulDescOpaque {
   cublasComputeType_t compute;
   cudaDataType_t scale;
   cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *bias = nullptr; // the bias epilogue's: D's type, one per row of D
+  int64_t biasStride = 0;     // between the batch's bias vectors, in elements
 };
 
 struct cublasLtMatrixLayoutOpaque {
@@ -128,6 +131,15 @@ void multiply(cublasLtMatmulDescOpaque desc, cublasLtMatrixLayoutOpaque a,
     cblas_sgemm(CblasColMajor, desc.transA == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
                 desc.transB == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, shape.m, shape.n, shape.k,
                 alpha, x, a.ld, y, b.ld, beta, result.data(), d.ld);
+    if (desc.epilogue == CUBLASLT_EPILOGUE_BIAS) {
+      const char *biasAt =
+          static_cast<const char *>(desc.bias) + i * desc.biasStride * elementBytes(d.type);
+      for (int64_t col = 0; col < shape.n; ++col)
+        for (int64_t row = 0; row < shape.m; ++row)
+          result[size_t(col) * d.ld + row] +=
+              d.type == CUDA_R_32F ? reinterpret_cast<const float *>(biasAt)[row]
+                                   : float(reinterpret_cast<const __nv_bfloat16 *>(biasAt)[row]);
+    }
     for (int64_t col = 0; col < shape.n; ++col)
       for (int64_t row = 0; row < shape.m; ++row) {
         size_t at = size_t(col) * d.ld + row;
@@ -185,6 +197,20 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                               cublasLtMatmulDescAttributes_t attribute,
                                               const void *value, size_t bytes) {
+  if (attribute == CUBLASLT_MATMUL_DESC_EPILOGUE) {
+    if (!setScalar(&desc->epilogue, sizeof(desc->epilogue), value, bytes))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    return desc->epilogue == CUBLASLT_EPILOGUE_DEFAULT || desc->epilogue == CUBLASLT_EPILOGUE_BIAS
+               ? CUBLAS_STATUS_SUCCESS
+               : CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  if (attribute == CUBLASLT_MATMUL_DESC_BIAS_POINTER)
+    return setScalar(&desc->bias, sizeof(desc->bias), value, bytes) ? CUBLAS_STATUS_SUCCESS
+                                                                    : CUBLAS_STATUS_INVALID_VALUE;
+  if (attribute == CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE)
+    return setScalar(&desc->biasStride, sizeof(desc->biasStride), value, bytes)
+               ? CUBLAS_STATUS_SUCCESS
+               : CUBLAS_STATUS_INVALID_VALUE;
   cublasOperation_t *field = attribute == CUBLASLT_MATMUL_DESC_TRANSA   ? &desc->transA
                              : attribute == CUBLASLT_MATMUL_DESC_TRANSB ? &desc->transB
                                                                         : nullptr;
@@ -294,6 +320,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   float alphaValue = *static_cast<const float *>(alpha),
         betaValue = *static_cast<const float *>(beta);
   if (betaValue != 0.0f && !ppcrt::emu::isDeviceRange(c, span(*cLayout)))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  // The bias epilogue reads one vector of D's rows per batch (D's type).
+  if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS &&
+      (!desc->bias ||
+       !ppcrt::emu::isDeviceRange(
+           desc->bias, (dLayout->rows + size_t(desc->biasStride) * (dLayout->batch - 1)) *
+                           elementBytes(dLayout->type))))
     return CUBLAS_STATUS_INVALID_VALUE;
   ppcrt::emu::enqueue(stream, [=, descValue = *desc, aValue = *aLayout, bValue = *bLayout,
                                cValue = *cLayout, dValue = *dLayout] {

@@ -1,8 +1,9 @@
 //===- cublasLt.h - cuBLASLt matrix multiplication, emulated -----*- C++ -*-===//
 //
 // The cuBLASLt calls ppc makes, with the library's names and semantics:
-// D = alpha op(A) op(B) + beta C on column-major layouts with leading
-// dimensions and strided batches, f32 or bf16 operands, f32 compute. The
+// D = alpha op(A) op(B) + beta C (+ a bias vector per row of D, the bias
+// epilogue) on column-major layouts with leading dimensions and strided
+// batches, f32 or bf16 operands, f32 compute, D rounded once. The
 // emulator checks what cuBLASLt checks (that the layouts agree with the
 // operations and with each other, and that pointers have the alignment the
 // chosen algorithm was asked to assume) and multiplies with OpenBLAS's sgemm.
@@ -35,6 +36,14 @@ enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68 };
 enum cublasLtMatmulDescAttributes_t {
   CUBLASLT_MATMUL_DESC_TRANSA = 3,
   CUBLASLT_MATMUL_DESC_TRANSB = 4,
+  CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+  CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
+  CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE = 10,
+};
+
+enum cublasLtEpilogue_t {
+  CUBLASLT_EPILOGUE_DEFAULT = 1,
+  CUBLASLT_EPILOGUE_BIAS = 4,
 };
 
 enum cublasLtMatrixLayoutAttribute_t {
