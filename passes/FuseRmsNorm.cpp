@@ -140,8 +140,8 @@ struct FuseRmsNormPass : impl::FuseRmsNormBase<FuseRmsNormPass> {
         Location loc = out.getDefiningOp()->getLoc();
         if (!scale) {
           auto ones = RankedTensorType::get({}, type.getElementType());
-          scale = b.create<ConstantOp>(loc, DenseElementsAttr::get(
-                                                ones, b.getFloatAttr(type.getElementType(), 1.0)));
+          scale = b.create<ConstantOp>(
+              loc, DenseElementsAttr::get(ones, b.getFloatAttr(type.getElementType(), 1.0)));
         }
         auto norm = b.create<RmsNormOp>(loc, x, scale, b.getI64IntegerAttr(axis),
                                         b.getF64FloatAttr(*epsilon));
