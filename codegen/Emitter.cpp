@@ -317,13 +317,8 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
         if (failed(ctx.target().supports(epilogue->matmul, ctx)))
           return failure();
         mark(&op, epilogue->matmul); // named after the product's node
-        if (cuda) {
-          llvm::SmallVector<Value> inputs(epilogue->matmul->getOperands());
-          for (Value v : {epilogue->bias, epilogue->addend})
-            if (v)
-              inputs.push_back(v);
-          waitFor(rangesOf(inputs), rangesOf(epilogue->result()), /*byHost=*/false);
-        }
+        if (cuda)
+          waitFor(rangesOf(epilogue->inputs()), rangesOf(epilogue->result()), /*byHost=*/false);
         if (failed(emitGemm(epilogue->matmul, ctx, epilogue)))
           return failure();
         continue;

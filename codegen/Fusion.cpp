@@ -110,16 +110,18 @@ static void foldIntoSoftmaxes(Block &body, FusionPlan &plan) {
   }
 }
 
+/// The micro-batch of `op` (`ppc.mb`), or -1 for the step's own ops.
+static int64_t microBatch(Operation *op) {
+  auto mb = op->getAttrOfType<IntegerAttr>(kMicroBatchAttrName);
+  return mb ? mb.getInt() : -1;
+}
+
 /// The epilogues of GEMMs: a product read only by an add of a row-broadcast
 /// bias of its type (one element per column), whose result is read only by
 /// an add of a tensor of its type, or either add alone; all in one micro-
 /// batch (the GEMM runs at the last add's place). Then every value the GEMM
 /// reads is computed by then, whatever groups its producers join.
 static void planGemmEpilogues(Block &body, FusionPlan &plan) {
-  auto microBatch = [](Operation *op) {
-    auto mb = op->getAttrOfType<IntegerAttr>(kMicroBatchAttrName);
-    return mb ? mb.getInt() : -1;
-  };
   // The add that is `value`'s only reader, and its other operand.
   auto onlyAdd = [&](Value value, Operation *matmul) -> std::pair<AddOp, Value> {
     if (!value.hasOneUse())
@@ -195,12 +197,10 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions, bool gemmEpilogues
     index[&op] = index.size();
   // The micro-batch of each op (`ppc.mb`; -1 for the step's own ops), and
   // the places of each micro-batch's ops, in order.
-  constexpr int64_t kStep = -1;
   llvm::DenseMap<Operation *, int64_t> microBatchOf;
   std::map<int64_t, std::vector<int64_t>> placesOf;
   for (Operation &op : body) {
-    auto mb = op.getAttrOfType<IntegerAttr>(kMicroBatchAttrName);
-    int64_t m = mb ? mb.getInt() : kStep;
+    int64_t m = microBatch(&op);
     microBatchOf[&op] = m;
     placesOf[m].push_back(index[&op]);
   }

@@ -69,6 +69,15 @@ struct GemmEpilogue {
   llvm::SmallVector<mlir::Operation *, 2> adds;
   mlir::Value bias, addend;
   mlir::Value result() const { return adds.back()->getResult(0); }
+  /// What the GEMM reads: the product's operands, then the bias and the
+  /// addend where there are.
+  llvm::SmallVector<mlir::Value, 4> inputs() const {
+    llvm::SmallVector<mlir::Value, 4> values(matmul->getOperands());
+    for (mlir::Value v : {bias, addend})
+      if (v)
+        values.push_back(v);
+    return values;
+  }
 };
 
 struct FusionPlan {

@@ -123,6 +123,14 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     k.computeSeconds = compute;
     k.memorySeconds = memory;
   };
+  // An op's own FLOPs, at a contraction's rate where it is one.
+  auto priceOp = [&](Operation *computing) {
+    k.flops = flopsOf(computing);
+    double rate = 0, peak = 0;
+    if (k.flops > 0 && gpu)
+      std::tie(rate, peak) = contractionRates(computing, *gpu);
+    price(rate, peak);
+  };
   auto group = layout.fusion.groupOf.find(op);
   if (group != layout.fusion.groupOf.end()) {
     const FusionGroup &fused = layout.fusion.groups[group->second];
@@ -150,10 +158,7 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     if (op != epilogue->adds.back())
       return std::nullopt;
     Operation *matmul = epilogue->matmul;
-    llvm::SmallVector<Value> reads(matmul->getOperands());
-    for (Value v : {epilogue->bias, epilogue->addend})
-      if (v)
-        reads.push_back(v);
+    llvm::SmallVector<Value, 4> reads = epilogue->inputs();
     for (Value v : llvm::SetVector<Value>(reads.begin(), reads.end()))
       k.bytes += bytesOf(v);
     k.bytes += bytesOf(epilogue->result());
@@ -162,11 +167,7 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
                                                                ? "+bias+add"
                                                            : epilogue->bias ? "+bias"
                                                                             : "+add");
-    k.flops = flopsOf(matmul);
-    double rate = 0, peak = 0;
-    if (k.flops > 0 && gpu)
-      std::tie(rate, peak) = contractionRates(matmul, *gpu);
-    price(rate, peak);
+    priceOp(matmul);
     return k;
   }
   if (llvm::all_of(op->getResults(), [&](Value r) { return layout.holders.count(r); }))
@@ -187,11 +188,7 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
   }
   for (Value result : op->getResults())
     k.bytes += bytesOf(result);
-  k.flops = flopsOf(op);
-  double rate = 0, peak = 0;
-  if (k.flops > 0 && gpu)
-    std::tie(rate, peak) = contractionRates(op, *gpu);
-  price(rate, peak);
+  priceOp(op);
   return k;
 }
 

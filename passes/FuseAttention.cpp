@@ -26,6 +26,7 @@
 #include "ir/PpcOps.h"
 #include "ir/ShapeRules.h"
 #include "passes/Passes.h"
+#include "passes/Recognition.h"
 
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
@@ -39,16 +40,6 @@ namespace ppc {
 #include "passes/Passes.h.inc"
 
 namespace {
-
-/// The value of a one-element float constant.
-std::optional<double> scalarConstant(Value value) {
-  DenseElementsAttr attr;
-  auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
-  if (!type || type.getNumElements() != 1 || !llvm::isa<FloatType>(type.getElementType()) ||
-      !matchPattern(value, m_Constant(&attr)))
-    return std::nullopt;
-  return (*attr.getValues<APFloat>().begin()).convertToDouble();
-}
 
 /// Whether `op` is a reshape of the batch dimensions alone (BLOOM's
 /// [B*H, T, S] <-> [B, H, T, S] views): the last two dimensions kept.
@@ -122,11 +113,11 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
         // docs/architecture.md, "Fused attention").
         for (unsigned i = 0; i < 2 && !next; ++i)
           if (sameShape(op->getOperand(i)) &&
-              scalarConstant(op->getOperand(1 - i)).value_or(0) <= -1e30)
+              floatScalarConstant(op->getOperand(1 - i)).value_or(0) <= -1e30)
             next = op->getOperand(i);
       } else if (llvm::isa<MulOp, DivOp>(op)) {
         for (unsigned i = 0; i < 2 && !next; ++i) {
-          std::optional<double> c = scalarConstant(op->getOperand(1 - i));
+          std::optional<double> c = floatScalarConstant(op->getOperand(1 - i));
           if (!c || !sameShape(op->getOperand(i)) || (llvm::isa<DivOp>(op) && i == 1))
             continue;
           step.kind = Step::Scale;
@@ -148,7 +139,7 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
           return nullptr;
         for (unsigned i = 1; i < 3 && !next; ++i) {
           Value other = op->getOperand(3 - i);
-          if (!sameShape(op->getOperand(i)) || !scalarConstant(other))
+          if (!sameShape(op->getOperand(i)) || !floatScalarConstant(other))
             continue;
           step.kind = i == 1 ? Step::MaskKeep : Step::MaskHide;
           step.operand = where.getCondition();
@@ -378,7 +369,7 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
         // other term: the causal mask itself.
         if (!bias && !causal && queries <= keys &&
             isLowerTriangle(step.operand, /*negated=*/!keep) &&
-            scalarConstant(step.fill).value_or(0) <= -1e30) {
+            floatScalarConstant(step.fill).value_or(0) <= -1e30) {
           causal = true;
           break;
         }
@@ -456,11 +447,7 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     // What only the replaced ops read (the scores, the masks, k's
     // transposes, constants the folding left): pure and unread, users
     // before their operands.
-    for (Block &block : getOperation().getBody())
-      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-        if (op.getDialect() && llvm::isa<PpcDialect>(op.getDialect()) && op.use_empty() &&
-            isPure(&op))
-          op.erase();
+    eraseUnreadPpcOps(getOperation());
   }
 };
 

@@ -21,6 +21,7 @@
 #include "ir/PpcOps.h"
 #include "ir/ShapeRules.h"
 #include "passes/Passes.h"
+#include "passes/Recognition.h"
 
 #include "mlir/IR/Matchers.h"
 
@@ -31,16 +32,6 @@ namespace ppc {
 #include "passes/Passes.h.inc"
 
 namespace {
-
-/// The value of a one-element float constant.
-std::optional<double> scalarConstant(Value value) {
-  DenseElementsAttr attr;
-  auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
-  if (!type || type.getNumElements() != 1 || !llvm::isa<FloatType>(type.getElementType()) ||
-      !matchPattern(value, m_Constant(&attr)))
-    return std::nullopt;
-  return (*attr.getValues<APFloat>().begin()).convertToDouble();
-}
 
 /// The operand of the binary `op` other than `value`, or null when `op`
 /// does not read `value` (or reads it twice).
@@ -60,7 +51,7 @@ Value squared(Value square) {
   if (auto mul = llvm::dyn_cast_or_null<MulOp>(op))
     return mul.getLhs() == mul.getRhs() ? mul.getLhs() : nullptr;
   if (auto pow = llvm::dyn_cast_or_null<PowOp>(op))
-    return scalarConstant(pow.getRhs()) == 2.0 ? pow.getLhs() : nullptr;
+    return floatScalarConstant(pow.getRhs()) == 2.0 ? pow.getLhs() : nullptr;
   return nullptr;
 }
 
@@ -83,7 +74,7 @@ llvm::SmallVector<Value> normalizedValues(Value v, Value x) {
       if (auto div = llvm::dyn_cast<DivOp>(user)) {
         if (div.getRhs() == root && div.getLhs() == x)
           found.push_back(div.getResult());
-        else if (div.getRhs() == root && scalarConstant(div.getLhs()) == 1.0)
+        else if (div.getRhs() == root && floatScalarConstant(div.getLhs()) == 1.0)
           rstds.push_back(div.getResult());
       } else if (auto reciprocal = llvm::dyn_cast<ReciprocalOp>(user)) {
         rstds.push_back(reciprocal.getResult());
@@ -117,7 +108,8 @@ struct FuseRmsNormPass : impl::FuseRmsNormBase<FuseRmsNormPass> {
     int fused = 0;
     for (auto add : usersOf<AddOp>(mean.getResult())) {
       Value epsilonValue = otherOperand(add, mean.getResult());
-      std::optional<double> epsilon = epsilonValue ? scalarConstant(epsilonValue) : std::nullopt;
+      std::optional<double> epsilon =
+          epsilonValue ? floatScalarConstant(epsilonValue) : std::nullopt;
       if (!epsilon || *epsilon < 0 || add.getType() != mean.getType())
         continue;
       for (Value y : normalizedValues(add.getResult(), x)) {
@@ -162,11 +154,7 @@ struct FuseRmsNormPass : impl::FuseRmsNormBase<FuseRmsNormPass> {
       return;
     // The composition's ops no one else reads: pure and unread, users
     // before their operands (as ppc-fuse-attention leaves its own).
-    for (Block &block : getOperation().getBody())
-      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-        if (op.getDialect() && llvm::isa<PpcDialect>(op.getDialect()) && op.use_empty() &&
-            isPure(&op))
-          op.erase();
+    eraseUnreadPpcOps(getOperation());
   }
 };
 

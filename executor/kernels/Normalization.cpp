@@ -77,6 +77,17 @@ static std::pair<double, double> rowMoments(const double *x, int64_t size, bool 
   return {mean, variance / size};
 }
 
+/// The rows a norm (or its gradient) normalizes: `outer` rows of `size`
+/// elements (dimensions [axis, rank)), and the scale's element for each.
+struct NormalizedRows {
+  NormalizedRows(llvm::ArrayRef<int64_t> shape, int64_t axis, const Tensor &scale)
+      : normalized(shape.drop_front(axis)), outer(numElements(shape.take_front(axis))),
+        size(numElements(normalized)), scaleIndex(paramIndices(scale, normalized)) {}
+  llvm::ArrayRef<int64_t> normalized;
+  int64_t outer, size;
+  std::vector<int64_t> scaleIndex;
+};
+
 /// layer_norm and rms_norm (which has no mean and no bias).
 template <typename Op>
 static LogicalResult normalizationKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
@@ -88,13 +99,12 @@ static LogicalResult normalizationKernel(Operation *op, llvm::ArrayRef<Tensor> o
   const Tensor *bias = operands.size() > 2 ? &operands[2] : nullptr;
   double epsilon = norm.getEpsilon().convertToDouble();
   llvm::ArrayRef<int64_t> shape = input.shape();
-  int64_t axis = norm.getAxis();
-  llvm::ArrayRef<int64_t> normalized = shape.drop_front(axis);
-  int64_t outer = numElements(shape.take_front(axis)), size = numElements(normalized);
-  std::vector<int64_t> scaleIndex = paramIndices(scale, normalized);
+  NormalizedRows rows(shape, norm.getAxis(), scale);
+  const int64_t outer = rows.outer, size = rows.size;
+  const std::vector<int64_t> &scaleIndex = rows.scaleIndex;
   std::vector<int64_t> biasIndex;
   if (bias)
-    biasIndex = paramIndices(*bias, normalized);
+    biasIndex = paramIndices(*bias, rows.normalized);
 
   Tensor result(resultDType(op, 0, options), shape);
   for (int64_t o = 0; o < outer; ++o) {
@@ -126,9 +136,9 @@ static LogicalResult normalizationGradKernel(Operation *op, llvm::ArrayRef<Tenso
   double epsilon = grad.getEpsilon().convertToDouble();
   llvm::ArrayRef<int64_t> shape = input.shape();
   int64_t axis = grad.getAxis();
-  llvm::ArrayRef<int64_t> normalized = shape.drop_front(axis);
-  int64_t outer = numElements(shape.take_front(axis)), size = numElements(normalized);
-  std::vector<int64_t> scaleIndex = paramIndices(scale, normalized);
+  NormalizedRows rows(shape, axis, scale);
+  const int64_t outer = rows.outer, size = rows.size;
+  const std::vector<int64_t> &scaleIndex = rows.scaleIndex;
   Shape statsShape(shape);
   std::fill(statsShape.begin() + axis, statsShape.end(), 1);
   Tensor dx(resultDType(op, 0, options), shape);

@@ -34,6 +34,16 @@ protected:
 
   func::FuncOp func() { return *module->getOps<func::FuncOp>().begin(); }
 
+  /// Parses `source`; its function's ops in program order.
+  llvm::SmallVector<Operation *> parse(llvm::StringRef source) {
+    module = parseSourceString<ModuleOp>(source, &context);
+    llvm::SmallVector<Operation *> ops;
+    if (module)
+      for (Operation &op : func().getBody().front())
+        ops.push_back(&op);
+    return ops;
+  }
+
   /// The names of the ops of each group, as "mul,add;sqrt".
   static std::string groups(const FusionPlan &plan) {
     std::string text;
@@ -123,7 +133,7 @@ TEST_F(FusionTest, ChainsOfAnotherShapeStayApart) {
 // product are computed by its GEMM, which runs at the last add's place; the
 // product and the biased value are never stored.
 TEST_F(FusionTest, GemmsTakeTheirBiasAndResidualAdds) {
-  module = parseSourceString<ModuleOp>(R"mlir(
+  llvm::SmallVector<Operation *> ops = parse(R"mlir(
     func.func @f(%x: tensor<2x4x8xbf16>, %w: tensor<8x16xbf16>, %b: tensor<16xbf16>,
                  %r: tensor<2x4x16xbf16>, %w2: tensor<16x8xbf16>, %c: tensor<2x4x8xbf16>,
                  %w3: tensor<8x16xbf16>)
@@ -141,12 +151,8 @@ TEST_F(FusionTest, GemmsTakeTheirBiasAndResidualAdds) {
       %o = ppc.mul %sb, %s : (tensor<2x4x16xbf16>, tensor<2x4x16xbf16>) -> tensor<2x4x16xbf16>
       %rr = ppc.add %o, %t : (tensor<2x4x16xbf16>, tensor<2x4x16xbf16>) -> tensor<2x4x16xbf16>
       return %rr, %z, %e : tensor<2x4x16xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
-    })mlir",
-                                       &context);
+    })mlir");
   ASSERT_TRUE(module);
-  llvm::SmallVector<Operation *> ops;
-  for (Operation &op : func().getBody().front())
-    ops.push_back(&op);
   FusionPlan without = planFusion(func());
   EXPECT_TRUE(without.epilogues.empty());
   FusionPlan fusion = planFusion(func(), /*fuseReductions=*/true, /*gemmEpilogues=*/true);
@@ -181,7 +187,7 @@ TEST_F(FusionTest, GemmsTakeTheirBiasAndResidualAdds) {
 // epilogue. A third product added to that sum, which two ops read, has its
 // own epilogue reading the stored sum.
 TEST_F(FusionTest, AnAddOfTwoProductsIsTheFirstsEpilogue) {
-  module = parseSourceString<ModuleOp>(R"mlir(
+  llvm::SmallVector<Operation *> ops = parse(R"mlir(
     func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %v: tensor<8x8xf32>)
         -> tensor<4x8xf32> {
       %a = ppc.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
@@ -190,12 +196,8 @@ TEST_F(FusionTest, AnAddOfTwoProductsIsTheFirstsEpilogue) {
       %c = ppc.matmul %s, %v : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
       %t = ppc.add %s, %c : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
       return %t : tensor<4x8xf32>
-    })mlir",
-                                       &context);
+    })mlir");
   ASSERT_TRUE(module);
-  llvm::SmallVector<Operation *> ops;
-  for (Operation &op : func().getBody().front())
-    ops.push_back(&op);
   FusionPlan fusion = planFusion(func(), /*fuseReductions=*/true, /*gemmEpilogues=*/true);
   ASSERT_EQ(fusion.epilogues.size(), 2u);
   EXPECT_EQ(fusion.epilogues[0].matmul, ops[0]);

@@ -583,18 +583,19 @@ void ShardingRulesTest::checkNormalizations() {
         layerNorm(1, false));
   check("layer_norm all axes", {uniform({2, 4}), uniform({2, 4}), uniform({4})},
         layerNorm(0, true));
-  auto layerNormGrad = [](int64_t axis) {
+  // layer_norm_grad and rms_norm_grad, by their input gradient.
+  auto normGrad = [](auto op, int64_t axis) {
+    using OpT = decltype(op);
     return [axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
       return b
-          .create<LayerNormGradOp>(loc, a[0], a[1], a[2], b.getI64IntegerAttr(axis),
-                                   b.getF64FloatAttr(1e-5))
+          .create<OpT>(loc, a[0], a[1], a[2], b.getI64IntegerAttr(axis), b.getF64FloatAttr(1e-5))
           .getInputGrad();
     };
   };
   check("layer_norm_grad last axis", {uniform({2, 4, 6}), uniform({6}), uniform({2, 4, 6})},
-        layerNormGrad(2));
+        normGrad(LayerNormGradOp(), 2));
   check("layer_norm_grad two axes, broadcast scale",
-        {uniform({4, 2, 6}), uniform({2, 1}), uniform({4, 2, 6})}, layerNormGrad(1));
+        {uniform({4, 2, 6}), uniform({2, 1}), uniform({4, 2, 6})}, normGrad(LayerNormGradOp(), 1));
 
   auto rmsNorm = [](int64_t axis) {
     return [axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
@@ -604,18 +605,10 @@ void ShardingRulesTest::checkNormalizations() {
   };
   check("rms_norm last axis", {uniform({2, 4, 6}), uniform({6})}, rmsNorm(2));
   check("rms_norm two axes, broadcast scale", {uniform({4, 2, 6}), uniform({2, 1})}, rmsNorm(1));
-  auto rmsNormGrad = [](int64_t axis) {
-    return [axis](OpBuilder &b, Location loc, ValueRange a) -> Value {
-      return b
-          .create<RmsNormGradOp>(loc, a[0], a[1], a[2], b.getI64IntegerAttr(axis),
-                                 b.getF64FloatAttr(1e-6))
-          .getInputGrad();
-    };
-  };
   check("rms_norm_grad last axis", {uniform({2, 4, 6}), uniform({6}), uniform({2, 4, 6})},
-        rmsNormGrad(2));
+        normGrad(RmsNormGradOp(), 2));
   check("rms_norm_grad two axes, broadcast scale",
-        {uniform({4, 2, 6}), uniform({2, 1}), uniform({4, 2, 6})}, rmsNormGrad(1));
+        {uniform({4, 2, 6}), uniform({2, 1}), uniform({4, 2, 6})}, normGrad(RmsNormGradOp(), 1));
 }
 
 void ShardingRulesTest::checkDataMovement() {

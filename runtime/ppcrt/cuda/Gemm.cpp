@@ -32,6 +32,13 @@ void checkBlas(cublasStatus_t status, const char *what, const char *node) {
   fatal(message.c_str());
 }
 
+/// Sets one attribute of a matmul descriptor.
+template <typename T>
+void setAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
+                  const T &value, const char *what, const char *node) {
+  checkBlas(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)), what, node);
+}
+
 cudaDataType_t dataType(GemmType type) { return type == GemmType::F32 ? CUDA_R_32F : CUDA_R_16BF; }
 
 constexpr size_t kWorkspaceBytes = 32 << 20;
@@ -90,21 +97,13 @@ struct Gemms {
     checkBlas(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), what, node);
     cublasOperation_t opFirst = transB ? CUBLAS_OP_T : CUBLAS_OP_N,
                       opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-    checkBlas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst,
-                                             sizeof(opFirst)),
-              what, node);
-    checkBlas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond,
-                                             sizeof(opSecond)),
-              what, node);
+    setAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, opFirst, what, node);
+    setAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, opSecond, what, node);
     if (bias) {
       // The heuristic reads the pointer for its alignment; each call sets its own.
-      uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-      checkBlas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                               sizeof(epilogue)),
-                what, node);
-      checkBlas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                               sizeof(bias)),
-                what, node);
+      setAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_BIAS), what,
+                   node);
+      setAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, what, node);
     }
     // B stored [k, n] (or [n, k] when transposed), row-major.
     int64_t bRows = transB ? k : n, bCols = transB ? n : k;
@@ -204,13 +203,11 @@ void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batc
   Plan &p = gemms.plan(inputs, output, transA, transB, m, n, k, innermost.size, innermost.a,
                        innermost.b, alignA, alignB, alignC, alignD, bias, alignBias, node);
   if (bias)
-    checkBlas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                             sizeof(bias)),
-              "setting a GEMM's bias", node);
+    setAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, "setting a GEMM's bias", node);
   int64_t outer = 1;
   for (const Dim &d : dims)
     outer *= d.size;
-  const float one = 1, zero = 0, beta = addend ? 1 : 0;
+  const float one = 1, beta = addend ? 1 : 0;
   std::vector<int64_t> coord(dims.size(), 0);
   for (int64_t i = 0; i < outer; ++i) {
     int64_t aOffset = 0, bOffset = 0, cOffset = 0;

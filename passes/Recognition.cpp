@@ -1,0 +1,32 @@
+//===- Recognition.cpp - helpers of the passes that recognise ops --------===//
+
+#include "passes/Recognition.h"
+
+#include "ir/PpcDialect.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+
+namespace ppc {
+
+std::optional<double> floatScalarConstant(Value value) {
+  DenseElementsAttr attr;
+  auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
+  if (!type || type.getNumElements() != 1 || !llvm::isa<FloatType>(type.getElementType()) ||
+      !matchPattern(value, m_Constant(&attr)))
+    return std::nullopt;
+  return (*attr.getValues<APFloat>().begin()).convertToDouble();
+}
+
+void eraseUnreadPpcOps(func::FuncOp func) {
+  for (Block &block : func.getBody())
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+      if (op.getDialect() && llvm::isa<PpcDialect>(op.getDialect()) && op.use_empty() &&
+          isPure(&op))
+        op.erase();
+}
+
+} // namespace ppc
