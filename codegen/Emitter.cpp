@@ -47,7 +47,10 @@ static bool foldsIntoGemms(TransposeOp transpose) {
 FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunication,
                                        bool gemmEpilogues) {
   ProgramLayout layout;
-  layout.fusion = planFusion(program, /*fuseReductions=*/true, gemmEpilogues);
+  FusionOptions options;
+  options.gemmEpilogues = gemmEpilogues;
+  options.batchOptimizer = true;
+  layout.fusion = planFusion(program, options);
   auto holder = [&](Value v) {
     auto it = layout.holders.find(v);
     return it == layout.holders.end() ? v : it->second;
@@ -331,6 +334,23 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
         const FusionGroup &fused = layout.fusion.groups[group->second];
         if (&op != fused.ops.back())
           continue;
+        if (const GroupBatch *batch = layout.fusion.batch(group->second)) {
+          // The batch runs at its last group's place (never the host's).
+          if (group->second != batch->groups.back())
+            continue;
+          mark(&op);
+          if (cuda) {
+            llvm::SmallVector<Range> reads, writes;
+            for (unsigned g : batch->groups) {
+              llvm::append_range(reads, rangesOf(layout.fusion.groups[g].inputs));
+              llvm::append_range(writes, rangesOf(layout.fusion.groups[g].outputs));
+            }
+            waitFor(reads, writes);
+          }
+          if (failed(ctx.target().fusedBatch(*batch, ctx)))
+            return failure();
+          continue;
+        }
         mark(&op);
         bool byHost = runsOnHost(&op);
         if (cuda)

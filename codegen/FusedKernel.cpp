@@ -10,8 +10,8 @@ using namespace mlir;
 
 namespace ppc::codegen {
 
-void describeGroup(const FusionGroup &group, llvm::raw_ostream &os) {
-  os << "\n/// Fused:";
+/// " add 'node', mul 'other'."
+static void listOps(const FusionGroup &group, llvm::raw_ostream &os) {
   for (Operation *op : group.ops) {
     std::string node = nodeName(op);
     os << " " << op->getName().stripDialect();
@@ -20,6 +20,60 @@ void describeGroup(const FusionGroup &group, llvm::raw_ostream &os) {
     os << (op == group.ops.back() ? "" : ",");
   }
   os << ".\n";
+}
+
+void describeGroup(const FusionGroup &group, llvm::raw_ostream &os) {
+  os << "\n/// Fused:";
+  listOps(group, os);
+}
+
+void describeBatch(const GroupBatch &batch, const FusionPlan &plan, llvm::raw_ostream &os) {
+  os << "\n/// " << batch.groups.size() << " groups alike, one kernel; the first:";
+  listOps(plan.groups[batch.groups.front()], os);
+}
+
+int64_t groupElements(const FusionGroup &group) {
+  int64_t n = 1;
+  for (int64_t size : loopShape(group))
+    n *= size;
+  return n;
+}
+
+void emitBatchRow(const GroupBatch &batch, llvm::StringRef name, llvm::ArrayRef<std::string> extra,
+                  EmitContext &ctx) {
+  const FusionGroup &first = ctx.fusion().groups[batch.groups.front()];
+  llvm::raw_ostream &os = ctx.file();
+  os << "struct " << name << "_group {\n";
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (!batch.shared[k])
+      os << llvm::formatv("  const {0} *in{1};\n", ctx.elementType(v), k);
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    os << llvm::formatv("  {0} *out{1};\n", ctx.elementType(v), k);
+  os << "  int64_t n;\n";
+  for (const std::string &field : extra)
+    os << "  " << field << ";\n";
+  os << "};\n";
+}
+
+std::string batchRow(const GroupBatch &batch, const FusionGroup &group,
+                     llvm::ArrayRef<std::string> extra, EmitContext &ctx) {
+  llvm::SmallVector<std::string> fields;
+  for (auto [k, v] : llvm::enumerate(group.inputs))
+    if (!batch.shared[k])
+      fields.push_back(ctx.ptr(v));
+  for (Value v : group.outputs)
+    fields.push_back(ctx.ptr(v));
+  fields.push_back(std::to_string(groupElements(group)));
+  llvm::append_range(fields, extra);
+  return "{" + llvm::join(fields, ", ") + "}";
+}
+
+int64_t cudaBatchCapacity(const GroupBatch &batch, const FusionPlan &plan) {
+  const FusionGroup &first = plan.groups[batch.groups.front()];
+  int64_t shared = llvm::count(batch.shared, true);
+  // A row: its pointers, n and firstBlock; the table: the rows and count.
+  int64_t row = 8 * (int64_t(first.inputs.size()) - shared + first.outputs.size()) + 16;
+  return std::max<int64_t>(1, (4096 - 8 * shared - 8) / row);
 }
 
 std::string registerType(Value value, EmitContext &ctx) {

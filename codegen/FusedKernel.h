@@ -2,6 +2,7 @@
 //
 // A fusion group (Fusion.h) is one kernel per target: a loop nest on CPUs
 // (cpu/Elementwise.cpp), a grid-stride kernel on CUDA (cuda/Elementwise.cpp).
+// A batch of alike groups is one kernel over a table with a row per group.
 // The loop structure is the target's; the chain of scalar calls in its body,
 // the index arithmetic and the reduction's collapsed shape are the same on
 // both and written here once.
@@ -18,6 +19,27 @@ namespace ppc::codegen {
 
 /// "\n/// Fused: add 'node', mul 'other'.\n" before a group's kernel.
 void describeGroup(const FusionGroup &group, llvm::raw_ostream &os);
+
+/// "\n/// 12 groups alike, one kernel; the first: add 'node', ...\n" before a
+/// batch's kernel.
+void describeBatch(const GroupBatch &batch, const FusionPlan &plan, llvm::raw_ostream &os);
+
+/// The elements of each group of a batch (its loop shape's).
+int64_t groupElements(const FusionGroup &group);
+
+/// A batch's table row, `<name>_group` at file level: a pointer to each
+/// group's buffer of every input not shared and of every output, its
+/// element count `n`, then `extra` fields ("int64_t firstBlock").
+void emitBatchRow(const GroupBatch &batch, llvm::StringRef name, llvm::ArrayRef<std::string> extra,
+                  EmitContext &ctx);
+/// The row's initializer for `group`: "{ptr, ..., n, extra...}".
+std::string batchRow(const GroupBatch &batch, const FusionGroup &group,
+                     llvm::ArrayRef<std::string> extra, EmitContext &ctx);
+
+/// The groups of `batch` one CUDA launch takes: its parameters (the table
+/// of their rows and the shared inputs) stay within 4 KB, the limit every
+/// CUDA version and GPU has.
+int64_t cudaBatchCapacity(const GroupBatch &batch, const FusionPlan &plan);
 
 /// The C++ type a kernel computes `value`'s elements in: bf16 in float
 /// (rounded once per op), every other type in itself.
@@ -47,6 +69,9 @@ CollapsedReduction collapseReduction(llvm::ArrayRef<int64_t> shape, llvm::ArrayR
 /// launch) in the body (their TargetSpelling::fusedGroup).
 mlir::LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx);
 mlir::LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx);
+/// The same for a batch of alike groups (their TargetSpelling::fusedBatch).
+mlir::LogicalResult emitCpuFusedBatch(const GroupBatch &batch, EmitContext &ctx);
+mlir::LogicalResult emitCudaFusedBatch(const GroupBatch &batch, EmitContext &ctx);
 
 } // namespace ppc::codegen
 

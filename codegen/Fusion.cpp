@@ -1,6 +1,7 @@
 //===- Fusion.cpp - elementwise fusion groups -----------------------------===//
 
 #include "codegen/Fusion.h"
+#include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 #include "passes/Provenance.h"
 
@@ -30,13 +31,22 @@ const GemmEpilogue *FusionPlan::epilogue(Operation *op) const {
   return it == epilogueOf.end() ? nullptr : &epilogues[it->second];
 }
 
+const GroupBatch *FusionPlan::batch(unsigned g) const {
+  auto it = batchOf.find(g);
+  return it == batchOf.end() ? nullptr : &batches[it->second];
+}
+
 Operation *FusionPlan::runsAt(Operation *op) const {
   if (auto folded = foldedInto.find(op); folded != foldedInto.end())
     return folded->second;
   if (const GemmEpilogue *e = epilogue(op))
     return e->adds.back();
   auto it = groupOf.find(op);
-  return it == groupOf.end() ? op : groups[it->second].ops.back();
+  if (it == groupOf.end())
+    return op;
+  if (const GroupBatch *b = batch(it->second))
+    return groups[b->groups.back()].ops.back();
+  return groups[it->second].ops.back();
 }
 
 bool FusionPlan::unstored(Value value) const {
@@ -189,7 +199,118 @@ llvm::StringRef fusableReduction(Operation *op) {
       .Default([](auto) { return ""; });
 }
 
-FusionPlan planFusion(func::FuncOp func, bool fuseReductions, bool gemmEpilogues) {
+/// What makes groups alike (GroupBatch): each op's name, properties and
+/// result element type; each operand as the group's own value (which op,
+/// which result), an inlined constant (its value) or an input (which one,
+/// its element type, dense or one element); the outputs; the micro-batch.
+/// None for a group that cannot run in a batch.
+static std::optional<std::string> batchKey(const FusionGroup &group) {
+  if (group.reduction || runsOnHost(group.ops.back()))
+    return std::nullopt;
+  ArrayRef<int64_t> shape = loopShape(group);
+  llvm::DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(group.ops))
+    position[op] = i;
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  int64_t mb = microBatch(group.ops.front());
+  for (Operation *op : group.ops) {
+    if (microBatch(op) != mb)
+      return std::nullopt;
+    os << op->getName() << " " << op->getPropertiesAsAttribute() << " "
+       << getElementTypeOrSelf(op->getResult(0).getType()) << " (";
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (auto it = def ? position.find(def) : position.end(); it != position.end()) {
+        os << "r" << it->second << "." << llvm::cast<OpResult>(operand).getResultNumber() << " ";
+        continue;
+      }
+      if (auto splat = splatValue(operand)) {
+        os << "c" << *splat << ":" << operand.getType() << " ";
+        continue;
+      }
+      auto type = llvm::cast<RankedTensorType>(operand.getType());
+      bool scalar = type.getNumElements() == 1;
+      if (!scalar && type.getShape() != shape)
+        return std::nullopt;
+      os << "i" << (llvm::find(group.inputs, operand) - group.inputs.begin())
+         << (scalar ? "s" : "d") << type.getElementType() << " ";
+    }
+    os << ") ";
+  }
+  os << "-> ";
+  for (Value v : group.outputs)
+    os << position[v.getDefiningOp()] << "." << llvm::cast<OpResult>(v).getResultNumber() << " ";
+  os << "mb " << mb;
+  return key;
+}
+
+/// Batches of the optimizer step's alike groups (GroupBatch), in program
+/// order: a group joins the open batch of its key; a batch closes when an
+/// op reads one of its values (it must have run by then) or an op of
+/// another micro-batch runs.
+static void batchOptimizerGroups(Block &body, FusionPlan &plan) {
+  llvm::DenseMap<unsigned, std::string> keyOf;
+  for (auto [g, group] : llvm::enumerate(plan.groups))
+    if (group.ops.back()->hasAttr(PpcDialect::kOptimizerAttrName))
+      if (std::optional<std::string> key = batchKey(group))
+        keyOf[g] = *key;
+  // The open batches by key, and the batch each group is in while open.
+  std::map<std::string, llvm::SmallVector<unsigned>> open;
+  llvm::DenseSet<unsigned> inOpen;
+  std::vector<llvm::SmallVector<unsigned>> closed;
+  auto close = [&](const std::string &key) {
+    auto it = open.find(key);
+    if (it == open.end())
+      return;
+    for (unsigned g : it->second)
+      inOpen.erase(g);
+    if (it->second.size() > 1)
+      closed.push_back(std::move(it->second));
+    open.erase(it);
+  };
+  for (Operation &op : body) {
+    auto member = plan.groupOf.find(&op);
+    std::optional<unsigned> own;
+    if (member != plan.groupOf.end())
+      own = member->second;
+    llvm::SmallVector<std::string> closing;
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      auto it = def ? plan.groupOf.find(def) : plan.groupOf.end();
+      if (it != plan.groupOf.end() && own != it->second && inOpen.contains(it->second))
+        closing.push_back(keyOf[it->second]);
+    }
+    for (auto &[key, groups] : open)
+      if (microBatch(&op) != microBatch(plan.groups[groups.front()].ops.back()))
+        closing.push_back(key);
+    for (const std::string &key : closing)
+      close(key);
+    if (!own || plan.groups[*own].ops.back() != &op || !keyOf.count(*own))
+      continue;
+    open[keyOf[*own]].push_back(*own);
+    inOpen.insert(*own);
+  }
+  while (!open.empty())
+    close(open.begin()->first);
+  for (llvm::SmallVector<unsigned> &groups : closed) {
+    GroupBatch batch;
+    const FusionGroup &first = plan.groups[groups.front()];
+    for (auto [k, input] : llvm::enumerate(first.inputs)) {
+      batch.scalar.push_back(llvm::cast<RankedTensorType>(input.getType()).getNumElements() == 1);
+      batch.shared.push_back(batch.scalar.back() && llvm::all_of(groups, [&](unsigned g) {
+                               return plan.groups[g].inputs[k] == input;
+                             }));
+    }
+    for (unsigned g : groups)
+      plan.batchOf[g] = plan.batches.size();
+    batch.groups = std::move(groups);
+    plan.batches.push_back(std::move(batch));
+  }
+}
+
+FusionPlan planFusion(func::FuncOp func, const FusionOptions &options) {
+  bool fuseReductions = options.fuseReductions;
   FusionPlan plan;
   Block &body = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> index;
@@ -244,7 +365,7 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions, bool gemmEpilogues
     return first > index[&op];
   };
   foldIntoSoftmaxes(body, plan);
-  if (gemmEpilogues)
+  if (options.gemmEpilogues)
     planGemmEpilogues(body, plan);
   for (Operation &op : body) {
     if (plan.foldedInto.contains(&op) || plan.epilogueOf.contains(&op))
@@ -351,6 +472,8 @@ FusionPlan planFusion(func::FuncOp func, bool fuseReductions, bool gemmEpilogues
         llvm::all_of(constant.getResult().getUsers(),
                      [&](Operation *user) { return plan.groupOf.count(user); }))
       plan.inlinedConstants.insert(constant);
+  if (options.batchOptimizer)
+    batchOptimizerGroups(body, plan);
   return plan;
 }
 

@@ -16,6 +16,9 @@
 // have epilogues (CUDA: cuBLASLt's), a product whose only reader adds a
 // row-broadcast bias, a tensor of its shape (a residual), or both, computes
 // those adds in the GEMM (FusionPlan::epilogues) and is never stored.
+// The optimizer step's groups that are alike (AdamW's update of every
+// parameter) run as one kernel over a table of their buffers
+// (FusionPlan::batches): one call on CPUs, a few launches on CUDA.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +83,22 @@ struct GemmEpilogue {
   }
 };
 
+/// Fusion groups of the optimizer step that run as one kernel (horizontal
+/// fusion): the same ops with the same constants on inputs of the same
+/// types, each input either dense over its group's loop shape or one
+/// element, and every group a loop over its own shape with no reduction
+/// (AdamW's update of each parameter: p, g, m and v, and the step's
+/// factors). They run together at the last one's place: none reads
+/// another's values, and nothing reads theirs before that place.
+struct GroupBatch {
+  /// The groups (FusionPlan::groups), in program order.
+  llvm::SmallVector<unsigned> groups;
+  /// Per input (the first group's inputs' order): whether it is one
+  /// element in every group (read at index 0), and whether it is the same
+  /// value in every group (passed once).
+  llvm::SmallVector<bool> scalar, shared;
+};
+
 struct FusionPlan {
   std::vector<FusionGroup> groups;
   /// The group of each fused op.
@@ -100,6 +119,13 @@ struct FusionPlan {
   /// The epilogue `op` (a matmul or one of its adds) is part of, or null.
   const GemmEpilogue *epilogue(mlir::Operation *op) const;
 
+  /// Batches of alike groups (at least two each), and the batch of each
+  /// group in one.
+  std::vector<GroupBatch> batches;
+  llvm::DenseMap<unsigned, unsigned> batchOf;
+  /// The batch group `g` runs in, or null.
+  const GroupBatch *batch(unsigned g) const;
+
   /// The op at whose place `op` runs.
   mlir::Operation *runsAt(mlir::Operation *op) const;
   /// Whether `value` is never stored (a group's internal value, an inlined
@@ -117,12 +143,18 @@ struct RowSource {
 };
 RowSource rowSourceOf(const FusionPlan &plan, mlir::Value operand);
 
-/// Groups the elementwise ops of `func`; with `fuseReductions`, a reduction
-/// of a group value used by nothing else ends that group; with
-/// `gemmEpilogues`, products take the adds of a bias and a residual that
-/// read them into their GEMMs first (GemmEpilogue).
-FusionPlan planFusion(mlir::func::FuncOp func, bool fuseReductions = true,
-                      bool gemmEpilogues = false);
+struct FusionOptions {
+  /// A reduction of a group value used by nothing else ends that group.
+  bool fuseReductions = true;
+  /// Products take the adds of a bias and a residual that read them into
+  /// their GEMMs first (GemmEpilogue).
+  bool gemmEpilogues = false;
+  /// The optimizer step's alike groups run as one kernel (GroupBatch).
+  bool batchOptimizer = false;
+};
+
+/// Groups the elementwise ops of `func`.
+FusionPlan planFusion(mlir::func::FuncOp func, const FusionOptions &options = {});
 
 /// The ppcrt/Scalar.h function computing an elementwise op ("add"), as the
 /// op declares it (ElementwiseOpInterface), or "" for cast and ops that are

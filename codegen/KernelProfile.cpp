@@ -1,6 +1,7 @@
 //===- KernelProfile.cpp - predicted time of each kernel of a step ---------===//
 
 #include "codegen/KernelProfile.h"
+#include "codegen/FusedKernel.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -113,12 +114,13 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
       layout.fusion.foldedInto.contains(op))
     return std::nullopt;
   KernelEstimate k;
-  auto price = [&](double rate, double peak) {
-    k.count = 1;
+  // `launches` of the GPU's kernels (a batch's, on CUDA; one call on CPUs).
+  auto price = [&](double rate, double peak, int64_t launches = 1) {
+    k.count = launches;
     if (!gpu)
       return;
     double compute = rate > 0 ? k.flops / rate : 0, memory = k.bytes / gpu->bandwidth;
-    k.seconds = std::max(compute, memory) + gpu->launchSeconds;
+    k.seconds = std::max(compute, memory) + double(launches) * gpu->launchSeconds;
     k.rooflineSeconds = std::max(peak > 0 ? k.flops / peak : 0, memory);
     k.computeSeconds = compute;
     k.memorySeconds = memory;
@@ -136,10 +138,23 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     const FusionGroup &fused = layout.fusion.groups[group->second];
     if (op != fused.ops.back())
       return std::nullopt;
-    for (Value v : fused.inputs)
-      k.bytes += bytesOf(v);
-    for (Value v : fused.outputs)
-      k.bytes += bytesOf(v);
+    llvm::SmallVector<unsigned> members{group->second};
+    const GroupBatch *batch = layout.fusion.batch(group->second);
+    if (batch) {
+      // The batch's kernel, at its last group: every group's bytes, the
+      // shared inputs once.
+      if (group->second != batch->groups.back())
+        return std::nullopt;
+      members = batch->groups;
+    }
+    llvm::DenseSet<Value> read;
+    for (unsigned g : members) {
+      for (Value v : layout.fusion.groups[g].inputs)
+        if (read.insert(v).second)
+          k.bytes += bytesOf(v);
+      for (Value v : layout.fusion.groups[g].outputs)
+        k.bytes += bytesOf(v);
+    }
     llvm::SetVector<llvm::StringRef> names;
     for (Operation *member : fused.ops)
       names.insert(member->getName().stripDialect());
@@ -148,6 +163,15 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     llvm::interleave(names.getArrayRef().take_front(6), os, ",");
     if (names.size() > 6)
       os << ",...";
+    if (batch) {
+      int64_t elements = 0;
+      for (unsigned g : members)
+        elements += groupElements(layout.fusion.groups[g]);
+      os << " [" << members.size() << " groups, " << elements << " elements]";
+      int64_t capacity = cudaBatchCapacity(*batch, layout.fusion);
+      price(0, 0, (int64_t(members.size()) + capacity - 1) / capacity);
+      return k;
+    }
     os << " [" << shapeText(fused.ops.back()->getOperand(0)) << "]";
     price(0, 0);
     return k;
@@ -211,7 +235,7 @@ StepEstimate estimateStep(func::FuncOp program, const ProgramLayout &layout, con
     k.memorySeconds += one->memorySeconds;
     step.seconds += one->seconds;
     step.flops += one->flops;
-    ++step.launches;
+    step.launches += one->count;
   }
   for (auto &entry : byKind)
     step.kernels.push_back(entry.second);

@@ -55,6 +55,7 @@ struct GpuModel {
 /// The kernels of one kind and shape (the same GEMM in every layer).
 struct KernelEstimate {
   std::string what;
+  /// Launches.
   int64_t count = 0;
   double flops = 0, bytes = 0;
   /// Predicted (the larger of compute and memory, plus the launch), its
@@ -77,7 +78,8 @@ std::string describeOp(mlir::Operation *op);
 /// The kernel `op` launches as `layout` lays it out (a fused group's last
 /// op stands for the group), priced on `gpu` (none: FLOPs and bytes only,
 /// the seconds 0); none for ops that launch no kernel (views, constants,
-/// communication, a fused group's other ops). `count` is 1.
+/// communication, a fused group's other ops). `count` is its launches: 1,
+/// or a batch's on CUDA (GroupBatch: its last group stands for it).
 std::optional<KernelEstimate> estimateKernel(mlir::Operation *op, const ProgramLayout &layout,
                                              const GpuModel *gpu);
 

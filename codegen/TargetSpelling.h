@@ -78,6 +78,9 @@ public:
   /// A fused elementwise group (Fusion.h): its kernel at file level and its
   /// call at the place of its last op.
   virtual mlir::LogicalResult fusedGroup(const FusionGroup &group, EmitContext &ctx) const = 0;
+  /// A batch of alike groups (Fusion.h's GroupBatch): one kernel at file
+  /// level and its call (or launches) at the place of the last group.
+  virtual mlir::LogicalResult fusedBatch(const GroupBatch &batch, EmitContext &ctx) const = 0;
 };
 
 const TargetSpelling &cpuSpelling();

@@ -3,7 +3,10 @@
 // A fusion group becomes one loop nest over its result shape, collapsed to
 // as few dimensions as the operands' broadcasting allows, with each operand
 // read at a compile-time-constant stride (0 where it broadcasts) and every
-// op one call of ppcrt/Scalar.h on registers.
+// op one call of ppcrt/Scalar.h on registers. A batch of alike groups is
+// one function over a table with a row per group, whose threads share the
+// chunks of every group: one parallel region for the optimizer's update of
+// every parameter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -149,6 +152,73 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   for (Value v : group.outputs)
     args.push_back(ctx.ptr(v));
   ctx.body() << "  " << name << "(" << llvm::join(args, ", ") << ");\n";
+  return success();
+}
+
+LogicalResult emitCpuFusedBatch(const GroupBatch &batch, EmitContext &ctx) {
+  const FusionPlan &plan = ctx.fusion();
+  const FusionGroup &first = plan.groups[batch.groups.front()];
+  std::string name = ctx.freshName("fused", first.ops.front());
+  // Chunks of `chunk` elements of each group, numbered through the batch.
+  constexpr int64_t chunk = 16384;
+  llvm::SmallVector<int64_t> starts{0};
+  int64_t elements = 0;
+  for (unsigned g : batch.groups) {
+    int64_t n = groupElements(plan.groups[g]);
+    elements += n;
+    starts.push_back(starts.back() + (n + chunk - 1) / chunk);
+  }
+  int64_t count = batch.groups.size(), chunks = starts.back();
+
+  llvm::raw_ostream &os = ctx.file();
+  describeBatch(batch, plan, os);
+  emitBatchRow(batch, name, {}, ctx);
+  os << "static const int64_t " << name << "_chunks[] = " << braces(starts) << ";\n";
+  os << "static void " << name << "(const " << name << "_group *groups";
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (batch.shared[k])
+      os << llvm::formatv(", const {0} *__restrict in{1}", ctx.elementType(v), k);
+  os << ") {\n";
+  // The same bits on any number of threads: each element is computed alone.
+  if (elements >= 32768)
+    os << "#pragma omp parallel for\n";
+  os << llvm::formatv("  for (int64_t c = 0; c < {0}; ++c) {{\n", chunks)
+     << llvm::formatv("    const int64_t k = std::upper_bound({0}_chunks, {0}_chunks + {1}, c) - "
+                      "{0}_chunks - 1;\n",
+                      name, count + 1)
+     << "    const " << name << "_group &g = groups[k];\n"
+     << llvm::formatv("    const int64_t begin = (c - {0}_chunks[k]) * {1}, end = "
+                      "std::min(g.n, begin + {1});\n",
+                      name, chunk);
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (!batch.shared[k])
+      os << llvm::formatv("    const {0} *__restrict in{1} = g.in{1};\n", ctx.elementType(v), k);
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    os << llvm::formatv("    {0} *__restrict out{1} = g.out{1};\n", ctx.elementType(v), k);
+  os << "#pragma omp simd\n    for (int64_t i = begin; i < end; ++i) {\n";
+  llvm::DenseMap<Value, std::string> reg;
+  for (auto [k, v] : llvm::enumerate(first.inputs)) {
+    std::string r = "x" + std::to_string(k);
+    os << llvm::formatv("      const {0} {1} = in{2}[{3}];\n", ctx.elementType(v), r, k,
+                        batch.scalar[k] ? "0" : "i");
+    reg[v] = r;
+  }
+  if (failed(emitChain(first, ctx, os, reg, "      ")))
+    return failure();
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    os << llvm::formatv("      out{0}[i] = {1};\n", k, reg.lookup(v));
+  os << "    }\n  }\n}\n";
+
+  // The call, at the place of the batch's last group.
+  llvm::SmallVector<std::string> rows, args{"groups"};
+  for (unsigned g : batch.groups)
+    rows.push_back(batchRow(batch, plan.groups[g], {}, ctx));
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (batch.shared[k])
+      args.push_back(ctx.ptr(v));
+  ctx.body() << "  {\n    const " << name << "_group groups[] = {\n      "
+             << llvm::join(rows, ",\n      ") << "};\n    " << name << "(" << llvm::join(args, ", ")
+             << ");\n  }\n";
   return success();
 }
 

@@ -59,6 +59,10 @@ public:
   LogicalResult fusedGroup(const FusionGroup &group, EmitContext &ctx) const override {
     return emitCpuFusedGroup(group, ctx);
   }
+
+  LogicalResult fusedBatch(const GroupBatch &batch, EmitContext &ctx) const override {
+    return emitCpuFusedBatch(batch, ctx);
+  }
 };
 
 } // namespace

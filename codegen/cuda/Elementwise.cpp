@@ -10,7 +10,11 @@
 // the accesses are too), else 1. The launch names the group's nodes and is
 // spelt PPCRT_LAUNCH (Kernels.cuh), so the CUDA emulator runs it too. A
 // group ending in a reduction is a functor the library's reduction kernels
-// read their elements through (Kernels.cuh's reduceWith).
+// read their elements through (Kernels.cuh's reduceWith). A batch of alike
+// groups is one kernel over a table with a row per group, passed by value
+// (__grid_constant__, read in place) in launches of at most 4 KB of
+// parameters: each block takes 4096 elements of one group, found from the
+// rows' first blocks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -164,6 +168,103 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
       "  PPCRT_LAUNCH({0}, ppcrt::cuda::blocksFor({1}), ppcrt::cuda::kThreads, 0, "
       "ppcrt::cuda::stream())({2});\n  ppcrt::cuda::launched({3});\n",
       name, total / vector, llvm::join(args, ", "), quote(name));
+  return success();
+}
+
+LogicalResult emitCudaFusedBatch(const GroupBatch &batch, EmitContext &ctx) {
+  const FusionPlan &plan = ctx.fusion();
+  const FusionGroup &first = plan.groups[batch.groups.front()];
+  std::string name = ctx.freshName("fused", first.ops.front());
+  constexpr int64_t perBlock = 4096;
+  int vector =
+      llvm::all_of(batch.groups, [&](unsigned g) { return groupElements(plan.groups[g]) % 4 == 0; })
+          ? 4
+          : 1;
+  int64_t capacity = cudaBatchCapacity(batch, plan);
+
+  llvm::raw_ostream &os = ctx.file();
+  describeBatch(batch, plan, os);
+  emitBatchRow(batch, name, {"int64_t firstBlock"}, ctx);
+  os << llvm::formatv("struct {0}_table {{\n  {0}_group g[{1}];\n  int count;\n};\n", name,
+                      capacity);
+  os << "__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name
+     << "(const __grid_constant__ " << name << "_table t";
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (batch.shared[k])
+      os << llvm::formatv(", const {0} *__restrict__ in{1}", ctx.elementType(v), k);
+  os << ") {\n"
+     << "  // The row whose blocks this one is among.\n"
+     << "  int lo = 0, hi = t.count - 1;\n"
+     << "  while (lo < hi) {\n"
+     << "    const int mid = (lo + hi + 1) / 2;\n"
+     << "    if (t.g[mid].firstBlock <= int64_t(blockIdx.x))\n"
+     << "      lo = mid;\n"
+     << "    else\n"
+     << "      hi = mid - 1;\n"
+     << "  }\n"
+     << "  const " << name << "_group &g = t.g[lo];\n"
+     << llvm::formatv("  const int64_t begin = (int64_t(blockIdx.x) - g.firstBlock) * {0};\n",
+                      perBlock)
+     << llvm::formatv("  const int64_t end = g.n < begin + {0} ? g.n : begin + {0};\n", perBlock);
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (!batch.shared[k])
+      os << llvm::formatv("  const {0} *__restrict__ in{1} = g.in{1};\n", ctx.elementType(v), k);
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    os << llvm::formatv("  {0} *__restrict__ out{1} = g.out{1};\n", ctx.elementType(v), k);
+  os << llvm::formatv("  for (int64_t e = begin + int64_t(threadIdx.x) * {0}; e < end; e += "
+                      "int64_t(blockDim.x) * {0}) {{\n",
+                      vector);
+  for (auto [k, v] : llvm::enumerate(first.inputs)) {
+    if (batch.scalar[k])
+      os << llvm::formatv("    const {0} s{1} = {0}(in{1}[0]);\n", registerType(v, ctx), k);
+    else
+      os << llvm::formatv("    const ppcrt::cuda::Pack<{0}, {1}> p{2} = "
+                          "*reinterpret_cast<const ppcrt::cuda::Pack<{0}, {1}> *>(in{2} + e);\n",
+                          ctx.elementType(v), vector, k);
+  }
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    os << llvm::formatv("    ppcrt::cuda::Pack<{0}, {1}> q{2};\n", ctx.elementType(v), vector, k);
+  os << llvm::formatv("#pragma unroll\n    for (int lane = 0; lane < {0}; ++lane) {{\n", vector);
+  llvm::DenseMap<Value, std::string> reg;
+  for (auto [k, v] : llvm::enumerate(first.inputs)) {
+    std::string r = "x" + std::to_string(k);
+    if (batch.scalar[k])
+      os << llvm::formatv("      const {0} {1} = s{2};\n", registerType(v, ctx), r, k);
+    else
+      os << llvm::formatv("      const {0} {1} = {0}(p{2}.v[lane]);\n", registerType(v, ctx), r, k);
+    reg[v] = r;
+  }
+  if (failed(emitChain(first, ctx, os, reg, "      ")))
+    return failure();
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    os << llvm::formatv("      q{0}.v[lane] = {1}({2});\n", k, ctx.elementType(v), reg.lookup(v));
+  os << "    }\n";
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    os << llvm::formatv(
+        "    *reinterpret_cast<ppcrt::cuda::Pack<{0}, {1}> *>(out{2} + e) = q{2};\n",
+        ctx.elementType(v), vector, k);
+  os << "  }\n}\n";
+
+  // The launches, at the place of the batch's last group: `capacity` rows
+  // each, every row's blocks numbered from its launch's first.
+  llvm::SmallVector<std::string> shared;
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (batch.shared[k])
+      shared.push_back(", " + ctx.ptr(v));
+  for (size_t from = 0; from < batch.groups.size(); from += capacity) {
+    llvm::SmallVector<std::string> rows;
+    int64_t blocks = 0;
+    for (unsigned g : llvm::ArrayRef(batch.groups).slice(from).take_front(capacity)) {
+      rows.push_back(batchRow(batch, plan.groups[g], {std::to_string(blocks)}, ctx));
+      blocks += (groupElements(plan.groups[g]) + perBlock - 1) / perBlock;
+    }
+    ctx.body() << "  {\n    const " << name << "_table t = {{\n      "
+               << llvm::join(rows, ",\n      ") << "}, " << rows.size() << "};\n"
+               << llvm::formatv("    PPCRT_LAUNCH({0}, {1}, ppcrt::cuda::kThreads, 0, "
+                                "ppcrt::cuda::stream())(t{2});\n",
+                                name, blocks, llvm::join(shared, ""))
+               << "    ppcrt::cuda::launched(" << quote(name) << ");\n  }\n";
+  }
   return success();
 }
 

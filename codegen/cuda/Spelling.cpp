@@ -110,6 +110,10 @@ public:
   LogicalResult fusedGroup(const FusionGroup &group, EmitContext &ctx) const override {
     return emitCudaFusedGroup(group, ctx);
   }
+
+  LogicalResult fusedBatch(const GroupBatch &batch, EmitContext &ctx) const override {
+    return emitCudaFusedBatch(batch, ctx);
+  }
 };
 
 } // namespace

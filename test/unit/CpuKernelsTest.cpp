@@ -229,9 +229,11 @@ TEST(CpuKernels, AttentionOnThreadsIsTheOneThreadAttention) {
 }
 
 // CpuGemm.cpp's GEMMs cut into panels of C over the OpenMP threads: the
-// same bits as on one thread (each element is one OpenBLAS dot product over
-// k), and within rounding of a product in double; every transposition, C
-// cut by rows and by columns, panels that do not divide evenly.
+// same bits on every run with as many threads, and within rounding of a
+// product in double; every transposition, C cut by rows and by columns,
+// panels that do not divide evenly. (Not always the bits of one thread:
+// OpenBLAS's AVX-512 kernels compute an edge of C, 33 columns here, by a
+// method they pick from the other dimension's size, which a panel changes.)
 template <typename T> void checkSplitGemm(double tolerance) {
   struct Shape {
     int64_t m, n, k;
@@ -246,16 +248,17 @@ template <typename T> void checkSplitGemm(double tolerance) {
     for (bool transA : {false, true})
       for (bool transB : {false, true}) {
         int64_t lda = transA ? m : k, ldb = transB ? k : n;
-        std::vector<T> one(m * n), split(m * n);
+        std::vector<T> one(m * n), split(m * n), again(m * n);
         omp_set_num_threads(1);
         ppcrt::cpu::gemm(transA, transB, m, n, k, a.data(), lda, b.data(), ldb, one.data());
         omp_set_num_threads(3);
         ppcrt::cpu::gemm(transA, transB, m, n, k, a.data(), lda, b.data(), ldb, split.data());
+        ppcrt::cpu::gemm(transA, transB, m, n, k, a.data(), lda, b.data(), ldb, again.data());
         omp_set_num_threads(omp_get_num_procs());
         std::string where = "m " + std::to_string(m) + " n " + std::to_string(n) + " transA " +
                             std::to_string(transA) + " transB " + std::to_string(transB);
-        ASSERT_EQ(std::memcmp(one.data(), split.data(), one.size() * sizeof(T)), 0) << where;
-        double worst = 0;
+        ASSERT_EQ(std::memcmp(split.data(), again.data(), split.size() * sizeof(T)), 0) << where;
+        double worst = 0, worstOne = 0;
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < n; ++j) {
             double exact = 0, magnitude = 0;
@@ -266,13 +269,15 @@ template <typename T> void checkSplitGemm(double tolerance) {
               magnitude += std::fabs(term);
             }
             worst = std::max(worst, std::fabs(double(split[i * n + j]) - exact) / magnitude);
+            worstOne = std::max(worstOne, std::fabs(double(one[i * n + j]) - exact) / magnitude);
           }
         EXPECT_LE(worst, tolerance) << where;
+        EXPECT_LE(worstOne, tolerance) << where;
       }
   }
 }
 
-TEST(CpuKernels, SplitGemmIsTheOneThreadGemm) {
+TEST(CpuKernels, SplitGemmIsDeterministicAndWithinRounding) {
   openblas_set_num_threads(1); // as CpuDevice runs it
   checkSplitGemm<float>(1e-5);
   checkSplitGemm<double>(1e-13);

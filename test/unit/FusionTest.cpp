@@ -34,6 +34,12 @@ protected:
 
   func::FuncOp func() { return *module->getOps<func::FuncOp>().begin(); }
 
+  static FusionOptions epilogues() {
+    FusionOptions options;
+    options.gemmEpilogues = true;
+    return options;
+  }
+
   /// Parses `source`; its function's ops in program order.
   llvm::SmallVector<Operation *> parse(llvm::StringRef source) {
     module = parseSourceString<ModuleOp>(source, &context);
@@ -127,6 +133,64 @@ TEST_F(FusionTest, ChainsOfAnotherShapeStayApart) {
   EXPECT_EQ(groups(fusion), "exp,add;neg");
 }
 
+// The optimizer step's alike groups run as one kernel at the last one's
+// place (GroupBatch): the update of every parameter, whatever its shape. A
+// batch closes where an op reads one of its values; a group with another
+// constant, or outside the optimizer step, stays alone.
+TEST_F(FusionTest, TheOptimizersAlikeGroupsRunAsOneKernel) {
+  llvm::SmallVector<Operation *> ops = parse(R"mlir(
+    func.func @f(%p1: tensor<64xf32>, %g1: tensor<64xf32>, %p2: tensor<4x8xf32>,
+                 %g2: tensor<4x8xf32>, %p3: tensor<16xf32>, %g3: tensor<16xf32>,
+                 %p4: tensor<3xf32>, %g4: tensor<3xf32>, %p5: tensor<16xf32>,
+                 %g5: tensor<16xf32>, %p6: tensor<16xf32>, %g6: tensor<16xf32>,
+                 %w: tensor<8x4xf32>, %lr: tensor<f32>, %s3: tensor<1xf32>, %s4: tensor<1xf32>)
+        -> (tensor<64xf32>, tensor<4x8xf32>, tensor<4x4xf32>, tensor<16xf32>, tensor<3xf32>,
+            tensor<16xf32>, tensor<16xf32>) {
+      %half = ppc.constant dense<0.5> : tensor<f32>
+      %quarter = ppc.constant dense<0.25> : tensor<f32>
+      %u1 = ppc.mul %g1, %lr {ppc.optimizer = "p1"} : (tensor<64xf32>, tensor<f32>) -> tensor<64xf32>
+      %n1 = ppc.sub %p1, %u1 {ppc.optimizer = "p1"} : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+      %u2 = ppc.mul %g2, %lr {ppc.optimizer = "p2"} : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+      %n2 = ppc.sub %p2, %u2 {ppc.optimizer = "p2"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      %mm = ppc.matmul %n2, %w : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+      %u3 = ppc.mul %g3, %s3 {ppc.optimizer = "p3"} : (tensor<16xf32>, tensor<1xf32>) -> tensor<16xf32>
+      %n3 = ppc.sub %p3, %u3 {ppc.optimizer = "p3"} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+      %u4 = ppc.mul %g4, %s4 {ppc.optimizer = "p4"} : (tensor<3xf32>, tensor<1xf32>) -> tensor<3xf32>
+      %n4 = ppc.sub %p4, %u4 {ppc.optimizer = "p4"} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+      %u5 = ppc.mul %g5, %half {ppc.optimizer = "p5"} : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+      %n5 = ppc.sub %p5, %u5 {ppc.optimizer = "p5"} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+      %u6 = ppc.mul %g6, %quarter : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+      %n6 = ppc.sub %p6, %u6 : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+      return %n1, %n2, %mm, %n3, %n4, %n5, %n6 : tensor<64xf32>, tensor<4x8xf32>, tensor<4x4xf32>,
+          tensor<16xf32>, tensor<3xf32>, tensor<16xf32>, tensor<16xf32>
+    })mlir");
+  ASSERT_FALSE(ops.empty());
+  FusionOptions options;
+  options.batchOptimizer = true;
+  FusionPlan fusion = planFusion(func(), options);
+  EXPECT_EQ(groups(fusion), "mul,sub;mul,sub;mul,sub;mul,sub;mul,sub;mul,sub") << groups(fusion);
+  // Updates 1 and 2 until the matmul reads the second; then 3 and 4, whose
+  // scalars are theirs (one element, not shared). 5 multiplies by another
+  // constant; 6 is not the optimizer's.
+  ASSERT_EQ(fusion.batches.size(), 2u);
+  EXPECT_EQ(fusion.batches[0].groups, (llvm::SmallVector<unsigned>{0, 1}));
+  EXPECT_EQ(fusion.batches[1].groups, (llvm::SmallVector<unsigned>{2, 3}));
+  EXPECT_FALSE(fusion.batch(4));
+  EXPECT_FALSE(fusion.batch(5));
+  // Inputs in first-use order: g, the scalar, p.
+  EXPECT_EQ(fusion.batches[0].scalar, (llvm::SmallVector<bool>{false, true, false}));
+  EXPECT_EQ(fusion.batches[0].shared, (llvm::SmallVector<bool>{false, true, false}));
+  EXPECT_EQ(fusion.batches[1].scalar, (llvm::SmallVector<bool>{false, true, false}));
+  EXPECT_EQ(fusion.batches[1].shared, (llvm::SmallVector<bool>{false, false, false}));
+  // Each batch runs at its last group's place: the first before the matmul.
+  EXPECT_EQ(fusion.runsAt(ops[2]), ops[5]);
+  EXPECT_EQ(fusion.runsAt(ops[5]), ops[5]);
+  EXPECT_EQ(fusion.runsAt(ops[7]), ops[10]);
+  EXPECT_EQ(fusion.runsAt(ops[11]), ops[12]);
+  // Without the option, no batches.
+  EXPECT_TRUE(planFusion(func()).batches.empty());
+}
+
 } // namespace
 
 // The epilogues of GEMMs (CUDA): the bias and the residual added to a
@@ -155,7 +219,7 @@ TEST_F(FusionTest, GemmsTakeTheirBiasAndResidualAdds) {
   ASSERT_TRUE(module);
   FusionPlan without = planFusion(func());
   EXPECT_TRUE(without.epilogues.empty());
-  FusionPlan fusion = planFusion(func(), /*fuseReductions=*/true, /*gemmEpilogues=*/true);
+  FusionPlan fusion = planFusion(func(), epilogues());
   // %p + %b + %r, and %q + %c; %u has no add, %s has two readers.
   ASSERT_EQ(fusion.epilogues.size(), 2u);
   const GemmEpilogue &first = fusion.epilogues[0], &second = fusion.epilogues[1];
@@ -198,7 +262,7 @@ TEST_F(FusionTest, AnAddOfTwoProductsIsTheFirstsEpilogue) {
       return %t : tensor<4x8xf32>
     })mlir");
   ASSERT_TRUE(module);
-  FusionPlan fusion = planFusion(func(), /*fuseReductions=*/true, /*gemmEpilogues=*/true);
+  FusionPlan fusion = planFusion(func(), epilogues());
   ASSERT_EQ(fusion.epilogues.size(), 2u);
   EXPECT_EQ(fusion.epilogues[0].matmul, ops[0]);
   EXPECT_EQ(fusion.epilogues[0].addend, ops[1]->getResult(0));

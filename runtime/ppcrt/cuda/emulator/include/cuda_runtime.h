@@ -39,6 +39,7 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __grid_constant__
 
 struct uint3 {
   unsigned x, y, z;
@@ -129,6 +130,8 @@ template <typename T> T shuffleXor(T value, int laneMask, int width) {
 
 #define PPCRT_LAUNCH(kernel, grid, block, shared, stream)                                          \
   [&](auto... ppcrtArgs) {                                                                         \
+    static_assert((sizeof(ppcrtArgs) + ... + 0) <= 4096,                                           \
+                  "a kernel's parameters exceed 4 KB, the limit of every GPU");                    \
     (::ppcrt::emu::checkLaunchArgument(#kernel, ppcrtArgs), ...);                                  \
     ::ppcrt::emu::launchThreads(#kernel, grid, block, shared, stream,                              \
                                 [ppcrtArgs...] { kernel(ppcrtArgs...); });                         \
