@@ -61,6 +61,41 @@ def FuseRmsNorm : Pass<"ppc-fuse-rms-norm", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def ConcatSliceSums : Pass<"ppc-concat-slice-sums", "mlir::func::FuncOp"> {
+  let summary = "Rewrites sums of slices inserted into zeros that tile a dimension as a concat";
+  let description = [{
+    The gradient of a value read through slices that tile a dimension (a
+    fused QKV projection split into q, k and v) is, as autodiff writes it,
+    each slice's gradient inserted into zeros and the results added. This
+    pass rewrites such a tree of adds, each read by nothing else, whose
+    leaves are insert_slices into a splat zero (unit steps, whole along
+    every dimension but one, windows tiling that one) as one `ppc.concat`
+    of the slices' gradients: one pass over the value instead of one per
+    slice and per add.
+
+    Example: `add(insert_slice(%a into zeros [0, 2)), insert_slice(%b into
+    zeros [2, 6)))` along axis 1 becomes `ppc.concat %a, %b axis = 1`.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
+def SimplifyOneHots : Pass<"ppc-simplify-one-hots", "mlir::func::FuncOp"> {
+  let summary = "Builds one-hot rows in the shape that reads them and sums them from their targets";
+  let description = [{
+    nll_loss's gradient is a scaled one-hot row per target,
+    `where(equal(t, iota), s, 0)` over the rows [N, C], reshaped to the
+    log-probabilities' [B, T, C], where log_softmax's gradient sums it over
+    the classes. This pass builds the one-hot in the reshape's shape from
+    the reshaped targets and scales, and rewrites
+    `reduce_sum(where(equal(t, iota), s, 0), [a])` (iota the constant 0, 1,
+    ..., C - 1 along axis a; t and s of size 1 along it) as
+    `where(0 <= t < C, s, 0)`, which reads no one-hot row. The one-hot is
+    then read by the elementwise gradient alone, in its shape, and fuses
+    into it.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def AppendLoss : Pass<"ppc-append-loss", "mlir::ModuleOp"> {
   let summary = "Makes @forward return the training loss";
   let description = [{

@@ -54,6 +54,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
   step.dataParallel = options.dataParallel;
   step.lossScaling = options.precision == "fp16";
   pm.addPass(createBuildTrainStep(step));
+  pm.addNestedPass<func::FuncOp>(createSimplifyOneHots());
   pm.addNestedPass<func::FuncOp>(createFoldConstants());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -68,6 +69,10 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
   offload.what = options.offload;
   offload.memoryPerRank = recompute.memoryPerRank;
   auto lastRewrites = [&] {
+    // On each rank's program: a concat of pieces split over the mesh is a
+    // layout the sharding rules do not have (a fused QKV weight's gradient
+    // split as q, k and v blocks), and the inserted slices are.
+    pm.addNestedPass<func::FuncOp>(createConcatSliceSums());
     pm.addNestedPass<func::FuncOp>(createFoldIntoGemms());
     if (options.alignGemms)
       pm.addNestedPass<func::FuncOp>(createAlignGemms());
