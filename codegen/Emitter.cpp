@@ -44,12 +44,10 @@ static bool foldsIntoGemms(TransposeOp transpose) {
   });
 }
 
-FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunication,
-                                       bool gemmEpilogues) {
+/// The layout of `program` with the fusion plan of `options`.
+static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunication,
+                                       const FusionOptions &options) {
   ProgramLayout layout;
-  FusionOptions options;
-  options.gemmEpilogues = gemmEpilogues;
-  options.batchOptimizer = true;
   layout.fusion = planFusion(program, options);
   auto holder = [&](Value v) {
     auto it = layout.holders.find(v);
@@ -105,6 +103,26 @@ FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunica
     return failure();
   layout.memory = std::move(*memory);
   return layout;
+}
+
+FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunication,
+                                       bool gemmEpilogues) {
+  FusionOptions options;
+  options.gemmEpilogues = gemmEpilogues;
+  options.batchOptimizer = true;
+  FailureOr<ProgramLayout> batched = layOut(program, asyncCommunication, options);
+  if (failed(batched) || batched->fusion.batches.empty())
+    return batched;
+  // A batch keeps its groups' inputs (the gradients) alive until it runs,
+  // while their updated values are written: where the optimizer step is
+  // the program's peak (small activations, large parameters), that is more
+  // memory. The batches stay only where the arena does not grow.
+  options.batchOptimizer = false;
+  FailureOr<ProgramLayout> apart = layOut(program, asyncCommunication, options);
+  if (succeeded(apart) && (apart->memory.arenaBytes < batched->memory.arenaBytes ||
+                           apart->memory.hostArenaBytes < batched->memory.hostArenaBytes))
+    return apart;
+  return batched;
 }
 
 namespace {

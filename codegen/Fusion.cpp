@@ -1,7 +1,6 @@
 //===- Fusion.cpp - elementwise fusion groups -----------------------------===//
 
 #include "codegen/Fusion.h"
-#include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 #include "passes/Provenance.h"
 
@@ -9,6 +8,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
+#include <set>
 
 using namespace mlir;
 
@@ -205,20 +205,32 @@ llvm::StringRef fusableReduction(Operation *op) {
 /// its element type, dense or one element); the outputs; the micro-batch.
 /// None for a group that cannot run in a batch.
 static std::optional<std::string> batchKey(const FusionGroup &group) {
-  if (group.reduction || runsOnHost(group.ops.back()))
-    return std::nullopt;
+  // (A kernel's table has room for a few dozen buffers a row, and a launch
+  // needs at least one element.)
   ArrayRef<int64_t> shape = loopShape(group);
+  if (runsOnHost(group.ops.back()) || group.inputs.size() + group.outputs.size() > 64 ||
+      llvm::is_contained(shape, 0))
+    return std::nullopt;
+  // A reduction, of every element to one.
+  if (Operation *reduction = group.reduction;
+      reduction &&
+      llvm::cast<RankedTensorType>(reduction->getResult(0).getType()).getNumElements() != 1)
+    return std::nullopt;
   llvm::DenseMap<Operation *, unsigned> position;
   for (auto [i, op] : llvm::enumerate(group.ops))
     position[op] = i;
   std::string key;
   llvm::raw_string_ostream os(key);
-  int64_t mb = microBatch(group.ops.front());
+  std::set<int64_t> microBatches;
   for (Operation *op : group.ops) {
-    if (microBatch(op) != mb)
-      return std::nullopt;
-    os << op->getName() << " " << op->getPropertiesAsAttribute() << " "
-       << getElementTypeOrSelf(op->getResult(0).getType()) << " (";
+    microBatches.insert(microBatch(op));
+    // (A reduction's axes are all its input's, of each group's rank.)
+    os << op->getName() << " ";
+    if (op == group.reduction)
+      os << "all";
+    else
+      os << op->getPropertiesAsAttribute();
+    os << " " << getElementTypeOrSelf(op->getResult(0).getType()) << " (";
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
       if (auto it = def ? position.find(def) : position.end(); it != position.end()) {
@@ -241,54 +253,74 @@ static std::optional<std::string> batchKey(const FusionGroup &group) {
   os << "-> ";
   for (Value v : group.outputs)
     os << position[v.getDefiningOp()] << "." << llvm::cast<OpResult>(v).getResultNumber() << " ";
-  os << "mb " << mb;
+  os << "mb";
+  for (int64_t mb : microBatches)
+    os << " " << mb;
   return key;
 }
 
 /// Batches of the optimizer step's alike groups (GroupBatch), in program
 /// order: a group joins the open batch of its key; a batch closes when an
 /// op reads one of its values (it must have run by then) or an op of
-/// another micro-batch runs.
+/// another micro-batch runs. The optimizer step's groups are those that run
+/// as the step's own ops, outside every micro-batch (their last op has no
+/// `ppc.mb`): the gradient norm, clipping and the updates, after every
+/// gradient is computed (a group may start with a micro-batch's cast of its
+/// gradient).
 static void batchOptimizerGroups(Block &body, FusionPlan &plan) {
   llvm::DenseMap<unsigned, std::string> keyOf;
   for (auto [g, group] : llvm::enumerate(plan.groups))
-    if (group.ops.back()->hasAttr(PpcDialect::kOptimizerAttrName))
+    if (microBatch(group.ops.back()) < 0)
       if (std::optional<std::string> key = batchKey(group))
         keyOf[g] = *key;
-  // The open batches by key, and the batch each group is in while open.
-  std::map<std::string, llvm::SmallVector<unsigned>> open;
+  // The open batches by key: their groups, and the place before which they
+  // must run (a reader's, in a group that runs later).
+  struct Open {
+    llvm::SmallVector<unsigned> groups;
+    int64_t deadline = INT64_MAX;
+  };
+  std::map<std::string, Open> open;
   llvm::DenseSet<unsigned> inOpen;
   std::vector<llvm::SmallVector<unsigned>> closed;
   auto close = [&](const std::string &key) {
     auto it = open.find(key);
     if (it == open.end())
       return;
-    for (unsigned g : it->second)
+    for (unsigned g : it->second.groups)
       inOpen.erase(g);
-    if (it->second.size() > 1)
-      closed.push_back(std::move(it->second));
+    if (it->second.groups.size() > 1)
+      closed.push_back(std::move(it->second.groups));
     open.erase(it);
   };
+  llvm::DenseMap<Operation *, int64_t> index;
+  for (Operation &op : body)
+    index[&op] = index.size();
   for (Operation &op : body) {
+    int64_t here = index[&op];
     auto member = plan.groupOf.find(&op);
     std::optional<unsigned> own;
     if (member != plan.groupOf.end())
       own = member->second;
     llvm::SmallVector<std::string> closing;
+    // An op reading a value of an open batch: the batch runs before the
+    // reader does (at once, or before the reader's group's place).
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();
       auto it = def ? plan.groupOf.find(def) : plan.groupOf.end();
-      if (it != plan.groupOf.end() && own != it->second && inOpen.contains(it->second))
-        closing.push_back(keyOf[it->second]);
+      if (it == plan.groupOf.end() || own == it->second || !inOpen.contains(it->second))
+        continue;
+      Open &batch = open[keyOf[it->second]];
+      batch.deadline = std::min(batch.deadline, index[plan.runsAt(&op)]);
     }
-    for (auto &[key, groups] : open)
-      if (microBatch(&op) != microBatch(plan.groups[groups.front()].ops.back()))
+    for (auto &[key, batch] : open)
+      if (here >= batch.deadline ||
+          microBatch(&op) != microBatch(plan.groups[batch.groups.front()].ops.back()))
         closing.push_back(key);
     for (const std::string &key : closing)
       close(key);
     if (!own || plan.groups[*own].ops.back() != &op || !keyOf.count(*own))
       continue;
-    open[keyOf[*own]].push_back(*own);
+    open[keyOf[*own]].groups.push_back(*own);
     inOpen.insert(*own);
   }
   while (!open.empty())

@@ -83,13 +83,16 @@ struct GemmEpilogue {
   }
 };
 
-/// Fusion groups of the optimizer step that run as one kernel (horizontal
-/// fusion): the same ops with the same constants on inputs of the same
-/// types, each input either dense over its group's loop shape or one
-/// element, and every group a loop over its own shape with no reduction
-/// (AdamW's update of each parameter: p, g, m and v, and the step's
-/// factors). They run together at the last one's place: none reads
-/// another's values, and nothing reads theirs before that place.
+/// Fusion groups of the optimizer step (the step's own ops, outside every
+/// micro-batch) that run as one kernel (horizontal fusion): the same ops
+/// with the same constants on inputs of the same types, each input either
+/// dense over its group's loop shape or one element, every group a loop
+/// over its own shape (AdamW's update of each parameter: p, g, m and v, and
+/// the step's factors), or every group a reduction of all its elements to
+/// one (the gradient norm's sum of squares of each, which in bf16 programs
+/// also writes the gradient cast to f32). They
+/// run together at the last one's place: none reads another's values, and
+/// nothing reads theirs before that place.
 struct GroupBatch {
   /// The groups (FusionPlan::groups), in program order.
   llvm::SmallVector<unsigned> groups;

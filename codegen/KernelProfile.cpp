@@ -168,8 +168,10 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
       for (unsigned g : members)
         elements += groupElements(layout.fusion.groups[g]);
       os << " [" << members.size() << " groups, " << elements << " elements]";
+      // Launches of `capacity` groups each, and their combines (a reduction).
       int64_t capacity = cudaBatchCapacity(*batch, layout.fusion);
-      price(0, 0, (int64_t(members.size()) + capacity - 1) / capacity);
+      price(0, 0,
+            (fused.reduction ? 2 : 1) * ((int64_t(members.size()) + capacity - 1) / capacity));
       return k;
     }
     os << " [" << shapeText(fused.ops.back()->getOperand(0)) << "]";

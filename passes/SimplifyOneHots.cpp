@@ -67,6 +67,21 @@ bool isIota(Value value, int64_t axis, int64_t rank) {
   return true;
 }
 
+/// Copies where `from` runs (its forward or backward node and micro-batch)
+/// to `to`, an op built in its place: not what its result holds (a
+/// gradient's provenance, a memory class), which is the replaced value's.
+void copyPlace(Operation *from, Operation *to) {
+  for (llvm::StringRef name : {"ppc.fwd", "ppc.bwd", "ppc.mb"})
+    if (Attribute attr = from->getDiscardableAttr(name))
+      to->setDiscardableAttr(name, attr);
+}
+
+/// Whether `classes` fits a signed integer of `type` (the bound compared).
+bool fits(int64_t classes, Type type) {
+  unsigned width = type.getIntOrFloatBitWidth();
+  return width >= 64 || (width > 1 && classes < (int64_t(1) << (width - 1)));
+}
+
 bool isZeros(Value value) {
   DenseElementsAttr dense;
   if (!matchPattern(value, m_Constant(&dense)) || !dense.isSplat())
@@ -120,11 +135,12 @@ Value buildInShape(ReshapeOp reshape, OpBuilder &b) {
   Value hot = b.create<EqualOp>(loc, asRows(targets), classIota);
   Value scale = scaleType.getNumElements() == 1 ? where.getX() : asRows(where.getX());
   Value built = b.create<WhereOp>(loc, hot, scale, where.getY());
-  for (Operation *op = before ? before->getNextNode() : &reshape->getBlock()->front(); op != reshape;
-       op = op->getNextNode())
-    op->setDiscardableAttrs(where->getDiscardableAttrDictionary());
+  for (Operation *op = before ? before->getNextNode() : &reshape->getBlock()->front();
+       op != reshape; op = op->getNextNode())
+    copyPlace(where, op);
   if (built.getType() != type)
     return nullptr; // (the dead ops go with the next canonicalization)
+  built.getDefiningOp()->setDiscardableAttrs(where->getDiscardableAttrDictionary());
   return built;
 }
 
@@ -146,6 +162,8 @@ Value foldOneHotSum(ReduceSumOp sum, OpBuilder &b) {
     return nullptr;
   int64_t classes = sizeAlong(iota, axis, rank);
   Type index = getElementTypeOrSelf(targets.getType());
+  if (!fits(classes, index))
+    return nullptr;
   auto scalar = [&](int64_t v) {
     auto type = RankedTensorType::get({}, index);
     return b.create<ConstantOp>(sum.getLoc(),
@@ -168,7 +186,8 @@ Value foldOneHotSum(ReduceSumOp sum, OpBuilder &b) {
     folded = b.create<ReshapeOp>(loc, type, folded);
   for (Operation *op = before ? before->getNextNode() : &sum->getBlock()->front(); op != sum;
        op = op->getNextNode())
-    op->setDiscardableAttrs(sum->getDiscardableAttrDictionary());
+    copyPlace(sum, op);
+  folded.getDefiningOp()->setDiscardableAttrs(sum->getDiscardableAttrDictionary());
   return folded;
 }
 

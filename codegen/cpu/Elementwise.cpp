@@ -155,9 +155,80 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   return success();
 }
 
+/// A batch of groups each reducing all its elements to one (the gradient
+/// norm's sums of squares), storing their other outputs: a thread per group
+/// at a time, each accumulating in the loop's order as the group's own
+/// kernel does (the same bits).
+static LogicalResult emitReductionBatch(const GroupBatch &batch, EmitContext &ctx) {
+  const FusionPlan &plan = ctx.fusion();
+  const FusionGroup &first = plan.groups[batch.groups.front()];
+  Operation *reduction = first.reduction;
+  std::string name = ctx.freshName("fused", first.ops.front());
+  std::string kind = fusableReduction(reduction).str();
+  Value reduced = reduction->getOperand(0), result = reduction->getResult(0);
+  llvm::raw_ostream &os = ctx.file();
+  describeBatch(batch, plan, os);
+  emitBatchRow(batch, name, {}, ctx);
+  os << "static void " << name << "(const " << name << "_group *groups";
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (batch.shared[k])
+      os << llvm::formatv(", const {0} *__restrict in{1}", ctx.elementType(v), k);
+  os << ") {\n"
+     << llvm::formatv("  using A = ppcrt::cpu::ReduceAccumulator<ppcrt::cpu::ReduceKind::{0}, "
+                      "{1}>;\n",
+                      kind, ctx.elementType(reduced))
+     << "#pragma omp parallel for schedule(dynamic, 1)\n"
+     << llvm::formatv("  for (int64_t k = 0; k < {0}; ++k) {{\n", batch.groups.size())
+     << "    const " << name << "_group &g = groups[k];\n";
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (!batch.shared[k])
+      os << llvm::formatv("    const {0} *__restrict in{1} = g.in{1};\n", ctx.elementType(v), k);
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    if (v != result)
+      os << llvm::formatv("    {0} *__restrict out{1} = g.out{1};\n", ctx.elementType(v), k);
+  os << llvm::formatv("    A acc = ppcrt::cpu::reduceIdentity<ppcrt::cpu::ReduceKind::{0}, A>();\n",
+                      kind)
+     << "    for (int64_t i = 0; i < g.n; ++i) {\n";
+  llvm::DenseMap<Value, std::string> reg;
+  for (auto [k, v] : llvm::enumerate(first.inputs)) {
+    std::string r = "x" + std::to_string(k);
+    os << llvm::formatv("      const {0} {1} = in{2}[{3}];\n", ctx.elementType(v), r, k,
+                        batch.scalar[k] ? "0" : "i");
+    reg[v] = r;
+  }
+  if (failed(emitChain(first, ctx, os, reg, "      ")))
+    return failure();
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    if (v != result)
+      os << llvm::formatv("      out{0}[i] = {1};\n", k, reg.lookup(v));
+  os << llvm::formatv("      acc = ppcrt::cpu::reduceCombine<ppcrt::cpu::ReduceKind::{0}, A>(acc, "
+                      "A({1}));\n",
+                      kind, reg.lookup(reduced))
+     << "    }\n";
+  std::string type = ctx.elementType(result);
+  std::string value = kind == "Mean" ? "(std::is_floating_point_v<A> ? A(acc / A(g.n)) : "
+                                       "A(int64_t(acc) / g.n))"
+                                     : "acc";
+  unsigned out = llvm::find(first.outputs, result) - first.outputs.begin();
+  os << llvm::formatv("    g.out{0}[0] = {1}({2});\n", out, type, value) << "  }\n}\n";
+
+  llvm::SmallVector<std::string> rows, args{"groups"};
+  for (unsigned g : batch.groups)
+    rows.push_back(batchRow(batch, plan.groups[g], {}, ctx));
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (batch.shared[k])
+      args.push_back(ctx.ptr(v));
+  ctx.body() << "  {\n    const " << name << "_group groups[] = {\n      "
+             << llvm::join(rows, ",\n      ") << "};\n    " << name << "(" << llvm::join(args, ", ")
+             << ");\n  }\n";
+  return success();
+}
+
 LogicalResult emitCpuFusedBatch(const GroupBatch &batch, EmitContext &ctx) {
   const FusionPlan &plan = ctx.fusion();
   const FusionGroup &first = plan.groups[batch.groups.front()];
+  if (first.reduction)
+    return emitReductionBatch(batch, ctx);
   std::string name = ctx.freshName("fused", first.ops.front());
   // Chunks of `chunk` elements of each group, numbered through the batch.
   constexpr int64_t chunk = 16384;

@@ -171,9 +171,150 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   return success();
 }
 
+/// The row of a batch's table whose blocks block `blockIdx.x` is among, as
+/// `g`: a binary search of the rows' first blocks.
+static void findRow(llvm::raw_ostream &os, llvm::StringRef name) {
+  os << "  int lo = 0, hi = t.count - 1;\n"
+     << "  while (lo < hi) {\n"
+     << "    const int mid = (lo + hi + 1) / 2;\n"
+     << "    if (t.g[mid].firstBlock <= int64_t(blockIdx.x))\n"
+     << "      lo = mid;\n"
+     << "    else\n"
+     << "      hi = mid - 1;\n"
+     << "  }\n"
+     << "  const " << name << "_group &g = t.g[lo];\n";
+}
+
+/// A batch of groups each reducing all its elements to one (the gradient
+/// norm's sums of squares), storing their other outputs: each block
+/// accumulates `perBlock` elements of
+/// one row into a partial (Kernels.cuh's reducePartials), and a second
+/// kernel, a block per row, combines the row's partials in a fixed tree and
+/// writes its result. Deterministic: the chunks and trees do not depend on
+/// the schedule.
+static LogicalResult emitReductionBatch(const GroupBatch &batch, EmitContext &ctx) {
+  const FusionPlan &plan = ctx.fusion();
+  const FusionGroup &first = plan.groups[batch.groups.front()];
+  Operation *reduction = first.reduction;
+  std::string name = ctx.freshName("fused", first.ops.front());
+  std::string kind = fusableReduction(reduction).str();
+  Value reduced = reduction->getOperand(0), result = reduction->getResult(0);
+  int64_t capacity = cudaBatchCapacity(batch, plan);
+  std::string acc = llvm::formatv("ppcrt::cuda::ReduceAccumulator<ppcrt::cuda::ReduceKind::{0}, "
+                                  "{1}>",
+                                  kind, ctx.elementType(result))
+                        .str();
+
+  llvm::raw_ostream &os = ctx.file();
+  describeBatch(batch, plan, os);
+  emitBatchRow(batch, name, {"int64_t firstBlock"}, ctx);
+  os << llvm::formatv("struct {0}_table {{\n  {0}_group g[{1}];\n  int count;\n};\n", name,
+                      capacity);
+  llvm::SmallVector<std::string> sharedParams;
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (batch.shared[k])
+      sharedParams.push_back(
+          llvm::formatv(", const {0} *__restrict__ in{1}", ctx.elementType(v), k).str());
+  os << "__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name
+     << "(const __grid_constant__ " << name << "_table t, int64_t perBlock"
+     << llvm::join(sharedParams, "") << ") {\n"
+     << "  using A = " << acc << ";\n"
+     << "  __shared__ A partial[ppcrt::cuda::kThreads];\n";
+  findRow(os, name);
+  os << "  const int64_t begin = (int64_t(blockIdx.x) - g.firstBlock) * perBlock;\n"
+     << "  const int64_t end = g.n < begin + perBlock ? g.n : begin + perBlock;\n";
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (!batch.shared[k])
+      os << llvm::formatv("  const {0} *__restrict__ in{1} = g.in{1};\n", ctx.elementType(v), k);
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    if (v != result)
+      os << llvm::formatv("  {0} *__restrict__ out{1} = g.out{1};\n", ctx.elementType(v), k);
+  os << llvm::formatv("  A acc = ppcrt::cuda::reduceIdentity<ppcrt::cuda::ReduceKind::{0}, A>();\n",
+                      kind)
+     << "  for (int64_t e = begin + threadIdx.x; e < end; e += blockDim.x) {\n";
+  llvm::DenseMap<Value, std::string> reg;
+  for (auto [k, v] : llvm::enumerate(first.inputs)) {
+    std::string r = "x" + std::to_string(k);
+    os << llvm::formatv("    const {0} {1} = {0}(in{2}[{3}]);\n", registerType(v, ctx), r, k,
+                        batch.scalar[k] ? "0" : "e");
+    reg[v] = r;
+  }
+  if (failed(emitChain(first, ctx, os, reg, "    ")))
+    return failure();
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    if (v != result)
+      os << llvm::formatv("    out{0}[e] = {1}({2});\n", k, ctx.elementType(v), reg.lookup(v));
+  os << llvm::formatv("    acc = ppcrt::cuda::reduceCombine<ppcrt::cuda::ReduceKind::{0}, A>(acc, "
+                      "A({1}));\n",
+                      kind, reg.lookup(reduced))
+     << "  }\n"
+     << llvm::formatv("  ppcrt::cuda::blockCombine<ppcrt::cuda::ReduceKind::{0}>(partial, acc);\n",
+                      kind)
+     << "  if (threadIdx.x == 0)\n"
+     << "    ppcrt::cuda::partialsOf<A>()[blockIdx.x] = partial[0];\n"
+     << "}\n";
+  // The combine: block r takes row r's partials.
+  os << "__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name
+     << "_combine(const __grid_constant__ " << name << "_table t, int64_t blocks) {\n"
+     << "  using A = " << acc << ";\n"
+     << "  __shared__ A partial[ppcrt::cuda::kThreads];\n"
+     << "  const " << name << "_group &g = t.g[blockIdx.x];\n"
+     << "  const int64_t last = int(blockIdx.x) + 1 < t.count ? t.g[blockIdx.x + 1].firstBlock : "
+        "blocks;\n"
+     << llvm::formatv("  A acc = ppcrt::cuda::reduceIdentity<ppcrt::cuda::ReduceKind::{0}, A>();\n",
+                      kind)
+     << "  for (int64_t b = g.firstBlock + threadIdx.x; b < last; b += blockDim.x)\n"
+     << llvm::formatv("    acc = ppcrt::cuda::reduceCombine<ppcrt::cuda::ReduceKind::{0}, A>(acc, "
+                      "ppcrt::cuda::partialsOf<A>()[b]);\n",
+                      kind)
+     << llvm::formatv("  ppcrt::cuda::blockCombine<ppcrt::cuda::ReduceKind::{0}>(partial, acc);\n",
+                      kind)
+     << "  if (threadIdx.x == 0)\n"
+     << llvm::formatv("    g.out{0}[0] = ppcrt::cuda::reduceResult<ppcrt::cuda::ReduceKind::{1}, "
+                      "{2}>(partial[0], g.n);\n",
+                      llvm::find(first.outputs, result) - first.outputs.begin(), kind,
+                      ctx.elementType(result))
+     << "}\n";
+
+  // The launches: `capacity` rows each; a block takes 4096 elements, more
+  // where the partials (2^20) would not hold them all.
+  llvm::SmallVector<std::string> shared;
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (batch.shared[k])
+      shared.push_back(", " + ctx.ptr(v));
+  for (size_t from = 0; from < batch.groups.size(); from += capacity) {
+    llvm::ArrayRef<unsigned> rowsOf = llvm::ArrayRef(batch.groups).slice(from).take_front(capacity);
+    int64_t elements = 0;
+    for (unsigned g : rowsOf)
+      elements += groupElements(plan.groups[g]);
+    int64_t perBlock = 4096;
+    while ((elements + perBlock - 1) / perBlock + int64_t(rowsOf.size()) > (int64_t(1) << 19))
+      perBlock *= 2;
+    llvm::SmallVector<std::string> rows;
+    int64_t blocks = 0;
+    for (unsigned g : rowsOf) {
+      rows.push_back(batchRow(batch, plan.groups[g], {std::to_string(blocks)}, ctx));
+      blocks += (groupElements(plan.groups[g]) + perBlock - 1) / perBlock;
+    }
+    ctx.body() << "  {\n    const " << name << "_table t = {{\n      "
+               << llvm::join(rows, ",\n      ") << "}, " << rows.size() << "};\n"
+               << llvm::formatv("    PPCRT_LAUNCH({0}, {1}, ppcrt::cuda::kThreads, 0, "
+                                "ppcrt::cuda::stream())(t, int64_t({2}){3});\n",
+                                name, blocks, perBlock, llvm::join(shared, ""))
+               << "    ppcrt::cuda::launched(" << quote(name) << ");\n"
+               << llvm::formatv("    PPCRT_LAUNCH({0}_combine, {1}, ppcrt::cuda::kThreads, 0, "
+                                "ppcrt::cuda::stream())(t, int64_t({2}));\n",
+                                name, rows.size(), blocks)
+               << "    ppcrt::cuda::launched(" << quote(name + "_combine") << ");\n  }\n";
+  }
+  return success();
+}
+
 LogicalResult emitCudaFusedBatch(const GroupBatch &batch, EmitContext &ctx) {
   const FusionPlan &plan = ctx.fusion();
   const FusionGroup &first = plan.groups[batch.groups.front()];
+  if (first.reduction)
+    return emitReductionBatch(batch, ctx);
   std::string name = ctx.freshName("fused", first.ops.front());
   constexpr int64_t perBlock = 4096;
   int vector =
@@ -192,18 +333,9 @@ LogicalResult emitCudaFusedBatch(const GroupBatch &batch, EmitContext &ctx) {
   for (auto [k, v] : llvm::enumerate(first.inputs))
     if (batch.shared[k])
       os << llvm::formatv(", const {0} *__restrict__ in{1}", ctx.elementType(v), k);
-  os << ") {\n"
-     << "  // The row whose blocks this one is among.\n"
-     << "  int lo = 0, hi = t.count - 1;\n"
-     << "  while (lo < hi) {\n"
-     << "    const int mid = (lo + hi + 1) / 2;\n"
-     << "    if (t.g[mid].firstBlock <= int64_t(blockIdx.x))\n"
-     << "      lo = mid;\n"
-     << "    else\n"
-     << "      hi = mid - 1;\n"
-     << "  }\n"
-     << "  const " << name << "_group &g = t.g[lo];\n"
-     << llvm::formatv("  const int64_t begin = (int64_t(blockIdx.x) - g.firstBlock) * {0};\n",
+  os << ") {\n";
+  findRow(os, name);
+  os << llvm::formatv("  const int64_t begin = (int64_t(blockIdx.x) - g.firstBlock) * {0};\n",
                       perBlock)
      << llvm::formatv("  const int64_t end = g.n < begin + {0} ? g.n : begin + {0};\n", perBlock);
   for (auto [k, v] : llvm::enumerate(first.inputs))

@@ -130,7 +130,13 @@ def model_case(ppc, kind, tmp, meshes, targets):
     # auto: nothing under the default budget; some blocks, not all, under a
     # budget between selective's peak and none's.
     default, _ = simulate(ppc, model, tmp, f"{kind}-auto-default", "1")
-    budget = (peaks["1", "selective"] + peaks["1", "none"]) // 2
+    # Two thirds of the way from selective's peak to none's: the planner
+    # prices a plan by the unfused program's peak, a few percent above what
+    # simulate measures at the step's floor (Hugging Face LLaMA: selective
+    # priced at about 1.58 MB, measured at 1537188 bytes). Once the loss's
+    # one-hot was no longer stored (ppc-simplify-one-hots), none's peak fell
+    # to 1611336 and the midpoint below that price.
+    budget = peaks["1", "selective"] + 2 * (peaks["1", "none"] - peaks["1", "selective"]) // 3
     trace, peak = simulate(ppc, model, tmp, f"{kind}-auto", "1",
                            ["--memory-per-rank", str(budget)])
     exe = os.path.join(tmp, f"{kind}-auto.mlir")

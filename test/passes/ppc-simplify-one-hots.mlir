@@ -124,3 +124,18 @@ func.func @reshapes_kept(%t: tensor<6x1xi64>, %s: tensor<f32>) -> (tensor<3x8xf3
   %r2 = ppc.reshape %g2 : tensor<6x4xf32> -> tensor<2x3x4xf32>
   return %r1, %r2, %g2 : tensor<3x8xf32>, tensor<2x3x4xf32>, tensor<6x4xf32>
 }
+
+// -----
+
+// Tests targets of a type the number of classes overflows (i8, 128
+// classes: the bound 128 would wrap to -128), which stay a sum.
+// CHECK-LABEL: func.func @narrow
+// CHECK:         ppc.reduce_sum
+func.func @narrow(%t: tensor<4x1xi8>, %s: tensor<f32>) -> tensor<4x1xf32> {
+  %zero = ppc.constant dense<0.0> : tensor<f32>
+  %iota = ppc.constant dense<[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127]]> : tensor<1x128xi8>
+  %hot = ppc.equal %t, %iota : (tensor<4x1xi8>, tensor<1x128xi8>) -> tensor<4x128xi1>
+  %g = ppc.where %hot, %s, %zero : (tensor<4x128xi1>, tensor<f32>, tensor<f32>) -> tensor<4x128xf32>
+  %sum = ppc.reduce_sum %g axes = [1] keepdims = true : (tensor<4x128xf32>) -> tensor<4x1xf32>
+  return %sum : tensor<4x1xf32>
+}

@@ -136,7 +136,7 @@ TEST_F(FusionTest, ChainsOfAnotherShapeStayApart) {
 // The optimizer step's alike groups run as one kernel at the last one's
 // place (GroupBatch): the update of every parameter, whatever its shape. A
 // batch closes where an op reads one of its values; a group with another
-// constant, or outside the optimizer step, stays alone.
+// constant, or of a micro-batch (not the step's own), stays alone.
 TEST_F(FusionTest, TheOptimizersAlikeGroupsRunAsOneKernel) {
   llvm::SmallVector<Operation *> ops = parse(R"mlir(
     func.func @f(%p1: tensor<64xf32>, %g1: tensor<64xf32>, %p2: tensor<4x8xf32>,
@@ -159,8 +159,8 @@ TEST_F(FusionTest, TheOptimizersAlikeGroupsRunAsOneKernel) {
       %n4 = ppc.sub %p4, %u4 {ppc.optimizer = "p4"} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
       %u5 = ppc.mul %g5, %half {ppc.optimizer = "p5"} : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
       %n5 = ppc.sub %p5, %u5 {ppc.optimizer = "p5"} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
-      %u6 = ppc.mul %g6, %quarter : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
-      %n6 = ppc.sub %p6, %u6 : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+      %u6 = ppc.mul %g6, %quarter {ppc.mb = 0 : i64} : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+      %n6 = ppc.sub %p6, %u6 {ppc.mb = 0 : i64} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
       return %n1, %n2, %mm, %n3, %n4, %n5, %n6 : tensor<64xf32>, tensor<4x8xf32>, tensor<4x4xf32>,
           tensor<16xf32>, tensor<3xf32>, tensor<16xf32>, tensor<16xf32>
     })mlir");
@@ -171,7 +171,7 @@ TEST_F(FusionTest, TheOptimizersAlikeGroupsRunAsOneKernel) {
   EXPECT_EQ(groups(fusion), "mul,sub;mul,sub;mul,sub;mul,sub;mul,sub;mul,sub") << groups(fusion);
   // Updates 1 and 2 until the matmul reads the second; then 3 and 4, whose
   // scalars are theirs (one element, not shared). 5 multiplies by another
-  // constant; 6 is not the optimizer's.
+  // constant; 6 is a micro-batch's, not the step's own.
   ASSERT_EQ(fusion.batches.size(), 2u);
   EXPECT_EQ(fusion.batches[0].groups, (llvm::SmallVector<unsigned>{0, 1}));
   EXPECT_EQ(fusion.batches[1].groups, (llvm::SmallVector<unsigned>{2, 3}));
@@ -189,6 +189,33 @@ TEST_F(FusionTest, TheOptimizersAlikeGroupsRunAsOneKernel) {
   EXPECT_EQ(fusion.runsAt(ops[11]), ops[12]);
   // Without the option, no batches.
   EXPECT_TRUE(planFusion(func()).batches.empty());
+}
+
+// The gradient norm's sums of squares, each of all of a gradient's
+// elements, run as one batch; a reduction of some axes only does not.
+TEST_F(FusionTest, FullReductionsOfTheStepRunAsOneKernel) {
+  llvm::SmallVector<Operation *> ops = parse(R"mlir(
+    func.func @f(%g1: tensor<64xf32>, %g2: tensor<4x8xf32>, %g3: tensor<3xf32>, %g4: tensor<4x8xf32>)
+        -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<4xf32>) {
+      %s1 = ppc.mul %g1, %g1 : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+      %r1 = ppc.reduce_sum %s1 axes = [0] keepdims = false : (tensor<64xf32>) -> tensor<f32>
+      %s2 = ppc.mul %g2, %g2 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      %r2 = ppc.reduce_sum %s2 axes = [0, 1] keepdims = false : (tensor<4x8xf32>) -> tensor<f32>
+      %s3 = ppc.mul %g3, %g3 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+      %r3 = ppc.reduce_sum %s3 axes = [0] keepdims = false : (tensor<3xf32>) -> tensor<f32>
+      %s4 = ppc.mul %g4, %g4 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      %r4 = ppc.reduce_sum %s4 axes = [1] keepdims = false : (tensor<4x8xf32>) -> tensor<4xf32>
+      return %r1, %r2, %r3, %r4 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<4xf32>
+    })mlir");
+  ASSERT_FALSE(ops.empty());
+  FusionOptions options;
+  options.batchOptimizer = true;
+  FusionPlan fusion = planFusion(func(), options);
+  EXPECT_EQ(groups(fusion), "mul,reduce_sum;mul,reduce_sum;mul,reduce_sum;mul,reduce_sum");
+  ASSERT_EQ(fusion.batches.size(), 1u);
+  EXPECT_EQ(fusion.batches[0].groups, (llvm::SmallVector<unsigned>{0, 1, 2}));
+  EXPECT_FALSE(fusion.batch(3));
+  EXPECT_EQ(fusion.runsAt(ops[0]), ops[5]);
 }
 
 } // namespace
