@@ -68,6 +68,37 @@ std::string batchRow(const GroupBatch &batch, const FusionGroup &group,
   return "{" + llvm::join(fields, ", ") + "}";
 }
 
+std::string batchSharedParams(const GroupBatch &batch, EmitContext &ctx, llvm::StringRef restrict) {
+  std::string params;
+  const FusionGroup &first = ctx.fusion().groups[batch.groups.front()];
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (batch.shared[k])
+      params += llvm::formatv(", const {0} *{1} in{2}", ctx.elementType(v), restrict, k).str();
+  return params;
+}
+
+void emitRowLocals(const GroupBatch &batch, EmitContext &ctx, llvm::raw_ostream &os,
+                   llvm::StringRef indent, llvm::StringRef restrict, Value skip) {
+  const FusionGroup &first = ctx.fusion().groups[batch.groups.front()];
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (!batch.shared[k])
+      os << indent
+         << llvm::formatv("const {0} *{1} in{2} = g.in{2};\n", ctx.elementType(v), restrict, k);
+  for (auto [k, v] : llvm::enumerate(first.outputs))
+    if (v != skip)
+      os << indent
+         << llvm::formatv("{0} *{1} out{2} = g.out{2};\n", ctx.elementType(v), restrict, k);
+}
+
+llvm::SmallVector<std::string> batchSharedArgs(const GroupBatch &batch, EmitContext &ctx) {
+  llvm::SmallVector<std::string> args;
+  const FusionGroup &first = ctx.fusion().groups[batch.groups.front()];
+  for (auto [k, v] : llvm::enumerate(first.inputs))
+    if (batch.shared[k])
+      args.push_back(ctx.ptr(v));
+  return args;
+}
+
 int64_t cudaBatchCapacity(const GroupBatch &batch, const FusionPlan &plan) {
   const FusionGroup &first = plan.groups[batch.groups.front()];
   int64_t shared = llvm::count(batch.shared, true);

@@ -36,6 +36,17 @@ void emitBatchRow(const GroupBatch &batch, llvm::StringRef name, llvm::ArrayRef<
 std::string batchRow(const GroupBatch &batch, const FusionGroup &group,
                      llvm::ArrayRef<std::string> extra, EmitContext &ctx);
 
+/// The kernel parameters of the inputs every group of `batch` shares,
+/// each ", const T *<restrict> inK" (`restrict`: the target's keyword).
+std::string batchSharedParams(const GroupBatch &batch, EmitContext &ctx, llvm::StringRef restrict);
+/// Row `g`'s buffers as locals: "const T *<restrict> inK = g.inK;" for each
+/// input not shared and "T *<restrict> outK = g.outK;" for each output but
+/// `skip`.
+void emitRowLocals(const GroupBatch &batch, EmitContext &ctx, llvm::raw_ostream &os,
+                   llvm::StringRef indent, llvm::StringRef restrict, mlir::Value skip = {});
+/// The pointers of the inputs every group shares, for the kernel's call.
+llvm::SmallVector<std::string> batchSharedArgs(const GroupBatch &batch, EmitContext &ctx);
+
 /// The groups of `batch` one CUDA launch takes: its parameters (the table
 /// of their rows and the shared inputs) stay within 4 KB, the limit every
 /// CUDA version and GPU has.

@@ -155,6 +155,31 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   return success();
 }
 
+/// Registers x0, x1, ... of the first group's inputs at element `i` (0 for
+/// one-element inputs) for a batch's loop body.
+static void loadRegisters(const GroupBatch &batch, EmitContext &ctx, llvm::raw_ostream &os,
+                          llvm::DenseMap<Value, std::string> &reg) {
+  const FusionGroup &first = ctx.fusion().groups[batch.groups.front()];
+  for (auto [k, v] : llvm::enumerate(first.inputs)) {
+    std::string r = "x" + std::to_string(k);
+    os << llvm::formatv("      const {0} {1} = in{2}[{3}];\n", ctx.elementType(v), r, k,
+                        batch.scalar[k] ? "0" : "i");
+    reg[v] = r;
+  }
+}
+
+/// A batch's call at the place of its last group: its table of rows, then
+/// `name(groups, shared inputs...)`.
+static void emitBatchCall(const GroupBatch &batch, llvm::StringRef name, EmitContext &ctx) {
+  llvm::SmallVector<std::string> rows, args{"groups"};
+  for (unsigned g : batch.groups)
+    rows.push_back(batchRow(batch, ctx.fusion().groups[g], {}, ctx));
+  llvm::append_range(args, batchSharedArgs(batch, ctx));
+  ctx.body() << "  {\n    const " << name << "_group groups[] = {\n      "
+             << llvm::join(rows, ",\n      ") << "};\n    " << name << "(" << llvm::join(args, ", ")
+             << ");\n  }\n";
+}
+
 /// A batch of groups each reducing all its elements to one (the gradient
 /// norm's sums of squares), storing their other outputs: a thread per group
 /// at a time, each accumulating in the loop's order as the group's own
@@ -169,33 +194,20 @@ static LogicalResult emitReductionBatch(const GroupBatch &batch, EmitContext &ct
   llvm::raw_ostream &os = ctx.file();
   describeBatch(batch, plan, os);
   emitBatchRow(batch, name, {}, ctx);
-  os << "static void " << name << "(const " << name << "_group *groups";
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (batch.shared[k])
-      os << llvm::formatv(", const {0} *__restrict in{1}", ctx.elementType(v), k);
-  os << ") {\n"
+  os << "static void " << name << "(const " << name << "_group *groups"
+     << batchSharedParams(batch, ctx, "__restrict") << ") {\n"
      << llvm::formatv("  using A = ppcrt::cpu::ReduceAccumulator<ppcrt::cpu::ReduceKind::{0}, "
                       "{1}>;\n",
                       kind, ctx.elementType(reduced))
      << "#pragma omp parallel for schedule(dynamic, 1)\n"
      << llvm::formatv("  for (int64_t k = 0; k < {0}; ++k) {{\n", batch.groups.size())
      << "    const " << name << "_group &g = groups[k];\n";
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (!batch.shared[k])
-      os << llvm::formatv("    const {0} *__restrict in{1} = g.in{1};\n", ctx.elementType(v), k);
-  for (auto [k, v] : llvm::enumerate(first.outputs))
-    if (v != result)
-      os << llvm::formatv("    {0} *__restrict out{1} = g.out{1};\n", ctx.elementType(v), k);
+  emitRowLocals(batch, ctx, os, "    ", "__restrict", result);
   os << llvm::formatv("    A acc = ppcrt::cpu::reduceIdentity<ppcrt::cpu::ReduceKind::{0}, A>();\n",
                       kind)
      << "    for (int64_t i = 0; i < g.n; ++i) {\n";
   llvm::DenseMap<Value, std::string> reg;
-  for (auto [k, v] : llvm::enumerate(first.inputs)) {
-    std::string r = "x" + std::to_string(k);
-    os << llvm::formatv("      const {0} {1} = in{2}[{3}];\n", ctx.elementType(v), r, k,
-                        batch.scalar[k] ? "0" : "i");
-    reg[v] = r;
-  }
+  loadRegisters(batch, ctx, os, reg);
   if (failed(emitChain(first, ctx, os, reg, "      ")))
     return failure();
   for (auto [k, v] : llvm::enumerate(first.outputs))
@@ -212,15 +224,7 @@ static LogicalResult emitReductionBatch(const GroupBatch &batch, EmitContext &ct
   unsigned out = llvm::find(first.outputs, result) - first.outputs.begin();
   os << llvm::formatv("    g.out{0}[0] = {1}({2});\n", out, type, value) << "  }\n}\n";
 
-  llvm::SmallVector<std::string> rows, args{"groups"};
-  for (unsigned g : batch.groups)
-    rows.push_back(batchRow(batch, plan.groups[g], {}, ctx));
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (batch.shared[k])
-      args.push_back(ctx.ptr(v));
-  ctx.body() << "  {\n    const " << name << "_group groups[] = {\n      "
-             << llvm::join(rows, ",\n      ") << "};\n    " << name << "(" << llvm::join(args, ", ")
-             << ");\n  }\n";
+  emitBatchCall(batch, name, ctx);
   return success();
 }
 
@@ -245,11 +249,8 @@ LogicalResult emitCpuFusedBatch(const GroupBatch &batch, EmitContext &ctx) {
   describeBatch(batch, plan, os);
   emitBatchRow(batch, name, {}, ctx);
   os << "static const int64_t " << name << "_chunks[] = " << braces(starts) << ";\n";
-  os << "static void " << name << "(const " << name << "_group *groups";
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (batch.shared[k])
-      os << llvm::formatv(", const {0} *__restrict in{1}", ctx.elementType(v), k);
-  os << ") {\n";
+  os << "static void " << name << "(const " << name << "_group *groups"
+     << batchSharedParams(batch, ctx, "__restrict") << ") {\n";
   // The same bits on any number of threads: each element is computed alone.
   if (elements >= 32768)
     os << "#pragma omp parallel for\n";
@@ -261,35 +262,17 @@ LogicalResult emitCpuFusedBatch(const GroupBatch &batch, EmitContext &ctx) {
      << llvm::formatv("    const int64_t begin = (c - {0}_chunks[k]) * {1}, end = "
                       "std::min(g.n, begin + {1});\n",
                       name, chunk);
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (!batch.shared[k])
-      os << llvm::formatv("    const {0} *__restrict in{1} = g.in{1};\n", ctx.elementType(v), k);
-  for (auto [k, v] : llvm::enumerate(first.outputs))
-    os << llvm::formatv("    {0} *__restrict out{1} = g.out{1};\n", ctx.elementType(v), k);
+  emitRowLocals(batch, ctx, os, "    ", "__restrict");
   os << "#pragma omp simd\n    for (int64_t i = begin; i < end; ++i) {\n";
   llvm::DenseMap<Value, std::string> reg;
-  for (auto [k, v] : llvm::enumerate(first.inputs)) {
-    std::string r = "x" + std::to_string(k);
-    os << llvm::formatv("      const {0} {1} = in{2}[{3}];\n", ctx.elementType(v), r, k,
-                        batch.scalar[k] ? "0" : "i");
-    reg[v] = r;
-  }
+  loadRegisters(batch, ctx, os, reg);
   if (failed(emitChain(first, ctx, os, reg, "      ")))
     return failure();
   for (auto [k, v] : llvm::enumerate(first.outputs))
     os << llvm::formatv("      out{0}[i] = {1};\n", k, reg.lookup(v));
   os << "    }\n  }\n}\n";
 
-  // The call, at the place of the batch's last group.
-  llvm::SmallVector<std::string> rows, args{"groups"};
-  for (unsigned g : batch.groups)
-    rows.push_back(batchRow(batch, plan.groups[g], {}, ctx));
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (batch.shared[k])
-      args.push_back(ctx.ptr(v));
-  ctx.body() << "  {\n    const " << name << "_group groups[] = {\n      "
-             << llvm::join(rows, ",\n      ") << "};\n    " << name << "(" << llvm::join(args, ", ")
-             << ");\n  }\n";
+  emitBatchCall(batch, name, ctx);
   return success();
 }
 

@@ -210,25 +210,15 @@ static LogicalResult emitReductionBatch(const GroupBatch &batch, EmitContext &ct
   emitBatchRow(batch, name, {"int64_t firstBlock"}, ctx);
   os << llvm::formatv("struct {0}_table {{\n  {0}_group g[{1}];\n  int count;\n};\n", name,
                       capacity);
-  llvm::SmallVector<std::string> sharedParams;
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (batch.shared[k])
-      sharedParams.push_back(
-          llvm::formatv(", const {0} *__restrict__ in{1}", ctx.elementType(v), k).str());
   os << "__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name
      << "(const __grid_constant__ " << name << "_table t, int64_t perBlock"
-     << llvm::join(sharedParams, "") << ") {\n"
+     << batchSharedParams(batch, ctx, "__restrict__") << ") {\n"
      << "  using A = " << acc << ";\n"
      << "  __shared__ A partial[ppcrt::cuda::kThreads];\n";
   findRow(os, name);
   os << "  const int64_t begin = (int64_t(blockIdx.x) - g.firstBlock) * perBlock;\n"
      << "  const int64_t end = g.n < begin + perBlock ? g.n : begin + perBlock;\n";
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (!batch.shared[k])
-      os << llvm::formatv("  const {0} *__restrict__ in{1} = g.in{1};\n", ctx.elementType(v), k);
-  for (auto [k, v] : llvm::enumerate(first.outputs))
-    if (v != result)
-      os << llvm::formatv("  {0} *__restrict__ out{1} = g.out{1};\n", ctx.elementType(v), k);
+  emitRowLocals(batch, ctx, os, "  ", "__restrict__", result);
   os << llvm::formatv("  A acc = ppcrt::cuda::reduceIdentity<ppcrt::cuda::ReduceKind::{0}, A>();\n",
                       kind)
      << "  for (int64_t e = begin + threadIdx.x; e < end; e += blockDim.x) {\n";
@@ -279,9 +269,8 @@ static LogicalResult emitReductionBatch(const GroupBatch &batch, EmitContext &ct
   // The launches: `capacity` rows each; a block takes 4096 elements, more
   // where the partials (2^20) would not hold them all.
   llvm::SmallVector<std::string> shared;
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (batch.shared[k])
-      shared.push_back(", " + ctx.ptr(v));
+  for (std::string &arg : batchSharedArgs(batch, ctx))
+    shared.push_back(", " + arg);
   for (size_t from = 0; from < batch.groups.size(); from += capacity) {
     llvm::ArrayRef<unsigned> rowsOf = llvm::ArrayRef(batch.groups).slice(from).take_front(capacity);
     int64_t elements = 0;
@@ -329,20 +318,13 @@ LogicalResult emitCudaFusedBatch(const GroupBatch &batch, EmitContext &ctx) {
   os << llvm::formatv("struct {0}_table {{\n  {0}_group g[{1}];\n  int count;\n};\n", name,
                       capacity);
   os << "__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name
-     << "(const __grid_constant__ " << name << "_table t";
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (batch.shared[k])
-      os << llvm::formatv(", const {0} *__restrict__ in{1}", ctx.elementType(v), k);
-  os << ") {\n";
+     << "(const __grid_constant__ " << name << "_table t"
+     << batchSharedParams(batch, ctx, "__restrict__") << ") {\n";
   findRow(os, name);
   os << llvm::formatv("  const int64_t begin = (int64_t(blockIdx.x) - g.firstBlock) * {0};\n",
                       perBlock)
      << llvm::formatv("  const int64_t end = g.n < begin + {0} ? g.n : begin + {0};\n", perBlock);
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (!batch.shared[k])
-      os << llvm::formatv("  const {0} *__restrict__ in{1} = g.in{1};\n", ctx.elementType(v), k);
-  for (auto [k, v] : llvm::enumerate(first.outputs))
-    os << llvm::formatv("  {0} *__restrict__ out{1} = g.out{1};\n", ctx.elementType(v), k);
+  emitRowLocals(batch, ctx, os, "  ", "__restrict__");
   os << llvm::formatv("  for (int64_t e = begin + int64_t(threadIdx.x) * {0}; e < end; e += "
                       "int64_t(blockDim.x) * {0}) {{\n",
                       vector);
@@ -380,9 +362,8 @@ LogicalResult emitCudaFusedBatch(const GroupBatch &batch, EmitContext &ctx) {
   // The launches, at the place of the batch's last group: `capacity` rows
   // each, every row's blocks numbered from its launch's first.
   llvm::SmallVector<std::string> shared;
-  for (auto [k, v] : llvm::enumerate(first.inputs))
-    if (batch.shared[k])
-      shared.push_back(", " + ctx.ptr(v));
+  for (std::string &arg : batchSharedArgs(batch, ctx))
+    shared.push_back(", " + arg);
   for (size_t from = 0; from < batch.groups.size(); from += capacity) {
     llvm::SmallVector<std::string> rows;
     int64_t blocks = 0;
