@@ -24,6 +24,7 @@
 
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "passes/Recognition.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
@@ -35,18 +36,6 @@ namespace ppc {
 #include "passes/Passes.h.inc"
 
 namespace {
-
-/// Whether `value` is a constant whose every element is zero.
-bool isZeros(Value value) {
-  DenseElementsAttr dense;
-  if (!matchPattern(value, m_Constant(&dense)) || !dense.isSplat())
-    return false;
-  if (auto f = llvm::dyn_cast<FloatAttr>(dense.getSplatValue<Attribute>()))
-    return f.getValue().isZero();
-  if (auto i = llvm::dyn_cast<IntegerAttr>(dense.getSplatValue<Attribute>()))
-    return i.getValue().isZero();
-  return false;
-}
 
 /// The leaves of the tree of adds rooted at `root`: the operands that are
 /// not adds read by nothing else (appended in order), and the adds inside.
@@ -76,7 +65,8 @@ Value asConcat(AddOp root, OpBuilder &b) {
   llvm::SmallVector<std::pair<int64_t, InsertSliceOp>> pieces;
   for (Value leaf : leaves) {
     auto insert = leaf.getDefiningOp<InsertSliceOp>();
-    if (!insert || !leaf.hasOneUse() || insert.getType() != type || !isZeros(insert.getDest()))
+    if (!insert || !leaf.hasOneUse() || insert.getType() != type ||
+        !isZerosConstant(insert.getDest()))
       return nullptr;
     ArrayRef<int64_t> starts = insert.getStarts(), limits = insert.getLimits(),
                       steps = insert.getSteps();

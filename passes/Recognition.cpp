@@ -21,6 +21,17 @@ std::optional<double> floatScalarConstant(Value value) {
   return (*attr.getValues<APFloat>().begin()).convertToDouble();
 }
 
+bool isZerosConstant(Value value) {
+  DenseElementsAttr dense;
+  if (!matchPattern(value, m_Constant(&dense)) || !dense.isSplat())
+    return false;
+  if (auto f = llvm::dyn_cast<FloatAttr>(dense.getSplatValue<Attribute>()))
+    return f.getValue().isZero();
+  if (auto i = llvm::dyn_cast<IntegerAttr>(dense.getSplatValue<Attribute>()))
+    return i.getValue().isZero();
+  return false;
+}
+
 void eraseUnreadPpcOps(func::FuncOp func) {
   for (Block &block : func.getBody())
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))

@@ -1,8 +1,9 @@
 //===- Recognition.h - helpers of the passes that recognise ops -*- C++ -*-===//
 //
-// What ppc-fuse-attention and ppc-fuse-rms-norm share: reading a scalar
-// constant of the composition they match, and erasing what only the
-// replaced composition read.
+// What the passes that recognise compositions share (ppc-fuse-attention,
+// ppc-fuse-rms-norm, ppc-concat-slice-sums, ppc-simplify-one-hots): reading
+// a scalar or splat constant of the composition they match, and erasing
+// what only the replaced composition read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,10 @@ namespace ppc {
 
 /// The value of a one-element float constant, or nothing.
 std::optional<double> floatScalarConstant(mlir::Value value);
+
+/// Whether `value` is a constant whose every element is zero (float or
+/// integer).
+bool isZerosConstant(mlir::Value value);
 
 /// Erases the ppc ops of `func` that are pure and unread, users before their
 /// operands: what only a replaced composition read.

@@ -27,6 +27,7 @@
 
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "passes/Recognition.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
@@ -82,14 +83,6 @@ bool fits(int64_t classes, Type type) {
   return width >= 64 || (width > 1 && classes < (int64_t(1) << (width - 1)));
 }
 
-bool isZeros(Value value) {
-  DenseElementsAttr dense;
-  if (!matchPattern(value, m_Constant(&dense)) || !dense.isSplat())
-    return false;
-  auto f = llvm::dyn_cast<FloatAttr>(dense.getSplatValue<Attribute>());
-  return f && f.getValue().isZero();
-}
-
 /// The one-hot `reshape` reads, built in the reshape's shape before it, or
 /// null: g [N, C] = where(equal(t [N, 1], iota [1, C]), s, 0), s one element
 /// or [N, 1], and a reshape to [..., C] with the rows' dimensions before.
@@ -100,7 +93,7 @@ Value buildInShape(ReshapeOp reshape, OpBuilder &b) {
     return nullptr;
   auto whereType = llvm::cast<RankedTensorType>(where.getType());
   auto equal = where.getCondition().getDefiningOp<EqualOp>();
-  if (whereType.getRank() != 2 || !equal || !equal->hasOneUse() || !isZeros(where.getY()) ||
+  if (whereType.getRank() != 2 || !equal || !equal->hasOneUse() || !isZerosConstant(where.getY()) ||
       whereType.getDimSize(1) != type.getShape().back())
     return nullptr;
   int64_t rows = whereType.getDimSize(0), classes = whereType.getDimSize(1);
@@ -152,7 +145,7 @@ Value foldOneHotSum(ReduceSumOp sum, OpBuilder &b) {
     return nullptr;
   int64_t rank = llvm::cast<RankedTensorType>(where.getType()).getRank(), axis = axes[0];
   auto equal = where.getCondition().getDefiningOp<EqualOp>();
-  if (!equal || !isZeros(where.getY()) || sizeAlong(where.getX(), axis, rank) != 1 ||
+  if (!equal || !isZerosConstant(where.getY()) || sizeAlong(where.getX(), axis, rank) != 1 ||
       sizeAlong(where.getY(), axis, rank) != 1)
     return nullptr;
   Value targets = equal.getLhs(), iota = equal.getRhs();
