@@ -47,10 +47,11 @@ int gemmThreads(int64_t m, int64_t n, int64_t k) {
 /// threads: the longer side of C is cut into one panel per thread.
 template <typename T, typename Blas>
 void splitGemm(Blas blas, bool transA, bool transB, int64_t m, int64_t n, int64_t k, const T *a,
-               int64_t lda, const T *b, int64_t ldb, T *c, T beta = T(0)) {
+               int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, T beta = T(0)) {
+  ldc = ldc ? ldc : n;
   auto call = [&](int64_t rows, int64_t cols, const T *pa, const T *pb, T *pc) {
     blas(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-         rows, cols, k, T(1), pa, lda, pb, ldb, beta, pc, n);
+         rows, cols, k, T(1), pa, lda, pb, ldb, beta, pc, ldc);
   };
   int threads = gemmThreads(m, n, k);
   if (threads == 1) {
@@ -68,7 +69,7 @@ void splitGemm(Blas blas, bool transA, bool transB, int64_t m, int64_t n, int64_
       continue;
     if (byRows)
       // Rows [begin, end) of op(a) and of c.
-      call(end - begin, n, transA ? a + begin : a + begin * lda, b, c + begin * n);
+      call(end - begin, n, transA ? a + begin : a + begin * lda, b, c + begin * ldc);
     else
       // Columns [begin, end) of op(b) and of c.
       call(m, end - begin, a, transB ? b + begin * ldb : b + begin, c + begin);
@@ -78,23 +79,23 @@ void splitGemm(Blas blas, bool transA, bool transB, int64_t m, int64_t n, int64_
 } // namespace
 
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-          const float *b, int64_t ldb, float *c) {
-  splitGemm<float>(cblas_sgemm, transA, transB, m, n, k, a, lda, b, ldb, c);
+          const float *b, int64_t ldb, float *c, int64_t ldc) {
+  splitGemm<float>(cblas_sgemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
-          const double *b, int64_t ldb, double *c) {
-  splitGemm<double>(cblas_dgemm, transA, transB, m, n, k, a, lda, b, ldb, c);
+          const double *b, int64_t ldb, double *c, int64_t ldc) {
+  splitGemm<double>(cblas_dgemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 void gemmAccumulate(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
-                    int64_t lda, const float *b, int64_t ldb, float *c) {
-  splitGemm<float>(cblas_sgemm, transA, transB, m, n, k, a, lda, b, ldb, c, 1.0f);
+                    int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+  splitGemm<float>(cblas_sgemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, 1.0f);
 }
 
 void gemmAccumulate(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a,
-                    int64_t lda, const double *b, int64_t ldb, double *c) {
-  splitGemm<double>(cblas_dgemm, transA, transB, m, n, k, a, lda, b, ldb, c, 1.0);
+                    int64_t lda, const double *b, int64_t ldb, double *c, int64_t ldc) {
+  splitGemm<double>(cblas_dgemm, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, 1.0);
 }
 
 } // namespace ppcrt::cpu

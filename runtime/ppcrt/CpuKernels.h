@@ -37,23 +37,24 @@ namespace ppcrt::cpu {
 // GEMM
 //===----------------------------------------------------------------------===//
 
-/// c[m, n] = op(a) op(b), row-major, op transposing when asked; lda/ldb are
-/// the row lengths of a and b as stored.
+/// c[m, n] = op(a) op(b), row-major, op transposing when asked; lda/ldb/ldc
+/// are the row lengths of a, b and c as stored (ldc 0: n, c dense).
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-          const float *b, int64_t ldb, float *c);
+          const float *b, int64_t ldb, float *c, int64_t ldc = 0);
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
-          const double *b, int64_t ldb, double *c);
-/// c += op(a) op(b), c dense [m, n] (BLAS's beta = 1). For a depth OpenBLAS
-/// takes in one block (attention's 64 rows) each element of c gets its
-/// product added once: the bits of gemm's product added to c.
+          const double *b, int64_t ldb, double *c, int64_t ldc = 0);
+/// c += op(a) op(b) (BLAS's beta = 1). For a depth OpenBLAS takes in one
+/// block (attention's 64 rows) each element of c gets its product added
+/// once: the bits of gemm's product added to c.
 void gemmAccumulate(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
-                    int64_t lda, const float *b, int64_t ldb, float *c);
+                    int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc = 0);
 void gemmAccumulate(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a,
-                    int64_t lda, const double *b, int64_t ldb, double *c);
+                    int64_t lda, const double *b, int64_t ldb, double *c, int64_t ldc = 0);
 
 template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
-          const T *b, int64_t ldb, T *c) {
+          const T *b, int64_t ldb, T *c, int64_t ldc = 0) {
+  ldc = ldc ? ldc : n;
   // Integers: exact, wrapping in 64 bits.
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -61,7 +62,7 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const T *a,
       for (int64_t p = 0; p < k; ++p)
         sum += uint64_t(transA ? a[p * lda + i] : a[i * lda + p]) *
                uint64_t(transB ? b[j * ldb + p] : b[p * ldb + j]);
-      c[i * n + j] = T(sum);
+      c[i * ldc + j] = T(sum);
     }
 }
 
@@ -445,8 +446,9 @@ inline bool attentionInParallel(const lines::AttentionShape &shape, int64_t task
 } // namespace detail
 
 /// Scaled dot-product attention (ppc.attention) over the shape's batch of
-/// heads (lines::AttentionShape): o = softmax(scale q k^T + bias) v, dense
-/// row-major, and the log-sum-exp of each query's scores in lse. Each task
+/// heads (lines::AttentionShape): o = softmax(scale q k^T + bias) v, each
+/// operand's rows where the shape says, and the log-sum-exp of each query's
+/// scores in lse. Each task
 /// takes kAttentionRows queries of a head (FlashAttention-2's row blocks,
 /// without tiles of keys: a block's rows of scores fit): S = Q K^T over the
 /// keys its last query sees, by gemm; the softmax row by row (keys a causal
@@ -456,9 +458,10 @@ inline bool attentionInParallel(const lines::AttentionShape &shape, int64_t task
 /// is T.
 template <typename T, typename L>
 void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
-               const lines::AttentionShape &shape) {
+               const lines::AttentionShape &layout) {
   static_assert(std::is_floating_point_v<T>, "attention computes in float or double");
   constexpr int64_t R = detail::kAttentionRows;
+  const lines::AttentionShape shape = layout.resolved();
   const int64_t queries = shape.queries, keys = shape.keys, depth = shape.headDim,
                 width = shape.valueDim;
   const int64_t blocks = (queries + R - 1) / R, tasks = shape.batch * blocks;
@@ -471,9 +474,9 @@ void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t n = task / blocks, i0 = task % blocks * R, rows = std::min(R, queries - i0);
       const int64_t first = n * queries + i0, end = shape.visibleKeys(i0 + rows - 1);
-      const T *vs = v + n * keys * width;
-      gemm(false, true, rows, end, depth, q + first * depth, depth, k + n * keys * depth, depth,
-           scores.data());
+      const T *vs = v + shape.v.head(n);
+      gemm(false, true, rows, end, depth, q + shape.q.at(n, i0), shape.q.rowStride,
+           k + shape.k.head(n), shape.k.rowStride, scores.data());
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r;
         T *s = scores.data() + r * end;
@@ -492,12 +495,13 @@ void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
         sum[r] = rowSum;
         lse[first + r] = L(best + std::log(rowSum));
       }
-      T *os = o + first * width;
-      gemm(false, false, rows, width, end, scores.data(), end, vs, width, os);
+      T *os = o + shape.o.at(n, i0);
+      const int64_t ldo = shape.o.rowStride;
+      gemm(false, false, rows, width, end, scores.data(), end, vs, shape.v.rowStride, os, ldo);
       for (int64_t r = 0; r < rows; ++r) {
         const T inverse = T(1) / sum[r];
         for (int64_t e = 0; e < width; ++e)
-          os[r * width + e] *= inverse;
+          os[r * ldo + e] *= inverse;
       }
     }
   }
@@ -514,11 +518,15 @@ void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
 /// of threads.
 template <typename T, typename L>
 void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o, const L *lse,
-                   const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &shape) {
+                   const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &layout) {
   static_assert(std::is_floating_point_v<T>, "attention computes in float or double");
   constexpr int64_t R = detail::kAttentionRows;
+  const lines::AttentionShape shape = layout.resolved();
   const int64_t queries = shape.queries, keys = shape.keys, depth = shape.headDim,
                 width = shape.valueDim;
+  const int64_t ldq = shape.q.rowStride, ldk = shape.k.rowStride, ldv = shape.v.rowStride,
+                ldo = shape.o.rowStride, lddO = shape.dO.rowStride, lddq = shape.dq.rowStride,
+                lddk = shape.dk.rowStride, lddv = shape.dv.rowStride;
   const T scale = T(shape.scale);
   auto rowDot = [](const T *x, const T *y, int64_t size) {
     T dot = 0;
@@ -533,21 +541,24 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o
     std::vector<T> p(R * keys), dS(R * keys);
 #pragma omp for schedule(dynamic)
     for (int64_t n = 0; n < shape.batch; ++n) {
-      const T *ks = k + n * keys * depth, *vs = v + n * keys * width;
-      T *dks = dk + n * keys * depth, *dvs = dv + n * keys * width;
-      std::fill_n(dks, keys * depth, T(0));
-      std::fill_n(dvs, keys * width, T(0));
+      const T *ks = k + shape.k.head(n), *vs = v + shape.v.head(n);
+      T *dks = dk + shape.dk.head(n), *dvs = dv + shape.dv.head(n);
+      for (int64_t j = 0; j < keys; ++j) {
+        std::fill_n(dks + j * lddk, depth, T(0));
+        std::fill_n(dvs + j * lddv, width, T(0));
+      }
       for (int64_t i0 = 0; i0 < queries; i0 += R) {
         const int64_t rows = std::min(R, queries - i0), first = n * queries + i0,
                       end = shape.visibleKeys(i0 + rows - 1);
-        const T *qs = q + first * depth, *dOs = dO + first * width;
-        gemm(false, true, rows, end, depth, qs, depth, ks, depth, p.data());
-        gemm(false, true, rows, end, width, dOs, width, vs, width, dS.data());
+        const T *qs = q + shape.q.at(n, i0), *dOs = dO + shape.dO.at(n, i0),
+                *os = o + shape.o.at(n, i0);
+        gemm(false, true, rows, end, depth, qs, ldq, ks, ldk, p.data());
+        gemm(false, true, rows, end, width, dOs, lddO, vs, ldv, dS.data());
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = i0 + r, visible = shape.visibleKeys(i);
           T *pr = p.data() + r * end, *dr = dS.data() + r * end;
           const T rowLse = T(lse[first + r]);
-          const T rowD = rowDot(dOs + r * width, o + (first + r) * width, width);
+          const T rowD = rowDot(dOs + r * lddO, os + r * ldo, width);
           detail::attentionScores(pr, scale, bias ? bias + shape.biasAt(n, i, 0) : nullptr,
                                   shape.biasColStride, visible);
 #pragma omp simd
@@ -559,15 +570,17 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o
           std::fill(pr + visible, pr + end, T(0));
           std::fill(dr + visible, dr + end, T(0));
         }
-        T *dqs = dq + first * depth;
-        gemm(false, false, rows, depth, end, dS.data(), end, ks, depth, dqs);
-        for (int64_t e = 0; e < rows * depth; ++e)
-          dqs[e] *= scale;
-        gemmAccumulate(true, false, end, depth, rows, dS.data(), end, qs, depth, dks);
-        gemmAccumulate(true, false, end, width, rows, p.data(), end, dOs, width, dvs);
+        T *dqs = dq + shape.dq.at(n, i0);
+        gemm(false, false, rows, depth, end, dS.data(), end, ks, ldk, dqs, lddq);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t e = 0; e < depth; ++e)
+            dqs[r * lddq + e] *= scale;
+        gemmAccumulate(true, false, end, depth, rows, dS.data(), end, qs, ldq, dks, lddk);
+        gemmAccumulate(true, false, end, width, rows, p.data(), end, dOs, lddO, dvs, lddv);
       }
-      for (int64_t e = 0; e < keys * depth; ++e)
-        dks[e] *= scale;
+      for (int64_t j = 0; j < keys; ++j)
+        for (int64_t e = 0; e < depth; ++e)
+          dks[j * lddk + e] *= scale;
     }
   }
 }

@@ -87,10 +87,32 @@ PPCRT_HD inline void topKIndices(const T *in, int64_t *out, int64_t n, int64_t i
   }
 }
 
+/// Where an attention operand's rows lie: row r of head n (n < batch) of a
+/// [batch, rows, size] operand starts at head(n) + r * rowStride, its
+/// elements one apart. The heads are `inner` per outer index, which lets an
+/// operand be a strided view of another tensor: q of [B, T, 3, H, dh] (a
+/// fused QKV projection, never split into heads) has inner H, outerStride
+/// T * 3 * H * dh, innerStride dh and rowStride 3 * H * dh. All zeros (the
+/// default) is dense row-major ([batch, rows, size]: AttentionShape::resolved).
+struct AttentionRows {
+  int64_t inner = 0, outerStride = 0, innerStride = 0, rowStride = 0;
+
+  PPCRT_HD int64_t head(int64_t n) const {
+    return (n / inner) * outerStride + (n % inner) * innerStride;
+  }
+  PPCRT_HD int64_t at(int64_t n, int64_t r) const { return head(n) + r * rowStride; }
+  /// These rows, or dense [*, rows, size] ones where they are the default.
+  PPCRT_HD AttentionRows orDense(int64_t rows, int64_t size) const {
+    return inner ? *this : AttentionRows{1, rows * size, 0, size};
+  }
+};
+
 /// The sizes of scaled dot-product attention (ppc.attention) over `batch`
 /// independent heads: q [batch, queries, headDim], k [batch, keys, headDim],
 /// v [batch, keys, valueDim], the output [batch, queries, valueDim] and the
-/// log-sum-exp of each query's scores [batch, queries]. The score of query i
+/// log-sum-exp of each query's scores [batch, queries] (dense). Where each
+/// operand's rows lie is its AttentionRows (q, k, v and o; the gradient's
+/// dO, dq, dk and dv), dense by default. The score of query i
 /// and key j is scale * dot(q_i, k_j) + bias(n, i, j); with `causal`, keys
 /// j > i are left out (as if their score were -inf). The optional bias is
 /// read at biasAt(n, i, j), which covers a bias broadcast along the batch
@@ -101,6 +123,21 @@ struct AttentionShape {
   double scale;
   bool causal;
   int64_t biasInner, biasOuterStride, biasInnerStride, biasRowStride, biasColStride;
+  AttentionRows q{}, k{}, v{}, o{}, dO{}, dq{}, dk{}, dv{};
+
+  /// This shape with every default AttentionRows made dense.
+  PPCRT_HD AttentionShape resolved() const {
+    AttentionShape s = *this;
+    s.q = q.orDense(queries, headDim);
+    s.k = k.orDense(keys, headDim);
+    s.v = v.orDense(keys, valueDim);
+    s.o = o.orDense(queries, valueDim);
+    s.dO = dO.orDense(queries, valueDim);
+    s.dq = dq.orDense(queries, headDim);
+    s.dk = dk.orDense(keys, headDim);
+    s.dv = dv.orDense(keys, valueDim);
+    return s;
+  }
 
   PPCRT_HD int64_t biasAt(int64_t n, int64_t i, int64_t j) const {
     return (n / biasInner) * biasOuterStride + (n % biasInner) * biasInnerStride +

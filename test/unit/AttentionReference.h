@@ -182,6 +182,72 @@ inline void referenceAttentionGrad(const ppcrt::lines::AttentionShape &s, const 
     }
 }
 
+/// Where a strided-layout test keeps a [batch, rows, size] operand of case
+/// `c`, as a view of a larger tensor holds it (a fused QKV projection's
+/// slice, heads not yet transposed; codegen's attention views): `inner`
+/// heads side by side in each row, every row followed by `pad` unused
+/// elements and every outer block by 2 * pad more, so that reading or
+/// writing densely would touch them. `pad` differs per operand, so mixing
+/// two operands' layouts up fails too.
+inline ppcrt::lines::AttentionRows interleavedRows(const AttentionCase &c, int64_t rows,
+                                                   int64_t size, int64_t pad) {
+  int64_t inner = c.batch % 3 == 0 ? 3 : c.batch % 2 == 0 ? 2 : 1;
+  int64_t rowStride = inner * size + pad;
+  return {inner, rows * rowStride + 2 * pad, size, rowStride};
+}
+
+/// The elements a buffer of that layout spans.
+inline int64_t spanOf(const ppcrt::lines::AttentionRows &rows, int64_t batch, int64_t count,
+                      int64_t size) {
+  return rows.at(batch - 1, count - 1) + size;
+}
+
+/// A dense [batch, rows, size] operand in a buffer of `layout`, NaN where
+/// the layout has no element.
+inline std::vector<double> scatterRows(const std::vector<double> &dense,
+                                       const ppcrt::lines::AttentionRows &layout, int64_t batch,
+                                       int64_t rows, int64_t size) {
+  std::vector<double> strided(spanOf(layout, batch, rows, size), NAN);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t e = 0; e < size; ++e)
+        strided[layout.at(n, r) + e] = dense[(n * rows + r) * size + e];
+  return strided;
+}
+
+/// The dense operand of a buffer of `layout`; `untouched` tells whether
+/// every element the layout does not cover is still NaN.
+inline std::vector<double> gatherRows(const std::vector<double> &strided,
+                                      const ppcrt::lines::AttentionRows &layout, int64_t batch,
+                                      int64_t rows, int64_t size, bool &untouched) {
+  std::vector<double> dense(batch * rows * size);
+  std::vector<bool> covered(strided.size(), false);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t e = 0; e < size; ++e) {
+        dense[(n * rows + r) * size + e] = strided[layout.at(n, r) + e];
+        covered[layout.at(n, r) + e] = true;
+      }
+  untouched = true;
+  for (size_t i = 0; i < strided.size(); ++i)
+    untouched = untouched && (covered[i] || std::isnan(strided[i]));
+  return dense;
+}
+
+/// The shape of case `c` with every operand in an interleavedRows layout.
+inline ppcrt::lines::AttentionShape interleavedShape(const AttentionCase &c) {
+  ppcrt::lines::AttentionShape s = c.shape();
+  s.q = interleavedRows(c, c.queries, c.headDim, 1);
+  s.k = interleavedRows(c, c.keys, c.headDim, 2);
+  s.v = interleavedRows(c, c.keys, c.valueDim, 3);
+  s.o = interleavedRows(c, c.queries, c.valueDim, 4);
+  s.dO = interleavedRows(c, c.queries, c.valueDim, 5);
+  s.dq = interleavedRows(c, c.queries, c.headDim, 6);
+  s.dk = interleavedRows(c, c.keys, c.headDim, 7);
+  s.dv = interleavedRows(c, c.keys, c.valueDim, 8);
+  return s;
+}
+
 } // namespace ppc::test
 
 #endif // PPC_TEST_UNIT_ATTENTIONREFERENCE_H

@@ -834,12 +834,13 @@ template <int Group, typename C> __device__ inline C attentionRowSum(C value) {
   return value;
 }
 
-/// Copies rows [from, from + rows) of the dense [*, size] matrix `in` into
-/// the [*, MaxDim] tile, the block's threads together.
+/// Copies rows [from, from + rows) of the [*, size] matrix `in` (rows
+/// `pitch` apart) into the [*, MaxDim] tile, the block's threads together.
 template <int MaxDim, typename T>
-__device__ inline void attentionStage(const T *in, int64_t from, int rows, int size, T *tile) {
+__device__ inline void attentionStage(const T *in, int64_t pitch, int64_t from, int rows, int size,
+                                      T *tile) {
   for (int e = threadIdx.x; e < rows * size; e += blockDim.x)
-    tile[(e / size) * MaxDim + e % size] = in[from * size + e];
+    tile[(e / size) * MaxDim + e % size] = in[(from + e / size) * pitch + e % size];
 }
 
 /// The forward: block b takes the rows of query tile b % queryTiles of head
@@ -867,15 +868,15 @@ __global__ void __launch_bounds__(256)
     PPCRT_UNROLL
     for (int t = 0; t < Per; ++t) {
       const int d = g + Group * t;
-      qr[t] = active && d < depth ? C(q[row * depth + d]) : C(0);
+      qr[t] = active && d < depth ? C(q[shape.q.at(n, i) + d]) : C(0);
       acc[t] = C(0);
     }
     C rowMax = none, sum = C(0);
     for (int64_t j0 = 0; j0 < end; j0 += Tile) {
       const int cols = int(end - j0 < Tile ? end - j0 : Tile);
       __syncthreads(); // the previous tile is used up
-      attentionStage<MaxDim>(k + n * shape.keys * depth, j0, cols, depth, kTile);
-      attentionStage<MaxDim>(v + n * shape.keys * width, j0, cols, width, vTile);
+      attentionStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, cols, depth, kTile);
+      attentionStage<MaxDim>(v + shape.v.head(n), shape.v.rowStride, j0, cols, width, vTile);
       __syncthreads();
       for (int c = 0; c < cols; ++c) {
         C dot = C(0);
@@ -912,7 +913,7 @@ __global__ void __launch_bounds__(256)
       PPCRT_UNROLL
       for (int t = 0; t < Per; ++t)
         if (g + Group * t < width)
-          o[row * width + g + Group * t] = T(acc[t] * inverse);
+          o[shape.o.at(n, i) + g + Group * t] = T(acc[t] * inverse);
     }
   }
 }
@@ -943,10 +944,10 @@ __global__ void __launch_bounds__(256)
     PPCRT_UNROLL
     for (int t = 0; t < Per; ++t) {
       const int d = g + Group * t;
-      qr[t] = active && d < depth ? C(q[row * depth + d]) : C(0);
-      dOr[t] = active && d < width ? C(dO[row * width + d]) : C(0);
+      qr[t] = active && d < depth ? C(q[shape.q.at(n, i) + d]) : C(0);
+      dOr[t] = active && d < width ? C(dO[shape.dO.at(n, i) + d]) : C(0);
       if (active && d < width)
-        rowD += dOr[t] * C(o[row * width + d]);
+        rowD += dOr[t] * C(o[shape.o.at(n, i) + d]);
       acc[t] = C(0);
     }
     rowD = attentionRowSum<Group>(rowD);
@@ -954,8 +955,8 @@ __global__ void __launch_bounds__(256)
     for (int64_t j0 = 0; j0 < end; j0 += Tile) {
       const int cols = int(end - j0 < Tile ? end - j0 : Tile);
       __syncthreads();
-      attentionStage<MaxDim>(k + n * shape.keys * depth, j0, cols, depth, kTile);
-      attentionStage<MaxDim>(v + n * shape.keys * width, j0, cols, width, vTile);
+      attentionStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, cols, depth, kTile);
+      attentionStage<MaxDim>(v + shape.v.head(n), shape.v.rowStride, j0, cols, width, vTile);
       __syncthreads();
       for (int c = 0; c < cols; ++c) {
         C dot = C(0), dp = C(0);
@@ -983,7 +984,7 @@ __global__ void __launch_bounds__(256)
       PPCRT_UNROLL
       for (int t = 0; t < Per; ++t)
         if (g + Group * t < depth)
-          dq[row * depth + g + Group * t] = T(scale * acc[t]);
+          dq[shape.dq.at(n, i) + g + Group * t] = T(scale * acc[t]);
     }
   }
 }
@@ -1007,15 +1008,15 @@ __global__ void __launch_bounds__(256)
   const C scale = C(shape.scale);
   for (int64_t block = blockIdx.x; block < shape.batch * keyTiles; block += gridDim.x) {
     const int64_t n = block / keyTiles, j0 = block % keyTiles * B::rows;
-    const int64_t j = j0 + threadIdx.x / Group, row = n * shape.keys + j;
+    const int64_t j = j0 + threadIdx.x / Group;
     const bool active = j < shape.keys;
     const T *biasColumn = bias && active ? bias + shape.biasAt(n, 0, j) : nullptr;
     C kr[Per], vr[Per], dkAcc[Per], dvAcc[Per];
     PPCRT_UNROLL
     for (int t = 0; t < Per; ++t) {
       const int d = g + Group * t;
-      kr[t] = active && d < depth ? C(k[row * depth + d]) : C(0);
-      vr[t] = active && d < width ? C(v[row * width + d]) : C(0);
+      kr[t] = active && d < depth ? C(k[shape.k.at(n, j) + d]) : C(0);
+      vr[t] = active && d < width ? C(v[shape.v.at(n, j) + d]) : C(0);
       dkAcc[t] = C(0);
       dvAcc[t] = C(0);
     }
@@ -1023,12 +1024,13 @@ __global__ void __launch_bounds__(256)
       const int rows = int(shape.queries - i0 < Tile ? shape.queries - i0 : Tile);
       const int64_t first = n * shape.queries + i0;
       __syncthreads();
-      attentionStage<MaxDim>(q + n * shape.queries * depth, i0, rows, depth, qTile);
-      attentionStage<MaxDim>(dO + n * shape.queries * width, i0, rows, width, dOTile);
+      attentionStage<MaxDim>(q + shape.q.head(n), shape.q.rowStride, i0, rows, depth, qTile);
+      attentionStage<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, i0, rows, width, dOTile);
       for (int c = threadIdx.x; c < rows; c += blockDim.x) {
         C rowD = C(0);
+        const T *dOr = dO + shape.dO.at(n, i0 + c), *or_ = o + shape.o.at(n, i0 + c);
         for (int e = 0; e < width; ++e)
-          rowD += C(dO[(first + c) * width + e]) * C(o[(first + c) * width + e]);
+          rowD += C(dOr[e]) * C(or_[e]);
         dTile[c] = rowD;
         lseTile[c] = C(lse[first + c]);
       }
@@ -1064,9 +1066,9 @@ __global__ void __launch_bounds__(256)
       for (int t = 0; t < Per; ++t) {
         const int d = g + Group * t;
         if (d < depth)
-          dk[row * depth + d] = T(scale * dkAcc[t]);
+          dk[shape.dk.at(n, j) + d] = T(scale * dkAcc[t]);
         if (d < width)
-          dv[row * width + d] = T(dvAcc[t]);
+          dv[shape.dv.at(n, j) + d] = T(dvAcc[t]);
       }
     }
   }
@@ -1143,28 +1145,31 @@ __device__ inline void tcRowNumbers(TcAcc &rowOf, float *scratch) {
   __syncwarp();
 }
 
-/// Rows [from, from + kTcCols) of the [rows, size] matrix `in` into the
-/// [kTcCols, MaxDim + 8] tile, zeros past either end; the block together.
+/// Rows [from, from + kTcCols) of the [rows, size] matrix `in` (rows
+/// `pitch` apart) into the [kTcCols, MaxDim + 8] tile, zeros past either
+/// end; the block together.
 template <int MaxDim>
-__device__ inline void tcStage(const bf16 *in, int64_t from, int64_t rows, int size, bf16 *tile) {
+__device__ inline void tcStage(const bf16 *in, int64_t pitch, int64_t from, int64_t rows, int size,
+                               bf16 *tile) {
   constexpr int Ld = MaxDim + 8;
   for (int e = threadIdx.x; e < kTcCols * MaxDim; e += blockDim.x) {
     const int r = e / MaxDim, c = e % MaxDim;
-    tile[r * Ld + c] = from + r < rows && c < size ? in[(from + r) * size + c] : bf16(0.0f);
+    tile[r * Ld + c] = from + r < rows && c < size ? in[(from + r) * pitch + c] : bf16(0.0f);
   }
 }
 
 /// The warp's 16 rows [first, first + 16) of the [rows, size] matrix `in`
-/// as MaxDim / 16 matrix_a fragments, through the warp's scratch.
+/// (rows `pitch` apart) as MaxDim / 16 matrix_a fragments, through the
+/// warp's scratch.
 template <int MaxDim>
-__device__ inline void tcRowFragments(const bf16 *in, int64_t first, int64_t rows, int size,
-                                      TcA *fragments, float *scratch) {
+__device__ inline void tcRowFragments(const bf16 *in, int64_t pitch, int64_t first, int64_t rows,
+                                      int size, TcA *fragments, float *scratch) {
   bf16 *stage = reinterpret_cast<bf16 *>(scratch);
   for (int c = 0; c < MaxDim / 16; ++c) {
     for (int e = threadIdx.x % 32; e < 256; e += 32) {
       const int64_t r = first + e / 16;
       const int d = c * 16 + e % 16;
-      stage[e] = r < rows && d < size ? in[r * size + d] : bf16(0.0f);
+      stage[e] = r < rows && d < size ? in[r * pitch + d] : bf16(0.0f);
     }
     __syncwarp();
     wmma::load_matrix_sync(fragments[c], stage, 16);
@@ -1172,11 +1177,12 @@ __device__ inline void tcRowFragments(const bf16 *in, int64_t first, int64_t row
   }
 }
 
-/// out[first + r][c * 16 + e] = scale * acc[c] for the warp's valid rows and
-/// the first `size` columns, through the warp's scratch.
+/// out[first + r][c * 16 + e] = scale * acc[c] for the warp's valid rows
+/// (`pitch` apart in out) and the first `size` columns, through the warp's
+/// scratch.
 template <int MaxDim>
-__device__ inline void tcStoreRows(TcAcc *acc, float scale, bf16 *out, int64_t first, int64_t rows,
-                                   int size, float *scratch) {
+__device__ inline void tcStoreRows(TcAcc *acc, float scale, bf16 *out, int64_t pitch, int64_t first,
+                                   int64_t rows, int size, float *scratch) {
   for (int c = 0; c < MaxDim / 16; ++c) {
     wmma::store_matrix_sync(scratch, acc[c], 16, wmma::mem_row_major);
     __syncwarp();
@@ -1184,7 +1190,7 @@ __device__ inline void tcStoreRows(TcAcc *acc, float scale, bf16 *out, int64_t f
       const int64_t r = first + e / 16;
       const int d = c * 16 + e % 16;
       if (r < rows && d < size)
-        out[r * size + d] = bf16(scale * scratch[e]);
+        out[r * pitch + d] = bf16(scale * scratch[e]);
     }
     __syncwarp();
   }
@@ -1254,15 +1260,16 @@ __global__ void __launch_bounds__(kTcWarps * 32)
     const int64_t end = shape.visibleKeys(last - 1), visible = active ? shape.visibleKeys(i) : 0;
     const bf16 *biasRow = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
     TcA qf[MaxDim / 16];
-    tcRowFragments<MaxDim>(q + n * shape.queries * depth, first, shape.queries, depth, qf, scratch);
+    tcRowFragments<MaxDim>(q + shape.q.head(n), shape.q.rowStride, first, shape.queries, depth, qf,
+                           scratch);
     TcAcc acc[MaxDim / 16];
     for (TcAcc &a : acc)
       wmma::fill_fragment(a, 0.0f);
     float rowMax = none, sum = 0.0f; // row r's, the same in both its lanes
     for (int64_t j0 = 0; j0 < end; j0 += kTcCols) {
       __syncthreads(); // the previous tiles are used up
-      tcStage<MaxDim>(k + n * shape.keys * depth, j0, end, depth, s.a);
-      tcStage<MaxDim>(v + n * shape.keys * width, j0, end, width, s.b);
+      tcStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, end, depth, s.a);
+      tcStage<MaxDim>(v + shape.v.head(n), shape.v.rowStride, j0, end, width, s.b);
       __syncthreads();
       tcScores<MaxDim>(qf, s.a, scratch);
       __syncwarp();
@@ -1306,8 +1313,8 @@ __global__ void __launch_bounds__(kTcWarps * 32)
     for (TcAcc &a : acc)
       for (int e = 0; e < a.num_elements; ++e)
         a.x[e] *= s.rows[warp][int(rowOf.x[e])];
-    tcStoreRows<MaxDim>(acc, 1.0f, o + n * shape.queries * width, first, shape.queries, width,
-                        scratch);
+    tcStoreRows<MaxDim>(acc, 1.0f, o + shape.o.head(n), shape.o.rowStride, first, shape.queries,
+                        width, scratch);
   }
 #endif
 }
@@ -1333,12 +1340,13 @@ __global__ void __launch_bounds__(kTcWarps * 32)
     const int64_t end = shape.visibleKeys(last - 1), visible = active ? shape.visibleKeys(i) : 0;
     const bf16 *biasRow = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
     TcA qf[MaxDim / 16], dOf[MaxDim / 16];
-    tcRowFragments<MaxDim>(q + n * shape.queries * depth, first, shape.queries, depth, qf, scratch);
-    tcRowFragments<MaxDim>(dO + n * shape.queries * width, first, shape.queries, width, dOf,
+    tcRowFragments<MaxDim>(q + shape.q.head(n), shape.q.rowStride, first, shape.queries, depth, qf,
                            scratch);
+    tcRowFragments<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, first, shape.queries, width,
+                           dOf, scratch);
     float rowD = 0.0f;
     for (int e = half; active && e < width; e += 2)
-      rowD += float(dO[row * width + e]) * float(o[row * width + e]);
+      rowD += float(dO[shape.dO.at(n, i) + e]) * float(o[shape.o.at(n, i) + e]);
     rowD += __shfl_xor_sync(0xffffffffu, rowD, 1);
     const float rowLse = active ? lse[row] : 0.0f;
     TcAcc acc[MaxDim / 16];
@@ -1346,8 +1354,8 @@ __global__ void __launch_bounds__(kTcWarps * 32)
       wmma::fill_fragment(a, 0.0f);
     for (int64_t j0 = 0; j0 < end; j0 += kTcCols) {
       __syncthreads();
-      tcStage<MaxDim>(k + n * shape.keys * depth, j0, end, depth, s.a);
-      tcStage<MaxDim>(v + n * shape.keys * width, j0, end, width, s.b);
+      tcStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, end, depth, s.a);
+      tcStage<MaxDim>(v + shape.v.head(n), shape.v.rowStride, j0, end, width, s.b);
       __syncthreads();
       tcScores<MaxDim>(qf, s.a, scratch);
       tcScores<MaxDim>(dOf, s.b, scratch + 16 * kTcScoreLd);
@@ -1371,8 +1379,8 @@ __global__ void __launch_bounds__(kTcWarps * 32)
       tcAccumulate<MaxDim>(acc, hi, lo, s.a);
       __syncwarp();
     }
-    tcStoreRows<MaxDim>(acc, scale, dq + n * shape.queries * depth, first, shape.queries, depth,
-                        scratch);
+    tcStoreRows<MaxDim>(acc, scale, dq + shape.dq.head(n), shape.dq.rowStride, first, shape.queries,
+                        depth, scratch);
   }
 #endif
 }
@@ -1396,8 +1404,10 @@ __global__ void __launch_bounds__(kTcWarps * 32)
     const bool active = j < shape.keys;
     const bf16 *biasColumn = bias && active ? bias + shape.biasAt(n, 0, j) : nullptr;
     TcA kf[MaxDim / 16], vf[MaxDim / 16];
-    tcRowFragments<MaxDim>(k + n * shape.keys * depth, first, shape.keys, depth, kf, scratch);
-    tcRowFragments<MaxDim>(v + n * shape.keys * width, first, shape.keys, width, vf, scratch);
+    tcRowFragments<MaxDim>(k + shape.k.head(n), shape.k.rowStride, first, shape.keys, depth, kf,
+                           scratch);
+    tcRowFragments<MaxDim>(v + shape.v.head(n), shape.v.rowStride, first, shape.keys, width, vf,
+                           scratch);
     TcAcc dkAcc[MaxDim / 16], dvAcc[MaxDim / 16];
     for (int c = 0; c < MaxDim / 16; ++c) {
       wmma::fill_fragment(dkAcc[c], 0.0f);
@@ -1406,14 +1416,15 @@ __global__ void __launch_bounds__(kTcWarps * 32)
     for (int64_t i0 = shape.causal ? j0 : 0; i0 < shape.queries; i0 += kTcCols) {
       const int64_t firstRow = n * shape.queries + i0;
       __syncthreads();
-      tcStage<MaxDim>(q + n * shape.queries * depth, i0, shape.queries, depth, s.a);
-      tcStage<MaxDim>(dO + n * shape.queries * width, i0, shape.queries, width, s.b);
+      tcStage<MaxDim>(q + shape.q.head(n), shape.q.rowStride, i0, shape.queries, depth, s.a);
+      tcStage<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, i0, shape.queries, width, s.b);
       { // D and lse of the tile's queries: four threads per query
         const int c = threadIdx.x / 4, part = threadIdx.x % 4;
         const bool valid = i0 + c < shape.queries;
         float rowD = 0.0f;
+        const bf16 *dOr = dO + shape.dO.at(n, i0 + c), *or_ = o + shape.o.at(n, i0 + c);
         for (int e = part; valid && e < width; e += 4)
-          rowD += float(dO[(firstRow + c) * width + e]) * float(o[(firstRow + c) * width + e]);
+          rowD += float(dOr[e]) * float(or_[e]);
         rowD += __shfl_xor_sync(0xffffffffu, rowD, 1);
         rowD += __shfl_xor_sync(0xffffffffu, rowD, 2);
         if (part == 0) {
@@ -1451,10 +1462,10 @@ __global__ void __launch_bounds__(kTcWarps * 32)
       tcAccumulate<MaxDim>(dkAcc, dsHi, dsLo, s.a);
       __syncwarp();
     }
-    tcStoreRows<MaxDim>(dkAcc, scale, dk + n * shape.keys * depth, first, shape.keys, depth,
-                        scratch);
-    tcStoreRows<MaxDim>(dvAcc, 1.0f, dv + n * shape.keys * width, first, shape.keys, width,
-                        scratch);
+    tcStoreRows<MaxDim>(dkAcc, scale, dk + shape.dk.head(n), shape.dk.rowStride, first, shape.keys,
+                        depth, scratch);
+    tcStoreRows<MaxDim>(dvAcc, 1.0f, dv + shape.dv.head(n), shape.dv.rowStride, first, shape.keys,
+                        width, scratch);
   }
 #endif
 }
@@ -1501,13 +1512,14 @@ void launchAttentionTcGrad(const bf16 *q, const bf16 *k, const bf16 *v, const bf
 }
 
 /// Scaled dot-product attention (ppc.attention) over the shape's batch of
-/// heads (lines::AttentionShape): o = softmax(scale q k^T + bias) v, dense
-/// row-major, and each query's log-sum-exp in lse (L: float for float and
+/// heads (lines::AttentionShape): o = softmax(scale q k^T + bias) v, each
+/// operand's rows where the shape says, and each query's log-sum-exp in lse (L: float for float and
 /// bf16, double for double). Computed in float (double for double), o
 /// rounded once. Head and value sizes up to kAttentionMaxDim.
 template <typename T, typename L>
 void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
-               const lines::AttentionShape &shape) {
+               const lines::AttentionShape &layout) {
+  const lines::AttentionShape shape = layout.resolved();
   if constexpr (std::is_same_v<T, bf16>)
     if (attentionOnTensorCores(shape)) {
       if (attentionMaxDim(shape) == 64)
@@ -1553,7 +1565,8 @@ void launchAttentionGrad(const T *q, const T *k, const T *v, const T *bias, cons
 /// holds more than a value per query.
 template <typename T, typename L>
 void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o, const L *lse,
-                   const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &shape) {
+                   const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &layout) {
+  const lines::AttentionShape shape = layout.resolved();
   if constexpr (std::is_same_v<T, bf16>)
     if (attentionOnTensorCores(shape)) {
       if (attentionMaxDim(shape) == 64)

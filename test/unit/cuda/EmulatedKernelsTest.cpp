@@ -747,39 +747,70 @@ template <typename T>
 }
 
 /// attention (or attentionGrad, from the reference's o and lse rounded to
-/// the kernel's types) of every case against the reference on T's inputs.
+/// the kernel's types) of every case against the reference on T's inputs;
+/// with `strided`, every operand read and written in an interleaved layout
+/// (AttentionReference.h), whose gaps must stay unwritten.
 template <typename T>
 void checkAttention(bool gradients, double relative, double absolute,
-                    const std::vector<AttentionCase> &cases = ppc::test::attentionCases()) {
+                    const std::vector<AttentionCase> &cases = ppc::test::attentionCases(),
+                    bool strided = false) {
   using L = LseOf<T>;
   for (const AttentionCase &c : cases) {
-    SCOPED_TRACE(c.name() + (std::is_same_v<T, bf16> ? " bf16" : sizeof(T) == 4 ? " f32" : " f64"));
-    ppcrt::lines::AttentionShape shape = c.shape();
+    SCOPED_TRACE(c.name() +
+                 (std::is_same_v<T, bf16> ? " bf16"
+                  : sizeof(T) == 4        ? " f32"
+                                          : " f64") +
+                 (strided ? " strided" : ""));
+    ppcrt::lines::AttentionShape shape = strided ? ppc::test::interleavedShape(c) : c.shape();
+    const ppcrt::lines::AttentionShape dense = shape.resolved();
     AttentionInputs in = ppc::test::attentionInputs(c, 7);
     for (std::vector<double> *values : {&in.q, &in.k, &in.v, &in.bias, &in.dO})
       *values = roundedTo<T>(*values);
+    const int64_t batch = c.batch;
+    // An operand as the kernel takes it; an output over NaN; the check of
+    // an output's rows, and of its gaps.
+    auto place = [&](const std::vector<double> &values, const ppcrt::lines::AttentionRows &rows,
+                     int64_t count, int64_t size) {
+      return deviceCopyAs<T>(ppc::test::scatterRows(values, rows, batch, count, size));
+    };
+    auto output = [&](const ppcrt::lines::AttentionRows &rows, int64_t count, int64_t size) {
+      return deviceOutput<T>(ppc::test::spanOf(rows, batch, count, size));
+    };
+    auto expectNear = [&](const T *got, const ppcrt::lines::AttentionRows &rows, int64_t count,
+                          int64_t size, const std::vector<double> &want, const char *what) {
+      std::vector<T> values = hostCopy(got, ppc::test::spanOf(rows, batch, count, size));
+      std::vector<double> wide(values.size());
+      for (size_t i = 0; i < values.size(); ++i)
+        wide[i] = widen(values[i]);
+      bool untouched = false;
+      std::vector<double> gathered =
+          ppc::test::gatherRows(wide, rows, batch, count, size, untouched);
+      EXPECT_TRUE(allNear(deviceCopyAs<double>(gathered), want, relative, absolute)) << what;
+      EXPECT_TRUE(untouched) << what << " is written outside its rows";
+    };
     std::vector<double> o, lse, dq, dk, dv;
     ppc::test::referenceAttention(shape, in, o, lse);
-    T *q = deviceCopyAs<T>(in.q), *k = deviceCopyAs<T>(in.k), *v = deviceCopyAs<T>(in.v),
-      *bias = deviceCopyAs<T>(in.bias), *dO = deviceCopyAs<T>(in.dO);
+    T *q = place(in.q, dense.q, c.queries, c.headDim), *k = place(in.k, dense.k, c.keys, c.headDim),
+      *v = place(in.v, dense.v, c.keys, c.valueDim), *bias = deviceCopyAs<T>(in.bias),
+      *dO = place(in.dO, dense.dO, c.queries, c.valueDim);
     if (!gradients) {
-      T *gotO = deviceOutput<T>(o.size());
+      T *gotO = output(dense.o, c.queries, c.valueDim);
       L *gotLse = deviceOutput<L>(lse.size());
       ppcrt::cuda::attention<T, L>(q, k, v, bias, gotO, gotLse, shape);
-      EXPECT_TRUE(allNear(gotO, o, relative, absolute)) << "o";
+      expectNear(gotO, dense.o, c.queries, c.valueDim, o, "o");
       EXPECT_TRUE(allNear(gotLse, lse, relative, absolute)) << "lse";
       continue;
     }
     o = roundedTo<T>(o);
     lse = roundedTo<L>(lse);
     ppc::test::referenceAttentionGrad(shape, in, o, lse, dq, dk, dv);
-    T *gotDq = deviceOutput<T>(dq.size()), *gotDk = deviceOutput<T>(dk.size()),
-      *gotDv = deviceOutput<T>(dv.size());
-    ppcrt::cuda::attentionGrad<T, L>(q, k, v, bias, deviceCopyAs<T>(o), deviceCopyAs<L>(lse), dO,
-                                     gotDq, gotDk, gotDv, shape);
-    EXPECT_TRUE(allNear(gotDq, dq, relative, absolute)) << "dq";
-    EXPECT_TRUE(allNear(gotDk, dk, relative, absolute)) << "dk";
-    EXPECT_TRUE(allNear(gotDv, dv, relative, absolute)) << "dv";
+    T *gotDq = output(dense.dq, c.queries, c.headDim), *gotDk = output(dense.dk, c.keys, c.headDim),
+      *gotDv = output(dense.dv, c.keys, c.valueDim);
+    ppcrt::cuda::attentionGrad<T, L>(q, k, v, bias, place(o, dense.o, c.queries, c.valueDim),
+                                     deviceCopyAs<L>(lse), dO, gotDq, gotDk, gotDv, shape);
+    expectNear(gotDq, dense.dq, c.queries, c.headDim, dq, "dq");
+    expectNear(gotDk, dense.dk, c.keys, c.headDim, dk, "dk");
+    expectNear(gotDv, dense.dv, c.keys, c.valueDim, dv, "dv");
   }
 }
 
@@ -836,6 +867,20 @@ TEST(CudaKernels, Bf16AttentionOnTensorCores) {
   cases.push_back(C{6, 131, 95, 64, 64, false, C::Padding});
   for (bool gradients : {false, true})
     checkAttention<bf16>(gradients, 0x1p-8, 1e-5, cases);
+}
+
+// Operands that are strided views of larger tensors (the heads of a fused
+// QKV projection, the output written into the heads-merged tensor), on the
+// scalar kernels (f32) and the tensor-core ones (bf16): the same results,
+// and nothing written between the rows.
+TEST(CudaKernels, AttentionReadsAndWritesStridedRows) {
+  using C = AttentionCase;
+  std::vector<AttentionCase> wide = ppc::test::attentionCases();
+  wide.push_back(C{6, 67, 67, 64, 64, true, C::QueryBias});
+  for (bool gradients : {false, true}) {
+    checkAttention<float>(gradients, 1e-5, 1e-5, ppc::test::attentionCases(), true);
+    checkAttention<bf16>(gradients, 0x1p-8, 1e-5, wide, true);
+  }
 }
 
 //===----------------------------------------------------------------------===//
