@@ -118,14 +118,21 @@ std::string cppLiteral(Attribute value, Type type) {
 }
 
 void EmitContext::beginProgram(llvm::raw_ostream &body, llvm::DenseMap<Value, Value> storageMap,
-                               llvm::DenseMap<Value, int64_t> offsetMap, const FusionPlan &fusion) {
+                               llvm::DenseMap<Value, int64_t> offsetMap, const FusionPlan &fusion,
+                               const StridedViews &strided) {
   bodyStream = &body;
   fusionPlan = &fusion;
+  views = &strided;
   storage = std::move(storageMap);
   offsets = std::move(offsetMap);
   names.clear();
   nextName = 0;
   nextTicket = 0;
+}
+
+const StridedView *EmitContext::stridedView(Value value) const {
+  auto it = views->views.find(value);
+  return it == views->views.end() ? nullptr : &it->second;
 }
 
 Value EmitContext::holder(Value value) const {

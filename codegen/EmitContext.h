@@ -12,6 +12,7 @@
 #define PPC_CODEGEN_EMITCONTEXT_H
 
 #include "codegen/Fusion.h"
+#include "codegen/StridedViews.h"
 #include "codegen/TargetSpelling.h"
 #include "ir/PpcOps.h"
 
@@ -68,11 +69,15 @@ public:
   }
 
   /// Starts a program: `body` receives its statements; `fusion` is its
-  /// fusion plan.
+  /// fusion plan, `strided` its attention operands' views.
   void beginProgram(llvm::raw_ostream &body, llvm::DenseMap<mlir::Value, mlir::Value> storage,
-                    llvm::DenseMap<mlir::Value, int64_t> offsets, const FusionPlan &fusion);
+                    llvm::DenseMap<mlir::Value, int64_t> offsets, const FusionPlan &fusion,
+                    const StridedViews &strided);
   /// The current program's fusion plan (what is folded into which kernel).
   const FusionPlan &fusion() const { return *fusionPlan; }
+  /// The view an attention kernel reads or writes `value` through, or null
+  /// where it has its own dense buffer (StridedViews.h).
+  const StridedView *stridedView(mlir::Value value) const;
 
   /// The statement stream of the current program.
   llvm::raw_ostream &body() { return *bodyStream; }
@@ -122,6 +127,7 @@ private:
   std::vector<std::string> &groups;
   llvm::raw_ostream *bodyStream = nullptr;
   const FusionPlan *fusionPlan = nullptr;
+  const StridedViews *views = nullptr;
   llvm::DenseMap<mlir::Value, mlir::Value> storage;
   llvm::DenseMap<mlir::Value, int64_t> offsets;
   llvm::DenseMap<mlir::Value, std::string> names;

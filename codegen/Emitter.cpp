@@ -53,7 +53,12 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
     auto it = layout.holders.find(v);
     return it == layout.holders.end() ? v : it->second;
   };
+  layout.strided = planStridedViews(program, layout.fusion);
+  for (auto &[value, view] : layout.strided.views)
+    layout.holders[value] = view.stored;
   for (Operation &op : program.getBody().front()) {
+    if (layout.strided.inPlace.count(&op))
+      continue;
     if (auto reshape = llvm::dyn_cast<ReshapeOp>(op))
       layout.holders[reshape.getResult()] = holder(reshape.getInput());
     if (auto transpose = llvm::dyn_cast<TransposeOp>(op)) {
@@ -64,6 +69,13 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
         layout.holders[transpose.getResult()] = holder(transpose.getInput());
     }
   }
+  // A view's holder is a buffer, never another view (a strided view may be
+  // held by a reshape's result the loop above made a view afterwards).
+  for (auto &[value, held] : layout.holders)
+    while (layout.holders.count(held) && layout.holders.lookup(held) != held)
+      held = layout.holders.lookup(held);
+  for (auto &[value, view] : layout.strided.views)
+    view.stored = holder(view.stored);
   // function_ref does not own its callee: the lambdas must outlive `hooks`.
   auto runsAt = [&](Operation *op) { return layout.fusion.runsAt(op); };
   auto unstored = [&](Value v) { return layout.fusion.unstored(v); };
@@ -222,15 +234,15 @@ LogicalResult hostCanRun(llvm::ArrayRef<Operation *> ops, EmitContext &ctx) {
   return success();
 }
 
-/// Whether `op` emits no code: a reshape or transpose read through its
-/// operand's buffer.
-bool isView(Operation *op, const ProgramLayout &layout) {
+} // namespace
+
+bool ProgramLayout::isView(Operation *op) const {
+  if (strided.inPlace.count(op))
+    return true;
   if (!llvm::isa<ReshapeOp, TransposeOp>(op))
     return false;
-  return layout.holders.count(op->getResult(0)) != 0;
+  return holders.count(op->getResult(0)) != 0;
 }
-
-} // namespace
 
 FailureOr<std::vector<ProgramLayout>> layOutPrograms(ModuleOp module, Target target) {
   std::vector<ProgramLayout> layouts;
@@ -270,7 +282,7 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
       offsets[b.value] = b.offset;
     std::string bodyText;
     llvm::raw_string_ostream body(bodyText);
-    ctx.beginProgram(body, layout.holders, offsets, layout.fusion);
+    ctx.beginProgram(body, layout.holders, offsets, layout.fusion, layout.strided);
 
     // CUDA: communication runs on its own streams; a kernel that reads what
     // a call in flight writes, or writes what it reads or writes, waits for
@@ -388,6 +400,10 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
           return failure();
         continue;
       }
+      // The slices, transposes, reshapes and concats of attention operands
+      // read and written in place (StridedViews.h).
+      if (layout.strided.inPlace.count(&op))
+        continue;
       bool byHost = runsOnHost(&op);
       if (cuda && byHost && failed(hostCanRun({&op}, ctx)))
         return failure();
@@ -400,10 +416,10 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
       auto restore = llvm::make_scope_exit([&] { ctx.spellFor(device); });
       if (failed(ctx.target().supports(&op, ctx)))
         return failure();
-      if (!isView(&op, layout))
+      if (!layout.isView(&op))
         mark(&op);
       llvm::SmallVector<Range> reads, writes;
-      if (cuda && !isView(&op, layout)) {
+      if (cuda && !layout.isView(&op)) {
         reads = rangesOf(op.getOperands());
         writes = rangesOf(op.getResults());
         waitFor(reads, writes, byHost);

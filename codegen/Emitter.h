@@ -15,6 +15,7 @@
 #define PPC_CODEGEN_EMITTER_H
 
 #include "codegen/Fusion.h"
+#include "codegen/StridedViews.h"
 #include "ir/PpcOps.h"
 #include "passes/memory/MemoryPlan.h"
 
@@ -58,8 +59,15 @@ struct ExecutableInfo {
 /// through another's buffer, and the memory plan that follows from both.
 struct ProgramLayout {
   FusionPlan fusion;
+  /// The value whose buffer holds each view (never itself a view).
   llvm::DenseMap<mlir::Value, mlir::Value> holders;
+  /// Attention operands read and written in place (StridedViews.h).
+  StridedViews strided;
   MemoryPlan memory;
+
+  /// Whether `op` emits no code: a reshape or transpose read through its
+  /// operand's buffer, or an op of a strided view.
+  bool isView(mlir::Operation *op) const;
 };
 
 /// Whether `transpose` undoes the transpose that produced its operand, so
@@ -67,15 +75,14 @@ struct ProgramLayout {
 bool undoesItsOperand(TransposeOp transpose);
 
 /// Fuses `program`, makes views of reshapes, of transposes that undo
-/// transposes and of GEMM-operand transposes (read with BLAS's transpose
-/// flags), and plans its arena (64-byte aligned buffers). With
-/// `asyncCommunication` (CUDA) a collective's operands live until the first
-/// use of its result, where the program waits for it, so that nothing
-/// overwrites them while it runs beside the kernels in between. With
-/// `gemmEpilogues` (CUDA) GEMMs compute the bias and residual adds that
-/// read their products (GemmEpilogue). The optimizer step's alike groups
-/// run as one kernel (GroupBatch) where that does not grow the arena. Fails
-/// (with an error at `program`) when its memory plan does.
+/// transposes, of GEMM-operand transposes (read with BLAS's transpose
+/// flags) and of attention operands (StridedViews.h), and plans its arena (64-byte aligned
+/// buffers). With `asyncCommunication` (CUDA) a collective's operands live until the first use of
+/// its result, where the program waits for it, so that nothing overwrites them while it runs beside
+/// the kernels in between. With `gemmEpilogues` (CUDA) GEMMs compute the bias and residual adds
+/// that read their products (GemmEpilogue). The optimizer step's alike groups run as one kernel
+/// (GroupBatch) where that does not grow the arena. Fails (with an error at `program`) when its
+/// memory plan does.
 mlir::FailureOr<ProgramLayout> layOutProgram(mlir::func::FuncOp program,
                                              bool asyncCommunication = false,
                                              bool gemmEpilogues = false);

@@ -196,8 +196,8 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     priceOp(matmul);
     return k;
   }
-  if (llvm::all_of(op->getResults(), [&](Value r) { return layout.holders.count(r); }))
-    return std::nullopt; // A view: no kernel.
+  if (layout.isView(op))
+    return std::nullopt; // No kernel.
   llvm::DenseSet<Value> seen;
   k.what = describeOp(op);
   for (Value operand : op->getOperands()) {

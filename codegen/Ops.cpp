@@ -516,14 +516,41 @@ template <typename OpT> static FailureOr<std::string> attentionShape(OpT op, Emi
       innerStride = runs[0].second;
     }
   }
+  // Where each operand's rows lie: `{}` (dense) unless it is a strided view
+  // (StridedViews.h). The forward's q, k, v and o; the gradient's dO, dq,
+  // dk and dv too.
+  llvm::SmallVector<Value, 8> operands{op.getQ(), op.getK(), op.getV()};
+  if constexpr (std::is_same_v<OpT, AttentionOp>) {
+    operands.push_back(op.getOutput());
+  } else {
+    operands.append({op.getOutput(), op.getDOutput(), op.getDQ(), op.getDK(), op.getDV()});
+  }
+  std::string rows;
+  for (Value operand : operands) {
+    const StridedView *view = ctx.stridedView(operand);
+    std::optional<std::string> text = view ? attentionRows(shapeOf(operand), *view) : "{}";
+    if (!text)
+      return ctx.unsupported(op, "an operand's strides are not an attention kernel's rows");
+    rows += ", " + *text;
+  }
   char scale[64];
   std::snprintf(scale, sizeof(scale), "%a", op.getScale().convertToDouble());
   return llvm::formatv("ppcrt::lines::AttentionShape{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
-                       "{8}, {9}, {10}, {11}}",
+                       "{8}, {9}, {10}, {11}{12}}",
                        numElements(batch), queries, keys, q.back(), v.back(), scale,
                        op.getCausal() ? "true" : "false", inner, outerStride, innerStride,
-                       rowStride, colStride)
+                       rowStride, colStride, rows)
       .str();
+}
+
+/// The pointer to an attention operand's first element: its buffer's, or
+/// where its view starts in the buffer holding it.
+static std::string attentionOperand(Value value, EmitContext &ctx) {
+  const StridedView *view = ctx.stridedView(value);
+  if (!view)
+    return ctx.ptr(value);
+  std::string base = ctx.ptr(view->stored);
+  return view->offset ? "(" + base + " + " + std::to_string(view->offset) + ")" : base;
 }
 
 static LogicalResult emitAttention(Operation *op, EmitContext &ctx) {
@@ -531,10 +558,11 @@ static LogicalResult emitAttention(Operation *op, EmitContext &ctx) {
   FailureOr<std::string> shape = attentionShape(attention, ctx);
   if (failed(shape))
     return failure();
-  std::string q = ctx.ptr(attention.getQ()), k = ctx.ptr(attention.getK()),
-              v = ctx.ptr(attention.getV()),
+  std::string q = attentionOperand(attention.getQ(), ctx),
+              k = attentionOperand(attention.getK(), ctx),
+              v = attentionOperand(attention.getV(), ctx),
               bias = attention.getBias() ? ctx.ptr(attention.getBias()) : "nullptr",
-              o = ctx.ptr(attention.getOutput()), lse = ctx.ptr(attention.getLse());
+              o = attentionOperand(attention.getOutput(), ctx), lse = ctx.ptr(attention.getLse());
   comment(ctx, op);
   ctx.body() << llvm::formatv("  {0}::attention<{1}, {2}>({3}, {4}, {5}, {6}, {7}, {8}, {9});\n",
                               ctx.kernelLibrary(), ctx.elementType(attention.getOutput()),
@@ -549,12 +577,12 @@ static LogicalResult emitAttentionGrad(Operation *op, EmitContext &ctx) {
     return failure();
   std::string bias = grad.getBias() ? ctx.ptr(grad.getBias()) : "nullptr";
   std::string args = llvm::join(llvm::map_range(ValueRange{grad.getQ(), grad.getK(), grad.getV()},
-                                                [&](Value x) { return ctx.ptr(x); }),
+                                                [&](Value x) { return attentionOperand(x, ctx); }),
                                 ", ");
   std::string rest =
       llvm::join(llvm::map_range(ValueRange{grad.getOutput(), grad.getLse(), grad.getDOutput(),
                                             grad.getDQ(), grad.getDK(), grad.getDV()},
-                                 [&](Value x) { return ctx.ptr(x); }),
+                                 [&](Value x) { return attentionOperand(x, ctx); }),
                  ", ");
   comment(ctx, op);
   ctx.body() << llvm::formatv("  {0}::attentionGrad<{1}, {2}>({3}, {4}, {5}, {6});\n",

@@ -259,6 +259,13 @@ static FailureOr<MemoryPlan> planBuffers(func::FuncOp func, int64_t alignment,
   for (Buffer &b : plan.buffers)
     if (holder(b.value) != b.value || (hooks.unstored && hooks.unstored(b.value)))
       b.bytes = 0;
+  // A view written before its holder (an attention's output written into
+  // the tensor a later transpose makes of it) begins the holder's life.
+  for (Buffer &b : plan.buffers)
+    if (Value h = holder(b.value); h != b.value && bufferOf.count(h)) {
+      Buffer &held = plan.buffers[bufferOf[h]];
+      held.begin = std::min(held.begin, b.begin);
+    }
   for (Operation &op : body) {
     int64_t until = position(hooks.readsUntil ? hooks.readsUntil(&op) : &op);
     for (Value v : op.getOperands()) {

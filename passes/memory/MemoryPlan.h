@@ -69,7 +69,9 @@ struct StorageHooks {
   /// The value whose buffer holds a value (itself by default): generated
   /// code reads a reshape, or a transpose folded into a GEMM, through its
   /// operand's buffer. Such a value gets no bytes and its holder's offset,
-  /// and its uses count as uses of the holder.
+  /// and its uses count as uses of the holder; a holder defined after its
+  /// view (a kernel writing into the buffer of a later op's result) lives
+  /// from the view's definition on.
   llvm::function_ref<mlir::Value(mlir::Value)> holder;
   /// The op at whose place an op runs (itself by default): a fused group of
   /// elementwise ops runs at its last op, so its operands live until then
