@@ -246,7 +246,8 @@ private:
       }
       if (!next || !mayBeView(next) || llvm::isa<SliceOp>(next))
         return chain;
-      if (auto transpose = llvm::dyn_cast<TransposeOp>(next); transpose && !keepsLastDimension(transpose))
+      if (auto transpose = llvm::dyn_cast<TransposeOp>(next);
+          transpose && !keepsLastDimension(transpose))
         return chain;
       chain.ops.push_back(next);
       if (llvm::isa<ConcatOp>(next))
@@ -299,8 +300,7 @@ private:
           continue;
         Operation *concat = chain.ops.back();
         // Each operand once (a value concatenated twice is read, not written).
-        llvm::DenseSet<Value> operands(concat->getOperands().begin(),
-                                       concat->getOperands().end());
+        llvm::DenseSet<Value> operands(concat->getOperands().begin(), concat->getOperands().end());
         bool whole =
             arriving[concat] == concat->getNumOperands() && operands.size() == arriving[concat];
         if (!whole || !chainViews(chain)) {
