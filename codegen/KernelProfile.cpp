@@ -60,6 +60,24 @@ double bytesOf(Value value, Value stored) {
 
 double bytesOf(Value value) { return bytesOf(value, value); }
 
+/// The bytes `op`'s kernel reads of `operand` where it reads only the
+/// elements it indexes: nll_loss one input element (and one weight) per
+/// target, a gather its result's elements of the data; else nothing.
+std::optional<double> indexedBytes(Operation *op, Value operand) {
+  auto elementBytes = [](Value v) {
+    return double(std::max(getElementTypeOrSelf(v.getType()).getIntOrFloatBitWidth(), 8u) / 8);
+  };
+  if (auto loss = llvm::dyn_cast<NllLossOp>(op))
+    if (operand == loss.getInput() || operand == loss.getWeight())
+      return double(llvm::cast<RankedTensorType>(loss.getTarget().getType()).getNumElements()) *
+             elementBytes(operand);
+  if (auto gather = llvm::dyn_cast<GatherOp>(op))
+    if (operand == gather.getData())
+      return double(llvm::cast<RankedTensorType>(gather.getType()).getNumElements()) *
+             elementBytes(operand);
+  return std::nullopt;
+}
+
 /// The rates of a contraction's element type: (achieved, peak).
 std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
   Type element = getElementTypeOrSelf(op->getOperand(0).getType());
@@ -203,6 +221,10 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
   for (Value operand : op->getOperands()) {
     if (!seen.insert(operand).second)
       continue;
+    if (std::optional<double> indexed = indexedBytes(op, operand)) {
+      k.bytes += *indexed;
+      continue;
+    }
     if (!layout.fusion.unstored(operand)) {
       k.bytes += bytesOf(operand);
       continue;

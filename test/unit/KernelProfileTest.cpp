@@ -126,4 +126,26 @@ TEST_F(KernelProfileTest, AttentionIsPricedOnTheKernelsThatRunIt) {
   EXPECT_DOUBLE_EQ(scalar.seconds, scalar.flops / h100.scalarFlops + h100.launchSeconds);
 }
 
+// nll_loss and gather read only the elements they index: a loss reads one
+// log-probability (and one class weight) per target, a lookup one row per
+// index, not the whole vocabulary.
+TEST_F(KernelProfileTest, IndexingKernelsReadOnlyWhatTheyIndex) {
+  GpuModel gpu = *GpuModel::named("h100");
+  StepEstimate step = estimate(R"mlir(
+    func.func @f(%lp: tensor<1024x50000xf32>, %t: tensor<1024xi64>, %w: tensor<50000xf32>,
+                 %e: tensor<50000x64xf32>) -> (tensor<f32>, tensor<1024x64xf32>) {
+      %l = ppc.nll_loss %lp, %t, %w mean ignore_index = -100 : (tensor<1024x50000xf32>, tensor<1024xi64>, tensor<50000xf32>) -> tensor<f32>
+      %x = ppc.gather %e[%t] axis = 0 : (tensor<50000x64xf32>, tensor<1024xi64>) -> tensor<1024x64xf32>
+      return %l, %x : tensor<f32>, tensor<1024x64xf32>
+    })mlir",
+                               gpu);
+  ASSERT_EQ(step.kernels.size(), 2u);
+  for (const KernelEstimate &k : step.kernels) {
+    if (llvm::StringRef(k.what).starts_with("nll_loss"))
+      EXPECT_DOUBLE_EQ(k.bytes, 1024.0 * 4 + 1024 * 8 + 1024 * 4 + 4) << k.what;
+    else
+      EXPECT_DOUBLE_EQ(k.bytes, 1024.0 * 64 * 4 + 1024 * 8 + 1024 * 64 * 4) << k.what;
+  }
+}
+
 } // namespace
