@@ -423,6 +423,15 @@ def Recompute : Pass<"ppc-recompute", "mlir::ModuleOp"> {
     "<block>"`, the backward provenance of their forward op and its slot;
     the program records the levels chosen as `ppc.recompute`.
 
+    With `pointwise` (the CUDA target's executables), a block recomputed at
+    no level still has its elementwise values whose every backward reader
+    is elementwise computed again from what the backward keeps anyway (an
+    exported GELU's `x/√2` and `erf(x/√2) + 1`, from x): the clones fuse
+    into the gradient's kernel, so those values are neither stored by the
+    forward nor read back, and the step is faster as well as smaller on a
+    GPU, where such kernels are bound by memory. (On CPUs the kernels are
+    bound by the transcendental functions they compute; there it is off.)
+
     Example: with `full`, a GPT block keeps its input (the residual stream)
     and its backward begins by running its forward again.
   }];
@@ -430,7 +439,11 @@ def Recompute : Pass<"ppc-recompute", "mlir::ModuleOp"> {
     Option<"policy", "policy", "std::string", /*default=*/"\"auto\"",
            "none, selective, full or auto">,
     Option<"memoryPerRank", "memory-per-rank", "double", /*default=*/"80e9",
-           "device memory of one rank in bytes (auto)">
+           "device memory of one rank in bytes (auto)">,
+    Option<"pointwise", "pointwise", "bool", /*default=*/"false",
+           "in every block no level recomputes, recompute the elementwise values "
+           "whose backward readers are all elementwise, in their fused kernels "
+           "(ppc compile sets it for the CUDA target)">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

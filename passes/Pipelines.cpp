@@ -63,6 +63,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
 void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOptions &options) {
   RecomputeOptions recompute;
   recompute.policy = options.recompute;
+  recompute.pointwise = options.recomputePointwise;
   recompute.memoryPerRank =
       options.recomputeMemoryPerRank > 0 ? options.recomputeMemoryPerRank : options.memoryPerRank;
   OffloadOptions offload;

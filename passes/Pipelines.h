@@ -118,6 +118,12 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
                      "memory-per-rank); ppc compile lowers it when the executable's "
                      "arena, after fusion, exceeds what the unfused plan said"),
       llvm::cl::init(0.0)};
+  Option<bool> recomputePointwise{
+      *this, "recompute-pointwise",
+      llvm::cl::desc("recompute the elementwise values the backward's elementwise ops "
+                     "read inside their fused kernels (ppc-recompute pointwise; ppc "
+                     "compile sets it for the CUDA target)"),
+      llvm::cl::init(false)};
   Option<bool> alignGemms{*this, "align-gemms",
                           llvm::cl::desc("pad GEMM dimensions to 16-byte multiples where "
                                          "the copies pay (ppc-align-gemms; ppc compile sets "

@@ -341,7 +341,12 @@ bool cloneable(Operation *op) {
   return isPure(op) && !op->hasTrait<OpTrait::ConstantLike>() && op->getNumRegions() == 0;
 }
 
-std::vector<Region> regionsOf(const StepAnalysis &a, const std::map<std::string, Level> &levels) {
+/// The regions of `levels`; with `pointwise`, every block left at none also
+/// has its pointwise ops as a region of level none, which planRegion
+/// recomputes only for the backward's elementwise readers (their fused
+/// kernels compute the values again: nothing is stored or read back).
+std::vector<Region> regionsOf(const StepAnalysis &a, const std::map<std::string, Level> &levels,
+                              bool pointwise = false) {
   // Selective recomputes an attention core and the elementwise chains of
   // a block apart: each when its own values are first read.
   using Key = std::tuple<int64_t, std::string, bool>;
@@ -358,17 +363,20 @@ std::vector<Region> regionsOf(const StepAnalysis &a, const std::map<std::string,
         llvm::none_of(op->getUsers(),
                       [&](Operation *user) { return a.sideOf(user) == Side::Forward; }))
       continue;
-    auto it = levels.find(a.block.lookup(op));
-    if (it == levels.end() || it->second == Level::None)
-      continue;
+    const std::string &block = a.block.lookup(op);
+    auto it = levels.find(block);
+    Level level = it == levels.end() ? Level::None : it->second;
     bool inCore = a.core.contains(op);
-    if (it->second == Level::Selective && !inCore && !a.pointwise.contains(op))
+    if (level == Level::None &&
+        (!pointwise || block.empty() || inCore || !a.pointwise.contains(op)))
+      continue;
+    if (level == Level::Selective && !inCore && !a.pointwise.contains(op))
       continue;
     int64_t mb = a.microBatch.lookup(op);
-    Region &region = regions[{mb, it->first, it->second == Level::Selective && inCore}];
+    Region &region = regions[{mb, block, level == Level::Selective && inCore}];
     region.mb = mb;
-    region.block = it->first;
-    region.level = it->second;
+    region.block = block;
+    region.level = level;
     region.ops.push_back(op);
   }
   std::vector<Region> result;
@@ -382,10 +390,18 @@ RegionPlan planRegion(const StepAnalysis &a, const Region &region) {
   llvm::DenseSet<Operation *> members(region.ops.begin(), region.ops.end());
   llvm::DenseSet<Operation *> needed;
   llvm::SmallVector<Operation *> worklist;
+  // At level none (pointwise), a value is recomputed only where every
+  // backward op reading it is elementwise, so that their fused kernel
+  // computes it again; a value a GEMM reads is kept.
+  auto keptForOthers = [&](Value v) {
+    return region.level == Level::None && llvm::any_of(v.getUsers(), [&](Operation *user) {
+             return a.readsRecomputed(user) && !llvm::isa<ElementwiseOpInterface>(user);
+           });
+  };
   for (Operation *op : region.ops)
     for (Value v : op->getResults())
       for (Operation *user : v.getUsers()) {
-        if (!a.readsRecomputed(user))
+        if (!a.readsRecomputed(user) || keptForOthers(v))
           continue;
         if (plan.recomputed.empty() || plan.recomputed.back() != v) {
           plan.recomputed.push_back(v);
@@ -437,9 +453,10 @@ void applyRegion(StepAnalysis &a, const Region &region, const RegionPlan &plan) 
   }
 }
 
-void recompute(func::FuncOp program, const std::map<std::string, Level> &levels) {
+void recompute(func::FuncOp program, const std::map<std::string, Level> &levels,
+               bool pointwise = false) {
   StepAnalysis a(program);
-  for (const Region &region : regionsOf(a, levels))
+  for (const Region &region : regionsOf(a, levels, pointwise))
     applyRegion(a, region, planRegion(a, region));
   llvm::SmallVector<NamedAttribute> chosen;
   Builder b(program.getContext());
@@ -458,12 +475,12 @@ void recompute(func::FuncOp program, const std::map<std::string, Level> &levels)
 /// recompute and large), the shortest prefix of them that fits, found by
 /// bisection over trial copies of the program.
 FailureOr<std::map<std::string, Level>> chooseLevels(func::FuncOp program, double budget,
-                                                     const AxisSizes &sizes) {
+                                                     const AxisSizes &sizes, bool pointwise) {
   auto peakOf = [&](const std::map<std::string, Level> &levels) -> FailureOr<int64_t> {
-    if (levels.empty())
+    if (levels.empty() && !pointwise)
       return peakLiveBytes(program);
     func::FuncOp copy = program.clone();
-    recompute(copy, levels);
+    recompute(copy, levels, pointwise);
     FailureOr<int64_t> peak = peakLiveBytes(copy);
     copy->erase();
     return peak;
@@ -536,8 +553,12 @@ struct RecomputePass : impl::RecomputeBase<RecomputePass> {
                          << "' is not one of none, selective, full, auto";
       return signalPassFailure();
     }
-    if (*parsed == RecomputePolicy::None)
+    if (*parsed == RecomputePolicy::None) {
+      if (pointwise)
+        for (func::FuncOp program : trainingPrograms(module))
+          recompute(program, {}, /*pointwise=*/true);
       return;
+    }
     AxisSizes sizes;
     if (auto mesh = module.lookupSymbol<MeshOp>("mesh"))
       for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
@@ -546,12 +567,12 @@ struct RecomputePass : impl::RecomputeBase<RecomputePass> {
       if (*parsed == RecomputePolicy::Auto) {
         std::map<std::string, Level> levels;
         FailureOr<std::map<std::string, Level>> chosen =
-            chooseLevels(program, memoryPerRank, sizes);
+            chooseLevels(program, memoryPerRank, sizes, pointwise);
         if (failed(chosen))
           return signalPassFailure();
         levels = std::move(*chosen);
-        if (!levels.empty())
-          recompute(program, levels);
+        if (!levels.empty() || pointwise)
+          recompute(program, levels, pointwise);
       } else {
         recomputeEveryBlock(program, *parsed);
       }
@@ -667,6 +688,8 @@ void printBlockActivations(llvm::ArrayRef<BlockActivations> blocks, llvm::String
                                         .str();
     os << llvm::formatv("  {0,-40} {1,12} ({2} bytes)  recompute {3}", name,
                         size(blocks[i].keptBytes), blocks[i].keptBytes, blocks[i].level);
+    if (blocks[i].recomputedOps && blocks[i].level == "none")
+      os << " (pointwise values in the gradients' kernels)";
     if (blocks[i].recomputedOps)
       os << llvm::formatv(", {0} ops again, {1} recomputed", blocks[i].recomputedOps,
                           size(blocks[i].recomputedBytes));

@@ -140,8 +140,11 @@ def model_case(ppc, kind, tmp, meshes, targets):
     trace, peak = simulate(ppc, model, tmp, f"{kind}-auto", "1",
                            ["--memory-per-rank", str(budget)])
     exe = os.path.join(tmp, f"{kind}-auto.mlir")
-    emitted = run([ppc, "compile", model, "--mesh", "1", "--memory-per-rank", str(budget),
-                   "--emit", "mlir", "-o", exe] + TRAINING)
+    # The CPU target's program is simulate's; the CUDA target's also
+    # recomputes pointwise values in the gradients' kernels, which keeps less
+    # (under this budget it fits with none).
+    emitted = run([ppc, "compile", model, "--mesh", "1", "--target", "cpu", "--memory-per-rank",
+                   str(budget), "--emit", "mlir", "-o", exe] + TRAINING)
     levels = re.findall(r"recompute (none|selective|full)", emitted.stderr)
     print(f"{kind:9} auto under {budget} bytes: measured peak {max(peak)}, levels {levels}")
     assert default == trace and max(peak) <= budget, (max(peak), budget)

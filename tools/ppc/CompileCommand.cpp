@@ -260,6 +260,9 @@ int runCompileCommand(int argc, char **argv) {
   };
   // cuBLASLt's aligned kernels (ppc-align-gemms).
   setup.parallelize.alignGemms = targetKind == codegen::Target::Cuda;
+  // Elementwise values recomputed inside the gradients' fused kernels
+  // (ppc-recompute pointwise): on a GPU those kernels are bound by memory.
+  setup.parallelize.recomputePointwise = targetKind == codegen::Target::Cuda;
   for (int attempt = 0;; ++attempt) {
     OwningOpRef<ModuleOp> parallel = step->clone();
     rewindDump(pipelineFlags.dumpIR, trained);
@@ -288,9 +291,13 @@ int runCompileCommand(int argc, char **argv) {
     double aim = setup.parallelize.recomputeMemoryPerRank > 0
                      ? setup.parallelize.recomputeMemoryPerRank.getValue()
                      : budget;
-    // Six significant digits, so that pipeline.txt (which prints the option
-    // so) replays this very value.
-    double lower = aim * (budget / static_cast<double>(peak)) * 0.999;
+    // The unfused plan aimed lower by the arena's excess, from where it is
+    // (below the last aim when the levels chosen left room: aiming lower
+    // than the aim alone would choose the same levels again). Six
+    // significant digits, so that pipeline.txt (which prints the option so)
+    // replays this very value.
+    double from = std::min(aim, static_cast<double>(unfused));
+    double lower = from * (budget / static_cast<double>(peak)) * 0.999;
     double unit = std::pow(10.0, std::floor(std::log10(lower)) - 5);
     setup.parallelize.recomputeMemoryPerRank = std::floor(lower / unit) * unit;
     llvm::errs() << llvm::formatv(
