@@ -54,8 +54,14 @@ double bytesOf(Value value, Value stored) {
   auto storedType = llvm::dyn_cast<RankedTensorType>(stored.getType());
   if (!type || !storedType)
     return 0;
-  unsigned bits = storedType.getElementTypeBitWidth();
-  return double(type.getNumElements()) * double(std::max(bits, 8u) / 8);
+  return double(type.getNumElements()) *
+         double(std::max(storedType.getElementTypeBitWidth(), 8u) / 8);
+}
+
+/// The bytes of `count` elements of `value`'s type.
+double bytesOf(int64_t count, Value value) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  return double(count) * double(std::max(type.getElementTypeBitWidth(), 8u) / 8);
 }
 
 double bytesOf(Value value) { return bytesOf(value, value); }
@@ -64,17 +70,13 @@ double bytesOf(Value value) { return bytesOf(value, value); }
 /// elements it indexes: nll_loss one input element (and one weight) per
 /// target, a gather its result's elements of the data; else nothing.
 std::optional<double> indexedBytes(Operation *op, Value operand) {
-  auto elementBytes = [](Value v) {
-    return double(std::max(getElementTypeOrSelf(v.getType()).getIntOrFloatBitWidth(), 8u) / 8);
-  };
   if (auto loss = llvm::dyn_cast<NllLossOp>(op))
     if (operand == loss.getInput() || operand == loss.getWeight())
-      return double(llvm::cast<RankedTensorType>(loss.getTarget().getType()).getNumElements()) *
-             elementBytes(operand);
+      return bytesOf(llvm::cast<RankedTensorType>(loss.getTarget().getType()).getNumElements(),
+                     operand);
   if (auto gather = llvm::dyn_cast<GatherOp>(op))
     if (operand == gather.getData())
-      return double(llvm::cast<RankedTensorType>(gather.getType()).getNumElements()) *
-             elementBytes(operand);
+      return bytesOf(llvm::cast<RankedTensorType>(gather.getType()).getNumElements(), operand);
   return std::nullopt;
 }
 

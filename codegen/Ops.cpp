@@ -492,29 +492,14 @@ template <typename OpT> static FailureOr<std::string> attentionShape(OpT op, Emi
     }
     rowStride = strides[rank - 2];
     colStride = strides[rank - 1];
-    // Collapse the batch dimensions into runs with one stride each.
-    llvm::SmallVector<std::pair<int64_t, int64_t>> runs; // (size, stride)
-    for (size_t d = 0; d < batch.size(); ++d) {
-      if (batch[d] == 1)
-        continue;
-      if (!runs.empty() && runs.back().second == strides[d] * batch[d] && strides[d] != 0)
-        runs.back() = {runs.back().first * batch[d], strides[d]};
-      else if (!runs.empty() && runs.back().second == 0 && strides[d] == 0)
-        runs.back().first *= batch[d];
-      else
-        runs.push_back({batch[d], strides[d]});
-    }
-    if (runs.size() > 2)
+    std::optional<BatchStrides> runs =
+        collapseBatch(batch, ArrayRef<int64_t>(strides).drop_back(2));
+    if (!runs)
       return ctx.unsupported(op, "the bias must broadcast over at most two runs of batch "
                                  "dimensions");
-    if (runs.size() == 2) {
-      inner = runs[1].first;
-      outerStride = runs[0].second;
-      innerStride = runs[1].second;
-    } else if (runs.size() == 1) {
-      inner = runs[0].first;
-      innerStride = runs[0].second;
-    }
+    inner = runs->inner;
+    outerStride = runs->outerStride;
+    innerStride = runs->innerStride;
   }
   // Where each operand's rows lie: `{}` (dense) unless it is a strided view
   // (StridedViews.h). The forward's q, k, v and o; the gradient's dO, dq,

@@ -3,6 +3,7 @@
 #include "codegen/StridedViews.h"
 #include "codegen/EmitContext.h"
 #include "codegen/Fusion.h"
+#include "executor/Tensor.h"
 #include "ir/PpcOps.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -13,14 +14,10 @@ namespace ppc::codegen {
 
 namespace {
 
-llvm::SmallVector<int64_t> denseStrides(ArrayRef<int64_t> shape) {
-  llvm::SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
+StridedView denseView(Value value) {
+  Shape strides = stridesOf(shapeOf(value));
+  return {value, 0, llvm::SmallVector<int64_t>(strides.begin(), strides.end())};
 }
-
-StridedView denseView(Value value) { return {value, 0, denseStrides(shapeOf(value))}; }
 
 /// `view` (of a tensor of shape `from`) read as shape `to`, where its
 /// strides allow: each run of dimensions merged or split must be one
@@ -334,32 +331,44 @@ StridedViews planStridedViews(func::FuncOp program, const FusionPlan &fusion) {
   return Planner(program, fusion).run();
 }
 
+std::optional<BatchStrides> collapseBatch(ArrayRef<int64_t> sizes, ArrayRef<int64_t> strides) {
+  // Runs (size, stride) of dimensions one stride apart, size-1 ones left
+  // out; a run of stride 0 is broadcast.
+  llvm::SmallVector<std::pair<int64_t, int64_t>> runs;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1)
+      continue;
+    if (!runs.empty() && runs.back().second == strides[d] * sizes[d] && strides[d] != 0)
+      runs.back() = {runs.back().first * sizes[d], strides[d]};
+    else if (!runs.empty() && runs.back().second == 0 && strides[d] == 0)
+      runs.back().first *= sizes[d];
+    else
+      runs.push_back({sizes[d], strides[d]});
+  }
+  if (runs.size() > 2)
+    return std::nullopt;
+  BatchStrides batch;
+  if (runs.size() == 2) {
+    batch.inner = runs[1].first;
+    batch.outerStride = runs[0].second;
+    batch.innerStride = runs[1].second;
+  } else if (runs.size() == 1) {
+    batch.inner = runs[0].first;
+    batch.innerStride = runs[0].second;
+  }
+  return batch;
+}
+
 std::optional<std::string> attentionRows(ArrayRef<int64_t> shape, const StridedView &view) {
   int64_t rank = shape.size();
   if (rank < 2 || (shape.back() != 1 && view.strides.back() != 1))
     return std::nullopt;
-  // The batch dimensions as runs (size, stride), size-1 dimensions left out.
-  llvm::SmallVector<std::pair<int64_t, int64_t>> runs;
-  for (int64_t d = 0; d < rank - 2; ++d) {
-    if (shape[d] == 1)
-      continue;
-    if (!runs.empty() && runs.back().second == view.strides[d] * shape[d])
-      runs.back() = {runs.back().first * shape[d], view.strides[d]};
-    else
-      runs.push_back({shape[d], view.strides[d]});
-  }
-  if (runs.size() > 2)
+  std::optional<BatchStrides> batch =
+      collapseBatch(shape.drop_back(2), ArrayRef<int64_t>(view.strides).drop_back(2));
+  if (!batch)
     return std::nullopt;
-  int64_t inner = 1, outerStride = 0, innerStride = 0;
-  if (runs.size() == 1)
-    outerStride = runs[0].second;
-  if (runs.size() == 2) {
-    inner = runs[1].first;
-    outerStride = runs[0].second;
-    innerStride = runs[1].second;
-  }
-  return llvm::formatv("ppcrt::lines::AttentionRows{{{0}, {1}, {2}, {3}}", inner, outerStride,
-                       innerStride, view.strides[rank - 2])
+  return llvm::formatv("ppcrt::lines::AttentionRows{{{0}, {1}, {2}, {3}}", batch->inner,
+                       batch->outerStride, batch->innerStride, view.strides[rank - 2])
       .str();
 }
 

@@ -63,6 +63,16 @@ struct StridedViews {
 /// above), given its fusion plan (fused ops are never views).
 StridedViews planStridedViews(mlir::func::FuncOp program, const FusionPlan &fusion);
 
+/// Batch dimensions (`sizes`, `strides`) as an attention kernel indexes
+/// them: batch index n at (n / inner) * outerStride + (n % inner) *
+/// innerStride. Runs of dimensions one stride apart (or all broadcast,
+/// stride 0) merge; more than two runs do not fit.
+struct BatchStrides {
+  int64_t inner = 1, outerStride = 0, innerStride = 0;
+};
+std::optional<BatchStrides> collapseBatch(llvm::ArrayRef<int64_t> sizes,
+                                          llvm::ArrayRef<int64_t> strides);
+
 /// `ppcrt::lines::AttentionRows{...}` of a [..., rows, size] operand held
 /// as `view`, or nullopt where its strides are not rows (more than two
 /// runs of batch strides, or elements not one apart).

@@ -171,9 +171,22 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   return success();
 }
 
-/// The row of a batch's table whose blocks block `blockIdx.x` is among, as
-/// `g`: a binary search of the rows' first blocks.
-static void findRow(llvm::raw_ostream &os, llvm::StringRef name) {
+/// A batch's kernel up to its row: the description, the row and table
+/// types (`capacity` rows), the signature (the table, `params`, the shared
+/// inputs), `preamble`, and the row whose blocks block `blockIdx.x` is
+/// among, as `g` (a binary search of the rows' first blocks).
+static void emitBatchKernelHead(const GroupBatch &batch, llvm::StringRef name, int64_t capacity,
+                                llvm::StringRef params, llvm::StringRef preamble,
+                                EmitContext &ctx) {
+  llvm::raw_ostream &os = ctx.file();
+  describeBatch(batch, ctx.fusion(), os);
+  emitBatchRow(batch, name, {"int64_t firstBlock"}, ctx);
+  os << llvm::formatv("struct {0}_table {{\n  {0}_group g[{1}];\n  int count;\n};\n", name,
+                      capacity);
+  os << "__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name
+     << "(const __grid_constant__ " << name << "_table t" << params
+     << batchSharedParams(batch, ctx, "__restrict__") << ") {\n"
+     << preamble;
   os << "  int lo = 0, hi = t.count - 1;\n"
      << "  while (lo < hi) {\n"
      << "    const int mid = (lo + hi + 1) / 2;\n"
@@ -206,16 +219,9 @@ static LogicalResult emitReductionBatch(const GroupBatch &batch, EmitContext &ct
                         .str();
 
   llvm::raw_ostream &os = ctx.file();
-  describeBatch(batch, plan, os);
-  emitBatchRow(batch, name, {"int64_t firstBlock"}, ctx);
-  os << llvm::formatv("struct {0}_table {{\n  {0}_group g[{1}];\n  int count;\n};\n", name,
-                      capacity);
-  os << "__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name
-     << "(const __grid_constant__ " << name << "_table t, int64_t perBlock"
-     << batchSharedParams(batch, ctx, "__restrict__") << ") {\n"
-     << "  using A = " << acc << ";\n"
-     << "  __shared__ A partial[ppcrt::cuda::kThreads];\n";
-  findRow(os, name);
+  emitBatchKernelHead(batch, name, capacity, ", int64_t perBlock",
+                      "  using A = " + acc + ";\n  __shared__ A partial[ppcrt::cuda::kThreads];\n",
+                      ctx);
   os << "  const int64_t begin = (int64_t(blockIdx.x) - g.firstBlock) * perBlock;\n"
      << "  const int64_t end = g.n < begin + perBlock ? g.n : begin + perBlock;\n";
   emitRowLocals(batch, ctx, os, "  ", "__restrict__", result);
@@ -313,14 +319,7 @@ LogicalResult emitCudaFusedBatch(const GroupBatch &batch, EmitContext &ctx) {
   int64_t capacity = cudaBatchCapacity(batch, plan);
 
   llvm::raw_ostream &os = ctx.file();
-  describeBatch(batch, plan, os);
-  emitBatchRow(batch, name, {"int64_t firstBlock"}, ctx);
-  os << llvm::formatv("struct {0}_table {{\n  {0}_group g[{1}];\n  int count;\n};\n", name,
-                      capacity);
-  os << "__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name
-     << "(const __grid_constant__ " << name << "_table t"
-     << batchSharedParams(batch, ctx, "__restrict__") << ") {\n";
-  findRow(os, name);
+  emitBatchKernelHead(batch, name, capacity, "", "", ctx);
   os << llvm::formatv("  const int64_t begin = (int64_t(blockIdx.x) - g.firstBlock) * {0};\n",
                       perBlock)
      << llvm::formatv("  const int64_t end = g.n < begin + {0} ? g.n : begin + {0};\n", perBlock);
