@@ -399,9 +399,11 @@ RegionPlan planRegion(const StepAnalysis &a, const Region &region) {
            });
   };
   for (Operation *op : region.ops)
-    for (Value v : op->getResults())
+    for (Value v : op->getResults()) {
+      if (keptForOthers(v))
+        continue;
       for (Operation *user : v.getUsers()) {
-        if (!a.readsRecomputed(user) || keptForOthers(v))
+        if (!a.readsRecomputed(user))
           continue;
         if (plan.recomputed.empty() || plan.recomputed.back() != v) {
           plan.recomputed.push_back(v);
@@ -412,6 +414,7 @@ RegionPlan planRegion(const StepAnalysis &a, const Region &region) {
         if (needed.insert(op).second)
           worklist.push_back(op);
       }
+    }
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
     for (Value v : op->getOperands()) {
