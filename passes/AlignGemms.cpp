@@ -52,9 +52,21 @@ Value padDimension(OpBuilder &b, Location loc, Value value, int64_t dim, int64_t
     Value input = padDimension(b, loc, transpose.getInput(), transpose.getPerm()[dim], size, made);
     return b.create<TransposeOp>(loc, input, transpose.getPerm());
   }
+  // A reshape that keeps the last dimension (the folded batch of a weight
+  // gradient's operand) is padded before it too, so that the padding of its
+  // input that the other products read is made once.
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  if (auto reshape = value.getDefiningOp<ReshapeOp>(); reshape && dim == type.getRank() - 1) {
+    auto inputType = llvm::cast<RankedTensorType>(reshape.getInput().getType());
+    if (inputType.getShape().back() == type.getShape().back()) {
+      Value input = padDimension(b, loc, reshape.getInput(), inputType.getRank() - 1, size, made);
+      llvm::SmallVector<int64_t> shape(type.getShape());
+      shape.back() = size;
+      return b.create<ReshapeOp>(loc, type.clone(shape), input);
+    }
+  }
   if (Value padded = made.lookup({value, dim, size}))
     return padded;
-  auto type = llvm::cast<RankedTensorType>(value.getType());
   llvm::SmallVector<int64_t> shape(type.getShape());
   shape[dim] = size - shape[dim];
   auto zerosType = RankedTensorType::get(shape, type.getElementType());
@@ -118,22 +130,24 @@ struct AlignGemmsPass : impl::AlignGemmsBase<AlignGemmsPass> {
       llvm::SmallVector<int64_t> starts(rank, 0), limits(resultType.getShape()), steps(rank, 1);
       result = b.create<SliceOp>(loc, result, starts, limits, steps);
     }
-    // The transposes the padded ones replace, once nothing reads them.
+    // The transposes and reshapes the padded ones replace, once nothing
+    // reads them.
+    auto isView = [](Operation *def) { return def && llvm::isa<TransposeOp, ReshapeOp>(def); };
     llvm::SmallVector<Operation *> unread;
     for (Value old : {op.getLhs(), op.getRhs()})
-      if (auto transpose = old.getDefiningOp<TransposeOp>())
-        unread.push_back(transpose);
+      if (isView(old.getDefiningOp()))
+        unread.push_back(old.getDefiningOp());
     op.replaceAllUsesWith(result);
     op.erase();
     llvm::SmallPtrSet<Operation *, 4> erased;
     while (!unread.empty()) {
-      Operation *transpose = unread.pop_back_val();
-      if (erased.contains(transpose) || !transpose->use_empty())
+      Operation *view = unread.pop_back_val();
+      if (erased.contains(view) || !view->use_empty())
         continue;
-      if (auto inner = transpose->getOperand(0).getDefiningOp<TransposeOp>())
+      if (Operation *inner = view->getOperand(0).getDefiningOp(); isView(inner))
         unread.push_back(inner);
-      erased.insert(transpose);
-      transpose->erase();
+      erased.insert(view);
+      view->erase();
     }
   }
 };

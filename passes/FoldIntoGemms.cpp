@@ -122,13 +122,6 @@ struct FoldIntoGemmsPass : impl::FoldIntoGemmsBase<FoldIntoGemmsPass> {
       return;
     Value a = transpose.getInput(), g = product.getRhs();
     auto aType = llvm::cast<RankedTensorType>(a.getType());
-    // 16-bit products keep their per-batch rounding: folded, bf16 training
-    // moved the first step's gradient norm 4x further from the rounding
-    // the reference model (test/e2e/torch_reference.py's LowModel) follows
-    // (the tied embedding's gradient, by a bias of 2e-4 of its mass), which
-    // is not understood yet (docs/architecture.md).
-    if (aType.getElementTypeBitWidth() < 32)
-      return;
     auto gType = llvm::cast<RankedTensorType>(g.getType());
     auto resultType = llvm::cast<RankedTensorType>(product.getType());
     int64_t rank = resultType.getRank();

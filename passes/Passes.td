@@ -460,8 +460,8 @@ def FoldIntoGemms : Pass<"ppc-fold-into-gemms", "mlir::func::FuncOp"> {
     and the left one transposed in the last two dimensions, this pass
     folds the batch into the contraction: `matmul(transpose(x'), dy')` with
     `x' : [B·T, d]` and `dy' : [B·T, V]`, reshapes that read the buffers in
-    place, so one GEMM of depth B·T writes `d × V`. Products of 16-bit
-    floats are left batched for now (docs/architecture.md says why).
+    place, so one GEMM of depth B·T writes `d × V`, rounded once (in bf16
+    too, as torch's linear backward rounds it).
 
     A weight stored `[out, in]` and used transposed (`x @ transpose(w)`,
     as torch exports `nn.Linear`) gets its gradient as the transpose of

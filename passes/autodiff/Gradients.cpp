@@ -68,6 +68,21 @@ Value scalarConstant(OpBuilder &builder, Location loc, Type elementType, double 
   return builder.create<ConstantOp>(loc, DenseElementsAttr::get(type, element));
 }
 
+Value scaleBy(OpBuilder &builder, Location loc, Value value, double factor) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  auto element = llvm::cast<FloatType>(type.getElementType());
+  APFloat exact(factor);
+  bool losesInfo = false;
+  exact.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
+  if (!losesInfo || element.getWidth() >= 32)
+    return builder.create<MulOp>(loc, value, scalarConstant(builder, loc, element, factor));
+  // As MixedPrecision's computeInF32: the factor in f32, the product rounded once.
+  Type f32 = builder.getF32Type();
+  Value wide = builder.create<CastOp>(loc, type.clone(f32), value);
+  Value product = builder.create<MulOp>(loc, wide, scalarConstant(builder, loc, f32, factor));
+  return builder.create<CastOp>(loc, type, product);
+}
+
 Value zerosLike(OpBuilder &builder, Location loc, RankedTensorType type) {
   return builder.create<ConstantOp>(
       loc, DenseElementsAttr::get(type, builder.getZeroAttr(type.getElementType())));

@@ -86,6 +86,12 @@ mlir::Value unbroadcast(mlir::OpBuilder &builder, mlir::Location loc, mlir::Valu
 mlir::Value scalarConstant(mlir::OpBuilder &builder, mlir::Location loc, mlir::Type elementType,
                            double value);
 
+/// `value` (a float tensor) times the scalar `factor`, rounded once to its
+/// element type. A factor that a 16-bit type cannot hold exactly (2/sqrt(pi)
+/// is 1.125 in bf16) is applied in f32, as MixedPrecision runs a forward op
+/// with an inexact f32 scalar: a bf16 constant would bias every such gradient.
+mlir::Value scaleBy(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value value, double factor);
+
 /// A constant of `type` filled with zeros.
 mlir::Value zerosLike(mlir::OpBuilder &builder, mlir::Location loc, mlir::RankedTensorType type);
 

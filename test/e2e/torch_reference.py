@@ -410,8 +410,9 @@ def _as_one_op(ops, *tensors, **kwargs):
     which the modes see as the op), and its backward in f32 with each input's gradient
     rounded once. The ops run with the torch-function modes off so that LowOps does
     not round their intermediates (torch 1.13 has no public switch for that)."""
+    inputs = [t.float() for t in tensors]   # under the modes: LowOps rounds their gradients
     with torch.overrides._no_torch_function_mode():
-        y = ops(*(t.float() for t in tensors), **kwargs)
+        y = ops(*inputs, **kwargs)
     return y.to(tensors[0].dtype)
 
 
@@ -471,19 +472,63 @@ def _rounder(dtype):
     return RoundTo
 
 
+_TWO_OVER_SQRT_PI = float(np.float32(2.0 / math.sqrt(math.pi)))
+
+# The derivative of a unary op as ppc's gradient rule writes it (passes/autodiff/
+# gradients/Elementwise.cpp), from its input x and result y, each op's result
+# rounded by ``low``: ppc's program rounds every op, torch's backward kernel only
+# its output. A factor a 16-bit type cannot hold (2/sqrt(pi)) is applied in f32.
+_DERIVATIVES = {
+    "erf": lambda x, y, low: low(low(torch.exp(-low(x * x))) * _TWO_OVER_SQRT_PI),
+    "sigmoid": lambda x, y, low: low(y * low(1.0 - y)),
+    "tanh": lambda x, y, low: low(1.0 - low(y * y)),
+}
+
+
+def _unary_rounded(name, dtype):
+    """torch.<name> whose backward multiplies the adjoint by _DERIVATIVES[name]
+    (the product is rounded where it flows into the input, as every gradient)."""
+    op, derivative = getattr(torch, name), _DERIVATIVES[name]
+
+    def low(t):
+        return t.to(dtype).float()
+
+    class UnaryRounded(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = op(x)
+            ctx.save_for_backward(x, low(y))   # ppc's rule reads the rounded result
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return g * derivative(x, y, low)
+
+    return UnaryRounded
+
+
 class LowOps(torch.overrides.TorchFunctionMode):
     """ppc's low-precision program emulated on an f32 model: the f32 result of every
     op on an activation (a tensor that requires grad, or is computed from one) is
     rounded to ``dtype``, and so is every gradient that flows back into it; a
     constant tensor such an op reads is rounded first (ppc casts it at use), a
     Python or one-element scalar is not (ppc computes the op in f32 then). Each op
-    computes in f32 and rounds once, forward and backward, as ppc's do. (torch 1.13
-    has few fp16 CPU kernels, and its bf16 ones round differently in the backward;
-    this rounds where ppc's program does.)"""
+    computes in f32 and rounds once, forward and backward, as ppc's do: the gradient
+    each op sends to an activation it read is rounded before autograd sums the
+    uses' (ppc's program, like a bf16 model, rounds each use's gradient and each add
+    of them), and the unary ops whose derivative ppc's rule writes as several ops
+    (_DERIVATIVES) round each of them. (torch 1.13 has few fp16 CPU kernels, and its
+    bf16 ones round differently in the backward; this rounds where ppc's program
+    does.)"""
 
     def __init__(self, dtype):
         super().__init__()
         self.round = _rounder(dtype).apply
+        self.unary = {}
+        for name in _DERIVATIVES:
+            rounded = _unary_rounded(name, dtype).apply
+            self.unary[getattr(torch, name)] = self.unary[getattr(torch.Tensor, name)] = rounded
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -496,8 +541,17 @@ class LowOps(torch.overrides.TorchFunctionMode):
                     and a.dtype == torch.float32 and a.numel() > 1):
                 return self.round(a)
             return a
-        args = tuple(constant(a) for a in args)
-        kwargs = {k: constant(v) for k, v in kwargs.items()}
+
+        def use(a):
+            if isinstance(a, torch.Tensor) and a.requires_grad and a.dtype == torch.float32:
+                return self.round(a)
+            if isinstance(a, (tuple, list)):
+                return type(a)(use(v) for v in a)
+            return constant(a)
+        args = tuple(use(a) for a in args)
+        kwargs = {k: use(v) for k, v in kwargs.items()}
+        if func in self.unary and len(args) == 1 and not kwargs:
+            return self._round(self.unary[func](*args))
         return self._round(func(*args, **kwargs))
 
     def _round(self, value):

@@ -88,21 +88,22 @@ EXTRA_CASES = (("gpt", "adamw-cosine-clip"), ("llama", "sgd-wd-clip"),
                ("gpt", "adamw-bf16"), ("llama", "adamw-bf16"), ("bert", "adamw-bf16"),
                ("gpt", "adamw-fp16"), ("llama", "adamw-fp16"), ("bert", "adamw-fp16"),
                ("gpt", "adamw-fp16-micro"))
-# --precision bf16 against torch_reference.LowModel (bf16 rounded where ppc rounds; its
-# attention and RMSNorm each one op rounded once, as ppc fuses them). The first step's
-# loss agrees to 0, 8.3e-8, 0 (gpt, llama, bert) and on PyTorch's own bf16 kernels
-# (Bf16Model, the same two ops fused) 7.8e-6, 8.3e-8, 1.1e-5; its gradient norm, the
-# whole backward, to 7.5e-6, 4.5e-4, 2.5e-4, where bf16 itself moves it by 1.5e-3,
-# 5.2e-3, 1.8e-4 from f32: a backward left in f32 fails gpt and llama. (llama's is the
-# weight gradients' per-batch rounding, which LowModel's one GEMM over the batch does
-# not have: docs/architecture.md, "Batch sums and transposes folded into GEMMs".)
-# With bf16's 8-bit mantissa a rounding that flips (the executor sums in f64, torch in
-# f32) grows over the steps: over 20 steps the runs are two samples of bf16 rounding
-# noise, measured loss 1.1e-4, 8.2e-5, 8.4e-5 and grad_norm 4.9e-4, 1.2e-3, 4.8e-4
-# apart (torch bf16 vs f32: loss 1.2e-4, 3.5e-4, 1.8e-4); the trained masters' logits
-# 1.1e-3, 1.3e-3, 7.6e-4.
+# --precision bf16 against torch_reference.LowModel (bf16 rounded where ppc rounds: each
+# op's result and each use's gradient, erf's, sigmoid's and tanh's derivatives op by op
+# as ppc's rules write them; its attention and RMSNorm each one op rounded once, as ppc
+# fuses them). The first step's loss agrees to 0, 8.3e-8, 0 (gpt, llama, bert) and on
+# PyTorch's own bf16 kernels (Bf16Model, the same two ops fused) 7.8e-6, 8.3e-8, 1.1e-5;
+# its gradient norm, the whole backward, to 3.3e-5, 1.8e-5, 1.0e-7, where bf16 itself
+# moves it by 1.5e-3, 5.2e-3, 1.8e-4 from f32: a backward left in f32 fails all three.
+# (erf's 2/sqrt(pi) as a bf16 constant, a 0.3% bias, moved gpt and bert 8e-5 and 1e-4
+# from it: test/passes/ppc-autodiff.mlir checks that rule; docs/architecture.md, "Batch
+# sums and transposes folded into GEMMs".) With bf16's 8-bit mantissa a rounding that
+# flips (the executor sums in f64, torch in f32) grows over the steps: over 20 steps
+# the runs are two samples of bf16 rounding noise, measured loss 6.0e-5, 7.7e-5, 7.5e-5
+# and grad_norm 3.3e-4, 1.0e-3, 4.4e-4 apart (torch bf16 vs f32: loss 1.2e-4, 3.5e-4,
+# 1.8e-4); the trained masters' logits 6.0e-4, 4.9e-4, 1.6e-4.
 BF16_FIRST_LOSS_TOL = 1.5e-5
-BF16_FIRST_GRAD_NORM_TOL = 5e-4
+BF16_FIRST_GRAD_NORM_TOL = 1e-4
 BF16_LOSS_TOL = 5e-4
 BF16_GRAD_NORM_TOL = 6e-3
 BF16_LOGITS_TOL = 5e-3

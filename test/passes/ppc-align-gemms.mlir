@@ -43,6 +43,25 @@ func.func @head_grad(%g: tensor<1024x1001xf32>, %w: tensor<1001x256xf32>, %x: te
 
 // -----
 
+// The same with a batch (the weight's gradient folded over it by
+// ppc-fold-into-gemms reads the logits' gradient through a reshape): the
+// padding is made before the reshape, once for both products.
+// CHECK-LABEL: func.func @head_grad_batched
+// CHECK-COUNT-1: ppc.concat %arg0
+// CHECK-NOT:     ppc.concat %arg0
+// CHECK:         %[[P:.*]] = ppc.reshape %{{.*}} : tensor<8x128x1024xf32> -> tensor<1024x1024xf32>
+// CHECK:         ppc.transpose %[[P]] perm = [1, 0] : (tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+// CHECK-NOT:     ppc.reshape %arg0
+func.func @head_grad_batched(%g: tensor<8x128x1001xf32>, %w: tensor<1001x256xf32>, %x: tensor<1024x256xf32>) -> (tensor<8x128x256xf32>, tensor<1001x256xf32>) {
+  %dx = ppc.matmul %g, %w : (tensor<8x128x1001xf32>, tensor<1001x256xf32>) -> tensor<8x128x256xf32>
+  %rows = ppc.reshape %g : tensor<8x128x1001xf32> -> tensor<1024x1001xf32>
+  %gt = ppc.transpose %rows perm = [1, 0] : (tensor<1024x1001xf32>) -> tensor<1001x1024xf32>
+  %dw = ppc.matmul %gt, %x : (tensor<1001x1024xf32>, tensor<1024x256xf32>) -> tensor<1001x256xf32>
+  return %dx, %dw : tensor<8x128x256xf32>, tensor<1001x256xf32>
+}
+
+// -----
+
 // Alignment is 16 bytes of the element type: 1004 is aligned for f32 (4
 // elements), not for bf16 (8).
 // CHECK-LABEL: func.func @widths

@@ -79,3 +79,38 @@ func.func @forward(%x: tensor<2x4xf32> {ppc.input = "x"}, %w: tensor<4x4xf32> {p
   %s = ppc.reduce_sum %pf axes = [0, 1] keepdims = false : (tensor<2x4xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// Tests that a constant factor of a bf16 gradient that bf16 cannot hold is
+// applied in f32 and rounded once, as MixedPrecision applies an inexact f32
+// scalar in the forward: erf's 2/sqrt(pi) (1.125 as a bf16 constant, which
+// shrank every exported GELU's gradient by 0.3%) and a mean's 1/3. An exact
+// factor (a mean's 1/4) stays a bf16 constant.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK:         %[[QUARTER:.*]] = ppc.constant {{.*}}dense<2.500000e-01> : tensor<bf16>
+// CHECK:         ppc.mul %{{.*}}, %[[QUARTER]] {ppc.bwd = 5 : i64} : (tensor<3x1xbf16>, tensor<bf16>) -> tensor<3x1xbf16>
+// CHECK:         %[[M:.*]] = ppc.cast %{{.*}} {ppc.bwd = 4 : i64} : tensor<1x4xbf16> -> tensor<1x4xf32>
+// CHECK:         %[[THIRD:.*]] = ppc.constant {{.*}}dense<0.333333343> : tensor<f32>
+// CHECK:         %[[MS:.*]] = ppc.mul %[[M]], %[[THIRD]] {ppc.bwd = 4 : i64} : (tensor<1x4xf32>, tensor<f32>) -> tensor<1x4xf32>
+// CHECK:         ppc.cast %[[MS]] {ppc.bwd = 4 : i64} : tensor<1x4xf32> -> tensor<1x4xbf16>
+// CHECK:         %[[G:.*]] = ppc.exp %{{.*}} {ppc.bwd = 3 : i64} : tensor<3x4xbf16>
+// CHECK:         %[[GF:.*]] = ppc.cast %[[G]] {ppc.bwd = 3 : i64} : tensor<3x4xbf16> -> tensor<3x4xf32>
+// CHECK:         %[[TWO:.*]] = ppc.constant {{.*}}dense<1.12837923> : tensor<f32>
+// CHECK:         %[[D:.*]] = ppc.mul %[[GF]], %[[TWO]] {ppc.bwd = 3 : i64} : (tensor<3x4xf32>, tensor<f32>) -> tensor<3x4xf32>
+// CHECK:         %[[DB:.*]] = ppc.cast %[[D]] {ppc.bwd = 3 : i64} : tensor<3x4xf32> -> tensor<3x4xbf16>
+// CHECK:         ppc.mul %{{.*}}, %[[DB]] {ppc.bwd = 3 : i64} : (tensor<3x4xbf16>, tensor<3x4xbf16>) -> tensor<3x4xbf16>
+func.func @forward(%x: tensor<3x4xf32> {ppc.input = "x"}, %w: tensor<4x4xf32> {ppc.param = "w"}) -> (tensor<f32> {ppc.output = "loss"}) {
+  %xb = ppc.cast %x : tensor<3x4xf32> -> tensor<3x4xbf16>
+  %wb = ppc.cast %w : tensor<4x4xf32> -> tensor<4x4xbf16>
+  %h = ppc.matmul %xb, %wb : (tensor<3x4xbf16>, tensor<4x4xbf16>) -> tensor<3x4xbf16>
+  %e = ppc.erf %h : tensor<3x4xbf16>
+  %m = ppc.reduce_mean %e axes = [0] keepdims = true : (tensor<3x4xbf16>) -> tensor<1x4xbf16>
+  %q = ppc.reduce_mean %e axes = [1] keepdims = true : (tensor<3x4xbf16>) -> tensor<3x1xbf16>
+  %mf = ppc.cast %m : tensor<1x4xbf16> -> tensor<1x4xf32>
+  %qf = ppc.cast %q : tensor<3x1xbf16> -> tensor<3x1xf32>
+  %s = ppc.reduce_sum %mf axes = [0, 1] keepdims = false : (tensor<1x4xf32>) -> tensor<f32>
+  %t = ppc.reduce_sum %qf axes = [0, 1] keepdims = false : (tensor<3x1xf32>) -> tensor<f32>
+  %l = ppc.add %s, %t : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -113,7 +113,7 @@ static void registerUnaryGradients(GradientRegistry &registry) {
   registry.add<ErfOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value) {
     Value square = b.create<MulOp>(loc, x, x);
     Value gauss = b.create<ExpOp>(loc, b.create<NegOp>(loc, square));
-    return b.create<MulOp>(loc, gauss, constantLike(b, loc, x, kTwoOverSqrtPi)).getResult();
+    return scaleBy(b, loc, gauss, kTwoOverSqrtPi);
   }));
   // d tanh(x) = 1 - y^2.
   registry.add<TanhOp>(unaryRule([](OpBuilder &b, Location loc, Value x, Value y) {

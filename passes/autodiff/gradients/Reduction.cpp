@@ -62,8 +62,7 @@ static Value meanGradient(OpBuilder &b, Location loc, const ReduceParts &p) {
   int64_t count = 1;
   for (int64_t axis : p.axes)
     count *= p.inputType.getDimSize(axis);
-  Value scale = scalarConstant(b, loc, p.inputType.getElementType(), 1.0 / count);
-  return b.create<ExpandOp>(loc, p.inputType, b.create<MulOp>(loc, p.grad, scale));
+  return b.create<ExpandOp>(loc, p.inputType, scaleBy(b, loc, p.grad, 1.0 / count));
 }
 
 /// The adjoint is shared evenly by the elements equal to the extremum (as
