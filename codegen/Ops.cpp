@@ -168,22 +168,32 @@ static LogicalResult emitInsertSlice(Operation *op, EmitContext &ctx) {
   return success();
 }
 
+/// concat: each operand's pieces (its elements from the axis on) copied
+/// into the result's rows; an operand held as a view (StridedViews.h: a
+/// slice read in place) gives its pieces' pitch in its buffer.
 static LogicalResult emitConcat(Operation *op, EmitContext &ctx) {
   auto concat = llvm::cast<ConcatOp>(op);
   int64_t axis = concat.getAxis();
   auto shape = shapeOf(concat.getResult());
-  llvm::SmallVector<std::string> ins;
-  for (Value input : concat.getInputs())
-    ins.push_back(ctx.ptr(input));
   std::string out = ctx.ptr(concat.getResult()), type = ctx.elementType(concat.getResult());
   comment(ctx, op);
   int64_t outer = numElements(shape.take_front(axis));
   int64_t row = numElements(shape.drop_front(axis)), at = 0;
-  for (auto [input, name] : llvm::zip(concat.getInputs(), ins)) {
-    int64_t chunk = numElements(shapeOf(input).drop_front(axis));
+  for (Value input : concat.getInputs()) {
+    int64_t chunk = numElements(shapeOf(input).drop_front(axis)), pitch = chunk;
+    std::string in = ctx.ptr(input);
+    if (const StridedView *view = ctx.stridedView(input)) {
+      std::optional<int64_t> pieces = concatRows(shapeOf(input), *view, axis);
+      if (!pieces)
+        return ctx.unsupported(op, "an operand's strides are not a concat's pieces");
+      pitch = *pieces;
+      in = ctx.ptr(view->stored);
+      if (view->offset)
+        in = "(" + in + " + " + std::to_string(view->offset) + ")";
+    }
     ctx.body() << llvm::formatv("  {0}::concatPart({1}, {2}, {3}, {4} * sizeof({5}), {6} * "
-                                "sizeof({5}), {7} * sizeof({5}));\n",
-                                ctx.kernelLibrary(), out, name, outer, row, type, at, chunk);
+                                "sizeof({5}), {7} * sizeof({5}), {8} * sizeof({5}));\n",
+                                ctx.kernelLibrary(), out, in, outer, row, type, at, chunk, pitch);
     at += chunk;
   }
   return success();

@@ -181,7 +181,8 @@ private:
   }
 
   /// Whether every use of `value` (held as `view`), through ops that can
-  /// be views, is an operand read by rows with rows' strides.
+  /// be views, is an operand read by rows with rows' strides: an attention
+  /// kernel's, or a concat's (one that runs: not itself written in place).
   bool onlyReadByRows(Value value, const StridedView &view) const {
     if (value.use_empty())
       return false;
@@ -192,6 +193,12 @@ private:
         continue;
       }
       Operation *user = use.getOwner();
+      if (auto concat = llvm::dyn_cast<ConcatOp>(user);
+          concat && !result.inPlace.count(concat) && !fusion.foldedInto.count(concat)) {
+        if (!concatRows(shapeOf(value), view, concat.getAxis()))
+          return false;
+        continue;
+      }
       if (llvm::isa<ConcatOp>(user) || !mayBeView(user))
         return false;
       std::optional<StridedView> next = viewThrough(user, view);
@@ -357,6 +364,29 @@ std::optional<BatchStrides> collapseBatch(ArrayRef<int64_t> sizes, ArrayRef<int6
     batch.innerStride = runs[0].second;
   }
   return batch;
+}
+
+std::optional<int64_t> concatRows(ArrayRef<int64_t> shape, const StridedView &view, int64_t axis) {
+  // From the axis on, dense: a piece of the operand is one run.
+  int64_t rank = shape.size(), dense = 1;
+  for (int64_t d = rank - 1; d >= axis; --d) {
+    if (shape[d] != 1 && view.strides[d] != dense)
+      return std::nullopt;
+    dense *= shape[d];
+  }
+  // Before it, the pieces one pitch apart.
+  std::optional<int64_t> pitch;
+  int64_t next = 0; // the stride the next dimension out must have
+  for (int64_t d = axis - 1; d >= 0; --d) {
+    if (shape[d] == 1)
+      continue;
+    if (pitch && view.strides[d] != next)
+      return std::nullopt;
+    if (!pitch)
+      pitch = view.strides[d];
+    next = view.strides[d] * shape[d];
+  }
+  return pitch.value_or(dense);
 }
 
 std::optional<std::string> attentionRows(ArrayRef<int64_t> shape, const StridedView &view) {

@@ -18,7 +18,10 @@
 //    keeps the last dimension last, or a reshape of either, is a view of
 //    the buffer its chain starts from when every use of its result, through
 //    such ops, is an operand the attention kernels read by rows (q, k, v;
-//    the gradient's o and dO) and that operand's strides are rows.
+//    the gradient's o and dO) and that operand's strides are rows, or an
+//    operand of a concat whose pieces (the elements from the concat's axis
+//    on) are dense and one pitch apart (rotary embedding's halves of q and
+//    k, ppc-hoist-concat-negations).
 //  - Writing: an attention's output, or its gradient's dq, dk or dv, whose
 //    only other use is a transpose (keeping the last dimension last) or a
 //    reshape, and so on, possibly ending in a concat all of whose operands
@@ -62,6 +65,12 @@ struct StridedViews {
 /// The attention operands of `program` read and written in place (see
 /// above), given its fusion plan (fused ops are never views).
 StridedViews planStridedViews(mlir::func::FuncOp program, const FusionPlan &fusion);
+
+/// The pitch, in elements, at which a concat along `axis` reads the pieces
+/// of an operand of shape `shape` held as `view`: each piece (the elements
+/// from `axis` on) dense, the pieces one pitch apart; or nothing.
+std::optional<int64_t> concatRows(llvm::ArrayRef<int64_t> shape, const StridedView &view,
+                                  int64_t axis);
 
 /// Batch dimensions (`sizes`, `strides`) as an attention kernel indexes
 /// them: batch index n at (n / inner) * outerStride + (n % inner) *

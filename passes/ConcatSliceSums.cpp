@@ -17,8 +17,13 @@
 // BERT on CPUs: 4% of the step). The pass rewrites a tree of adds, each
 // read by nothing else, whose leaves are insert_slices into a splat zero,
 // each read by nothing else, with unit steps, whole along every dimension
-// but one, and windows along that one that tile it. Other sums stay as
-// they are.
+// but one, and windows along that one that tile it. One other leaf may be
+// in the tree (rotary embedding's gradient: the term through the cosine,
+// plus the rotated halves through the sine, each inserted into zeros):
+// the sum is then that leaf plus the concat, with the same values, since
+// each element adds its one piece to it and zeros to the rest (a sum with
+// zeros is exact, but for a negative zero, which it made positive). Other sums
+// stay as they are.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,52 +57,74 @@ void collectSum(AddOp add, llvm::SmallVectorImpl<Value> &leaves,
   }
 }
 
-/// The concat that `root`'s sum is, built before `root`, or null.
-Value asConcat(AddOp root, OpBuilder &b) {
+/// A tree of adds rewritten as a concat: its pieces, in order along `axis`,
+/// and the one leaf that is not a piece (or null), which the concat is
+/// added to on the side the tree had it (first leaf or not).
+struct SliceSum {
+  int64_t axis = 0;
+  llvm::SmallVector<InsertSliceOp> pieces;
+  Value other;
+  bool otherFirst = false;
+};
+
+/// What `root`'s sum is as a concat (plus one other leaf), if it is one.
+std::optional<SliceSum> asSliceSum(AddOp root) {
   auto type = llvm::dyn_cast<RankedTensorType>(root.getType());
   if (!type || !type.hasStaticShape())
-    return nullptr;
+    return std::nullopt;
   llvm::SmallVector<Value> leaves;
   llvm::SmallVector<AddOp> inner;
   collectSum(root, leaves, inner);
   // The pieces by their start along the one axis they split.
   std::optional<int64_t> axis;
+  SliceSum sum;
   llvm::SmallVector<std::pair<int64_t, InsertSliceOp>> pieces;
   for (Value leaf : leaves) {
-    auto insert = leaf.getDefiningOp<InsertSliceOp>();
-    if (!insert || !leaf.hasOneUse() || insert.getType() != type ||
-        !isZerosConstant(insert.getDest()))
-      return nullptr;
-    ArrayRef<int64_t> starts = insert.getStarts(), limits = insert.getLimits(),
-                      steps = insert.getSteps();
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      if (steps[d] != 1)
-        return nullptr;
-      if (starts[d] == 0 && limits[d] == type.getDimSize(d))
-        continue;
-      if (axis && *axis != d)
-        return nullptr;
-      axis = d;
+    // The window an insert_slice of a piece into zeros fills, along the one
+    // axis it splits (none when it fills the whole tensor), or failure.
+    auto window = [&]() -> FailureOr<std::optional<int64_t>> {
+      auto insert = leaf.getDefiningOp<InsertSliceOp>();
+      if (!insert || !leaf.hasOneUse() || insert.getType() != type ||
+          !isZerosConstant(insert.getDest()))
+        return failure();
+      std::optional<int64_t> split;
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        if (insert.getSteps()[d] != 1)
+          return failure();
+        if (insert.getStarts()[d] == 0 && insert.getLimits()[d] == type.getDimSize(d))
+          continue;
+        if (split)
+          return failure();
+        split = d;
+      }
+      return split;
+    }();
+    if (failed(window) || (*window && axis && **window != *axis)) {
+      if (sum.other)
+        return std::nullopt;
+      sum.other = leaf;
+      sum.otherFirst = leaf == leaves.front();
+      continue;
     }
-    pieces.push_back({axis ? starts[*axis] : 0, insert});
+    if (*window)
+      axis = **window;
+    auto insert = leaf.getDefiningOp<InsertSliceOp>();
+    pieces.push_back({axis ? insert.getStarts()[*axis] : 0, insert});
   }
   if (!axis || pieces.size() < 2)
-    return nullptr;
+    return std::nullopt;
   llvm::sort(pieces, [](auto &x, auto &y) { return x.first < y.first; });
   int64_t next = 0;
-  llvm::SmallVector<Value> inputs;
   for (auto &[start, insert] : pieces) {
     if (start != next)
-      return nullptr;
+      return std::nullopt;
     next = insert.getLimits()[*axis];
-    inputs.push_back(insert.getSource());
+    sum.pieces.push_back(insert);
   }
   if (next != type.getDimSize(*axis))
-    return nullptr;
-  b.setInsertionPoint(root);
-  auto concat = b.create<ConcatOp>(root.getLoc(), inputs, b.getI64IntegerAttr(*axis));
-  concat->setDiscardableAttrs(root->getDiscardableAttrDictionary());
-  return concat.getResult();
+    return std::nullopt;
+  sum.axis = *axis;
+  return sum;
 }
 
 struct ConcatSliceSums : impl::ConcatSliceSumsBase<ConcatSliceSums> {
@@ -110,21 +137,33 @@ struct ConcatSliceSums : impl::ConcatSliceSumsBase<ConcatSliceSums> {
     for (AddOp root : llvm::reverse(adds)) {
       if (erased.contains(root))
         continue;
-      Value concat = asConcat(root, b);
-      if (!concat)
+      std::optional<SliceSum> sum = asSliceSum(root);
+      if (!sum)
         continue;
+      b.setInsertionPoint(root);
+      llvm::SmallVector<Value> sources;
+      for (InsertSliceOp insert : sum->pieces)
+        sources.push_back(insert.getSource());
+      Operation *result =
+          b.create<ConcatOp>(root.getLoc(), sources, b.getI64IntegerAttr(sum->axis));
+      result->setDiscardableAttrs(root->getDiscardableAttrDictionary());
+      if (sum->other) {
+        Value concat = result->getResult(0);
+        result = sum->otherFirst ? b.create<AddOp>(root.getLoc(), sum->other, concat)
+                                 : b.create<AddOp>(root.getLoc(), concat, sum->other);
+        result->setDiscardableAttrs(root->getDiscardableAttrDictionary());
+      }
       llvm::SmallVector<Value> leaves;
       llvm::SmallVector<AddOp> inner;
       collectSum(root, leaves, inner);
-      root.replaceAllUsesWith(concat);
+      root.replaceAllUsesWith(result->getResult(0));
       root->erase();
       for (AddOp add : inner) {
         erased.insert(add);
         add->erase();
       }
-      for (Value leaf : leaves) {
-        Operation *insert = leaf.getDefiningOp();
-        Value zeros = insert->getOperand(1);
+      for (InsertSliceOp insert : sum->pieces) {
+        Value zeros = insert.getDest();
         insert->erase();
         if (Operation *constant = zeros.getDefiningOp(); constant && constant->use_empty())
           constant->erase();

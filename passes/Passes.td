@@ -71,10 +71,32 @@ def ConcatSliceSums : Pass<"ppc-concat-slice-sums", "mlir::func::FuncOp"> {
     leaves are insert_slices into a splat zero (unit steps, whole along
     every dimension but one, windows tiling that one) as one `ppc.concat`
     of the slices' gradients: one pass over the value instead of one per
-    slice and per add.
+    slice and per add. One other leaf may be in the tree (rotary
+    embedding's gradient: the term through the cosine, plus the rotated
+    halves inserted into zeros); the sum is then that leaf plus the
+    concat, with the same values (each element adds its one piece to it).
 
     Example: `add(insert_slice(%a into zeros [0, 2)), insert_slice(%b into
     zeros [2, 6)))` along axis 1 becomes `ppc.concat %a, %b axis = 1`.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
+def HoistConcatNegations : Pass<"ppc-hoist-concat-negations", "mlir::func::FuncOp"> {
+  let summary = "Moves negations of a concat's operands after it, as a product with signs";
+  let description = [{
+    Rotary embedding's rotate-half, `concat(-x2, x1)`, and its gradient's
+    `concat(g2, -g1)` (once ppc-concat-slice-sums has made the gradient's
+    inserted slices a concat) negate some of a concat's operands, each in a
+    kernel of its own. Where every reader of the concat is elementwise, this
+    pass concatenates the operands themselves and multiplies the result by a
+    constant vector of +1 and -1 along the concat's axis, which fuses into
+    the readers' kernel. The negations' kernels go, and the concat's
+    operands, slices now read by the concat alone, are read in place by it
+    (codegen/StridedViews.h). The result is the same, bit for bit.
+
+    Example: `ppc.concat(ppc.neg(%a), %b) axis = 3` read by a `ppc.mul`
+    becomes `ppc.mul(ppc.concat(%a, %b) axis = 3, dense<[-1, .., 1, ..]>)`.
   }];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

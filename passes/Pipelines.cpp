@@ -74,6 +74,7 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
     // layout the sharding rules do not have (a fused QKV weight's gradient
     // split as q, k and v blocks), and the inserted slices are.
     pm.addNestedPass<func::FuncOp>(createConcatSliceSums());
+    pm.addNestedPass<func::FuncOp>(createHoistConcatNegations());
     pm.addNestedPass<func::FuncOp>(createFoldIntoGemms());
     if (options.alignGemms)
       pm.addNestedPass<func::FuncOp>(createAlignGemms());

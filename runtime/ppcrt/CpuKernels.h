@@ -655,12 +655,13 @@ inline void copy(void *out, const void *in, size_t bytes) { std::memcpy(out, in,
 /// Copies a constant of the program into the arena (one memory on CPUs).
 inline void upload(void *out, const void *in, size_t bytes) { std::memcpy(out, in, bytes); }
 
-/// Concatenation: input k's rows of `chunk` bytes go at byte `at` of each
-/// `row`-byte row of the result.
+/// Concatenation: input k's pieces of `chunk` bytes, `pitch` bytes apart
+/// (`chunk` where it is dense), go at byte `at` of each `row`-byte row of
+/// the result.
 inline void concatPart(void *out, const void *in, int64_t outer, int64_t row, int64_t at,
-                       int64_t chunk) {
+                       int64_t chunk, int64_t pitch) {
   for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(static_cast<char *>(out) + o * row + at, static_cast<const char *>(in) + o * chunk,
+    std::memcpy(static_cast<char *>(out) + o * row + at, static_cast<const char *>(in) + o * pitch,
                 chunk);
 }
 

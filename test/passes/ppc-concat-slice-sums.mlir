@@ -92,3 +92,33 @@ func.func @plus(%b: tensor<2x3xf32>, %h: tensor<2x6xf32>) -> tensor<2x6xf32> {
   %plus = ppc.add %p, %h : (tensor<2x6xf32>, tensor<2x6xf32>) -> tensor<2x6xf32>
   return %plus : tensor<2x6xf32>
 }
+
+// -----
+
+// Tests rotary embedding's gradient: the term through the cosine plus the
+// two halves through the sine, each inserted into zeros, is that term plus
+// their concat (the same values: each element adds one piece, and zeros). With
+// two terms besides the pieces, the outer add stays and the inner tree, one
+// term and the pieces, is rewritten.
+// CHECK-LABEL: func.func @rotary
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x6xbf16>, %[[A:.*]]: tensor<2x3xbf16>, %[[B:.*]]: tensor<2x3xbf16>, %[[Y:.*]]: tensor<2x6xbf16>)
+// CHECK-NEXT:    %[[C:.*]] = ppc.concat %[[A]], %[[B]] axis = 1
+// CHECK-NEXT:    %[[S:.*]] = ppc.add %[[X]], %[[C]] {ppc.bwd = 7 : i64}
+// CHECK-NEXT:    %[[D:.*]] = ppc.concat %[[A]], %[[B]] axis = 1
+// CHECK-NEXT:    %[[T:.*]] = ppc.add %[[X]], %[[D]]
+// CHECK-NEXT:    %[[U:.*]] = ppc.add %[[T]], %[[Y]]
+// CHECK-NEXT:    return %[[S]], %[[U]]
+func.func @rotary(%x: tensor<2x6xbf16>, %a: tensor<2x3xbf16>, %b: tensor<2x3xbf16>, %y: tensor<2x6xbf16>)
+    -> (tensor<2x6xbf16>, tensor<2x6xbf16>) {
+  %z = ppc.constant dense<0.0> : tensor<2x6xbf16>
+  %p1 = ppc.insert_slice %b into %z starts = [0, 3] limits = [2, 6] steps = [1, 1] : (tensor<2x3xbf16>, tensor<2x6xbf16>) -> tensor<2x6xbf16>
+  %s1 = ppc.add %x, %p1 : (tensor<2x6xbf16>, tensor<2x6xbf16>) -> tensor<2x6xbf16>
+  %p2 = ppc.insert_slice %a into %z starts = [0, 0] limits = [2, 3] steps = [1, 1] : (tensor<2x3xbf16>, tensor<2x6xbf16>) -> tensor<2x6xbf16>
+  %s2 = ppc.add %s1, %p2 {ppc.bwd = 7 : i64} : (tensor<2x6xbf16>, tensor<2x6xbf16>) -> tensor<2x6xbf16>
+  %q1 = ppc.insert_slice %b into %z starts = [0, 3] limits = [2, 6] steps = [1, 1] : (tensor<2x3xbf16>, tensor<2x6xbf16>) -> tensor<2x6xbf16>
+  %t1 = ppc.add %x, %q1 : (tensor<2x6xbf16>, tensor<2x6xbf16>) -> tensor<2x6xbf16>
+  %q2 = ppc.insert_slice %a into %z starts = [0, 0] limits = [2, 3] steps = [1, 1] : (tensor<2x3xbf16>, tensor<2x6xbf16>) -> tensor<2x6xbf16>
+  %t2 = ppc.add %t1, %q2 : (tensor<2x6xbf16>, tensor<2x6xbf16>) -> tensor<2x6xbf16>
+  %t3 = ppc.add %t2, %y : (tensor<2x6xbf16>, tensor<2x6xbf16>) -> tensor<2x6xbf16>
+  return %s2, %t3 : tensor<2x6xbf16>, tensor<2x6xbf16>
+}

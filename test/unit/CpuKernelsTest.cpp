@@ -444,6 +444,21 @@ TEST(CpuKernels, RmsNormGradMatchesDifferencesOfTheForward) {
 // log_softmax reading a window of wider rows in place (the padded
 // vocabulary's logits): columns 5..205 of rows of 256, against the dense
 // rows' result.
+// Rotary embedding's rotated halves: rows of 8, the second half of each
+// (pieces of 4, read 8 apart in place) then the first, concatenated.
+TEST(CpuKernels, ConcatReadsPiecesAPitchApart) {
+  const int64_t rows = 5, width = 8, half = 4;
+  std::vector<int32_t> x(rows * width), out(x.size(), -1);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = int32_t(i) * 7 + 1;
+  const int64_t e = sizeof(int32_t);
+  ppcrt::cpu::concatPart(out.data(), x.data() + half, rows, width * e, 0, half * e, width * e);
+  ppcrt::cpu::concatPart(out.data(), x.data(), rows, width * e, half * e, half * e, width * e);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < width; ++j)
+      ASSERT_EQ(out[r * width + j], x[r * width + (j + half) % width]) << r << "," << j;
+}
+
 TEST(CpuKernels, SoftmaxReadsAWindowOfWiderRows) {
   const int64_t rows = 4, size = 200, stride = 256, offset = 5;
   std::mt19937_64 rng(9);

@@ -186,4 +186,62 @@ TEST_F(StridedViewsTest, StridesThatAreNotRowsAreNotViews) {
   EXPECT_TRUE(layout->strided.inPlace.empty());
 }
 
+TEST_F(StridedViewsTest, AConcatReadsItsSlicesInPlace) {
+  // Rotary embedding's rotated halves (ppc-hoist-concat-negations): the
+  // concat reads x's halves where they lie, 8 elements of each 16-element
+  // row; a slice also read by an elementwise op stays a copy, and so does
+  // one whose pieces along the concat's axis are not dense (a slice of the
+  // rows, concatenated along them).
+  ProgramLayout layout = layOut(R"mlir(
+    func.func @f(%x: tensor<2x4x8x16xbf16>, %s: tensor<8x16xbf16>, %y: tensor<6x4xf32>)
+        -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x8xbf16>, tensor<6x4xf32>) {
+      %x2 = ppc.slice %x starts = [0, 0, 0, 8] limits = [2, 4, 8, 16] steps = [1, 1, 1, 1] : (tensor<2x4x8x16xbf16>) -> tensor<2x4x8x8xbf16>
+      %x1 = ppc.slice %x starts = [0, 0, 0, 0] limits = [2, 4, 8, 8] steps = [1, 1, 1, 1] : (tensor<2x4x8x16xbf16>) -> tensor<2x4x8x8xbf16>
+      %r = ppc.concat %x2, %x1 axis = 3 : (tensor<2x4x8x8xbf16>, tensor<2x4x8x8xbf16>) -> tensor<2x4x8x16xbf16>
+      %m = ppc.mul %r, %s : (tensor<2x4x8x16xbf16>, tensor<8x16xbf16>) -> tensor<2x4x8x16xbf16>
+      %n = ppc.neg %x1 : tensor<2x4x8x8xbf16>
+      %y0 = ppc.slice %y starts = [0, 1] limits = [6, 3] steps = [1, 1] : (tensor<6x4xf32>) -> tensor<6x2xf32>
+      %y1 = ppc.slice %y starts = [0, 0] limits = [6, 2] steps = [1, 1] : (tensor<6x4xf32>) -> tensor<6x2xf32>
+      %c = ppc.concat %y0, %y1 axis = 1 : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x4xf32>
+      %r0 = ppc.slice %y starts = [0, 0] limits = [3, 4] steps = [1, 1] : (tensor<6x4xf32>) -> tensor<3x4xf32>
+      %r1 = ppc.slice %y starts = [3, 0] limits = [6, 4] steps = [1, 1] : (tensor<6x4xf32>) -> tensor<3x4xf32>
+      %rows = ppc.concat %r1, %r0 axis = 0 : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<6x4xf32>
+      %sum = ppc.add %c, %rows : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+      return %m, %n, %sum : tensor<2x4x8x16xbf16>, tensor<2x4x8x8xbf16>, tensor<6x4xf32>
+    })mlir");
+  const StridedViews &strided = layout.strided;
+  SliceOp x2 = nth<SliceOp>(0), x1 = nth<SliceOp>(1);
+  EXPECT_TRUE(strided.inPlace.count(x2));
+  EXPECT_FALSE(strided.inPlace.count(x1));
+  const StridedView &half = strided.views.lookup(x2.getResult());
+  EXPECT_EQ(half.stored, program.getArgument(0));
+  EXPECT_EQ(half.offset, 8);
+  EXPECT_EQ(concatRows({2, 4, 8, 8}, half, 3), 16);
+  // %y's columns 1..2 and 0..1: pieces of 2, rows 4 apart.
+  EXPECT_TRUE(strided.inPlace.count(nth<SliceOp>(2)));
+  EXPECT_TRUE(strided.inPlace.count(nth<SliceOp>(3)));
+  EXPECT_EQ(concatRows({6, 2}, strided.views.lookup(nth<SliceOp>(2).getResult()), 1), 4);
+  // Row blocks are whole pieces already: in place too (one piece, pitch
+  // irrelevant), the second starting 12 elements in.
+  EXPECT_TRUE(strided.inPlace.count(nth<SliceOp>(5)));
+  EXPECT_EQ(strided.views.lookup(nth<SliceOp>(5).getResult()).offset, 12);
+}
+
+TEST_F(StridedViewsTest, ConcatPiecesMustBeDenseAndOnePitchApart) {
+  Value none;
+  // Dense: pieces of the whole operand, one after another.
+  EXPECT_EQ(concatRows({3, 4}, StridedView{none, 0, {4, 1}}, 1), 4);
+  // A window of 2 columns of 6-element rows.
+  EXPECT_EQ(concatRows({3, 2}, StridedView{none, 0, {6, 1}}, 1), 6);
+  // Two outer dimensions one pitch apart: [2, 3] rows of 6.
+  EXPECT_EQ(concatRows({2, 3, 2}, StridedView{none, 0, {18, 6, 1}}, 2), 6);
+  // ... but not when they are not ([2, 3] rows 6 apart, batches 20 apart).
+  EXPECT_FALSE(concatRows({2, 3, 2}, StridedView{none, 0, {20, 6, 1}}, 2));
+  // A piece that is not one run: along axis 1 of [3, 2, 4] with rows of 4
+  // elements 6 apart.
+  EXPECT_FALSE(concatRows({3, 2, 4}, StridedView{none, 0, {12, 6, 1}}, 1));
+  // Elements not one apart (a transposed operand).
+  EXPECT_FALSE(concatRows({3, 2}, StridedView{none, 0, {1, 3}}, 1));
+}
+
 } // namespace

@@ -207,11 +207,12 @@ void transpose2d(const T *in, T *out, int64_t batch, int64_t rows, int64_t cols)
   launched("a transpose");
 }
 
-/// Concatenation: input k's rows of `chunk` bytes go at byte `at` of each
-/// `row`-byte row of the result.
+/// Concatenation: input k's pieces of `chunk` bytes, `pitch` bytes apart
+/// (`chunk` where it is dense), go at byte `at` of each `row`-byte row of
+/// the result.
 inline void concatPart(void *out, const void *in, int64_t outer, int64_t row, int64_t at,
-                       int64_t chunk) {
-  check(cudaMemcpy2DAsync(static_cast<char *>(out) + at, row, in, chunk, chunk, outer,
+                       int64_t chunk, int64_t pitch) {
+  check(cudaMemcpy2DAsync(static_cast<char *>(out) + at, row, in, pitch, chunk, outer,
                           cudaMemcpyDeviceToDevice, stream()),
         "a concatenation");
 }

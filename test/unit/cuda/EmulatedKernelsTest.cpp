@@ -547,6 +547,23 @@ TEST(CudaKernels, StridedCopyAndStoreAreInverses) {
   }
 }
 
+// Rotary embedding's rotated halves: rows of 8, the second half of each
+// (pieces of 4, read 8 apart in place) then the first, concatenated.
+TEST(CudaKernels, ConcatReadsPiecesAPitchApart) {
+  const int64_t rows = 5, width = 8, half = 4;
+  std::vector<int32_t> x(rows * width);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = int32_t(i) * 7 + 1;
+  int32_t *dx = deviceCopy(x), *dout = deviceCopy(std::vector<int32_t>(x.size(), -1));
+  const int64_t e = sizeof(int32_t);
+  ppcrt::cuda::concatPart(dout, dx + half, rows, width * e, 0, half * e, width * e);
+  ppcrt::cuda::concatPart(dout, dx, rows, width * e, half * e, half * e, width * e);
+  std::vector<int32_t> got = hostCopy(dout, x.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < width; ++j)
+      ASSERT_EQ(got[r * width + j], x[r * width + (j + half) % width]) << r << "," << j;
+}
+
 // Every line of [outer, n, inner] scanned in its order, against a loop in
 // double (the values are integers, so the float sums are exact).
 TEST(CudaKernels, CumSumScansEveryLine) {
