@@ -163,11 +163,6 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                        "copied to the device where the step reads them) or auto (the "
                        "planner's choice, where no plan fits --memory-per-rank without)"),
               cl::init("auto"), cl::cat(category)),
-      hostMemoryPerRank("host-memory-per-rank",
-                        cl::desc("host memory of one rank in bytes (suffixes K, M, G); what "
-                                 "--offload keeps there must fit [256G: a DGX H100's 2 TiB "
-                                 "over 8 GPUs]"),
-                        cl::value_desc("BYTES"), cl::init(""), cl::cat(category)),
       precision("precision",
                 cl::desc("fp32, bf16 (activations in bf16, f32 master weights), or fp16 (the "
                          "same in f16, with dynamic loss scaling; ppc simulate only)"),
@@ -198,6 +193,11 @@ TrainingFlags::TrainingFlags(cl::OptionCategory &category)
                     cl::desc("device memory of one rank in bytes (suffixes K, M, G: "
                              "powers of 1024); the planner's plans must fit [80e9]"),
                     cl::value_desc("BYTES"), cl::init(""), cl::cat(category)),
+      hostMemoryPerRank("host-memory-per-rank",
+                        cl::desc("host memory of one rank in bytes (suffixes K, M, G); what "
+                                 "--offload keeps there must fit [256G: a DGX H100's 2 TiB "
+                                 "over 8 GPUs]"),
+                        cl::value_desc("BYTES"), cl::init(""), cl::cat(category)),
       sequenceParallel("sequence-parallel",
                        cl::desc("split the activations between tensor-parallel blocks along "
                                 "the sequence over tp (reduce-scatter and all-gather instead "

@@ -233,12 +233,14 @@ TEST(CudaEmulator, HostWaitsAndAllocationsInvalidateACapture) {
     ASSERT_EQ(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal), cudaSuccess);
     PPCRT_LAUNCH(addValue, 1, 4, 0, compute)(x, 1.0f);
     void *memory = nullptr;
-    if (how == 0)
+    // (Braces: EXPECT_EQ is an if of its own.)
+    if (how == 0) {
       EXPECT_EQ(cudaStreamSynchronize(compute), cudaErrorStreamCaptureUnsupported);
-    if (how == 1)
+    } else if (how == 1) {
       EXPECT_EQ(cudaMalloc(&memory, 16), cudaErrorStreamCaptureUnsupported);
-    if (how == 2)
+    } else {
       PPCRT_LAUNCH(addValue, 1, 4, 0, nullptr)(x, 1.0f);
+    }
     cudaGraph_t graph = nullptr;
     EXPECT_EQ(cudaStreamEndCapture(compute, &graph), cudaErrorStreamCaptureInvalidated) << how;
     EXPECT_EQ(graph, nullptr);
