@@ -403,8 +403,16 @@ def main():
     families = args.only.split(",") if args.only else list(FAMILIES)
     torch.set_num_threads(1)
     tokens = np.fromfile(CORPUS, dtype=np.uint8).astype(np.int64)
-    tmp = args.keep or tempfile.mkdtemp(prefix="ppc-hf-")
-    os.makedirs(tmp, exist_ok=True)
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        return check_all(args, families, tokens, args.keep)
+    # Each run writes some 30 MB of exports: removed with the directory.
+    with tempfile.TemporaryDirectory(prefix="ppc-hf-") as tmp:
+        return check_all(args, families, tokens, tmp)
+
+
+def check_all(args, families, tokens, tmp):
+    """The checks and families into `tmp`; the exit status."""
     print(f"{'family':<14} {'imports':<7} {'vs torch':>9} {'2x2':>9} {'2x2x2':>9}  "
           f"{'executable vs simulate':<28} torch's default export vs torch")
     failures = []
