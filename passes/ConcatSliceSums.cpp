@@ -58,13 +58,15 @@ void collectSum(AddOp add, llvm::SmallVectorImpl<Value> &leaves,
 }
 
 /// A tree of adds rewritten as a concat: its pieces, in order along `axis`,
-/// and the one leaf that is not a piece (or null), which the concat is
-/// added to on the side the tree had it (first leaf or not).
+/// the one leaf that is not a piece (or null), which the concat is added
+/// to on the side the tree had it (first leaf or not), and the adds inside
+/// the tree.
 struct SliceSum {
   int64_t axis = 0;
   llvm::SmallVector<InsertSliceOp> pieces;
   Value other;
   bool otherFirst = false;
+  llvm::SmallVector<AddOp> inner;
 };
 
 /// What `root`'s sum is as a concat (plus one other leaf), if it is one.
@@ -72,12 +74,11 @@ std::optional<SliceSum> asSliceSum(AddOp root) {
   auto type = llvm::dyn_cast<RankedTensorType>(root.getType());
   if (!type || !type.hasStaticShape())
     return std::nullopt;
+  SliceSum sum;
   llvm::SmallVector<Value> leaves;
-  llvm::SmallVector<AddOp> inner;
-  collectSum(root, leaves, inner);
+  collectSum(root, leaves, sum.inner);
   // The pieces by their start along the one axis they split.
   std::optional<int64_t> axis;
-  SliceSum sum;
   llvm::SmallVector<std::pair<int64_t, InsertSliceOp>> pieces;
   for (Value leaf : leaves) {
     // The window an insert_slice of a piece into zeros fills, along the one
@@ -153,12 +154,9 @@ struct ConcatSliceSums : impl::ConcatSliceSumsBase<ConcatSliceSums> {
                                  : b.create<AddOp>(root.getLoc(), concat, sum->other);
         result->setDiscardableAttrs(root->getDiscardableAttrDictionary());
       }
-      llvm::SmallVector<Value> leaves;
-      llvm::SmallVector<AddOp> inner;
-      collectSum(root, leaves, inner);
       root.replaceAllUsesWith(result->getResult(0));
       root->erase();
-      for (AddOp add : inner) {
+      for (AddOp add : sum->inner) {
         erased.insert(add);
         add->erase();
       }

@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 #include "ir/ShapeRules.h"
 #include "passes/Passes.h"
+#include "passes/Recognition.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -101,16 +101,6 @@ struct FoldIntoGemmsPass : impl::FoldIntoGemmsBase<FoldIntoGemmsPass> {
     for (Value operand : operands)
       if (auto old = operand.getDefiningOp<TransposeOp>(); old && old->use_empty())
         old.erase();
-  }
-
-  /// Where `from` sat in the schedule (ppc.bwd, ppc.mb) on the ops made in
-  /// its place; its layout attribute described its own result and is left
-  /// behind.
-  static void copySchedule(Operation *from, llvm::ArrayRef<Operation *> made) {
-    for (NamedAttribute attr : from->getDiscardableAttrs())
-      if (attr.getName() != PpcDialect::kShardingsAttrName)
-        for (Operation *op : made)
-          op->setAttr(attr.getName(), attr.getValue());
   }
 
   void fold(ReduceSumOp sum) {

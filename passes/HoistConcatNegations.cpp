@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "passes/Recognition.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -26,13 +26,6 @@ namespace ppc {
 #include "passes/Passes.h.inc"
 
 namespace {
-
-/// Where `from` sat in the schedule (ppc.fwd, ppc.bwd, ppc.mb), on `to`.
-void copySchedule(Operation *from, Operation *to) {
-  for (NamedAttribute attr : from->getDiscardableAttrs())
-    if (attr.getName() != PpcDialect::kShardingsAttrName)
-      to->setAttr(attr.getName(), attr.getValue());
-}
 
 struct HoistConcatNegations : impl::HoistConcatNegationsBase<HoistConcatNegations> {
   void runOnOperation() override {
@@ -69,13 +62,12 @@ struct HoistConcatNegations : impl::HoistConcatNegationsBase<HoistConcatNegation
     OpBuilder b(concat);
     Location loc = concat.getLoc();
     auto joined = b.create<ConcatOp>(loc, operands, concat.getAxisAttr());
-    copySchedule(concat, joined);
     llvm::SmallVector<int64_t> signShape(type.getRank(), 1);
     signShape[axis] = type.getDimSize(axis);
     auto signType = RankedTensorType::get(signShape, element);
     Value signVector = b.create<ConstantOp>(loc, DenseElementsAttr::get(signType, signs));
     auto product = b.create<MulOp>(loc, joined, signVector);
-    copySchedule(concat, product);
+    copySchedule(concat, {joined, product});
     concat.replaceAllUsesWith(product.getResult());
     concat.erase();
     for (NegOp neg : negations)

@@ -15,6 +15,7 @@
 
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "passes/Recognition.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -49,11 +50,8 @@ Value inexactScalar(Operation &op, const llvm::DenseSet<Value> &activations, Typ
     DenseElementsAttr value;
     if (!matchPattern(operand, m_Constant(&value)))
       return operand; // Computed: its exactness is not known here.
-    APFloat x = *value.getValues<APFloat>().begin();
-    bool losesInfo = false;
-    x.convert(llvm::cast<FloatType>(low).getFloatSemantics(), APFloat::rmNearestTiesToEven,
-              &losesInfo);
-    return losesInfo ? operand : nullptr;
+    return holdsExactly(llvm::cast<FloatType>(low), *value.getValues<APFloat>().begin()) ? nullptr
+                                                                                         : operand;
   }
   return nullptr;
 }

@@ -12,6 +12,19 @@ using namespace mlir;
 
 namespace ppc {
 
+bool holdsExactly(FloatType type, APFloat value) {
+  bool losesInfo = false;
+  value.convert(type.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
+  return !losesInfo;
+}
+
+void copySchedule(Operation *from, llvm::ArrayRef<Operation *> made) {
+  for (NamedAttribute attr : from->getDiscardableAttrs())
+    if (attr.getName() != PpcDialect::kShardingsAttrName)
+      for (Operation *op : made)
+        op->setAttr(attr.getName(), attr.getValue());
+}
+
 std::optional<double> floatScalarConstant(Value value) {
   DenseElementsAttr attr;
   auto type = llvm::dyn_cast<RankedTensorType>(value.getType());

@@ -2,6 +2,7 @@
 
 #include "passes/autodiff/Gradients.h"
 #include "ir/PpcOps.h"
+#include "passes/Recognition.h"
 
 using namespace mlir;
 
@@ -71,10 +72,7 @@ Value scalarConstant(OpBuilder &builder, Location loc, Type elementType, double 
 Value scaleBy(OpBuilder &builder, Location loc, Value value, double factor) {
   auto type = llvm::cast<RankedTensorType>(value.getType());
   auto element = llvm::cast<FloatType>(type.getElementType());
-  APFloat exact(factor);
-  bool losesInfo = false;
-  exact.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
-  if (!losesInfo || element.getWidth() >= 32)
+  if (holdsExactly(element, APFloat(factor)) || element.getWidth() >= 32)
     return builder.create<MulOp>(loc, value, scalarConstant(builder, loc, element, factor));
   // As MixedPrecision's computeInF32: the factor in f32, the product rounded once.
   Type f32 = builder.getF32Type();
