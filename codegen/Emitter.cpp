@@ -57,7 +57,7 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
   for (auto &[value, view] : layout.strided.views)
     layout.holders[value] = view.stored;
   for (Operation &op : program.getBody().front()) {
-    if (layout.strided.inPlace.count(&op))
+    if (layout.strided.inPlace.count(&op) || layout.fusion.foldedInto.count(&op))
       continue;
     if (auto reshape = llvm::dyn_cast<ReshapeOp>(op))
       layout.holders[reshape.getResult()] = holder(reshape.getInput());
@@ -291,14 +291,20 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
     auto rangesOf = [&](ValueRange values) {
       llvm::SmallVector<Range> ranges;
       for (Value v : values) {
-        // A folded op's result is its kernel's read of the folded operand.
-        Value h = ctx.holder(rowSourceOf(layout.fusion, v).value);
-        if (layout.fusion.unstored(h) || !offsets.count(h))
-          continue;
-        auto type = llvm::cast<RankedTensorType>(h.getType());
-        int64_t bytes = std::max<int64_t>(
-            1, type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
-        ranges.push_back({offsets.lookup(h), offsets.lookup(h) + bytes, onHost(h)});
+        // A folded op's result is its kernel's read of the folded operand
+        // (and of a folded difference's shift).
+        RowSource source = rowSourceOf(layout.fusion, v);
+        for (Value read : {source.value, source.shift}) {
+          if (!read)
+            continue;
+          Value h = ctx.holder(read);
+          if (layout.fusion.unstored(h) || !offsets.count(h))
+            continue;
+          auto type = llvm::cast<RankedTensorType>(h.getType());
+          int64_t bytes = std::max<int64_t>(
+              1, type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
+          ranges.push_back({offsets.lookup(h), offsets.lookup(h) + bytes, onHost(h)});
+        }
       }
       return ranges;
     };
@@ -339,8 +345,9 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
 
     double flops = 0;
     for (Operation &op : program.getBody().front()) {
+      // (A norm gradient's add runs in its kernel, FusionPlan::normGradAdd.)
       if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op) ||
-          layout.fusion.foldedInto.contains(&op))
+          layout.fusion.foldedInto.contains(&op) || layout.fusion.normGradOfAdd.contains(&op))
         continue;
       flops += flopsOf(&op); // MFU's numerator
       if (const GemmEpilogue *epilogue = layout.fusion.epilogue(&op)) {
@@ -420,8 +427,13 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
         mark(&op);
       llvm::SmallVector<Range> reads, writes;
       if (cuda && !layout.isView(&op)) {
-        reads = rangesOf(op.getOperands());
-        writes = rangesOf(op.getResults());
+        llvm::SmallVector<Value> in(op.getOperands()), out(op.getResults());
+        if (Value addend = layout.fusion.normGradAddend(&op)) {
+          in.push_back(addend);
+          out.push_back(layout.fusion.normGradAdd.lookup(&op)->getResult(0));
+        }
+        reads = rangesOf(in);
+        writes = rangesOf(out);
         waitFor(reads, writes, byHost);
       }
       if (failed((*emitter)(&op, ctx)))

@@ -36,9 +36,19 @@ const GroupBatch *FusionPlan::batch(unsigned g) const {
   return it == batchOf.end() ? nullptr : &batches[it->second];
 }
 
+Value FusionPlan::normGradAddend(Operation *grad) const {
+  auto it = normGradAdd.find(grad);
+  if (it == normGradAdd.end())
+    return Value();
+  Operation *add = it->second;
+  return add->getOperand(0) == grad->getResult(0) ? add->getOperand(1) : add->getOperand(0);
+}
+
 Operation *FusionPlan::runsAt(Operation *op) const {
   if (auto folded = foldedInto.find(op); folded != foldedInto.end())
     return folded->second;
+  if (auto grad = normGradOfAdd.find(op); grad != normGradOfAdd.end())
+    return grad->second;
   if (const GemmEpilogue *e = epilogue(op))
     return e->adds.back();
   auto it = groupOf.find(op);
@@ -55,6 +65,8 @@ bool FusionPlan::unstored(Value value) const {
     return false;
   if (inlinedConstants.contains(def) || foldedInto.contains(def))
     return true;
+  if (normGradAdd.contains(def))
+    return value == def->getResult(0);
   if (const GemmEpilogue *e = epilogue(def))
     return value != e->result();
   auto it = groupOf.find(def);
@@ -74,6 +86,8 @@ RowSource rowSourceOf(const FusionPlan &plan, Value operand) {
       source.offset += slice.getStarts().back();
       source.rowStride = shapeOf(slice.getInput()).back();
     }
+    if (auto sub = llvm::dyn_cast<SubOp>(def))
+      source.shift = sub.getRhs();
     source.value = def->getOperand(0);
   }
   return source;
@@ -93,21 +107,51 @@ static bool isRowWindow(SliceOp slice) {
   return true;
 }
 
-/// The ops folded into a softmax over the last dimension (FusionPlan::
-/// foldedInto): a widening cast from bf16 or f16 read by it alone, then a
-/// row window read by it (or by that cast) alone.
-static void foldIntoSoftmaxes(Block &body, FusionPlan &plan) {
+/// The ops folded into a kernel that reads rows of the last dimension
+/// (FusionPlan::foldedInto): for an nll_loss of [batch, classes], a reshape
+/// that keeps the last dimension, then a difference x - shift with one
+/// shift per row (ppc-split-log-softmax's x - log_sum_exp(x)); for it and
+/// for a softmax, log-softmax or log_sum_exp over the last dimension, a
+/// widening cast from bf16 or f16, then a row window. Each read by the next
+/// alone.
+static void foldIntoRowReaders(Block &body, FusionPlan &plan) {
   for (Operation &op : body) {
-    if (!llvm::isa<SoftmaxOp, LogSoftmaxOp>(op))
+    Value in;
+    if (llvm::isa<SoftmaxOp, LogSoftmaxOp, LogSumExpOp>(op)) {
+      in = op.getOperand(0);
+      auto axis = op.getAttrOfType<IntegerAttr>("axis");
+      if (!axis || axis.getInt() + 1 != static_cast<int64_t>(shapeOf(in).size()))
+        continue;
+    } else if (auto loss = llvm::dyn_cast<NllLossOp>(op)) {
+      in = loss.getInput();
+      if (shapeOf(in).size() != 2)
+        continue;
+    } else {
       continue;
-    Value in = op.getOperand(0);
-    auto axis = op.getAttrOfType<IntegerAttr>("axis");
-    if (!axis || axis.getInt() + 1 != static_cast<int64_t>(shapeOf(in).size()))
-      continue;
+    }
     auto foldable = [&](Value v) {
       Operation *def = v.getDefiningOp();
       return def && v.hasOneUse() && runsOnHost(def) == runsOnHost(&op);
     };
+    if (llvm::isa<NllLossOp>(op)) {
+      if (auto reshape = in.getDefiningOp<ReshapeOp>();
+          reshape && foldable(in) && shapeOf(reshape.getInput()).back() == shapeOf(in).back()) {
+        plan.foldedInto[reshape] = &op;
+        in = reshape.getInput();
+      }
+      // The shift: one element per row, of the difference's type, stored.
+      if (auto sub = in.getDefiningOp<SubOp>(); sub && foldable(in)) {
+        auto x = llvm::cast<RankedTensorType>(sub.getLhs().getType());
+        auto shift = llvm::cast<RankedTensorType>(sub.getRhs().getType());
+        if (x == sub.getType() && shift.getElementType() == x.getElementType() &&
+            shift.getRank() == x.getRank() && shift.getShape().back() == 1 &&
+            shift.getShape().drop_back() == x.getShape().drop_back() &&
+            !plan.unstored(sub.getRhs())) {
+          plan.foldedInto[sub] = &op;
+          in = sub.getLhs();
+        }
+      }
+    }
     if (auto cast = in.getDefiningOp<CastOp>(); cast && foldable(in)) {
       Type from = getElementTypeOrSelf(cast.getInput().getType());
       if ((from.isBF16() || from.isF16()) && getElementTypeOrSelf(in.getType()).isF32()) {
@@ -181,6 +225,44 @@ static void planGemmEpilogues(Block &body, FusionPlan &plan) {
     for (Operation *add : e.adds)
       plan.epilogueOf[add] = index;
     plan.epilogues.push_back(std::move(e));
+  }
+}
+
+/// The adds read by a norm gradient's input_grad alone (normGradAdd): of
+/// a tensor of its type, in its micro-batch, not an add of a GEMM epilogue,
+/// whose other operand is computed before the gradient runs (the kernel
+/// adds it there): an argument, another norm gradient's input_grad or its
+/// add, or a GEMM epilogue's result, defined before it. (A fusion group's
+/// value may be computed later, at the group's last op.)
+static void planNormGradAdds(Block &body, FusionPlan &plan) {
+  auto computedBefore = [&](Value value, Operation *op) {
+    Operation *def = value.getDefiningOp();
+    if (!def)
+      return true;
+    if (!def->isBeforeInBlock(op))
+      return false;
+    if (llvm::isa<LayerNormGradOp, RmsNormGradOp>(def))
+      return true;
+    if (plan.normGradOfAdd.contains(def))
+      return true;
+    const GemmEpilogue *e = plan.epilogue(def);
+    return e && e->result() == value;
+  };
+  for (Operation &op : body) {
+    if (!llvm::isa<LayerNormGradOp, RmsNormGradOp>(op) || runsOnHost(&op))
+      continue;
+    Value dx = op.getResult(0);
+    if (!dx.hasOneUse())
+      continue;
+    auto add = llvm::dyn_cast<AddOp>(*dx.getUsers().begin());
+    if (!add || add.getLhs() == add.getRhs() || add.getType() != dx.getType() ||
+        plan.epilogueOf.contains(add) || runsOnHost(add) || microBatch(add) != microBatch(&op))
+      continue;
+    Value addend = add.getLhs() == dx ? add.getRhs() : add.getLhs();
+    if (addend.getType() != dx.getType() || !computedBefore(addend, &op))
+      continue;
+    plan.normGradAdd[&op] = add;
+    plan.normGradOfAdd[add] = &op;
   }
 }
 
@@ -396,11 +478,13 @@ FusionPlan planFusion(func::FuncOp func, const FusionOptions &options) {
             first = std::min(first, index[user]);
     return first > index[&op];
   };
-  foldIntoSoftmaxes(body, plan);
+  foldIntoRowReaders(body, plan);
   if (options.gemmEpilogues)
     planGemmEpilogues(body, plan);
+  planNormGradAdds(body, plan);
   for (Operation &op : body) {
-    if (plan.foldedInto.contains(&op) || plan.epilogueOf.contains(&op))
+    if (plan.foldedInto.contains(&op) || plan.epilogueOf.contains(&op) ||
+        plan.normGradOfAdd.contains(&op))
       continue;
     if (fuseReductions && !fusableReduction(&op).empty()) {
       Value input = op.getOperand(0);

@@ -10,12 +10,16 @@
 // parameter, one loop reading p, g, m and v and writing p, m and v). Splat
 // constants feeding a group are inlined as literals. A reduction of a group
 // value used by nothing else ends the group: the loop runs over the reduced
-// tensor and accumulates it, never storing it. A softmax over the last
-// dimension reads through a widening cast and a window of rows feeding it
+// tensor and accumulates it, never storing it. A softmax (or log_sum_exp)
+// over the last dimension and an nll_loss read through a widening cast and
+// a window of rows feeding them, the loss also through a per-row shift
 // (FusionPlan::foldedInto), which are never stored. On targets whose GEMMs
 // have epilogues (CUDA: cuBLASLt's), a product whose only reader adds a
 // row-broadcast bias, a tensor of its shape (a residual), or both, computes
-// those adds in the GEMM (FusionPlan::epilogues) and is never stored.
+// those adds in the GEMM (FusionPlan::epilogues) and is never stored. A
+// LayerNorm's or RMSNorm's gradient read only by an add of a tensor computed
+// before it (the residual stream's gradient) adds it in its own kernel
+// (FusionPlan::normGradAdd).
 // The optimizer step's groups that are alike (AdamW's update of every
 // parameter) run as one kernel over a table of their buffers
 // (FusionPlan::batches): one call on CPUs, a few launches on CUDA.
@@ -110,10 +114,13 @@ struct FusionPlan {
   llvm::DenseSet<mlir::Operation *> inlinedConstants;
 
   /// Ops folded into the kernel of their only user, which reads their
-  /// operand in their place (rowSourceOf): a softmax over the last
-  /// dimension reads a widening cast's bf16 or f16 operand, and a slice's
-  /// window of whole rows in place (the logits of a padded vocabulary).
-  /// Each maps to that user, at whose place it runs.
+  /// operand in their place (rowSourceOf): a softmax, log-softmax or
+  /// log_sum_exp over the last dimension, or an nll_loss, reads a widening
+  /// cast's bf16 or f16 operand, and a slice's window of whole rows in
+  /// place (the logits of a padded vocabulary); an nll_loss also reads
+  /// through a reshape keeping the last dimension and a difference x -
+  /// shift, one shift per row (ppc-split-log-softmax). Each maps to that
+  /// user, at whose place it runs.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> foldedInto;
 
   /// GEMMs with epilogues, and the epilogue of each matmul and add in one.
@@ -121,6 +128,16 @@ struct FusionPlan {
   llvm::DenseMap<mlir::Operation *, unsigned> epilogueOf;
   /// The epilogue `op` (a matmul or one of its adds) is part of, or null.
   const GemmEpilogue *epilogue(mlir::Operation *op) const;
+
+  /// Norm gradients that add their input's gradient to another value in
+  /// their kernel (the residual stream's gradient, a tensor of its type
+  /// computed before it): the add of each such layer_norm_grad or
+  /// rms_norm_grad, the only reader of its input_grad, which is never
+  /// stored. The add runs at the gradient's place; its other operand is the
+  /// kernel's addend (normGradAddend).
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> normGradAdd, normGradOfAdd;
+  /// The value a norm gradient with an add adds, or null.
+  mlir::Value normGradAddend(mlir::Operation *grad) const;
 
   /// Batches of alike groups (at least two each), and the batch of each
   /// group in one.
@@ -143,6 +160,8 @@ struct FusionPlan {
 struct RowSource {
   mlir::Value value;
   int64_t offset = 0, rowStride = 0;
+  /// A folded difference's per-row shift (nll_loss's), or null.
+  mlir::Value shift;
 };
 RowSource rowSourceOf(const FusionPlan &plan, mlir::Value operand);
 

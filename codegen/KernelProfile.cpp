@@ -131,7 +131,7 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
                                              const GpuModel *gpu) {
   if (llvm::isa<func::ReturnOp, ConstantOp, MeshOp, SendOp, RecvOp, TransferOp>(op) ||
       op->hasTrait<CollectiveTrait>() || layout.fusion.inlinedConstants.contains(op) ||
-      layout.fusion.foldedInto.contains(op))
+      layout.fusion.foldedInto.contains(op) || layout.fusion.normGradOfAdd.contains(op))
     return std::nullopt;
   KernelEstimate k;
   // `launches` of the GPU's kernels (a batch's, on CUDA; one call on CPUs).
@@ -194,7 +194,10 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
             (fused.reduction ? 2 : 1) * ((int64_t(members.size()) + capacity - 1) / capacity));
       return k;
     }
-    os << " [" << shapeText(fused.ops.back()->getOperand(0)) << "]";
+    // The loop's shape (a reduction's input's; else the last op's result).
+    os << " [";
+    llvm::interleave(loopShape(fused), os, "x");
+    os << "]";
     price(0, 0);
     return k;
   }
@@ -237,7 +240,13 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
       k.bytes += bytesOf(operand, read);
   }
   for (Value result : op->getResults())
-    k.bytes += bytesOf(result);
+    if (!layout.fusion.unstored(result))
+      k.bytes += bytesOf(result);
+  if (Value addend = layout.fusion.normGradAddend(op)) {
+    // The add in its kernel: the addend read, the sum written.
+    k.bytes += bytesOf(addend) + bytesOf(layout.fusion.normGradAdd.lookup(op)->getResult(0));
+    k.what.insert(op->getName().stripDialect().size(), "+add");
+  }
   priceOp(op);
   return k;
 }

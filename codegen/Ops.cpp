@@ -398,6 +398,23 @@ template <typename OpT> static LogicalResult emitSoftmax(Operation *op, EmitCont
   return success();
 }
 
+/// log_sum_exp, through the ops folded into it as softmax reads them.
+static LogicalResult emitLogSumExp(Operation *op, EmitContext &ctx) {
+  auto logSumExp = llvm::cast<LogSumExpOp>(op);
+  auto shape = shapeOf(logSumExp.getInput());
+  int64_t axis = logSumExp.getAxis(), inner = numElements(shape.drop_front(axis + 1));
+  RowSource source = rowSourceOf(ctx.fusion(), logSumExp.getInput());
+  std::string in = ctx.ptr(source.value), out = ctx.ptr(logSumExp.getResult());
+  if (source.offset)
+    in = "(" + in + ") + " + std::to_string(source.offset);
+  comment(ctx, op);
+  ctx.body() << llvm::formatv("  {0}::logSumExp({1}, {2}, {3}, {4}, {5}, {6});\n",
+                              ctx.kernelLibrary(), in, out, numElements(shape.take_front(axis)),
+                              shape[axis], inner,
+                              inner == 1 ? source.rowStride : shape[axis] * inner);
+  return success();
+}
+
 /// layer_norm and rms_norm (the kernels' Centered false: no mean, no bias).
 template <typename Op> static LogicalResult emitNormalization(Operation *op, EmitContext &ctx) {
   constexpr bool centered = std::is_same_v<Op, LayerNormOp>;
@@ -426,7 +443,8 @@ template <typename Op> static LogicalResult emitNormalization(Operation *op, Emi
   return success();
 }
 
-/// layer_norm_grad and rms_norm_grad (no mean: the kernel's is null).
+/// layer_norm_grad and rms_norm_grad (no mean: the kernel's is null), and
+/// the add of its input's gradient where the kernel computes it.
 template <typename Op> static LogicalResult emitNormalizationGrad(Operation *op, EmitContext &ctx) {
   constexpr bool centered = std::is_same_v<Op, LayerNormGradOp>;
   auto grad = llvm::cast<Op>(op);
@@ -436,17 +454,22 @@ template <typename Op> static LogicalResult emitNormalizationGrad(Operation *op,
   if (scale != size && scale != 1)
     return ctx.unsupported(op, "scale must have the normalized shape or one element");
   Value rstd = op->getResults().back();
+  // With the add that reads the input's gradient in the kernel
+  // (FusionPlan::normGradAdd), the kernel writes the sum.
+  Value addend = ctx.fusion().normGradAddend(op);
+  Value dx =
+      addend ? ctx.fusion().normGradAdd.lookup(op)->getResult(0) : Value(grad.getInputGrad());
   comment(ctx, op);
   char eps[64];
   std::snprintf(eps, sizeof(eps), "%a", grad.getEpsilon().convertToDouble());
   ctx.body() << llvm::formatv(
-      "  {0}::layerNormGrad<{1}, {2}{13}>({3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, "
+      "  {0}::layerNormGrad<{1}, {2}{13}>({3}, {4}, {5}, {6}, {7}, {14}, {8}, {9}, {10}, {11}, "
       "{12});\n",
       ctx.kernelLibrary(), ctx.elementType(grad.getInputGrad()), ctx.elementType(rstd),
       ctx.ptr(grad.getInput()), ctx.ptr(grad.getScale()), scale == size ? 1 : 0,
-      ctx.ptr(grad.getResultGrad()), ctx.ptr(grad.getInputGrad()),
-      centered ? ctx.ptr(op->getResult(1)) : "nullptr", ctx.ptr(rstd),
-      numElements(shape.take_front(axis)), size, eps, centered ? "" : ", false");
+      ctx.ptr(grad.getResultGrad()), ctx.ptr(dx), centered ? ctx.ptr(op->getResult(1)) : "nullptr",
+      ctx.ptr(rstd), numElements(shape.take_front(axis)), size, eps, centered ? "" : ", false",
+      addend ? ctx.ptr(addend) : "nullptr");
   return success();
 }
 
@@ -461,16 +484,27 @@ static LogicalResult emitNllLoss(Operation *op, EmitContext &ctx) {
   std::optional<int64_t> ignore;
   if (IntegerAttr attr = loss.getIgnoreIndexAttr())
     ignore = attr.getInt();
-  std::string in = ctx.ptr(loss.getInput()), target = ctx.ptr(loss.getTarget()),
-              weight = loss.getWeight() ? ctx.ptr(loss.getWeight()) : "nullptr",
-              out = ctx.ptr(loss.getResult()), type = ctx.elementType(loss.getResult());
+  // Through the ops folded into it (Fusion.h): the rows of a window of
+  // wider (and narrower-typed) logits, less a shift per row.
+  RowSource source = rowSourceOf(ctx.fusion(), loss.getInput());
+  int64_t inner = numElements(shape.drop_front(2));
+  std::string type = ctx.elementType(loss.getResult());
+  std::string in = ctx.ptr(source.value), target = ctx.ptr(loss.getTarget()),
+              weight = loss.getWeight() ? ctx.ptr(loss.getWeight())
+                                        : "static_cast<const " + type + " *>(nullptr)",
+              shift = source.shift ? ctx.ptr(source.shift)
+                                   : "static_cast<const " + type + " *>(nullptr)",
+              out = ctx.ptr(loss.getResult());
+  if (source.offset)
+    in = "(" + in + ") + " + std::to_string(source.offset);
   comment(ctx, op);
   std::string failure = ctx.target().failure(
       ctx, op, "a target is out of range [0, " + std::to_string(shape[1]) + ")");
-  ctx.body() << llvm::formatv("  {0}::nllLoss<{1}>({2}, {3}, {4}, {5}, {6}, {7}, {8}, "
-                              "{0}::LossReduction::{9}, {10}, {11}, {12});\n",
-                              ctx.kernelLibrary(), type, in, target, weight, out, shape[0],
-                              shape[1], numElements(shape.drop_front(2)), reduction,
+  ctx.body() << llvm::formatv("  {0}::nllLoss({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, "
+                              "{0}::LossReduction::{10}, {11}, {12}, {13});\n",
+                              ctx.kernelLibrary(), in,
+                              inner == 1 ? source.rowStride : shape[1] * inner, shift, target,
+                              weight, out, shape[0], shape[1], inner, reduction,
                               ignore ? "true" : "false", ignore.value_or(0), failure);
   return success();
 }
@@ -629,6 +663,7 @@ const OpEmitter *lookupEmitter(Operation *op) {
     };
     t[TypeID::get<SoftmaxOp>()] = emitSoftmax<SoftmaxOp>;
     t[TypeID::get<LogSoftmaxOp>()] = emitSoftmax<LogSoftmaxOp>;
+    t[TypeID::get<LogSumExpOp>()] = emitLogSumExp;
     t[TypeID::get<LayerNormOp>()] = emitNormalization<LayerNormOp>;
     t[TypeID::get<LayerNormGradOp>()] = emitNormalizationGrad<LayerNormGradOp>;
     t[TypeID::get<RmsNormOp>()] = emitNormalization<RmsNormOp>;

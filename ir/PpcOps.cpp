@@ -256,6 +256,20 @@ LogicalResult SoftmaxOp::verify() { return checkAxis(*this, getAxis(), getType()
 
 LogicalResult LogSoftmaxOp::verify() { return checkAxis(*this, getAxis(), getType().getRank()); }
 
+LogicalResult LogSumExpOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, adaptor.getInput());
+  if (failed(input))
+    return failure();
+  int64_t axis = adaptor.getAxis(), rank = input->getRank();
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(location, "axis ", axis, " out of range for rank ", rank);
+  llvm::SmallVector<int64_t> shape(input->getShape());
+  shape[axis] = 1;
+  types.push_back(input->clone(shape));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp, AttentionGradOp
 //===----------------------------------------------------------------------===//

@@ -312,6 +312,26 @@ class Ppc_SoftmaxOpBase<string mnemonic, string formula>
 def Ppc_SoftmaxOp : Ppc_SoftmaxOpBase<"softmax", "exp(x) / sum(exp(x))">;
 def Ppc_LogSoftmaxOp : Ppc_SoftmaxOpBase<"log_softmax", "x - log(sum(exp(x)))">;
 
+def Ppc_LogSumExpOp : Ppc_Op<"log_sum_exp", [Pure, InferTypeOpAdaptor]> {
+  let summary = "log(sum(exp(x))) along one axis, the axis kept with size 1";
+  let description = [{
+    The log of the sum of exponentials of `input` along `axis` (non-
+    negative), computed in the max-subtracted form: `input`'s shape with that
+    dimension 1, of its element type. log_softmax(x) is x - log_sum_exp(x);
+    ppc-split-log-softmax rewrites a log-softmax that way where that
+    spares writing it (the loss reads one element of each row, the gradient
+    recomputes the rest).
+
+    Example:
+    ```mlir
+    %1 = ppc.log_sum_exp %0 axis = 1 : (tensor<8x50257xf32>) -> tensor<8x1xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Ppc_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` functional-type(operands, results)";
+}
+
 def Ppc_LayerNormOp : Ppc_Op<"layer_norm", [Pure,
                                             InferTypeOpAdaptor]> {
   let summary = "layer normalization over the trailing dimensions";

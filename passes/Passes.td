@@ -101,6 +101,46 @@ def HoistConcatNegations : Pass<"ppc-hoist-concat-negations", "mlir::func::FuncO
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def SplitLogSoftmax : Pass<"ppc-split-log-softmax", "mlir::func::FuncOp"> {
+  let summary = "Gives a loss's log-softmax to its readers as x - log_sum_exp(x)";
+  let description = [{
+    A language model's loss, nll_loss(log_softmax(logits)), writes the
+    log-softmax of every token over the whole vocabulary, picks one element
+    of each row, and reads it all again in the gradient. Where every reader
+    of a `ppc.log_softmax` is an nll_loss (through reshapes) or elementwise,
+    this pass computes `ppc.log_sum_exp` of each row instead and gives each
+    reader `x - log_sum_exp(x)`: the loss reads the elements it picks from
+    the logits in place (codegen folds the difference, a widening cast and a
+    window of wider rows into the nll_loss kernel), and the gradient's
+    elementwise kernel recomputes the rest from the logits. Each reader gets
+    its own copy of the widening cast and the window its logits come
+    through. The values differ from the log-softmax's by the rounding of
+    x - (max + log sum) against (x - max) - log sum.
+
+    Example: `%y = ppc.log_softmax %x axis = 1` read by `ppc.nll_loss %y,
+    %t` and `ppc.exp %y` becomes `%l = ppc.log_sum_exp %x axis = 1` and
+    `ppc.nll_loss (ppc.sub %x, %l), %t`, `ppc.exp (ppc.sub %x, %l)`.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
+def WidenPaddedElementwise : Pass<"ppc-widen-padded-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Computes an elementwise value that a concat pads with zeros on the padded shape";
+  let description = [{
+    ppc-align-gemms pads an unaligned GEMM operand with a concat of zeros,
+    a copy of the whole tensor (GPT-2's logits' gradient, [8, 1024, 50257]
+    to 50304). Where that operand is computed elementwise from windows
+    [0, n) of values that already have the padded size (the padded
+    product's logits, through ppc-align-gemms's slice), from values
+    broadcast along the padded axis and from constants, this pass computes
+    it on the padded shape and selects zero in the padding: concat(f(slice
+    (P), b), 0) becomes where(mask, f(P, b), 0), one kernel. Constants that
+    span the axis get zeros in the padding; what f computes there is never
+    read. The result is the same, bit for bit.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def SimplifyOneHots : Pass<"ppc-simplify-one-hots", "mlir::func::FuncOp"> {
   let summary = "Builds one-hot rows in the shape that reads them and sums them from their targets";
   let description = [{

@@ -78,6 +78,10 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
     pm.addNestedPass<func::FuncOp>(createFoldIntoGemms());
     if (options.alignGemms)
       pm.addNestedPass<func::FuncOp>(createAlignGemms());
+    // After the padding: each reader of the logits reads its own window.
+    pm.addNestedPass<func::FuncOp>(createSplitLogSoftmax());
+    if (options.alignGemms)
+      pm.addNestedPass<func::FuncOp>(createWidenPaddedElementwise());
   };
   if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1) {
     if (options.offload != "none")

@@ -137,8 +137,10 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
 /// on a mesh of one rank); then moves what `offload` names to host memory
 /// and recomputes activations in each rank's program as `recompute` says;
 /// last, folds batch sums and transposes into the GEMMs (each weight
-/// gradient one GEMM), and with `align-gemms` pads the GEMMs cuBLASLt would
-/// run unaligned.
+/// gradient one GEMM), with `align-gemms` pads the GEMMs cuBLASLt would run
+/// unaligned, gives a loss's log-softmax to its readers as x -
+/// log_sum_exp(x), and with `align-gemms` computes an elementwise value the
+/// padding pads on the padded shape.
 void buildParallelizePipeline(mlir::OpPassManager &pm, const ParallelizePipelineOptions &options);
 
 /// The value `options` give the hyper-parameter argument `name` of the

@@ -52,6 +52,37 @@ static LogicalResult softmaxKernel(Operation *op, llvm::ArrayRef<Tensor> operand
   return success();
 }
 
+/// log_sum_exp along the op's axis, in the max-subtracted form (as the
+/// softmaxes compute it); the axis kept with size 1. An axis whose maximum
+/// is infinite (all -inf, or a +inf) gives that maximum.
+static LogicalResult logSumExpKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                     llvm::SmallVectorImpl<Tensor> &results,
+                                     const ExecOptions &options) {
+  const Tensor &input = operands[0];
+  llvm::ArrayRef<int64_t> shape = input.shape();
+  int64_t axis = llvm::cast<LogSumExpOp>(op).getAxis();
+  int64_t outer = numElements(shape.take_front(axis)), size = shape[axis],
+          inner = numElements(shape.drop_front(axis + 1));
+  Shape resultShape(shape);
+  resultShape[axis] = 1;
+  Tensor result(resultDType(op, 0, options), resultShape);
+  llvm::ArrayRef<double> x = input.floats();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t base = o * size * inner + j;
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < size; ++k)
+        max = std::max(max, x[base + k * inner]);
+      double sum = 0;
+      for (int64_t k = 0; k < size; ++k)
+        sum += std::exp(x[base + k * inner] - max);
+      result.setDouble(o * inner + j, std::isinf(max) ? max : max + std::log(sum));
+    }
+  }
+  results.push_back(std::move(result));
+  return success();
+}
+
 /// For each element of the normalized shape, the flat index of the scale or
 /// bias element broadcast to it.
 static std::vector<int64_t> paramIndices(const Tensor &param, llvm::ArrayRef<int64_t> normalized) {
@@ -173,6 +204,7 @@ static LogicalResult normalizationGradKernel(Operation *op, llvm::ArrayRef<Tenso
 void registerNormalizationKernels(KernelRegistry &registry) {
   registry.add<SoftmaxOp>(softmaxKernel<SoftmaxOp>);
   registry.add<LogSoftmaxOp>(softmaxKernel<LogSoftmaxOp>);
+  registry.add<LogSumExpOp>(logSumExpKernel);
   registry.add<LayerNormOp>(normalizationKernel<LayerNormOp>);
   registry.add<LayerNormGradOp>(normalizationGradKernel<LayerNormGradOp>);
   registry.add<RmsNormOp>(normalizationKernel<RmsNormOp>);

@@ -288,6 +288,25 @@ void softmax(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64
     }
 }
 
+/// log_sum_exp over the middle dimension of [outer, size, inner] into y
+/// [outer, inner] (the axis kept with size 1): max-subtracted, in double;
+/// an infinite maximum is the result. x as softmax reads it.
+template <typename X, typename T>
+void logSumExp(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64_t xStride) {
+#pragma omp parallel for if (outer * size * inner > 32768)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t from = o * xStride + j;
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < size; ++k)
+        max = std::max(max, double(x[from + k * inner]));
+      double sum = 0;
+      for (int64_t k = 0; k < size; ++k)
+        sum += std::exp(double(x[from + k * inner]) - max);
+      y[o * inner + j] = T(std::isinf(max) ? max : max + std::log(sum));
+    }
+}
+
 namespace detail {
 
 /// The mean and the biased variance of a row, in double (the layer norms');
@@ -336,10 +355,12 @@ void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, i
 /// The input's gradient of layerNorm over the rows of [outer, size] given
 /// the result's (dy), with each row's statistics as the forward computes
 /// them: mean (unless null) and rstd = 1 / sqrt(var + epsilon), in S (float,
-/// or double).
+/// or double). Where `addend` is not null, dx is the gradient (rounded to
+/// T) plus addend, rounded again: the add of the residual stream's gradient
+/// as ppc.add computes it.
 template <typename T, typename S, bool Centered = true>
-void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx, S *mean,
-                   S *rstd, int64_t outer, int64_t size, double epsilon) {
+void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx,
+                   const T *addend, S *mean, S *rstd, int64_t outer, int64_t size, double epsilon) {
 #pragma omp parallel for if (outer * size > 32768)
   for (int64_t o = 0; o < outer; ++o) {
     const T *row = x + o * size, *g = dy + o * size;
@@ -358,7 +379,8 @@ void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy,
 #pragma omp simd
     for (int64_t i = 0; i < size; ++i) {
       double xhat = (double(row[i]) - m) * r, dxhat = double(g[i]) * double(scale[i * scaleStride]);
-      dx[o * size + i] = T(r * (dxhat - meanDxhat - xhat * meanProjection));
+      T value = T(r * (dxhat - meanDxhat - xhat * meanProjection));
+      dx[o * size + i] = addend ? T(double(value) + double(addend[o * size + i])) : value;
     }
     if (mean)
       mean[o] = S(m);
@@ -368,11 +390,16 @@ void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy,
 
 enum class LossReduction { None, Sum, Mean };
 
-/// nll_loss of input [batch, classes, inner] at targets [batch, inner].
-template <typename T>
-void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int64_t batch,
-             int64_t classes, int64_t inner, LossReduction reduction, bool hasIgnore,
-             int64_t ignoreIndex, const char *node) {
+/// nll_loss of input [batch, classes, inner] at targets [batch, inner]; the
+/// input's batch index n starts at n * inputStride (classes * inner when
+/// dense; a wider row's window when inner is 1) and may be of a narrower
+/// type, widened exactly. Where `shift` is not null the loss reads input -
+/// shift, shift [batch, inner] (a log-softmax's log_sum_exp), rounded to T
+/// as ppc.sub would.
+template <typename X, typename T>
+void nllLoss(const X *input, int64_t inputStride, const T *shift, const int64_t *target,
+             const T *weight, T *out, int64_t batch, int64_t classes, int64_t inner,
+             LossReduction reduction, bool hasIgnore, int64_t ignoreIndex, const char *node) {
   double lossSum = 0, weightSum = 0;
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t j = 0; j < inner; ++j) {
@@ -389,7 +416,10 @@ void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int
         continue;
       }
       double w = weight ? double(weight[t]) : 1.0;
-      double loss = -double(input[(n * classes + t) * inner + j]) * w;
+      double picked = double(input[n * inputStride + t * inner + j]);
+      if (shift)
+        picked = double(T(picked - double(shift[i])));
+      double loss = -picked * w;
       if (reduction == LossReduction::None)
         out[i] = T(loss);
       lossSum += loss;

@@ -244,6 +244,26 @@ func.func @log_softmax_axis_negative(%x: tensor<2x8xf32>) {
 
 // -----
 
+// Tests that the log_sum_exp axis must be in range.
+func.func @log_sum_exp_axis_out_of_range(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{axis 2 out of range for rank 2}}
+  // expected-error @+1 {{'ppc.log_sum_exp' op failed to infer returned types}}
+  %0 = ppc.log_sum_exp %x axis = 2 : (tensor<2x8xf32>) -> tensor<2x1xf32>
+  return
+}
+
+// -----
+
+// Tests that log_sum_exp's result keeps the reduced axis with size 1.
+func.func @log_sum_exp_axis_dropped(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{'ppc.log_sum_exp' op inferred type(s) 'tensor<2x1xf32>' are incompatible with return type(s) of operation 'tensor<2xf32>'}}
+  // expected-error @+1 {{'ppc.log_sum_exp' op failed to infer returned types}}
+  %0 = ppc.log_sum_exp %x axis = 1 : (tensor<2x8xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
 // Tests that layer_norm rejects a scale that does not broadcast to the
 // normalized shape.
 func.func @layer_norm_scale_not_broadcastable(%x: tensor<2x16x64xf32>, %g: tensor<32xf32>) {

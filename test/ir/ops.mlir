@@ -249,6 +249,19 @@ func.func @softmax(%x: tensor<2x4x8x8xf32>) {
   return
 }
 
+// Tests log_sum_exp on the last and on an inner axis.
+// CHECK-LABEL: func.func @log_sum_exp
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x4x8xf32>)
+// CHECK:         ppc.log_sum_exp %[[X]] axis = 2 : (tensor<2x4x8xf32>) -> tensor<2x4x1xf32>
+// CHECK-NEXT:    ppc.log_sum_exp %[[X]] axis = 1 : (tensor<2x4x8xf32>) -> tensor<2x1x8xf32>
+// GENERIC-LABEL: sym_name = "log_sum_exp"
+// GENERIC:         "ppc.log_sum_exp"(%{{.*}}) <{axis = 2 : i64}> : (tensor<2x4x8xf32>) -> tensor<2x4x1xf32>
+func.func @log_sum_exp(%x: tensor<2x4x8xf32>) {
+  %0 = ppc.log_sum_exp %x axis = 2 : (tensor<2x4x8xf32>) -> tensor<2x4x1xf32>
+  %1 = ppc.log_sum_exp %x axis = 1 : (tensor<2x4x8xf32>) -> tensor<2x1x8xf32>
+  return
+}
+
 // Tests layer_norm with and without bias, and with a scale that broadcasts
 // to the normalized shape.
 // CHECK-LABEL: func.func @layer_norm

@@ -27,6 +27,19 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace {
 
+/// What the kernels recorded through ppcrt::kernelFailed (defined below; in
+/// an executable, the rank's runtime records it).
+std::vector<std::string> &kernelFailures() {
+  static std::vector<std::string> failures;
+  return failures;
+}
+
+} // namespace
+
+void ppcrt::kernelFailed(const char *message) { kernelFailures().push_back(message); }
+
+namespace {
+
 namespace lines = ppcrt::lines;
 
 // Every line's arg_max against a scan in double: largest and smallest, first
@@ -413,8 +426,16 @@ template <typename T, bool Centered> void checkLayerNormGrad(double tolerance) {
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
     std::vector<S> mean(outer, S(NAN)), rstd(outer, S(NAN));
     ppcrt::cpu::layerNormGrad<T, S, Centered>(x.data(), scale.data(), broadcast ? 0 : 1, dy.data(),
-                                              dx.data(), Centered ? mean.data() : nullptr,
+                                              dx.data(), nullptr, Centered ? mean.data() : nullptr,
                                               rstd.data(), outer, size, epsilon);
+    // With an addend (the residual stream's gradient): dx + addend, as
+    // ppc.add rounds it, bit for bit.
+    std::vector<T> sum(x.size(), T(NAN));
+    ppcrt::cpu::layerNormGrad<T, S, Centered>(
+        x.data(), scale.data(), broadcast ? 0 : 1, dy.data(), sum.data(), x.data(),
+        Centered ? mean.data() : nullptr, rstd.data(), outer, size, epsilon);
+    for (int64_t i = 0; i < outer * size; ++i)
+      ASSERT_EQ(sum[i], T(double(dx[i]) + double(x[i]))) << "element " << i;
     double scaleOfDx = 0;
     for (double v : ref.dx)
       scaleOfDx = std::max(scaleOfDx, std::fabs(v));
@@ -441,9 +462,6 @@ TEST(CpuKernels, RmsNormGradMatchesDifferencesOfTheForward) {
   checkLayerNormGrad<double, false>(1e-7);
 }
 
-// log_softmax reading a window of wider rows in place (the padded
-// vocabulary's logits): columns 5..205 of rows of 256, against the dense
-// rows' result.
 // Rotary embedding's rotated halves: rows of 8, the second half of each
 // (pieces of 4, read 8 apart in place) then the first, concatenated.
 TEST(CpuKernels, ConcatReadsPiecesAPitchApart) {
@@ -459,6 +477,9 @@ TEST(CpuKernels, ConcatReadsPiecesAPitchApart) {
       ASSERT_EQ(out[r * width + j], x[r * width + (j + half) % width]) << r << "," << j;
 }
 
+// log_softmax reading a window of wider rows in place (the padded
+// vocabulary's logits): columns 5..205 of rows of 256, against the dense
+// rows' result.
 TEST(CpuKernels, SoftmaxReadsAWindowOfWiderRows) {
   const int64_t rows = 4, size = 200, stride = 256, offset = 5;
   std::mt19937_64 rng(9);
@@ -474,6 +495,88 @@ TEST(CpuKernels, SoftmaxReadsAWindowOfWiderRows) {
   ppcrt::cpu::softmax<true>(dense.data(), fromDense.data(), rows, size, 1, size);
   EXPECT_EQ(fromWindow, fromDense);
   EXPECT_FALSE(std::isnan(fromDense.front()));
+}
+
+// log_sum_exp of a window of wider rows (as the softmax reads it) is the
+// shift of the rows' log_softmax; along a middle axis (inner 3) against a
+// direct computation; a row of -inf gives -inf.
+TEST(CpuKernels, LogSumExpIsTheLogSoftmaxsShift) {
+  const int64_t rows = 4, size = 200, stride = 256, offset = 5;
+  std::mt19937_64 rng(10);
+  std::uniform_real_distribution<float> uniform(-6, 6);
+  std::vector<float> wide(rows * stride);
+  for (float &v : wide)
+    v = uniform(rng);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::fill_n(wide.begin() + 3 * stride + offset, size, -inf);
+  std::vector<float> lse(rows, NAN), logSoftmax(rows * size, NAN);
+  ppcrt::cpu::logSumExp(wide.data() + offset, lse.data(), rows, size, 1, stride);
+  ppcrt::cpu::softmax<true>(wide.data() + offset, logSoftmax.data(), 3, size, 1, stride);
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t c = 0; c < size; ++c)
+      ASSERT_NEAR(wide[r * stride + offset + c] - lse[r], logSoftmax[r * size + c], 1e-5)
+          << r << "," << c;
+  EXPECT_EQ(lse[3], -inf);
+
+  const int64_t outer = 2, middle = 5, inner = 3;
+  std::vector<double> x(outer * middle * inner), columns(outer * inner, NAN);
+  for (double &v : x)
+    v = uniform(rng);
+  ppcrt::cpu::logSumExp(x.data(), columns.data(), outer, middle, inner, middle * inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      double sum = 0;
+      for (int64_t k = 0; k < middle; ++k)
+        sum += std::exp(x[(o * middle + k) * inner + j]);
+      EXPECT_NEAR(columns[o * inner + j], std::log(sum), 1e-12) << o << "," << j;
+    }
+}
+
+// nll_loss reading a window of wider rows and a per-row shift (the
+// log-softmax as x - log_sum_exp, ppc-split-log-softmax): the same loss,
+// bit for bit, as reading the dense rows of x - shift rounded to float; an
+// ignored target and a target out of range as without a shift.
+TEST(CpuKernels, NllLossReadsAShiftedWindowOfWiderRows) {
+  const int64_t rows = 6, classes = 50, stride = 64, offset = 2;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> uniform(-6, 6);
+  std::vector<float> wide(rows * stride), shift(rows), shifted(rows * classes);
+  for (float &v : wide)
+    v = uniform(rng);
+  for (float &v : shift)
+    v = uniform(rng) + 10;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < classes; ++c)
+      shifted[r * classes + c] = wide[r * stride + offset + c] - shift[r];
+  std::vector<int64_t> target = {3, 49, -100, 0, 17, 17};
+  using ppcrt::cpu::LossReduction;
+  for (LossReduction reduction : {LossReduction::Mean, LossReduction::Sum, LossReduction::None}) {
+    std::vector<float> fromWindow(rows, NAN), fromDense(rows, NAN);
+    ppcrt::cpu::nllLoss(wide.data() + offset, stride, shift.data(), target.data(),
+                        static_cast<const float *>(nullptr), fromWindow.data(), rows, classes, 1,
+                        reduction, true, -100, "nll");
+    ppcrt::cpu::nllLoss(shifted.data(), classes, static_cast<const float *>(nullptr), target.data(),
+                        static_cast<const float *>(nullptr), fromDense.data(), rows, classes, 1,
+                        reduction, true, -100, "nll");
+    int64_t written = reduction == LossReduction::None ? rows : 1;
+    for (int64_t i = 0; i < written; ++i)
+      EXPECT_EQ(fromWindow[i], fromDense[i]) << i;
+  }
+  float sum = NAN;
+  ppcrt::cpu::nllLoss(wide.data() + offset, stride, shift.data(), target.data(),
+                      static_cast<const float *>(nullptr), &sum, rows, classes, 1,
+                      LossReduction::Sum, true, -100, "nll");
+  double want = 0;
+  for (int64_t r : {0, 1, 3, 4, 5})
+    want -= double(wide[r * stride + offset + target[r]] - shift[r]);
+  EXPECT_NEAR(sum, want, 1e-5);
+
+  // Without an ignore index, -100 is a class out of range: recorded.
+  kernelFailures().clear();
+  ppcrt::cpu::nllLoss(wide.data() + offset, stride, shift.data(), target.data(),
+                      static_cast<const float *>(nullptr), &sum, rows, classes, 1,
+                      LossReduction::Sum, false, 0, "nll of row 2");
+  EXPECT_EQ(kernelFailures(), std::vector<std::string>{"nll of row 2"});
 }
 
 } // namespace

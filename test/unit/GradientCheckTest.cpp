@@ -424,6 +424,8 @@ void GradientCheckTest::checkNormalizations() {
   check("softmax last axis", {uniform({3, 5})}, softmax(SoftmaxOp(), 1));
   check("log_softmax middle axis", {uniform({2, 4, 3})}, softmax(LogSoftmaxOp(), 1));
   check("log_softmax first axis", {uniform({3, 2})}, softmax(LogSoftmaxOp(), 0));
+  check("log_sum_exp last axis", {uniform({2, 3, 5})}, softmax(LogSumExpOp(), 2));
+  check("log_sum_exp first axis", {uniform({3, 2})}, softmax(LogSumExpOp(), 0));
 
   auto layerNorm = [](int64_t axis, bool withBias) {
     return [axis, withBias](OpBuilder &b, Location loc, ValueRange a) -> Value {

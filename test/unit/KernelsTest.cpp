@@ -545,6 +545,35 @@ TEST_F(KernelsTest, SoftmaxSumsToOneAndLogSoftmaxIsItsLog) {
   }
 }
 
+TEST_F(KernelsTest, LogSumExpIsLogSoftmaxsShift) {
+  const char *source = R"mlir(
+    func.func @main(%x: tensor<4x3xf64>) -> (tensor<4x1xf64>, tensor<1x3xf64>, tensor<4x3xf64>) {
+      %0 = ppc.log_sum_exp %x axis = 1 : (tensor<4x3xf64>) -> tensor<4x1xf64>
+      %1 = ppc.log_sum_exp %x axis = 0 : (tensor<4x3xf64>) -> tensor<1x3xf64>
+      %2 = ppc.log_softmax %x axis = 1 : tensor<4x3xf64>
+      return %0, %1, %2 : tensor<4x1xf64>, tensor<1x3xf64>, tensor<4x3xf64>
+    })mlir";
+  // Row 1 would overflow exp() without subtracting the maximum; row 2 is
+  // all -inf (its maximum, not NaN); row 3 holds a +inf.
+  double inf = std::numeric_limits<double>::infinity();
+  Tensor x =
+      makeTensor(DType::F64, {4, 3}, {0, 1, 2, 1000, 1001, 999, -inf, -inf, -inf, 1, inf, 2});
+  llvm::SmallVector<Tensor> results = runOk(source, {x});
+  ASSERT_EQ(results.size(), 3u);
+  const Tensor &rows = results[0], &columns = results[1], &logSoftmax = results[2];
+  EXPECT_NEAR(rows.getDouble(0), std::log(1 + std::exp(1.0) + std::exp(2.0)), 1e-12);
+  EXPECT_NEAR(rows.getDouble(1), 1000 + std::log(1 + std::exp(1.0) + std::exp(-1.0)), 1e-12);
+  EXPECT_EQ(rows.getDouble(2), -inf);
+  EXPECT_EQ(rows.getDouble(3), inf);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t c = 0; c < 3; ++c)
+      EXPECT_NEAR(x.getDouble(r * 3 + c) - rows.getDouble(r), logSoftmax.getDouble(r * 3 + c),
+                  1e-12);
+  EXPECT_NEAR(columns.getDouble(0), std::log(std::exp(-1000.0) + 1 + std::exp(-999.0)) + 1000,
+              1e-12);
+  EXPECT_EQ(columns.getDouble(1), inf);
+}
+
 TEST_F(KernelsTest, LayerNormMatchesADirectComputation) {
   const char *source = R"mlir(
     func.func @main(%x: tensor<2x2x3xf64>, %g: tensor<3xf64>, %b: tensor<1x3xf64>)

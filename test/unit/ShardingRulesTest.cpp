@@ -568,6 +568,8 @@ void ShardingRulesTest::checkNormalizations() {
   check("softmax middle axis", {uniform({2, 4, 6})}, softmax(SoftmaxOp(), 1));
   check("log_softmax last axis", {uniform({4, 6})}, softmax(LogSoftmaxOp(), 1));
   check("log_softmax first axis", {uniform({4, 2, 2})}, softmax(LogSoftmaxOp(), 0));
+  check("log_sum_exp last axis", {uniform({2, 4, 6})}, softmax(LogSumExpOp(), 2));
+  check("log_sum_exp middle axis", {uniform({2, 4, 6})}, softmax(LogSumExpOp(), 1));
 
   auto layerNorm = [](int64_t axis, bool withBias) {
     return [axis, withBias](OpBuilder &b, Location loc, ValueRange a) -> Value {

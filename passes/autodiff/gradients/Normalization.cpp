@@ -43,6 +43,23 @@ static LogicalResult logSoftmaxGradient(const GradientRequest &request,
   return success();
 }
 
+/// dx = exp(x - y) * g: the softmax along the axis times the result's
+/// adjoint, broadcast along it.
+static LogicalResult logSumExpGradient(const GradientRequest &request,
+                                       llvm::SmallVectorImpl<Value> &operandGrads) {
+  auto logSumExp = llvm::cast<LogSumExpOp>(request.op);
+  if (!request.wanted[0]) {
+    operandGrads.push_back(Value());
+    return success();
+  }
+  OpBuilder &b = request.builder;
+  Location loc = logSumExp.getLoc();
+  Value softmax =
+      b.create<ExpOp>(loc, b.create<SubOp>(loc, logSumExp.getInput(), logSumExp.getResult()));
+  operandGrads.push_back(b.create<MulOp>(loc, softmax, request.resultGrads[0]));
+  return success();
+}
+
 /// With xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + epsilon) and
 /// y = xhat * scale + bias, all statistics over the normalized dimensions:
 ///   dx     = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),
@@ -100,10 +117,12 @@ static LogicalResult normalizationGradient(const GradientRequest &request,
 void registerNormalizationGradients(GradientRegistry &registry) {
   registry.add<SoftmaxOp>(softmaxGradient);
   registry.add<LogSoftmaxOp>(logSoftmaxGradient);
+  registry.add<LogSumExpOp>(logSumExpGradient);
   registry.add<LayerNormOp>(normalizationGradient<LayerNormOp, LayerNormGradOp>);
   registry.add<RmsNormOp>(normalizationGradient<RmsNormOp, RmsNormGradOp>);
   registry.addComputedInF32<SoftmaxOp>();
   registry.addComputedInF32<LogSoftmaxOp>();
+  registry.addComputedInF32<LogSumExpOp>();
 }
 
 } // namespace ppc

@@ -30,6 +30,26 @@ template <typename OpT> static ShardingRule softmaxRule(Operation *op) {
   return rule;
 }
 
+/// log_sum_exp: `axis` needs replication (its partial results would
+/// combine by a maximum and a sum of exponentials, two all-reduces; it is
+/// made after partitioning, ppc-split-log-softmax, so none is built), the
+/// result's kept dimension has no factor, the rest is parallel.
+static ShardingRule logSumExpRule(Operation *op) {
+  auto logSumExp = llvm::cast<LogSumExpOp>(op);
+  int64_t axis = logSumExp.getAxis();
+  ShardingRule rule;
+  TensorFactors dims, kept;
+  for (auto [d, size] : llvm::enumerate(shapeOf(logSumExp.getInput()))) {
+    bool reduced = static_cast<int64_t>(d) == axis;
+    dims.push_back(
+        {rule.addFactor(size, reduced ? FactorKind::NeedReplication : FactorKind::Parallel)});
+    kept.push_back(reduced ? llvm::SmallVector<int64_t, 1>{} : dims.back());
+  }
+  rule.operands.push_back(dims);
+  rule.results.push_back(kept);
+  return rule;
+}
+
 /// layer_norm and rms_norm: dimensions from `axis` on need replication;
 /// scale and bias broadcast to them (aligned on the right), so they share
 /// those factors where they are not broadcast. The leading dimensions are
@@ -80,6 +100,7 @@ template <typename Op> static ShardingRule normalizationGradRule(Operation *op) 
 void registerNormalizationShardingRules(ShardingRuleRegistry &registry) {
   registry.add<SoftmaxOp>(softmaxRule<SoftmaxOp>);
   registry.add<LogSoftmaxOp>(softmaxRule<LogSoftmaxOp>);
+  registry.add<LogSumExpOp>(logSumExpRule);
   registry.add<LayerNormOp>(normalizationRule<LayerNormOp>);
   registry.add<LayerNormGradOp>(normalizationGradRule<LayerNormGradOp>);
   registry.add<RmsNormOp>(normalizationRule<RmsNormOp>);

@@ -658,6 +658,54 @@ void softmax(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64
   launched("a softmax");
 }
 
+/// log_sum_exp of the rows of [outer, size] into y [outer], x's row o at
+/// o * xStride (of type X, widened): one block per row.
+template <typename X, typename T>
+__global__ void logSumExpRowsKernel(const X *x, T *y, int64_t size, int64_t xStride) {
+  using C = Compute<T>;
+  const X *row = x + blockIdx.x * xStride;
+  C max = C(-INFINITY);
+  for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
+    max = ppcrt::scalar::max(C(row[k]), max);
+  max = blockReduce<true>(max);
+  C sum = 0;
+  for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
+    sum += exp(C(row[k]) - max);
+  sum = blockReduce<false>(sum);
+  if (threadIdx.x == 0)
+    y[blockIdx.x] = T(isinf(max) ? max : max + log(sum));
+}
+
+/// The same over the middle dimension of [outer, size, inner] into y
+/// [outer, inner]: one thread per (outer, inner) column.
+template <typename X, typename T>
+__global__ void logSumExpColumnsKernel(const X *x, T *y, int64_t outer, int64_t size,
+                                       int64_t inner) {
+  using C = Compute<T>;
+  PPCRT_GRID_STRIDE(c, outer * inner) {
+    int64_t base = (c / inner) * size * inner + c % inner;
+    C max = C(-INFINITY);
+    for (int64_t k = 0; k < size; ++k)
+      max = ppcrt::scalar::max(C(x[base + k * inner]), max);
+    C sum = 0;
+    for (int64_t k = 0; k < size; ++k)
+      sum += exp(C(x[base + k * inner]) - max);
+    y[c] = T(isinf(max) ? max : max + log(sum));
+  }
+}
+
+/// As ppcrt::cpu::logSumExp: x's outer index o starts at o * xStride, which
+/// only rows (inner 1) may set apart from the dense size * inner.
+template <typename X, typename T>
+void logSumExp(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64_t xStride) {
+  if (inner == 1)
+    PPCRT_LAUNCH(logSumExpRowsKernel, unsigned(outer), kThreads, 0, stream())(x, y, size, xStride);
+  else
+    PPCRT_LAUNCH(logSumExpColumnsKernel, blocksFor(outer * inner), kThreads, 0,
+                 stream())(x, y, outer, size, inner);
+  launched("a log_sum_exp");
+}
+
 /// A row's mean and rstd = 1 / sqrt(var + epsilon) (biased variance), in C,
 /// over the block (every thread calls it and gets both): the layer norms'.
 /// Uncentered (RMSNorm's), the mean is 0 and var the mean square.
@@ -705,11 +753,13 @@ void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, i
 }
 
 /// The input's gradient of layerNorm over the rows of [outer, size] given
-/// the result's (dy), and each row's mean (unless null) and rstd: one block
+/// the result's (dy), and each row's mean (unless null) and rstd, plus
+/// addend (unless null) as the fused elementwise add computes it: one block
 /// per row.
 template <bool Centered, typename T, typename S>
 __global__ void layerNormGradKernel(const T *x, const T *scale, int64_t scaleStride, const T *dy,
-                                    T *dx, S *mean, S *rstd, int64_t size, double epsilon) {
+                                    T *dx, const T *addend, S *mean, S *rstd, int64_t size,
+                                    double epsilon) {
   using C = Compute<T>;
   const T *row = x + blockIdx.x * size, *g = dy + blockIdx.x * size;
   C m, r;
@@ -726,7 +776,9 @@ __global__ void layerNormGradKernel(const T *x, const T *scale, int64_t scaleStr
   C meanProjection = blockReduce<false>(sumProjection) / C(size);
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
     C xhat = (C(row[i]) - m) * r, dxhat = C(g[i]) * C(scale[i * scaleStride]);
-    dx[blockIdx.x * size + i] = T(r * (dxhat - meanDxhat - xhat * meanProjection));
+    T value = T(r * (dxhat - meanDxhat - xhat * meanProjection));
+    int64_t at = blockIdx.x * size + i;
+    dx[at] = addend ? T(Reg<T>(Reg<T>(value) + Reg<T>(addend[at]))) : value;
   }
   if (threadIdx.x == 0) {
     if (mean)
@@ -737,22 +789,23 @@ __global__ void layerNormGradKernel(const T *x, const T *scale, int64_t scaleStr
 
 /// As ppcrt::cpu::layerNormGrad.
 template <typename T, typename S, bool Centered = true>
-void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx, S *mean,
-                   S *rstd, int64_t outer, int64_t size, double epsilon) {
+void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx,
+                   const T *addend, S *mean, S *rstd, int64_t outer, int64_t size, double epsilon) {
   PPCRT_LAUNCH(layerNormGradKernel<Centered>, unsigned(outer), kThreads, 0,
-               stream())(x, scale, scaleStride, dy, dx, mean, rstd, size, epsilon);
+               stream())(x, scale, scaleStride, dy, dx, addend, mean, rstd, size, epsilon);
   launched(Centered ? "a layer norm's gradient" : "an RMS norm's gradient");
 }
 
 enum class LossReduction { None, Sum, Mean };
 
 /// nll_loss of input [batch, classes, inner] at targets [batch, inner], in
-/// one block (the loss is one value per token: batch × sequence elements).
-template <typename T>
-__global__ void nllLossKernel(const T *input, const int64_t *target, const T *weight, T *out,
-                              int64_t batch, int64_t classes, int64_t inner,
-                              LossReduction reduction, bool hasIgnore, int64_t ignoreIndex,
-                              int error) {
+/// one block (the loss is one value per token: batch × sequence elements);
+/// the input and shift as ppcrt::cpu::nllLoss reads them.
+template <typename X, typename T>
+__global__ void nllLossKernel(const X *input, int64_t inputStride, const T *shift,
+                              const int64_t *target, const T *weight, T *out, int64_t batch,
+                              int64_t classes, int64_t inner, LossReduction reduction,
+                              bool hasIgnore, int64_t ignoreIndex, int error) {
   double lossSum = 0, weightSum = 0;
   for (int64_t i = threadIdx.x; i < batch * inner; i += blockDim.x) {
     int64_t n = i / inner, j = i % inner, t = target[i];
@@ -766,7 +819,10 @@ __global__ void nllLossKernel(const T *input, const int64_t *target, const T *we
       continue;
     }
     double w = weight ? double(Reg<T>(weight[t])) : 1.0;
-    double loss = -double(Reg<T>(input[(n * classes + t) * inner + j])) * w;
+    double picked = double(Reg<X>(input[n * inputStride + t * inner + j]));
+    if (shift)
+      picked = double(Reg<T>(T(Reg<T>(picked - double(Reg<T>(shift[i]))))));
+    double loss = -picked * w;
     if (reduction == LossReduction::None)
       out[i] = T(Reg<T>(loss));
     lossSum += loss;
@@ -778,12 +834,13 @@ __global__ void nllLossKernel(const T *input, const int64_t *target, const T *we
     out[0] = T(Reg<T>(reduction == LossReduction::Sum ? lossSum : lossSum / weightSum));
 }
 
-template <typename T>
-void nllLoss(const T *input, const int64_t *target, const T *weight, T *out, int64_t batch,
-             int64_t classes, int64_t inner, LossReduction reduction, bool hasIgnore,
-             int64_t ignoreIndex, int error) {
-  PPCRT_LAUNCH(nllLossKernel, 1, 1024, 0, stream())(
-      input, target, weight, out, batch, classes, inner, reduction, hasIgnore, ignoreIndex, error);
+template <typename X, typename T>
+void nllLoss(const X *input, int64_t inputStride, const T *shift, const int64_t *target,
+             const T *weight, T *out, int64_t batch, int64_t classes, int64_t inner,
+             LossReduction reduction, bool hasIgnore, int64_t ignoreIndex, int error) {
+  PPCRT_LAUNCH(nllLossKernel, 1, 1024, 0, stream())(input, inputStride, shift, target, weight, out,
+                                                    batch, classes, inner, reduction, hasIgnore,
+                                                    ignoreIndex, error);
   launched("a loss");
 }
 

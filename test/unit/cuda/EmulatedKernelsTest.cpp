@@ -265,6 +265,57 @@ TEST(CudaKernels, LogSoftmaxReadsAWindowOfWiderBf16Rows) {
     ASSERT_TRUE(near(got[i], want[i], 1e-5)) << "element " << i;
 }
 
+// log_sum_exp of a window of wider bf16 rows, widened (as the log_softmax
+// above reads them), and of a middle axis; then nll_loss reading the same
+// window less that shift (ppc-split-log-softmax), against the log_softmax's
+// picked elements.
+TEST(CudaKernels, LogSumExpAndAShiftedNllLossReadAWindowOfWiderBf16Rows) {
+  const int64_t rows = 3, size = 300, stride = 320, offset = 3;
+  std::vector<float> wide = randomFloats(rows * stride, 15, -6, 6);
+  std::vector<bf16> x(wide.size());
+  std::vector<double> window;
+  for (size_t i = 0; i < wide.size(); ++i)
+    x[i] = __float2bfloat16(wide[i]);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < size; ++c)
+      window.push_back(__bfloat162float(x[r * stride + offset + c]));
+  std::vector<double> logSoftmax = referenceSoftmax(window, true, rows, size, 1);
+  bf16 *dx = deviceCopy(x);
+  float *dlse = deviceCopy(std::vector<float>(rows, NAN));
+  ppcrt::cuda::logSumExp(dx + offset, dlse, rows, size, 1, stride);
+  std::vector<float> lse = hostCopy(dlse, rows);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < size; ++c)
+      ASSERT_TRUE(near(window[r * size + c] - lse[r], logSoftmax[r * size + c], 1e-5))
+          << r << "," << c;
+
+  std::vector<int64_t> target = {299, -100, 0};
+  int64_t *dtarget = deviceCopy(target);
+  float *dout = deviceCopy(std::vector<float>(rows, NAN));
+  ppcrt::cuda::nllLoss(dx + offset, stride, static_cast<const float *>(dlse), dtarget,
+                       static_cast<const float *>(nullptr), dout, rows, size, 1,
+                       LossReduction::None, true, -100, 18);
+  std::vector<float> tokens = hostCopy(dout, rows);
+  EXPECT_EQ(tokens[0], -float(window[299] - lse[0]));
+  EXPECT_EQ(tokens[1], 0.0f);
+  EXPECT_EQ(tokens[2], -float(window[2 * size] - lse[2]));
+  EXPECT_TRUE(near(tokens[0], -logSoftmax[299], 1e-5));
+  EXPECT_EQ(takeKernelError(), 0);
+
+  const int64_t outer = 2, middle = 5, inner = 3;
+  std::vector<float> y = randomFloats(outer * middle * inner, 16, -3, 3);
+  float *dy = deviceCopy(y), *dcolumns = deviceCopy(std::vector<float>(outer * inner, NAN));
+  ppcrt::cuda::logSumExp(dy, dcolumns, outer, middle, inner, middle * inner);
+  std::vector<float> columns = hostCopy(dcolumns, outer * inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      double sum = 0;
+      for (int64_t k = 0; k < middle; ++k)
+        sum += std::exp(double(y[(o * middle + k) * inner + j]));
+      EXPECT_TRUE(near(columns[o * inner + j], std::log(sum), 1e-6)) << o << "," << j;
+    }
+}
+
 TEST(CudaKernels, LayerNormWithBroadcastScaleAndNoBias) {
   const int64_t outer = 4, size = 300;
   const double epsilon = 1e-5;
@@ -331,8 +382,8 @@ TEST(CudaKernels, RmsNormGradMatchesDifferencesOfTheForward) {
   float *dX = deviceCopy(x), *dScale = deviceCopy(scale), *dDy = deviceCopy(dy);
   float *dDx = deviceCopy(std::vector<float>(x.size(), NAN));
   float *dRstd = deviceCopy(std::vector<float>(outer, NAN));
-  ppcrt::cuda::layerNormGrad<float, float, false>(dX, dScale, 1, dDy, dDx, nullptr, dRstd, outer,
-                                                  size, epsilon);
+  ppcrt::cuda::layerNormGrad<float, float, false>(dX, dScale, 1, dDy, dDx, nullptr, nullptr, dRstd,
+                                                  outer, size, epsilon);
   auto ref = ppc::test::layerNormGradReference(
       std::vector<double>(x.begin(), x.end()), std::vector<double>(scale.begin(), scale.end()),
       std::vector<double>(dy.begin(), dy.end()), outer, size, epsilon, /*centered=*/false);
@@ -373,7 +424,8 @@ TEST(CudaKernels, LayerNormGradMatchesDifferencesOfTheForward) {
     SCOPED_TRACE(broadcast ? "f32, broadcast scale" : "f32");
     float *dX = deviceCopy(x), *dScale = deviceCopy(scale), *dDy = deviceCopy(dy);
     float *dDx = deviceCopy(std::vector<float>(x.size(), NAN));
-    ppcrt::cuda::layerNormGrad(dX, dScale, broadcast ? 0 : 1, dDy, dDx, dMean, dRstd, outer, size,
+    ppcrt::cuda::layerNormGrad(dX, dScale, broadcast ? 0 : 1, dDy, dDx,
+                               static_cast<const float *>(nullptr), dMean, dRstd, outer, size,
                                epsilon);
     std::vector<float> got = hostCopy(dDx, x.size());
     auto ref = ppc::test::layerNormGradReference(
@@ -398,7 +450,8 @@ TEST(CudaKernels, LayerNormGradMatchesDifferencesOfTheForward) {
   }
   bf16 *dX = deviceCopy(lowX), *dScale = deviceCopy(lowScale), *dDy = deviceCopy(lowDy);
   bf16 *dDx = deviceCopy(std::vector<bf16>(x.size()));
-  ppcrt::cuda::layerNormGrad(dX, dScale, 1, dDy, dDx, dMean, dRstd, outer, size, epsilon);
+  ppcrt::cuda::layerNormGrad(dX, dScale, 1, dDy, dDx, static_cast<const bf16 *>(nullptr), dMean,
+                             dRstd, outer, size, epsilon);
   std::vector<bf16> got = hostCopy(dDx, x.size());
   std::vector<double> wideGot(got.size());
   for (size_t i = 0; i < got.size(); ++i)
@@ -406,6 +459,16 @@ TEST(CudaKernels, LayerNormGradMatchesDifferencesOfTheForward) {
   // dx rounded once to bf16: half an ulp of the largest element at most.
   check(wideGot, hostCopy(dMean, outer), hostCopy(dRstd, outer),
         ppc::test::layerNormGradReference(wideX, wideScale, wideDy, outer, size, epsilon), 0x1p-8);
+  // With an addend (the residual stream's gradient, here dy): dx + dy as
+  // the fused add rounds it (in float, then to bf16), bit for bit.
+  bf16 *dSum = deviceCopy(std::vector<bf16>(x.size()));
+  ppcrt::cuda::layerNormGrad(dX, dScale, 1, dDy, dSum, static_cast<const bf16 *>(dDy), dMean, dRstd,
+                             outer, size, epsilon);
+  std::vector<bf16> sum = hostCopy(dSum, x.size());
+  for (size_t i = 0; i < sum.size(); ++i)
+    ASSERT_EQ(__bfloat162float(sum[i]),
+              __bfloat162float(__float2bfloat16(__bfloat162float(got[i]) + wideDy[i])))
+        << "element " << i;
 }
 
 // nll_loss of log-probabilities [batch, classes, inner] with class weights:
@@ -433,22 +496,22 @@ TEST(CudaKernels, NllLossWeightsIgnoresAndFlagsTargets) {
   int64_t *dtarget = deviceCopy(target);
   float *dout = deviceCopy(std::vector<float>(target.size()));
 
-  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner, LossReduction::Mean,
-                       true, -100, 17);
+  ppcrt::cuda::nllLoss(dinput, classes * inner, static_cast<const float *>(nullptr), dtarget,
+                       dweight, dout, batch, classes, inner, LossReduction::Mean, true, -100, 17);
   EXPECT_TRUE(near(hostCopy(dout, 1)[0], lossSum / weightSum, 1e-6));
-  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner, LossReduction::Sum,
-                       true, -100, 17);
+  ppcrt::cuda::nllLoss(dinput, classes * inner, static_cast<const float *>(nullptr), dtarget,
+                       dweight, dout, batch, classes, inner, LossReduction::Sum, true, -100, 17);
   EXPECT_TRUE(near(hostCopy(dout, 1)[0], lossSum, 1e-6));
-  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner, LossReduction::None,
-                       true, -100, 17);
+  ppcrt::cuda::nllLoss(dinput, classes * inner, static_cast<const float *>(nullptr), dtarget,
+                       dweight, dout, batch, classes, inner, LossReduction::None, true, -100, 17);
   std::vector<float> tokens = hostCopy(dout, target.size());
   for (size_t i = 0; i < tokens.size(); ++i)
     EXPECT_TRUE(near(tokens[i], perToken[i], 1e-6)) << "token " << i;
   EXPECT_EQ(takeKernelError(), 0);
 
   // Without an ignore index, -100 is a class out of range.
-  ppcrt::cuda::nllLoss(dinput, dtarget, dweight, dout, batch, classes, inner, LossReduction::Sum,
-                       false, 0, 17);
+  ppcrt::cuda::nllLoss(dinput, classes * inner, static_cast<const float *>(nullptr), dtarget,
+                       dweight, dout, batch, classes, inner, LossReduction::Sum, false, 0, 17);
   hostCopy(dout, 1);
   EXPECT_EQ(takeKernelError(), 17);
 }
