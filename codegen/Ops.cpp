@@ -378,6 +378,16 @@ static LogicalResult emitReduce(Operation *op, EmitContext &ctx, llvm::StringRef
   return success();
 }
 
+/// The distance between the outer indices of a kernel that reads `shape`
+/// along `axis` through `source` (Fusion.h): a folded window's rows when the
+/// axis is the last (only then are ops folded), else the dense size * inner.
+/// (Trailing dimensions of size 1 make inner 1 without the axis being last.)
+static int64_t rowStride(llvm::ArrayRef<int64_t> shape, int64_t axis, const RowSource &source) {
+  if (axis + 1 == static_cast<int64_t>(shape.size()))
+    return source.rowStride;
+  return numElements(shape.drop_front(axis));
+}
+
 /// softmax and log_softmax; over the last dimension, through the ops folded
 /// into it (Fusion.h: a widening cast, a window of the rows), which the
 /// kernel reads in place.
@@ -390,11 +400,10 @@ template <typename OpT> static LogicalResult emitSoftmax(Operation *op, EmitCont
   if (source.offset)
     in = "(" + in + ") + " + std::to_string(source.offset);
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  {0}::softmax<{1}>({2}, {3}, {4}, {5}, {6}, {7});\n",
-                              ctx.kernelLibrary(),
-                              std::is_same_v<OpT, LogSoftmaxOp> ? "true" : "false", in, out,
-                              numElements(shape.take_front(axis)), shape[axis], inner,
-                              inner == 1 ? source.rowStride : shape[axis] * inner);
+  ctx.body() << llvm::formatv(
+      "  {0}::softmax<{1}>({2}, {3}, {4}, {5}, {6}, {7});\n", ctx.kernelLibrary(),
+      std::is_same_v<OpT, LogSoftmaxOp> ? "true" : "false", in, out,
+      numElements(shape.take_front(axis)), shape[axis], inner, rowStride(shape, axis, source));
   return success();
 }
 
@@ -410,8 +419,7 @@ static LogicalResult emitLogSumExp(Operation *op, EmitContext &ctx) {
   comment(ctx, op);
   ctx.body() << llvm::formatv("  {0}::logSumExp({1}, {2}, {3}, {4}, {5}, {6});\n",
                               ctx.kernelLibrary(), in, out, numElements(shape.take_front(axis)),
-                              shape[axis], inner,
-                              inner == 1 ? source.rowStride : shape[axis] * inner);
+                              shape[axis], inner, rowStride(shape, axis, source));
   return success();
 }
 
@@ -502,8 +510,7 @@ static LogicalResult emitNllLoss(Operation *op, EmitContext &ctx) {
       ctx, op, "a target is out of range [0, " + std::to_string(shape[1]) + ")");
   ctx.body() << llvm::formatv("  {0}::nllLoss({1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, "
                               "{0}::LossReduction::{10}, {11}, {12}, {13});\n",
-                              ctx.kernelLibrary(), in,
-                              inner == 1 ? source.rowStride : shape[1] * inner, shift, target,
+                              ctx.kernelLibrary(), in, rowStride(shape, 1, source), shift, target,
                               weight, out, shape[0], shape[1], inner, reduction,
                               ignore ? "true" : "false", ignore.value_or(0), failure);
   return success();

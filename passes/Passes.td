@@ -135,8 +135,10 @@ def WidenPaddedElementwise : Pass<"ppc-widen-padded-elementwise", "mlir::func::F
     broadcast along the padded axis and from constants, this pass computes
     it on the padded shape and selects zero in the padding: concat(f(slice
     (P), b), 0) becomes where(mask, f(P, b), 0), one kernel. Constants that
-    span the axis get zeros in the padding; what f computes there is never
-    read. The result is the same, bit for bit.
+    span the axis are extended (a splat with its value, others with zeros);
+    what f computes in the padding is never read. Where an op of f is also
+    read elsewhere, nothing changes (both would run). The result is the
+    same, bit for bit.
   }];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

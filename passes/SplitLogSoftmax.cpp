@@ -63,12 +63,34 @@ struct SplitLogSoftmax : impl::SplitLogSoftmaxBase<SplitLogSoftmax> {
       split(op);
   }
 
-  /// The chain of widening casts and slices `x` is read through, outermost
-  /// first (codegen folds those into a reader that reads `x` alone).
+  /// Whether codegen reads `op` in place in a kernel that reads rows of the
+  /// last dimension (codegen/Fusion.h, FusionPlan::foldedInto): a cast
+  /// widening bf16 or f16 to f32, or a window of whole rows.
+  static bool foldsIntoRowReaders(Operation *op) {
+    if (auto cast = llvm::dyn_cast<CastOp>(op)) {
+      Type from = getElementTypeOrSelf(cast.getInput().getType());
+      return (from.isBF16() || from.isF16()) && getElementTypeOrSelf(cast.getType()).isF32();
+    }
+    auto slice = llvm::dyn_cast<SliceOp>(op);
+    if (!slice)
+      return false;
+    llvm::ArrayRef<int64_t> in =
+        llvm::cast<RankedTensorType>(slice.getInput().getType()).getShape();
+    if (in.empty() || slice.getSteps().back() != 1)
+      return false;
+    for (size_t d = 0; d + 1 < in.size(); ++d)
+      if (slice.getStarts()[d] != 0 || slice.getLimits()[d] != in[d] || slice.getSteps()[d] != 1)
+        return false;
+    return true;
+  }
+
+  /// The chain of widening casts and row windows `x` is read through,
+  /// outermost first, that codegen folds into a reader reading `x` alone
+  /// (a copy of anything else would be a copy of the logits per reader).
   static llvm::SmallVector<Operation *> viewChain(Value x) {
     llvm::SmallVector<Operation *> chain;
     while (Operation *def = x.getDefiningOp()) {
-      if (!llvm::isa<CastOp, SliceOp>(def))
+      if (!foldsIntoRowReaders(def))
         break;
       chain.push_back(def);
       x = def->getOperand(0);
@@ -97,6 +119,12 @@ struct SplitLogSoftmax : impl::SplitLogSoftmaxBase<SplitLogSoftmax> {
   }
 
   void split(LogSoftmaxOp logSoftmax) {
+    // In f32 or f64 only: a bf16 or f16 shift (max + log sum, ~10 for a
+    // large vocabulary) would be rounded by up to 0.03, and exp(x - lse)
+    // could exceed 1 (MixedPrecision computes the log-softmax in f32).
+    Type element = getElementTypeOrSelf(logSoftmax.getType());
+    if (!element.isF32() && !element.isF64())
+      return;
     llvm::SmallVector<Operation *> losses;
     llvm::SmallVector<OpOperand *> elementwise;
     for (OpOperand &use : logSoftmax->getUses()) {

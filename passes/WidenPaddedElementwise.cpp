@@ -8,9 +8,11 @@
 // ppc-align-gemms made) and from values broadcast along the padded axis,
 // this pass computes it on the padded shape instead and selects zero in the
 // padding: concat(f(slice(P), b), 0) becomes where(mask, f(P, b), 0), which
-// fuses into f's kernel. A constant that spans the axis (the one-hot's
-// class indices) is extended with zeros; whatever f computes in the padding
-// is never read, since the select keeps the zeros there.
+// fuses into f's kernel. A constant that spans the axis is extended: a splat
+// with its value, any other (the one-hot's class indices) with zeros;
+// whatever f computes in the padding is never read, since the select keeps
+// the zeros there. Where an op of f is also read elsewhere the rewrite is
+// not made (both f's would run).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +22,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 
@@ -64,8 +67,9 @@ struct WidenPaddedElementwise : impl::WidenPaddedElementwiseBase<WidenPaddedElem
     OpBuilder &b;
     int64_t rank, axis, size, padded;
     llvm::DenseMap<Value, Value> done;
-    /// The ops built, in order (each reads only earlier ones).
-    llvm::SmallVector<Operation *> made;
+    /// The ops built, in order (each reads only earlier ones), and the
+    /// elementwise ops they copy.
+    llvm::SmallVector<Operation *> made, copied;
 
     /// `value`'s dimension aligned with the axis (operands broadcast from
     /// the right), or -1 where it has none.
@@ -150,6 +154,7 @@ struct WidenPaddedElementwise : impl::WidenPaddedElementwiseBase<WidenPaddedElem
       copy->setOperands(operands);
       copy->getResult(0).setType(wideType);
       made.push_back(copy);
+      copied.push_back(def);
       return copy->getResult(0);
     }
   };
@@ -168,9 +173,16 @@ struct WidenPaddedElementwise : impl::WidenPaddedElementwiseBase<WidenPaddedElem
     Widening widening(b, type.getRank(), axis,
                       llvm::cast<RankedTensorType>(piece.getType()).getDimSize(axis),
                       type.getDimSize(axis));
-    // Built before the concat; erased again when the piece cannot be had.
+    // Built before the concat; erased again when the piece cannot be had,
+    // or when an op it copies is read outside the piece's tree (both would
+    // then run).
     Value wide = widening.widened(piece);
-    if (!wide || wide.getType() != type) {
+    llvm::SmallPtrSet<Operation *, 16> tree(widening.copied.begin(), widening.copied.end());
+    tree.insert(concat);
+    bool readElsewhere = llvm::any_of(widening.copied, [&](Operation *op) {
+      return llvm::any_of(op->getUsers(), [&](Operation *user) { return !tree.contains(user); });
+    });
+    if (!wide || wide.getType() != type || readElsewhere) {
       for (Operation *op : llvm::reverse(widening.made))
         op->erase();
       return false;

@@ -77,7 +77,9 @@ std::string formatError(llvm::Error error) { return llvm::toString(std::move(err
 [[noreturn]] void dieAll(const std::string &message, bool lead) {
   stopQuietly();
   if (lead) {
-    llvm::errs() << "error: " << ppc::printable(message) << "\n";
+    // One write: mpirun forwards each rank's output in the chunks it is
+    // written in, so a line written in pieces can be cut by another rank's.
+    llvm::errs() << "error: " + ppc::printable(message) + "\n";
     llvm::errs().flush();
   }
   MPI_Finalize();
@@ -655,11 +657,15 @@ Stop reportStep(const RunContext &ctx, Trainer &trainer, Device &device, llvm::r
     extra += llvm::formatv("  MFU {0:f1}%", 100 * mfu).str();
   if (memory > 0)
     extra += llvm::formatv("  memory {0:f2} GiB", memory / 1073741824.0).str();
+  // Formatted first and written at once (llvm::errs() is unbuffered and
+  // formatv writes piece by piece): mpirun forwards the pieces as they
+  // come, and another rank's error line could land inside this one.
   llvm::errs() << llvm::formatv(
-      "step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  {5:f3} s  {6:f0} tok/s  "
-      "arena {7:f1} MiB (largest rank){8}\n",
-      at.step + 1, at.steps, loss, trainer.outputs["lr"], gradNorm, at.seconds,
-      at.tokensPerStep / at.seconds, at.largestArena / 1048576.0, extra);
+                      "step {0}/{1}  loss {2:f6}  lr {3:e2}  grad norm {4:f4}  {5:f3} s  {6:f0} "
+                      "tok/s  arena {7:f1} MiB (largest rank){8}\n",
+                      at.step + 1, at.steps, loss, trainer.outputs["lr"], gradNorm, at.seconds,
+                      at.tokensPerStep / at.seconds, at.largestArena / 1048576.0, extra)
+                      .str();
   // Steps are counted from 1 here, as on the progress line.
   for (auto [reason, what, value] :
        {std::tuple<StopReason, const char *, double>{StopReason::Loss, "loss", loss},

@@ -53,12 +53,13 @@ func.func @dense(%x: tensor<4x6xf32>, %t: tensor<4xi64>) -> (tensor<f32>, tensor
 
 // -----
 
-// Left alone: a log-softmax that is returned, one read by a reduction, and
-// one read by no loss (nothing to spare).
+// Left alone: a log-softmax that is returned, one read by a reduction, one
+// read by no loss (nothing to spare), and one in bf16 (its shift would be
+// rounded by up to 0.03).
 // CHECK-LABEL: func.func @left_alone
-// CHECK-COUNT-3: ppc.log_softmax
+// CHECK-COUNT-4: ppc.log_softmax
 // CHECK-NOT:     ppc.log_sum_exp
-func.func @left_alone(%x: tensor<4x6xf32>, %t: tensor<4xi64>) -> (tensor<4x6xf32>, tensor<f32>, tensor<4x1xf32>, tensor<4x6xf32>) {
+func.func @left_alone(%x: tensor<4x6xf32>, %t: tensor<4xi64>) -> (tensor<4x6xf32>, tensor<f32>, tensor<4x1xf32>, tensor<4x6xf32>, tensor<bf16>) {
   %y = ppc.log_softmax %x axis = 1 : tensor<4x6xf32>
   %loss = ppc.nll_loss %y, %t sum : (tensor<4x6xf32>, tensor<4xi64>) -> tensor<f32>
   %z = ppc.log_softmax %x axis = 1 : tensor<4x6xf32>
@@ -67,5 +68,8 @@ func.func @left_alone(%x: tensor<4x6xf32>, %t: tensor<4xi64>) -> (tensor<4x6xf32
   %w = ppc.log_softmax %x axis = 1 : tensor<4x6xf32>
   %e = ppc.exp %w : tensor<4x6xf32>
   %sum = ppc.add %loss, %loss2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
-  return %y, %sum, %s, %e : tensor<4x6xf32>, tensor<f32>, tensor<4x1xf32>, tensor<4x6xf32>
+  %xb = ppc.cast %x : tensor<4x6xf32> -> tensor<4x6xbf16>
+  %yb = ppc.log_softmax %xb axis = 1 : tensor<4x6xbf16>
+  %lossb = ppc.nll_loss %yb, %t sum : (tensor<4x6xbf16>, tensor<4xi64>) -> tensor<bf16>
+  return %y, %sum, %s, %e, %lossb : tensor<4x6xf32>, tensor<f32>, tensor<4x1xf32>, tensor<4x6xf32>, tensor<bf16>
 }

@@ -54,12 +54,15 @@ func.func @first_axis(%p: tensor<6x4xf32>, %b: tensor<4xf32>) -> tensor<6x4xf32>
 // -----
 
 // Left alone: a piece that reads a tensor of the unpadded size (not a
-// window), a window that does not start at 0, padding that is not zero, and
-// a piece that is not elementwise; nothing is left behind.
+// window), a window that does not start at 0, padding that is not zero, a
+// piece that is not elementwise, a piece whose tree fails after an op of it
+// was copied, and one with an op read elsewhere too; nothing is left behind
+// (one exp of the window is the original's).
 // CHECK-LABEL: func.func @left_alone
-// CHECK-COUNT-4: ppc.concat
+// CHECK-NOT:     %arg0 : tensor<2x8xf32>
 // CHECK-NOT:     ppc.where
-func.func @left_alone(%p: tensor<2x8xf32>, %q: tensor<2x5xf32>, %m: tensor<5x5xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+// CHECK:         return
+func.func @left_alone(%p: tensor<2x8xf32>, %q: tensor<2x5xf32>, %m: tensor<5x5xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2xf32>) {
   %w = ppc.slice %p starts = [0, 0] limits = [2, 5] steps = [1, 1] : (tensor<2x8xf32>) -> tensor<2x5xf32>
   %a = ppc.add %w, %q : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
   %pad = ppc.constant dense<0.0> : tensor<2x3xf32>
@@ -72,5 +75,11 @@ func.func @left_alone(%p: tensor<2x8xf32>, %q: tensor<2x5xf32>, %m: tensor<5x5xf
   %c3 = ppc.concat %e2, %ones axis = 1 : (tensor<2x5xf32>, tensor<2x3xf32>) -> tensor<2x8xf32>
   %mm = ppc.matmul %w, %m : (tensor<2x5xf32>, tensor<5x5xf32>) -> tensor<2x5xf32>
   %c4 = ppc.concat %mm, %pad axis = 1 : (tensor<2x5xf32>, tensor<2x3xf32>) -> tensor<2x8xf32>
-  return %c1, %c2, %c3, %c4 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+  %e3 = ppc.neg %w : tensor<2x5xf32>
+  %a3 = ppc.add %e3, %q : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  %c5 = ppc.concat %a3, %pad axis = 1 : (tensor<2x5xf32>, tensor<2x3xf32>) -> tensor<2x8xf32>
+  %e4 = ppc.tanh %w : tensor<2x5xf32>
+  %c6 = ppc.concat %e4, %pad axis = 1 : (tensor<2x5xf32>, tensor<2x3xf32>) -> tensor<2x8xf32>
+  %s4 = ppc.reduce_sum %e4 axes = [1] keepdims = false : (tensor<2x5xf32>) -> tensor<2xf32>
+  return %c1, %c2, %c3, %c4, %c5, %c6, %s4 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2xf32>
 }
