@@ -589,6 +589,48 @@ static std::string attentionOperand(Value value, EmitContext &ctx) {
   return view->offset ? "(" + base + " + " + std::to_string(view->offset) + ")" : base;
 }
 
+/// rotary over x's shape as [batch, rows, size]: x and the result where
+/// they lie (strided views, StridedViews.h), cos and sin broadcast to x's
+/// shape (stride 0 along the dimensions they are broadcast along).
+static LogicalResult emitRotary(Operation *op, EmitContext &ctx) {
+  auto rotary = llvm::cast<RotaryOp>(op);
+  Value x = rotary.getInput(), y = rotary.getResult();
+  if (numElements(shapeOf(x)) == 0)
+    return success();
+  llvm::SmallVector<int64_t> shape(shapeOf(x));
+  int64_t size = shape.back(), rows = shape.size() > 1 ? shape[shape.size() - 2] : 1;
+  // As [..., rows, size] of rank 2 at least, each operand's strides aligned
+  // on the right (0 where it is broadcast or has no such dimension).
+  size_t rank = std::max<size_t>(shape.size(), 2);
+  shape.insert(shape.begin(), rank - shape.size(), 1);
+  std::string text;
+  Value operands[] = {x, rotary.getCos(), rotary.getSin(), y};
+  for (Value operand : operands) {
+    StridedView view{operand, 0, {}};
+    if (const StridedView *held = ctx.stridedView(operand)) {
+      view = *held;
+    } else {
+      auto own = shapeOf(operand);
+      Shape dense = stridesOf(own);
+      for (size_t d = 0; d < own.size(); ++d)
+        view.strides.push_back(own[d] == 1 ? 0 : dense[d]);
+    }
+    view.strides.insert(view.strides.begin(), rank - view.strides.size(), 0);
+    std::optional<std::string> rowsText = attentionRows(shape, view);
+    if (!rowsText)
+      return ctx.unsupported(op, "an operand's strides are not rows of the rotary kernel");
+    text += ", " + *rowsText;
+  }
+  comment(ctx, op);
+  ctx.body() << llvm::formatv(
+      "  {0}::rotary({1}, {2}, {3}, {4}, ppcrt::lines::RotaryShape{{{5}, {6}, {7}, {8}{9}});\n",
+      ctx.kernelLibrary(), attentionOperand(x, ctx), attentionOperand(rotary.getCos(), ctx),
+      attentionOperand(rotary.getSin(), ctx), attentionOperand(y, ctx),
+      numElements(shapeOf(x)) / (rows * size), rows, size,
+      rotary.getTransposed() ? "true" : "false", text);
+  return success();
+}
+
 static LogicalResult emitAttention(Operation *op, EmitContext &ctx) {
   auto attention = llvm::cast<AttentionOp>(op);
   FailureOr<std::string> shape = attentionShape(attention, ctx);
@@ -653,6 +695,7 @@ const OpEmitter *lookupEmitter(Operation *op) {
     t[TypeID::get<EinsumOp>()] = emitEinsum;
     t[TypeID::get<AttentionOp>()] = emitAttention;
     t[TypeID::get<AttentionGradOp>()] = emitAttentionGrad;
+    t[TypeID::get<RotaryOp>()] = emitRotary;
     t[TypeID::get<ReduceSumOp>()] = [](Operation *op, EmitContext &ctx) {
       return emitReduce<ReduceSumOp>(op, ctx, "Sum");
     };

@@ -135,9 +135,11 @@ std::optional<StridedView> viewBefore(Operation *op, Value operand, const Stride
 }
 
 /// Whether `use` is an operand the attention kernels read by rows (q, k,
-/// v; the gradient's o and dO; not the bias or lse).
+/// v; the gradient's o and dO; not the bias or lse), or a rotary's input.
 bool readByRows(OpOperand &use) {
   unsigned index = use.getOperandNumber();
+  if (llvm::isa<RotaryOp>(use.getOwner()))
+    return index == 0;
   if (llvm::isa<AttentionOp>(use.getOwner()))
     return index < 3;
   if (llvm::isa<AttentionGradOp>(use.getOwner()))
@@ -145,8 +147,10 @@ bool readByRows(OpOperand &use) {
   return false;
 }
 
-/// The results the attention kernels write by rows.
+/// The results the attention and rotary kernels write by rows.
 llvm::SmallVector<Value> writtenByRows(Operation *op) {
+  if (auto rotary = llvm::dyn_cast<RotaryOp>(op))
+    return {rotary.getResult()};
   if (auto attention = llvm::dyn_cast<AttentionOp>(op))
     return {attention.getOutput()};
   if (llvm::isa<AttentionGradOp>(op))

@@ -12,7 +12,9 @@
 // The attention kernels take each operand's rows where they lie
 // (ppcrt::lines::AttentionRows: the heads two runs of strides, the rows one
 // stride, the elements of a row one apart), so none of those copies is
-// needed: this layout step makes them views.
+// needed: this layout step makes them views. The rotary kernels
+// (ppc.rotary, between the projection and attention in LLaMA-style
+// models) read their input and write their result by rows as well.
 //
 //  - Reading: a slice (steps 1 along the last dimension), a transpose that
 //    keeps the last dimension last, or a reshape of either, is a view of

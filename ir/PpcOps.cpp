@@ -400,6 +400,31 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *, std::optional<Location>
 }
 
 //===----------------------------------------------------------------------===//
+// RotaryOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RotaryOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, llvm::SmallVectorImpl<Type> &types) {
+  auto input = rankedType(location, adaptor.getInput());
+  if (failed(input))
+    return failure();
+  llvm::ArrayRef<int64_t> shape = input->getShape();
+  if (shape.empty() || shape.back() % 2)
+    return emitOptionalError(location, "rotary's input needs an even last dimension");
+  for (Value table : {adaptor.getCos(), adaptor.getSin()}) {
+    auto type = rankedType(location, table);
+    if (failed(type))
+      return failure();
+    if (type->getElementType() != input->getElementType() || type->getRank() == 0 ||
+        type->getShape().back() != shape.back() || !broadcastsTo(type->getShape(), shape))
+      return emitOptionalError(location, "cos and sin must broadcast to the input's shape with "
+                                         "its last dimension and share its element type");
+  }
+  types.push_back(*input);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // LayerNormGradOp, RmsNormGradOp
 //===----------------------------------------------------------------------===//
 

@@ -435,6 +435,41 @@ def Ppc_RmsNormGradOp : Ppc_Op<"rms_norm_grad", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def Ppc_RotaryOp : Ppc_Op<"rotary", [Pure, InferTypeOpAdaptor, Ppc_LinearInFirst]> {
+  let summary = "rotary position embedding (rotate-half), or its transpose";
+  let description = [{
+    Rotary position embedding in the rotate-half convention (GPT-NeoX,
+    LLaMA, Mistral as Hugging Face writes them): with `input` x of shape
+    [..., n], n even, h = n / 2, rotate_half(x) = concat(-x[..., h:],
+    x[..., :h]) and `cos` and `sin` broadcasting to x's shape with x's last
+    dimension,
+
+        result = x * cos + rotate_half(x) * sin,
+
+    that is result[i] = x[i] cos[i] - x[i + h] sin[i] for i < h and
+    x[i] cos[i] + x[i - h] sin[i] for i >= h. With `transposed`, the
+    transposed linear map of x (the gradient's: input_grad = cos * g +
+    rotate_half^T(sin * g)), result[i] = x[i] cos[i] + x[i + h] sin[i + h]
+    for i < h and x[i] cos[i] - x[i - h] sin[i - h] for i >= h. Linear in
+    x. The kernels compute in f32 or wider (the executor and the CPU in
+    double, CUDA in f32, f64 for f64) and round once. The training pipeline
+    makes it from the composition exports write (ppc-fuse-rotary).
+
+    Example:
+    ```mlir
+    %y = ppc.rotary %x, %cos, %sin : (tensor<2x4x16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<2x4x16x64xf32>
+    %dx = ppc.rotary %dy, %cos, %sin transposed : (tensor<2x4x16x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<2x4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Ppc_FloatTensor:$input, Ppc_FloatTensor:$cos, Ppc_FloatTensor:$sin,
+                       UnitAttr:$transposed);
+  let results = (outs Ppc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin (`transposed` $transposed^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

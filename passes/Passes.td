@@ -61,6 +61,25 @@ def FuseRmsNorm : Pass<"ppc-fuse-rms-norm", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def FuseRotary : Pass<"ppc-fuse-rotary", "mlir::func::FuncOp"> {
+  let summary = "Replaces rotary embedding's composition by ppc.rotary";
+  let description = [{
+    Finds rotary position embedding in the rotate-half convention as
+    exports write it (GPT-NeoX, LLaMA, Mistral, Phi, Falcon in Hugging
+    Face's code): `x * cos + concat(-x[..., h:], x[..., :h]) * sin` along
+    the last dimension (of size 2h), the products and the sum with their
+    operands in either order, cos and sin broadcasting to x's shape with
+    its last dimension; and replaces it by one `ppc.rotary`, whose forward
+    and backward are one kernel each reading x (and the gradient) where it
+    lies, where the composition is two slices, a negation, a concat and an
+    elementwise kernel forward and more backward, each storing its result.
+
+    Example: `%q * %cos + concat(-slice(%q, 32:64), slice(%q, 0:32)) * %sin`
+    becomes `ppc.rotary %q, %cos, %sin`.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def ConcatSliceSums : Pass<"ppc-concat-slice-sums", "mlir::func::FuncOp"> {
   let summary = "Rewrites sums of slices inserted into zeros that tile a dimension as a concat";
   let description = [{

@@ -25,6 +25,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &opt
   if (options.attention == "fused")
     pm.addNestedPass<func::FuncOp>(createFuseAttention());
   pm.addNestedPass<func::FuncOp>(createFuseRmsNorm());
+  pm.addNestedPass<func::FuncOp>(createFuseRotary());
   if (options.precision != "fp32") {
     MixedPrecisionOptions mixed;
     mixed.precision = options.precision;

@@ -265,9 +265,36 @@ static LogicalResult whereKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
   return success();
 }
 
+/// rotary: each element with its partner in the other half of the last
+/// dimension, in double, rounded once (ir/PpcOps.td gives the formulas).
+static LogicalResult rotaryKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
+                                  llvm::SmallVectorImpl<Tensor> &results,
+                                  const ExecOptions &options) {
+  const Tensor &x = operands[0];
+  llvm::ArrayRef<int64_t> shape = x.shape();
+  bool transposed = llvm::cast<RotaryOp>(op).getTransposed();
+  int64_t n = shape.back(), half = n / 2;
+  Tensor result(resultDType(op, 0, options), shape);
+  std::vector<int64_t> c = broadcastMap(operands[1].shape(), shape),
+                       s = broadcastMap(operands[2].shape(), shape);
+  llvm::ArrayRef<double> in = x.floats(), cos = operands[1].floats(), sin = operands[2].floats();
+  for (int64_t i = 0; i < result.numElements(); ++i) {
+    bool first = i % n < half;
+    int64_t partner = first ? i + half : i - half;
+    // The sine of the rotated element's own position, or (transposed) its
+    // partner's; the first half's partner enters negated.
+    double sine = transposed ? sin[s[partner]] : sin[s[i]];
+    double sign = first != transposed ? -1.0 : 1.0;
+    result.setDouble(i, in[i] * cos[c[i]] + sign * in[partner] * sine);
+  }
+  results.push_back(std::move(result));
+  return success();
+}
+
 void registerElementwiseKernels(KernelRegistry &registry) {
   registry.add<ConstantOp>(constantKernel);
   registry.add<CastOp>(castKernel);
+  registry.add<RotaryOp>(rotaryKernel);
 
   registry.add<NegOp>(unaryKernel([](auto x) { return negate(x); }));
   registry.add<AbsOp>(unaryKernel([](auto x) { return absolute(x); }));

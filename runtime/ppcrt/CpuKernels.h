@@ -307,6 +307,32 @@ void logSumExp(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int
     }
 }
 
+/// ppc.rotary (ir/PpcOps.td): each row's halves a and b with the tables'
+/// (c, s) at their positions, in double, rounded once:
+///   y = (a c_a - b s_a, b c_b + a s_b);  transposed: (a c_a + b s_b, b c_b - a s_a).
+/// Each pair is read before it is written, so y may be x itself (the same
+/// rows), not another view of its buffer.
+template <typename T>
+void rotary(const T *x, const T *cos, const T *sin, T *y, lines::RotaryShape shape) {
+  int64_t half = shape.size / 2;
+  const bool transposed = shape.transposed;
+#pragma omp parallel for collapse(2) if (shape.batch * shape.rows * shape.size > 32768)
+  for (int64_t n = 0; n < shape.batch; ++n)
+    for (int64_t r = 0; r < shape.rows; ++r) {
+      const T *in = x + shape.x.at(n, r), *c = cos + shape.cos.at(n, r),
+              *s = sin + shape.sin.at(n, r);
+      T *out = y + shape.y.at(n, r);
+#pragma omp simd
+      for (int64_t i = 0; i < half; ++i) {
+        double a = double(in[i]), b = double(in[i + half]);
+        double ca = double(c[i]), cb = double(c[i + half]);
+        double sa = double(s[i]), sb = double(s[i + half]);
+        out[i] = T(transposed ? a * ca + b * sb : a * ca - b * sa);
+        out[i + half] = T(transposed ? b * cb - a * sa : b * cb + a * sb);
+      }
+    }
+}
+
 namespace detail {
 
 /// The mean and the biased variance of a row, in double (the layer norms');

@@ -149,6 +149,16 @@ struct AttentionShape {
   }
 };
 
+/// The sizes of rotary embedding (ppc.rotary) over [batch, rows, size],
+/// size even, and where each operand's rows lie: the input x, the tables
+/// cos and sin (broadcast along the batch or the rows where a stride is 0)
+/// and the result y, each given (no dense default).
+struct RotaryShape {
+  int64_t batch, rows, size;
+  bool transposed;
+  AttentionRows x, cos, sin, y;
+};
+
 } // namespace ppcrt::lines
 
 #endif // PPC_RUNTIME_PPCRT_LINES_H

@@ -360,22 +360,26 @@ class AsExported(torch.overrides.TorchFunctionMode):
     layer_norm rounds intermediates). Each torch op computes in f32 and rounds its
     result once, like ppc's kernels. The backward is torch's own: its LayerNorm and
     softmax backward kernels compute in f32 and round once, as ppc computes those
-    gradients; the rest rounds op by op on both sides. The models' attention and
-    RMSNorm are one op each too, as ppc-fuse-attention and ppc-fuse-rms-norm make
-    them (_as_one_op)."""
+    gradients; the rest rounds op by op on both sides. The models' attention,
+    RMSNorm and rotary embedding are one op each too, as ppc-fuse-attention,
+    ppc-fuse-rms-norm and ppc-fuse-rotary make them (_as_one_op)."""
 
     SQRT2 = float(np.float32(math.sqrt(2.0)))   # the graph's f32 constant
 
     def __enter__(self):
-        self._saved = (ppc_models.RMSNorm.forward, ppc_models.attention)
+        self._saved = (ppc_models.RMSNorm.forward, ppc_models.attention,
+                       ppc_models.apply_rotary)
+        rotary = ppc_models.apply_rotary
         ppc_models.RMSNorm.forward = lambda module, x: _as_one_op(
             _rms_norm, x, module.weight, eps=module.eps)
         ppc_models.attention = lambda q, k, v, causal: _as_one_op(
             ppc_models.attention_ops, q, k, v, causal=causal)
+        ppc_models.apply_rotary = lambda x, cos, sin: _as_one_op(rotary, x, cos, sin)
         return super().__enter__()
 
     def __exit__(self, *exc):
-        ppc_models.RMSNorm.forward, ppc_models.attention = self._saved
+        (ppc_models.RMSNorm.forward, ppc_models.attention,
+         ppc_models.apply_rotary) = self._saved
         return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -405,10 +409,10 @@ def _rms_norm(x, weight, eps):
 
 
 def _as_one_op(ops, *tensors, **kwargs):
-    """``ops(*tensors, **kwargs)`` as ppc's fused op (attention, rms_norm) computes it in
-    bf16 or fp16: in f32 from the rounded inputs, the result rounded once (the ``.to``,
-    which the modes see as the op), and its backward in f32 with each input's gradient
-    rounded once. The ops run with the torch-function modes off so that LowOps does
+    """``ops(*tensors, **kwargs)`` as ppc's fused op (attention, rms_norm, rotary)
+    computes it in bf16 or fp16: in f32 from the rounded inputs, the result rounded
+    once (the ``.to``, which the modes see as the op), and its backward in f32 with
+    each input's gradient rounded once. The ops run with the torch-function modes off so that LowOps does
     not round their intermediates (torch 1.13 has no public switch for that)."""
     inputs = [t.float() for t in tensors]   # under the modes: LowOps rounds their gradients
     with torch.overrides._no_torch_function_mode():

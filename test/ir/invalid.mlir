@@ -264,6 +264,47 @@ func.func @log_sum_exp_axis_dropped(%x: tensor<2x8xf32>) {
 
 // -----
 
+// Tests that rotary needs an even last dimension.
+func.func @rotary_odd(%x: tensor<2x7xf32>, %c: tensor<7xf32>) {
+  // expected-error @+2 {{rotary's input needs an even last dimension}}
+  // expected-error @+1 {{'ppc.rotary' op failed to infer returned types}}
+  %0 = ppc.rotary %x, %c, %c : (tensor<2x7xf32>, tensor<7xf32>, tensor<7xf32>) -> tensor<2x7xf32>
+  return
+}
+
+// -----
+
+// Tests that rotary's tables must have the input's last dimension (a table
+// of one column would broadcast, but is no rotation's).
+func.func @rotary_table_broadcast_along_the_pairs(%x: tensor<2x8xf32>, %c: tensor<2x1xf32>) {
+  // expected-error @+2 {{cos and sin must broadcast to the input's shape with its last dimension and share its element type}}
+  // expected-error @+1 {{'ppc.rotary' op failed to infer returned types}}
+  %0 = ppc.rotary %x, %c, %c : (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that rotary's tables share the input's element type.
+func.func @rotary_table_type(%x: tensor<2x8xbf16>, %c: tensor<8xf32>) {
+  // expected-error @+2 {{cos and sin must broadcast to the input's shape with its last dimension and share its element type}}
+  // expected-error @+1 {{'ppc.rotary' op failed to infer returned types}}
+  %0 = ppc.rotary %x, %c, %c : (tensor<2x8xbf16>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xbf16>
+  return
+}
+
+// -----
+
+// Tests that rotary's tables must broadcast to the input's shape.
+func.func @rotary_table_shape(%x: tensor<2x3x8xf32>, %c: tensor<4x8xf32>) {
+  // expected-error @+2 {{cos and sin must broadcast to the input's shape with its last dimension and share its element type}}
+  // expected-error @+1 {{'ppc.rotary' op failed to infer returned types}}
+  %0 = ppc.rotary %x, %c, %c : (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<2x3x8xf32>
+  return
+}
+
+// -----
+
 // Tests that layer_norm rejects a scale that does not broadcast to the
 // normalized shape.
 func.func @layer_norm_scale_not_broadcastable(%x: tensor<2x16x64xf32>, %g: tensor<32xf32>) {

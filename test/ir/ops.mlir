@@ -262,6 +262,20 @@ func.func @log_sum_exp(%x: tensor<2x4x8xf32>) {
   return
 }
 
+// Tests rotary and its transpose, with tables broadcast over the heads.
+// CHECK-LABEL: func.func @rotary
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x4x8x16xbf16>, %[[C:.*]]: tensor<8x16xbf16>, %[[S:.*]]: tensor<2x1x8x16xbf16>)
+// CHECK:         ppc.rotary %[[X]], %[[C]], %[[S]] : (tensor<2x4x8x16xbf16>, tensor<8x16xbf16>, tensor<2x1x8x16xbf16>) -> tensor<2x4x8x16xbf16>
+// CHECK-NEXT:    ppc.rotary %[[X]], %[[C]], %[[S]] transposed : (tensor<2x4x8x16xbf16>, tensor<8x16xbf16>, tensor<2x1x8x16xbf16>) -> tensor<2x4x8x16xbf16>
+// GENERIC-LABEL: sym_name = "rotary"
+// GENERIC:         "ppc.rotary"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x4x8x16xbf16>, tensor<8x16xbf16>, tensor<2x1x8x16xbf16>) -> tensor<2x4x8x16xbf16>
+// GENERIC:         "ppc.rotary"(%{{.*}}, %{{.*}}, %{{.*}}) <{transposed}> : (tensor<2x4x8x16xbf16>, tensor<8x16xbf16>, tensor<2x1x8x16xbf16>) -> tensor<2x4x8x16xbf16>
+func.func @rotary(%x: tensor<2x4x8x16xbf16>, %c: tensor<8x16xbf16>, %s: tensor<2x1x8x16xbf16>) {
+  %0 = ppc.rotary %x, %c, %s : (tensor<2x4x8x16xbf16>, tensor<8x16xbf16>, tensor<2x1x8x16xbf16>) -> tensor<2x4x8x16xbf16>
+  %1 = ppc.rotary %x, %c, %s transposed : (tensor<2x4x8x16xbf16>, tensor<8x16xbf16>, tensor<2x1x8x16xbf16>) -> tensor<2x4x8x16xbf16>
+  return
+}
+
 // Tests layer_norm with and without bias, and with a scale that broadcasts
 // to the normalized shape.
 // CHECK-LABEL: func.func @layer_norm

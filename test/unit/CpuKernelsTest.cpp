@@ -532,6 +532,39 @@ TEST(CpuKernels, LogSumExpIsTheLogSoftmaxsShift) {
     }
 }
 
+// rotary reading x as [B, H, T, hd] heads of a [B, T, H, hd] projection
+// (strided rows), the tables [T, hd] broadcast over the heads, writing its
+// result back in the [B, T, H, hd] layout: against the formula in double;
+// transposed, the adjoint (<A x, g> = <x, A^T g>).
+TEST(CpuKernels, RotaryReadsAndWritesStridedRows) {
+  const int64_t B = 2, H = 3, T = 5, hd = 8, half = hd / 2;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> uniform(-2, 2);
+  std::vector<double> x(B * T * H * hd), g(x.size()), cos(T * hd), sin(T * hd);
+  for (auto *v : {&x, &g, &cos, &sin})
+    for (double &e : *v)
+      e = uniform(rng);
+  // Head n = b * H + h, row t: at b * T*H*hd + h * hd + t * H*hd.
+  ppcrt::lines::AttentionRows heads{H, T * H * hd, hd, H * hd}, table{B * H, 0, 0, hd};
+  std::vector<double> y(x.size(), NAN), dx(x.size(), NAN);
+  ppcrt::cpu::rotary(x.data(), cos.data(), sin.data(), y.data(),
+                     ppcrt::lines::RotaryShape{B * H, T, hd, false, heads, table, table, heads});
+  ppcrt::cpu::rotary(g.data(), cos.data(), sin.data(), dx.data(),
+                     ppcrt::lines::RotaryShape{B * H, T, hd, true, heads, table, table, heads});
+  double forward = 0, backward = 0;
+  for (int64_t n = 0; n < B * H; ++n)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < hd; ++i) {
+        int64_t at = heads.at(n, t) + i, partner = heads.at(n, t) + (i + half) % hd;
+        double sign = i < half ? -1 : 1;
+        double expected = x[at] * cos[t * hd + i] + sign * x[partner] * sin[t * hd + i];
+        ASSERT_NEAR(y[at], expected, 1e-12) << n << "," << t << "," << i;
+        forward += y[at] * g[at];
+        backward += x[at] * dx[at];
+      }
+  EXPECT_NEAR(forward, backward, 1e-9);
+}
+
 // nll_loss reading a window of wider rows and a per-row shift (the
 // log-softmax as x - log_sum_exp, ppc-split-log-softmax): the same loss,
 // bit for bit, as reading the dense rows of x - shift rounded to float; an

@@ -326,6 +326,20 @@ void GradientCheckTest::checkElementwise() {
         [](OpBuilder &b, Location loc, ValueRange a) -> Value {
           return b.create<WhereOp>(loc, a[0], a[1], a[2]);
         });
+
+  // Tables of any values (not a rotation's cos and sin): the rule must not
+  // rely on cos^2 + sin^2 = 1 or on equal halves.
+  auto rotary = [](bool transposed) {
+    return [transposed](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b.create<RotaryOp>(loc, a[0], a[1], a[2], transposed);
+    };
+  };
+  check("rotary [2,3,4] tables [3,4]", {uniform({2, 3, 4}), uniform({3, 4}), uniform({3, 4})},
+        rotary(false));
+  check("rotary transposed [2,3,6] tables [2,1,6] [6]",
+        {uniform({2, 3, 6}), uniform({2, 1, 6}), uniform({6})}, rotary(true));
+  check("rotary [3,2] tables [3,2]", {uniform({3, 2}), uniform({3, 2}), uniform({3, 2})},
+        rotary(false));
 }
 
 void GradientCheckTest::checkContractions() {

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <limits>
 
 using namespace ppc;
@@ -543,6 +544,44 @@ TEST_F(KernelsTest, SoftmaxSumsToOneAndLogSoftmaxIsItsLog) {
       sum += columns.getDouble(r * 4 + c);
     EXPECT_NEAR(sum, 1, 1e-12);
   }
+}
+
+// rotary with the tables of angles theta (cos and sin of [theta, theta])
+// rotates each pair (x_i, x_{i+h}) as the complex number x_i + i x_{i+h}
+// times e^{i theta_i}; transposed, by -theta, which undoes it.
+TEST_F(KernelsTest, RotaryRotatesPairsOfHalves) {
+  const char *source = R"mlir(
+    func.func @main(%x: tensor<2x3x4xf64>, %c: tensor<3x4xf64>, %s: tensor<3x4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x4xf64>) {
+      %0 = ppc.rotary %x, %c, %s : (tensor<2x3x4xf64>, tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<2x3x4xf64>
+      %1 = ppc.rotary %0, %c, %s transposed : (tensor<2x3x4xf64>, tensor<3x4xf64>, tensor<3x4xf64>) -> tensor<2x3x4xf64>
+      return %0, %1 : tensor<2x3x4xf64>, tensor<2x3x4xf64>
+    })mlir";
+  std::vector<double> xs(24), cs(12), ss(12), theta(6);
+  for (int64_t i = 0; i < 24; ++i)
+    xs[i] = 0.25 * i - 3;
+  for (int64_t t = 0; t < 3; ++t)
+    for (int64_t i = 0; i < 2; ++i) {
+      theta[t * 2 + i] = 0.3 + 0.7 * t - 1.1 * i;
+      for (int64_t half : {0, 2}) {
+        cs[t * 4 + half + i] = std::cos(theta[t * 2 + i]);
+        ss[t * 4 + half + i] = std::sin(theta[t * 2 + i]);
+      }
+    }
+  llvm::SmallVector<Tensor> results =
+      runOk(source, {makeTensor(DType::F64, {2, 3, 4}, xs), makeTensor(DType::F64, {3, 4}, cs),
+                     makeTensor(DType::F64, {3, 4}, ss)});
+  ASSERT_EQ(results.size(), 2u);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t t = 0; t < 3; ++t)
+      for (int64_t i = 0; i < 2; ++i) {
+        int64_t at = (b * 3 + t) * 4 + i;
+        std::complex<double> z(xs[at], xs[at + 2]);
+        std::complex<double> rotated = z * std::polar(1.0, theta[t * 2 + i]);
+        EXPECT_NEAR(results[0].getDouble(at), rotated.real(), 1e-12);
+        EXPECT_NEAR(results[0].getDouble(at + 2), rotated.imag(), 1e-12);
+        EXPECT_NEAR(results[1].getDouble(at), xs[at], 1e-12);
+        EXPECT_NEAR(results[1].getDouble(at + 2), xs[at + 2], 1e-12);
+      }
 }
 
 TEST_F(KernelsTest, LogSumExpIsLogSoftmaxsShift) {

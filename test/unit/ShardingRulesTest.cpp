@@ -452,6 +452,15 @@ void ShardingRulesTest::checkElementwise() {
   };
   check("where [4,6] [6] [4,1]", {bools({4, 6}), uniform({6}), uniform({4, 1})}, where);
   check("where [2,1,4] [2,6,4] []", {bools({2, 1, 4}), uniform({2, 6, 4}), uniform({})}, where);
+  auto rotary = [](bool transposed) {
+    return [transposed](OpBuilder &b, Location loc, ValueRange a) -> Value {
+      return b.create<RotaryOp>(loc, a[0], a[1], a[2], transposed);
+    };
+  };
+  check("rotary [2,4,6,4] tables [6,4]", {uniform({2, 4, 6, 4}), uniform({6, 4}), uniform({6, 4})},
+        rotary(false));
+  check("rotary transposed [2,4,6] tables [2,1,6] [6]",
+        {uniform({2, 4, 6}), uniform({2, 1, 6}), uniform({6})}, rotary(true));
 }
 
 void ShardingRulesTest::checkContractions() {

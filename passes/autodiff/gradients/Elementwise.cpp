@@ -252,10 +252,50 @@ static LogicalResult whereGradient(const GradientRequest &request,
   return success();
 }
 
+/// rotary, y = A x with A = diag(cos) + diag(sin) R (R x = rotate_half(x);
+/// transposed: A = diag(cos) + R^T diag(sin)):
+///   dx   = A^T g, the same op with `transposed` flipped;
+///   dcos = g * x, summed over the dimensions cos was broadcast along;
+///   dsin = g * R x (transposed: x * R g), likewise, R x being rotary with
+///          cos 0 and sin 1.
+static LogicalResult rotaryGradient(const GradientRequest &request,
+                                    llvm::SmallVectorImpl<Value> &operandGrads) {
+  auto rotary = llvm::cast<RotaryOp>(request.op);
+  OpBuilder &b = request.builder;
+  Location loc = rotary.getLoc();
+  Value x = rotary.getInput(), g = request.resultGrads[0];
+  bool transposed = rotary.getTransposed();
+  operandGrads.push_back(
+      request.wanted[0]
+          ? b.create<RotaryOp>(loc, g, rotary.getCos(), rotary.getSin(), !transposed).getResult()
+          : Value());
+  operandGrads.push_back(request.wanted[1] ? unbroadcast(b, loc, b.create<MulOp>(loc, g, x),
+                                                         tensorType(rotary.getCos()))
+                                           : Value());
+  if (!request.wanted[2]) {
+    operandGrads.push_back(Value());
+    return success();
+  }
+  auto type = tensorType(x);
+  auto row = RankedTensorType::get({type.getShape().back()}, type.getElementType());
+  auto splat = [&](double value) -> Value {
+    return b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(row, b.getFloatAttr(row.getElementType(), value)));
+  };
+  auto rotated = [&](Value v) -> Value {
+    return b.create<RotaryOp>(loc, v, splat(0), splat(1), /*transposed=*/false);
+  };
+  Value product =
+      transposed ? b.create<MulOp>(loc, x, rotated(g)) : b.create<MulOp>(loc, g, rotated(x));
+  operandGrads.push_back(unbroadcast(b, loc, product, tensorType(rotary.getSin())));
+  return success();
+}
+
 void registerElementwiseGradients(GradientRegistry &registry) {
   registerUnaryGradients(registry);
   registerBinaryGradients(registry);
   registry.add<WhereOp>(whereGradient);
+  registry.add<RotaryOp>(rotaryGradient);
 }
 
 } // namespace ppc

@@ -7,6 +7,8 @@
 // replicated) on every shard. Every op that declares ElementwiseOpInterface
 // (ir/PpcInterfaces.td) has this rule without an entry here
 // (ShardingRuleRegistry::lookup): a new elementwise op needs none.
+// rotary, elementwise but for the partner each element reads in the other
+// half of the last dimension, has its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,8 +40,24 @@ ShardingRule elementwiseShardingRule(Operation *op) {
   return rule;
 }
 
+/// rotary: an elementwise op whose last dimension needs replication (each
+/// element reads its partner in the other half); cos and sin broadcast.
+static ShardingRule rotaryRule(Operation *op) {
+  ShardingRule rule;
+  llvm::ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+  TensorFactors dims;
+  for (auto [d, size] : llvm::enumerate(shape))
+    dims.push_back({rule.addFactor(size, d + 1 == shape.size() ? FactorKind::NeedReplication
+                                                               : FactorKind::Parallel)});
+  for (Value operand : op->getOperands())
+    rule.operands.push_back(broadcastFactors(shapeOf(operand), shape, dims));
+  rule.results.push_back(dims);
+  return rule;
+}
+
 void registerElementwiseShardingRules(ShardingRuleRegistry &registry) {
   registry.add<ConstantOp>(constantRule);
+  registry.add<RotaryOp>(rotaryRule);
 }
 
 } // namespace ppc

@@ -706,6 +706,32 @@ void logSumExp(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int
   launched("a log_sum_exp");
 }
 
+/// ppc.rotary: one thread per pair (i, i + size / 2) of a row, in C.
+template <typename T>
+__global__ void rotaryKernel(const T *x, const T *cos, const T *sin, T *y,
+                             lines::RotaryShape shape) {
+  using C = Compute<T>;
+  int64_t half = shape.size / 2;
+  PPCRT_GRID_STRIDE(p, shape.batch * shape.rows * half) {
+    int64_t i = p % half, row = p / half, n = row / shape.rows, r = row % shape.rows;
+    const T *in = x + shape.x.at(n, r), *c = cos + shape.cos.at(n, r),
+            *s = sin + shape.sin.at(n, r);
+    C a = C(in[i]), b = C(in[i + half]), ca = C(c[i]), cb = C(c[i + half]), sa = C(s[i]),
+      sb = C(s[i + half]);
+    T *out = y + shape.y.at(n, r);
+    out[i] = T(shape.transposed ? a * ca + b * sb : a * ca - b * sa);
+    out[i + half] = T(shape.transposed ? b * cb - a * sa : b * cb + a * sb);
+  }
+}
+
+/// As ppcrt::cpu::rotary.
+template <typename T>
+void rotary(const T *x, const T *cos, const T *sin, T *y, lines::RotaryShape shape) {
+  PPCRT_LAUNCH(rotaryKernel, blocksFor(shape.batch * shape.rows * (shape.size / 2)), kThreads, 0,
+               stream())(x, cos, sin, y, shape);
+  launched("a rotary embedding");
+}
+
 /// A row's mean and rstd = 1 / sqrt(var + epsilon) (biased variance), in C,
 /// over the block (every thread calls it and gets both): the layer norms'.
 /// Uncentered (RMSNorm's), the mean is 0 and var the mean square.

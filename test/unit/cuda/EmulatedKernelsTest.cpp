@@ -316,6 +316,49 @@ TEST(CudaKernels, LogSumExpAndAShiftedNllLossReadAWindowOfWiderBf16Rows) {
     }
 }
 
+// rotary in bf16, reading heads of a [B, T, H, hd] projection in place
+// (strided rows) with tables [T, hd] broadcast over the heads, writing
+// dense rows: each element within one bf16 rounding of the formula in
+// double on the same bf16 inputs; transposed, the partners' signs and
+// sines swap.
+TEST(CudaKernels, RotaryReadsStridedBf16Rows) {
+  const int64_t B = 2, H = 3, T = 4, hd = 16, half = hd / 2;
+  auto rounded = [](const std::vector<float> &v) {
+    std::vector<bf16> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      out[i] = __float2bfloat16(v[i]);
+    return out;
+  };
+  std::vector<bf16> x = rounded(randomFloats(B * T * H * hd, 17, -2, 2)),
+                    cos = rounded(randomFloats(T * hd, 18, -1, 1)),
+                    sin = rounded(randomFloats(T * hd, 19, -1, 1));
+  ppcrt::lines::AttentionRows heads{H, T * H * hd, hd, H * hd}, table{B * H, 0, 0, hd},
+      dense{1, T * hd, 0, hd};
+  bf16 *dx = deviceCopy(x), *dcos = deviceCopy(cos), *dsin = deviceCopy(sin);
+  for (bool transposed : {false, true}) {
+    bf16 *dy = deviceCopy(std::vector<bf16>(x.size()));
+    ppcrt::cuda::rotary(
+        dx, dcos, dsin, dy,
+        ppcrt::lines::RotaryShape{B * H, T, hd, transposed, heads, table, table, dense});
+    std::vector<bf16> y = hostCopy(dy, x.size());
+    auto at = [](const std::vector<bf16> &v, int64_t i) { return double(__bfloat162float(v[i])); };
+    for (int64_t n = 0; n < B * H; ++n)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t i = 0; i < hd; ++i) {
+          int64_t partner = (i + half) % hd;
+          double sign = (i < half) != transposed ? -1 : 1;
+          double sine = at(sin, t * hd + (transposed ? partner : i));
+          double expected = at(x, heads.at(n, t) + i) * at(cos, t * hd + i) +
+                            sign * at(x, heads.at(n, t) + partner) * sine;
+          double got = at(y, dense.at(n, t) + i);
+          ASSERT_TRUE(near(got, expected, 1e-2)) << transposed << " " << n << "," << t << "," << i;
+          ASSERT_LE(std::abs(got - expected), std::abs(expected) / 256 + 1e-6)
+              << "more than one bf16 rounding: " << got << " vs " << expected;
+        }
+  }
+  EXPECT_EQ(takeKernelError(), 0);
+}
+
 TEST(CudaKernels, LayerNormWithBroadcastScaleAndNoBias) {
   const int64_t outer = 4, size = 300;
   const double epsilon = 1e-5;
