@@ -281,7 +281,7 @@ Measured measure(llvm::ArrayRef<Point> points) {
         s += seconds;
     return s;
   };
-  auto transient = [](const PlanCost &c) { return c.microBatchPeakBytes - c.argumentBytes; };
+  auto transient = [](const PlanCost &c) { return c.peakBytes - c.argumentBytes; };
   // The line through two points (one: through the origin), its fixed part
   // held at 0 or more where `clamp` (a time).
   auto line = [](const Point &x, const Point *y, auto &&of, bool clamp) {
