@@ -4,7 +4,7 @@
 #
 #   tools/fuzz.sh --build              configure and build only
 #   tools/fuzz.sh --smoke              replay every seed, then fuzz each target
-#                                      for 60 s (what CI runs); fails on a crash
+#                                      for 30 s (what CI runs); fails on a crash
 #   tools/fuzz.sh --long TARGET HOURS  one target for HOURS, growing its
 #                                      corpus in the build tree
 #
@@ -106,13 +106,13 @@ is_target() {
   return 1
 }
 
-# smoke_one TARGET: replays TARGET's seeds, then fuzzes it for 60 s from a
+# smoke_one TARGET: replays TARGET's seeds, then fuzzes it for 30 s from a
 # scratch corpus (the seeds stay as committed), logging to
 # smoke-TARGET.log; its status is the run's.
 smoke_one() {
   local target="$1" scratch status=0
   scratch="$(mktemp -d)"
-  { replay "$target" && run "$target" 60 "$scratch"; } >"$build/smoke-$target.log" 2>&1 ||
+  { replay "$target" && run "$target" 30 "$scratch"; } >"$build/smoke-$target.log" 2>&1 ||
     status=1
   rm -rf "$scratch"
   return $status
@@ -124,7 +124,7 @@ smoke() {
   local failed=() target pids=() i
   for i in "${!targets[@]}"; do
     target="${targets[$i]}"
-    echo "fuzz.sh: $target: $(ls "$root/fuzz/corpus/$target" | wc -l) seeds, then 60 s" >&2
+    echo "fuzz.sh: $target: $(ls "$root/fuzz/corpus/$target" | wc -l) seeds, then 30 s" >&2
     smoke_one "$target" &
     pids[$i]=$!
     # Wait for the oldest running target once $jobs are running.
