@@ -281,6 +281,8 @@ Measured measure(llvm::ArrayRef<Point> points) {
         s += seconds;
     return s;
   };
+  // What a plan holds beyond its arguments at its peak: the micro-batches'
+  // or the step's, as ppc compile's planner prices it (Planner::fits).
   auto transient = [](const PlanCost &c) { return c.peakBytes - c.argumentBytes; };
   // The line through two points (one: through the origin), its fixed part
   // held at 0 or more where `clamp` (a time).
@@ -719,10 +721,9 @@ FailureOr<SearchResult> Search::run() {
                       else
                         inFlight = double(std::min(m, pp)) * share;
                     }
-                    // The micro-batches' peak. The step's own (the
-                    // optimizer's) is left out: priced unfused it holds
-                    // every update's temporaries, which the executable's
-                    // fused kernels never store (docs/architecture.md,
+                    // The peak ppc compile's planner judges a plan by (the
+                    // micro-batches' and the step's, `transient` above), so
+                    // that every plan printed compiles (docs/architecture.md,
                     // "Searching the whole layout").
                     double held = stateBytes - argsSaved - saved;
                     auto activations = [&](const Measured::Line &l) {
