@@ -33,18 +33,6 @@ namespace ppc {
 
 namespace {
 
-/// The operand of the binary `op` other than `value`, or null when `op`
-/// does not read `value` (or reads it twice).
-Value otherOperand(Operation *op, Value value) {
-  if (op->getNumOperands() != 2)
-    return nullptr;
-  if (op->getOperand(0) == value && op->getOperand(1) != value)
-    return op->getOperand(1);
-  if (op->getOperand(1) == value && op->getOperand(0) != value)
-    return op->getOperand(0);
-  return nullptr;
-}
-
 /// x when `square` is x * x or pow(x, 2).
 Value squared(Value square) {
   Operation *op = square.getDefiningOp();
@@ -145,16 +133,7 @@ struct FuseRmsNormPass : impl::FuseRmsNormBase<FuseRmsNormPass> {
   }
 
   void runOnOperation() override {
-    llvm::SmallVector<ReduceMeanOp> means;
-    getOperation().walk([&](ReduceMeanOp mean) { means.push_back(mean); });
-    int fused = 0;
-    for (ReduceMeanOp mean : means)
-      fused += fuse(mean);
-    if (!fused)
-      return;
-    // The composition's ops no one else reads: pure and unread, users
-    // before their operands (as ppc-fuse-attention leaves its own).
-    eraseUnreadPpcOps(getOperation());
+    fuseEach<ReduceMeanOp>(getOperation(), [&](ReduceMeanOp mean) { return fuse(mean); });
   }
 };
 

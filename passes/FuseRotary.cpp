@@ -33,18 +33,6 @@ namespace ppc {
 
 namespace {
 
-/// The operand of the binary `op` other than `value`, or null when `op`
-/// does not read `value` (or reads it twice).
-Value otherOperand(Operation *op, Value value) {
-  if (op->getNumOperands() != 2)
-    return nullptr;
-  if (op->getOperand(0) == value && op->getOperand(1) != value)
-    return op->getOperand(1);
-  if (op->getOperand(1) == value && op->getOperand(0) != value)
-    return op->getOperand(0);
-  return nullptr;
-}
-
 /// The tensor `slice` takes the window [begin, end) of along its last
 /// dimension, whole along the others with unit steps; or null.
 Value lastAxisWindow(Value value, int64_t begin, int64_t end) {
@@ -145,16 +133,7 @@ struct FuseRotaryPass : impl::FuseRotaryBase<FuseRotaryPass> {
   }
 
   void runOnOperation() override {
-    llvm::SmallVector<ConcatOp> concats;
-    getOperation().walk([&](ConcatOp concat) { concats.push_back(concat); });
-    int fused = 0;
-    for (ConcatOp concat : concats)
-      fused += fuse(concat);
-    if (!fused)
-      return;
-    // The composition's ops no one else reads (as ppc-fuse-rms-norm leaves
-    // its own).
-    eraseUnreadPpcOps(getOperation());
+    fuseEach<ConcatOp>(getOperation(), [&](ConcatOp concat) { return fuse(concat); });
   }
 };
 

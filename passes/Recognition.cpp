@@ -53,4 +53,14 @@ void eraseUnreadPpcOps(func::FuncOp func) {
         op.erase();
 }
 
+Value otherOperand(Operation *op, Value value) {
+  if (op->getNumOperands() != 2)
+    return nullptr;
+  if (op->getOperand(0) == value && op->getOperand(1) != value)
+    return op->getOperand(1);
+  if (op->getOperand(1) == value && op->getOperand(0) != value)
+    return op->getOperand(0);
+  return nullptr;
+}
+
 } // namespace ppc

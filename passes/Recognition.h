@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <optional>
 
@@ -39,6 +40,23 @@ void copySchedule(mlir::Operation *from, llvm::ArrayRef<mlir::Operation *> made)
 /// Erases the ppc ops of `func` that are pure and unread, users before their
 /// operands: what only a replaced composition read.
 void eraseUnreadPpcOps(mlir::func::FuncOp func);
+
+/// The operand of the binary `op` other than `value`, or null when `op`
+/// does not read `value` (or reads it twice).
+mlir::Value otherOperand(mlir::Operation *op, mlir::Value value);
+
+/// Calls `fuse` (returning how many compositions it replaced) on each op of
+/// type OpT in `func`, collected before the first call, then erases what
+/// only the replaced compositions read (eraseUnreadPpcOps) if any was.
+template <typename OpT, typename Fn> void fuseEach(mlir::func::FuncOp func, Fn &&fuse) {
+  llvm::SmallVector<OpT> ops;
+  func.walk([&](OpT op) { ops.push_back(op); });
+  int fused = 0;
+  for (OpT op : ops)
+    fused += fuse(op);
+  if (fused)
+    eraseUnreadPpcOps(func);
+}
 
 } // namespace ppc
 
