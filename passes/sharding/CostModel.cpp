@@ -121,6 +121,11 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device,
       sequenceParallel);
   for (Operation *op : ops)
     operandInfo.push_back(facts.of(op));
+  splat.assign(values.size(), false);
+  for (auto [n, v] : llvm::enumerate(values))
+    if (auto constant = v.getDefiningOp<ConstantOp>())
+      if (auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue()))
+        splat[n] = dense.isSplat();
   lastUse.assign(values.size(), 0);
   for (auto [i, op] : llvm::enumerate(ops))
     for (Value v : op->getOperands())
@@ -154,6 +159,7 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
   unsigned numArgs = step.getNumArguments();
   std::vector<Layout> layouts(values.size());
   std::set<std::pair<unsigned, std::string>> converted;
+  std::vector<bool> made(values.size(), false);
   PlanCost cost;
 
   auto bytesOf = [&](Value v, const Layout &layout) -> double {
@@ -245,8 +251,22 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
 
     double temporaries = 0, touched = 0;
     for (auto [k, n] : llvm::enumerate(operands)) {
-      temporaries += convert(n, *in[k], decided.operands[k]);
       touched += bytesOf(values[n], decided.operands[k]);
+      if (!splat[n]) {
+        temporaries += convert(n, *in[k], decided.operands[k]);
+        continue;
+      }
+      // A splat constant: made where it is first wanted, in the layout
+      // wanted there, and held until its last use; made again, without a
+      // collective, for a use that wants another (Partitioner::convert).
+      if (!made[n]) {
+        made[n] = true;
+        layouts[n] = decided.operands[k];
+        live += bytesOf(values[n], layouts[n]);
+      } else if (decided.operands[k] != layouts[n] &&
+                 converted.insert({n, decided.operands[k].str()}).second) {
+        temporaries += bytesOf(values[n], decided.operands[k]);
+      }
     }
     // The collectives of the op's local form (a split softmax's statistics).
     for (const ConversionStep &s : localCollectives(op, *rules[i], decided, sizes))
@@ -254,6 +274,11 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     double resultBytes = 0;
     for (auto [r, result] : llvm::enumerate(op->getResults())) {
       unsigned n = firstResult[i] + r;
+      if (splat[n]) {
+        // Held from its first use (above), in the layout wanted there.
+        layouts[n] = std::move(decided.results[r]);
+        continue;
+      }
       resultBytes += bytesOf(result, decided.results[r]);
       layouts[n] = std::move(decided.results[r]);
       if (auto hint = hints.find(n); hint != hints.end()) {

@@ -143,6 +143,9 @@ private:
   std::vector<OperandInfo> operandInfo;
   /// The op index of each value's last use (ops.size() for the return).
   std::vector<size_t> lastUse;
+  /// Whether each value is a splat constant, which the partitioner makes in
+  /// the layout each use wants, where it is first wanted (Partitioner::convert).
+  std::vector<bool> splat;
   /// Whether each op belongs to a micro-batch (`ppc.mb`).
   std::vector<bool> inMicroBatch;
   /// Each op's operands by number (`numbers`), and the distinct ones whose

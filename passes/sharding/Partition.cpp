@@ -401,6 +401,15 @@ static std::string valueName(Value global) {
   return "argument " + std::to_string(arg.getArgNumber());
 }
 
+/// The value of every element of `v`, when it is a splat constant.
+static std::optional<Attribute> splatOf(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  auto dense = constant ? llvm::dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  return dense.getSplatValue<Attribute>();
+}
+
 Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Location loc,
                            Value global, llvm::StringRef why) {
   if (from == to)
@@ -408,6 +417,20 @@ Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Lo
   auto key = std::make_pair(local.getAsOpaquePointer(), to.str());
   if (auto it = converted.find(key); it != converted.end())
     return it->second;
+  // A splat constant is made in the layout it is wanted in, where it is
+  // wanted: slicing a replicated one kept it whole on every rank until then
+  // (the QKV gradient's zeros, [batch, T, 3d] of the global batch, held
+  // through the forward by every data-parallel rank).
+  if (auto splat = splatOf(local); splat && from.partial.empty() && to.partial.empty()) {
+    FailureOr<RankedTensorType> type = localType(global, to, local.getDefiningOp());
+    if (succeeded(type)) {
+      Value made = builder.create<ConstantOp>(loc, DenseElementsAttr::get(*type, *splat));
+      made.getDefiningOp()->setAttr(PpcDialect::kValueAttrName,
+                                    builder.getStringAttr(valueName(global)));
+      converted[key] = made;
+      return made;
+    }
+  }
   Value v = local;
   auto cause = builder.getStringAttr(valueName(global));
   auto shape = llvm::cast<RankedTensorType>(global.getType()).getShape();
@@ -541,6 +564,10 @@ LogicalResult Partitioner::run(func::FuncOp func) {
                               "a result of the step (updated state keeps its argument's layout; "
                               "the rest is returned whole)"));
   builder.create<func::ReturnOp>(ret.getLoc(), results);
+  // Splat constants every use of which was made in its own layout.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
+    if (llvm::isa<ConstantOp>(op) && op.use_empty())
+      op.erase();
   spmd.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   spmd.setAllResultAttrs(func.getAllResultAttrs());
   for (auto [i, layout] : llvm::enumerate(argLayouts))

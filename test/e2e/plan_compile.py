@@ -11,8 +11,10 @@ command is then run (`--emit mlir`), and:
 * the plan's predicted peak per rank is compared with that exact memory plan (the
   largest over pipeline stages): it may not be below it by more than 10% (a plan
   that does not fit where ppc plan says it does), nor above it by more than
-  OVER (offload's savings are priced conservatively, as ppc compile's planner
-  prices them: the worst case measured is 2.1x, tp 8 with the optimizer offloaded).
+  OVER (the optimizer's update is priced unfused, as ppc compile's planner prices
+  it: the worst measured is 1.56, GPT on 1x8x1 with full recomputation; 2.17, with
+  the optimizer offloaded, before splat constants were priced as the partitioner
+  makes them).
 
     /usr/bin/python3 test/e2e/plan_compile.py --ppc build/bin/ppc
 """
@@ -28,7 +30,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, "..", "..", "models")
-UNDER, OVER = 0.9, 2.5
+UNDER, OVER = 0.9, 1.8
 CASES = [  # (name, writer arguments, plan arguments)
     ("gpt", [sys.executable, os.path.join(MODELS, "ppc_models.py"), "--kind", "gpt",
              "--d-model", "128", "--layers", "8", "--heads", "4", "--vocab", "512",

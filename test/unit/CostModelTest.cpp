@@ -168,4 +168,34 @@ TEST_F(PlanPricerTest, ALayoutThatDoesNotDivideIsInfinitelyExpensive) {
   EXPECT_FALSE(std::isfinite(cost.seconds()));
 }
 
+// A splat constant of the batch's shape, used late by data-parallel ops: the
+// partitioner makes it in the layout its use wants, where it is used
+// (Partitioner::convert), so it is priced at the rank's rows from that use,
+// with no collective: not whole on every rank from the start of the step.
+TEST(PlanPricer, ASplatConstantIsHeldSplitFromItsFirstUse) {
+  MLIRContext context;
+  context.loadDialect<PpcDialect, func::FuncDialect>();
+  auto module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @train_step(%x: tensor<64x32xf32> {ppc.input = "x"},
+                          %w: tensor<32x128xf32> {ppc.param = "w"})
+        -> (tensor<64x128xf32> {ppc.output = "y"}) {
+      %two = ppc.constant dense<2.0> : tensor<64x128xf32>
+      %h = ppc.matmul %x, %w : (tensor<64x32xf32>, tensor<32x128xf32>) -> tensor<64x128xf32>
+      %y = ppc.mul %h, %two : (tensor<64x128xf32>, tensor<64x128xf32>) -> tensor<64x128xf32>
+      return %y : tensor<64x128xf32>
+    }
+  )mlir",
+                                            &context);
+  ASSERT_TRUE(module);
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  PlanPricer pricer(step, {{"pp", 1}, {"dp", 4}, {"tp", 1}}, DeviceModel());
+  auto cost = pricer.price({layout({{"dp"}, {}}), layout({{}, {}})});
+  ASSERT_TRUE(succeeded(cost));
+  double arguments = (16 * 32 + 32 * 128) * 4, rowsOfH = 16 * 128 * 4;
+  // At the product: the arguments, h, the constant's 16 rows and y's.
+  EXPECT_DOUBLE_EQ(cost->peakBytes, arguments + 3 * rowsOfH);
+  // One collective: y gathered whole to be returned; none for the constant.
+  EXPECT_EQ(cost->collectivesByAxes["dp"], 1);
+}
+
 } // namespace
