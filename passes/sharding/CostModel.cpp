@@ -160,6 +160,7 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
   std::vector<Layout> layouts(values.size());
   std::set<std::pair<unsigned, std::string>> converted;
   std::vector<bool> made(values.size(), false);
+  std::vector<Layout> heldAs(values.size());
   PlanCost cost;
 
   auto bytesOf = [&](Value v, const Layout &layout) -> double {
@@ -256,17 +257,24 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
         temporaries += convert(n, *in[k], decided.operands[k]);
         continue;
       }
-      // A splat constant: made where it is first wanted, in the layout
-      // wanted there, and held until its last use; made again, without a
-      // collective, for a use that wants another (Partitioner::convert).
+      // A splat constant: held from its first use, in the layout wanted
+      // there, until its last; made again, without a collective, for a use
+      // that wants another (Partitioner::convert moves each constant to its
+      // first use and makes it anew in another layout). Its own layout
+      // stays what the rules gave it, as in the partitioner. A partial
+      // layout is a copy (Partitioner::convert's ToPartial).
+      Layout wanted = decided.operands[k];
+      bool partial = !wanted.partial.empty();
+      wanted.partial.clear();
       if (!made[n]) {
         made[n] = true;
-        layouts[n] = decided.operands[k];
-        live += bytesOf(values[n], layouts[n]);
-      } else if (decided.operands[k] != layouts[n] &&
-                 converted.insert({n, decided.operands[k].str()}).second) {
-        temporaries += bytesOf(values[n], decided.operands[k]);
+        heldAs[n] = wanted;
+        live += bytesOf(values[n], wanted);
+      } else if (wanted != heldAs[n] && converted.insert({n, wanted.str()}).second) {
+        temporaries += bytesOf(values[n], wanted);
       }
+      if (partial)
+        temporaries += bytesOf(values[n], wanted);
     }
     // The collectives of the op's local form (a split softmax's statistics).
     for (const ConversionStep &s : localCollectives(op, *rules[i], decided, sizes))
@@ -275,8 +283,10 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     for (auto [r, result] : llvm::enumerate(op->getResults())) {
       unsigned n = firstResult[i] + r;
       if (splat[n]) {
-        // Held from its first use (above), in the layout wanted there.
+        // Held from its first use (above); slicing it to a hint is free.
         layouts[n] = std::move(decided.results[r]);
+        if (auto hint = hints.find(n); hint != hints.end())
+          layouts[n] = applyHint(layouts[n], hint->second);
         continue;
       }
       resultBytes += bytesOf(result, decided.results[r]);
@@ -314,7 +324,7 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     double &phase = inMicroBatch[i] ? cost.microBatchPeakBytes : cost.stepPeakBytes;
     phase = std::max(phase, now);
     for (unsigned n : dyingNumbers[i])
-      live -= bytesOf(values[n], layouts[n]);
+      live -= splat[n] ? bytesOf(values[n], heldAs[n]) : bytesOf(values[n], layouts[n]);
   }
 
   // Updated parameters and state return in their argument's layout;

@@ -421,10 +421,11 @@ Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Lo
   // wanted: slicing a replicated one kept it whole on every rank until then
   // (the QKV gradient's zeros, [batch, T, 3d] of the global batch, held
   // through the forward by every data-parallel rank).
+  auto globalType = llvm::cast<RankedTensorType>(global.getType());
   if (auto splat = splatOf(local); splat && from.partial.empty() && to.partial.empty()) {
-    FailureOr<RankedTensorType> type = localType(global, to, local.getDefiningOp());
-    if (succeeded(type)) {
-      Value made = builder.create<ConstantOp>(loc, DenseElementsAttr::get(*type, *splat));
+    if (auto shape = localShape(globalType.getShape(), to, axisSizes)) {
+      Value made =
+          builder.create<ConstantOp>(loc, DenseElementsAttr::get(globalType.clone(*shape), *splat));
       made.getDefiningOp()->setAttr(PpcDialect::kValueAttrName,
                                     builder.getStringAttr(valueName(global)));
       converted[key] = made;
@@ -564,10 +565,26 @@ LogicalResult Partitioner::run(func::FuncOp func) {
                               "a result of the step (updated state keeps its argument's layout; "
                               "the rest is returned whole)"));
   builder.create<func::ReturnOp>(ret.getLoc(), results);
-  // Splat constants every use of which was made in its own layout.
-  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
-    if (llvm::isa<ConstantOp>(op) && op.use_empty())
+  // Constants: those every use of which was made in its own layout go; the
+  // others move to just before their first use. Canonicalization hoisted
+  // them all to the step's start, where the memory plan would hold a
+  // tensor-sized one (the QKV gradient's zeros) from then on.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry))) {
+    if (!llvm::isa<ConstantOp>(op))
+      continue;
+    if (op.use_empty()) {
       op.erase();
+      continue;
+    }
+    Operation *first = nullptr;
+    for (Operation *user : op.getUsers()) {
+      Operation *at = entry->findAncestorOpInBlock(*user);
+      if (at && (!first || at->isBeforeInBlock(first)))
+        first = at;
+    }
+    if (first && first != op.getNextNode())
+      op.moveBefore(first);
+  }
   spmd.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   spmd.setAllResultAttrs(func.getAllResultAttrs());
   for (auto [i, layout] : llvm::enumerate(argLayouts))
