@@ -16,16 +16,6 @@ namespace ppc::codegen {
 
 bool isElementwise(Operation *op) { return llvm::isa<ElementwiseOpInterface>(op); }
 
-std::optional<Attribute> splatValue(Value value) {
-  auto constant = value.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (!dense || !dense.isSplat())
-    return std::nullopt;
-  return dense.getSplatValue<Attribute>();
-}
-
 const GemmEpilogue *FusionPlan::epilogue(Operation *op) const {
   auto it = epilogueOf.find(op);
   return it == epilogueOf.end() ? nullptr : &epilogues[it->second];

@@ -29,6 +29,8 @@
 #ifndef PPC_CODEGEN_FUSION_H
 #define PPC_CODEGEN_FUSION_H
 
+#include "passes/Recognition.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -40,9 +42,6 @@ namespace ppc::codegen {
 /// the same (broadcast) position alone: the ops that declare
 /// ElementwiseOpInterface (ir/PpcInterfaces.td).
 bool isElementwise(mlir::Operation *op);
-
-/// A splat constant's value when `value` is one (inlined into kernels).
-std::optional<mlir::Attribute> splatValue(mlir::Value value);
 
 struct FusionGroup {
   /// In program order; the group runs at the place of the last.

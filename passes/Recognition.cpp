@@ -3,6 +3,7 @@
 #include "passes/Recognition.h"
 
 #include "ir/PpcDialect.h"
+#include "ir/PpcOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Matchers.h"
@@ -32,6 +33,14 @@ std::optional<double> floatScalarConstant(Value value) {
       !matchPattern(value, m_Constant(&attr)))
     return std::nullopt;
   return (*attr.getValues<APFloat>().begin()).convertToDouble();
+}
+
+std::optional<Attribute> splatValue(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  auto dense = constant ? llvm::dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  return dense.getSplatValue<Attribute>();
 }
 
 bool isZerosConstant(Value value) {

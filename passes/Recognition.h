@@ -25,6 +25,11 @@ namespace ppc {
 /// The value of a one-element float constant, or nothing.
 std::optional<double> floatScalarConstant(mlir::Value value);
 
+/// The value of every element of `value` when it is a splat ppc.constant:
+/// what kernels inline (codegen), what the partitioner makes in any layout
+/// without a collective, and what the planner prices so.
+std::optional<mlir::Attribute> splatValue(mlir::Value value);
+
 /// Whether `value` is a constant whose every element is zero (float or
 /// integer).
 bool isZerosConstant(mlir::Value value);

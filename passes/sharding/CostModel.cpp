@@ -4,6 +4,7 @@
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
 #include "passes/Provenance.h"
+#include "passes/Recognition.h"
 #include "passes/sharding/LocalForms.h"
 
 #include <cmath>
@@ -123,9 +124,7 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device,
     operandInfo.push_back(facts.of(op));
   splat.assign(values.size(), false);
   for (auto [n, v] : llvm::enumerate(values))
-    if (auto constant = v.getDefiningOp<ConstantOp>())
-      if (auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue()))
-        splat[n] = dense.isSplat();
+    splat[n] = splatValue(v).has_value();
   lastUse.assign(values.size(), 0);
   for (auto [i, op] : llvm::enumerate(ops))
     for (Value v : op->getOperands())

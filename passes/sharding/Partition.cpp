@@ -27,6 +27,7 @@
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
 #include "passes/Provenance.h"
+#include "passes/Recognition.h"
 #include "passes/sharding/Layout.h"
 #include "passes/sharding/LocalForms.h"
 #include "passes/sharding/ShardingRules.h"
@@ -401,15 +402,6 @@ static std::string valueName(Value global) {
   return "argument " + std::to_string(arg.getArgNumber());
 }
 
-/// The value of every element of `v`, when it is a splat constant.
-static std::optional<Attribute> splatOf(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
-  auto dense = constant ? llvm::dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
-  if (!dense || !dense.isSplat())
-    return std::nullopt;
-  return dense.getSplatValue<Attribute>();
-}
-
 Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Location loc,
                            Value global, llvm::StringRef why) {
   if (from == to)
@@ -422,7 +414,7 @@ Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Lo
   // (the QKV gradient's zeros, [batch, T, 3d] of the global batch, held
   // through the forward by every data-parallel rank).
   auto globalType = llvm::cast<RankedTensorType>(global.getType());
-  if (auto splat = splatOf(local); splat && from.partial.empty() && to.partial.empty()) {
+  if (auto splat = splatValue(local); splat && from.partial.empty() && to.partial.empty()) {
     if (auto shape = localShape(globalType.getShape(), to, axisSizes)) {
       Value made =
           builder.create<ConstantOp>(loc, DenseElementsAttr::get(globalType.clone(*shape), *splat));
@@ -434,8 +426,7 @@ Value Partitioner::convert(Value local, const Layout &from, const Layout &to, Lo
   }
   Value v = local;
   auto cause = builder.getStringAttr(valueName(global));
-  auto shape = llvm::cast<RankedTensorType>(global.getType()).getShape();
-  for (const ConversionStep &step : conversionSteps(shape, from, to, axisSizes)) {
+  for (const ConversionStep &step : conversionSteps(globalType.getShape(), from, to, axisSizes)) {
     switch (step.kind) {
     case ConversionStep::AllReduce:
       v = allReduce(v, step.axes, loc);
