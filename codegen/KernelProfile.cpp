@@ -23,17 +23,20 @@ std::optional<GpuModel> GpuModel::named(llvm::StringRef name) {
   // step took 7 ms more than its 2,437 kernels (118 against 111 ms), ~2.9
   // us each from the host; the executables now run each step as one CUDA
   // graph (--cuda-graphs), whose kernels are assumed to cost the stream ~1
-  // us between back-to-back kernels. ppc's bf16 attention on
-  // tensor cores: FlashAttention-2 (mma.sync, tuned) reaches ~335 TFLOP/s
-  // forward on an H100; ppc's kernels do 1.5x (forward) to 1.6x (backward)
-  // its products (the hi + lo split), pass the scores through shared memory
-  // and stage tiles element by element, so a third of it is assumed.
+  // us between back-to-back kernels. ppc's bf16 attention kernels
+  // (Kernels.cuh: FlashAttention-2's, on mma.sync with the softmax in
+  // registers) are priced on the products they execute (attentionProducts),
+  // at 200 TFLOP/s: a warp of 16 rows loads each right-hand fragment from
+  // shared memory for one m16n8k16 product (256 bytes for 2,048 MACs, where
+  // an H100 SM does about one such product and 128 bytes a cycle: half the
+  // dense peak at best), and the tiles are staged without asynchronous
+  // copies; FlashAttention-2 reaches ~335 TFLOP/s forward.
   // Estimates until a GPU measures them (docs/performance.md), but for one
   // measured figure: bf16 GEMMs with a dimension off 16 bytes ran on
   // cuBLASLt's unaligned kernels at ~117 TFLOP/s (GPT-2's LM head on an
   // H100 80GB HBM3, 2026-11-25: three of 632 GFLOP in 16.2 ms).
   GpuModel h100{"H100 SXM", 989e12, 67e12, 67e12,  800e12, 50e12,
-                50e12,      117e12, 50e12, 100e12, 3.0e12, 1e-6};
+                50e12,      117e12, 50e12, 200e12, 3.0e12, 1e-6};
   if (name == "h100")
     return h100;
   if (name == "h200") {
@@ -80,6 +83,14 @@ std::optional<double> indexedBytes(Operation *op, Value operand) {
   return std::nullopt;
 }
 
+/// The products ppc's bf16 attention kernels execute per FLOP of the op
+/// (flopsOf: FlashAttention's count, two T x T x d products forward and
+/// five backward). Kernels.cuh's split each product by the probabilities
+/// (or the scores' gradient) into hi + lo, two products, and the backward's
+/// two kernels (dq; dk and dv) each recompute the scores and their
+/// gradient: three products forward, ten backward.
+double attentionProducts(Operation *op) { return llvm::isa<AttentionOp>(op) ? 3.0 / 2 : 10.0 / 5; }
+
 /// The rates of a contraction's element type: (achieved, peak).
 std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
   Type element = getElementTypeOrSelf(op->getOperand(0).getType());
@@ -91,7 +102,7 @@ std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
       return llvm::cast<RankedTensorType>(op->getOperand(operand).getType()).getShape().back();
     };
     bool tensorCores = element.isBF16() && size(0) <= 128 && size(2) <= 128;
-    return {tensorCores ? gpu.bf16Attention : gpu.scalarFlops, peak};
+    return {tensorCores ? gpu.bf16Attention / attentionProducts(op) : gpu.scalarFlops, peak};
   }
   double achieved = element.isF64() ? gpu.fp64Gemm : element.isF32() ? gpu.fp32Gemm : gpu.bf16Gemm;
   if (auto product = llvm::dyn_cast<MatMulOp>(op);

@@ -40,7 +40,9 @@ struct GpuModel {
   /// kernels, and bf16 heads over 128).
   double scalarFlops;
   /// ppc's bf16 attention kernels on tensor cores (Kernels.cuh), counting
-  /// the op's FLOPs (flopsOf), not the extra products of the hi + lo split.
+  /// the products they execute: the hi + lo split's and the backward's
+  /// recomputed ones besides the op's FLOPs (KernelProfile.cpp,
+  /// attentionProducts).
   double bf16Attention;
   /// Device memory bandwidth, as streaming kernels reach it.
   double bandwidth;

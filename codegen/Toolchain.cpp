@@ -94,8 +94,8 @@ std::vector<std::string> buildCommand(Build build, llvm::StringRef source, llvm:
     return cudaBuildCommand(source, output, archFlags);
   if (build == Build::CudaEmulator)
     // The CUDA source as C++, the emulator's CUDA headers first. -O1: the
-    // emulator's time goes into its threads' switches and its WMMA (in its
-    // library, built optimised), not into the generated code. (A test GPT:
+    // emulator's time goes into its threads' switches and its mma.sync (in
+    // its library, built optimised), not into the generated code. (A test GPT:
     // -O0 builds in 2.8 s rather than 6.5, and steps 40% slower.)
     return hostBuildCommand({"-O1", "-I" PPC_SOURCE_DIR "/runtime/ppcrt/cuda/emulator/include",
                              "-x", "c++", source.str(), "-x", "none"},

@@ -25,10 +25,13 @@
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <mma.h>
+#ifdef PPCRT_CUDA_EMULATOR
+#include <mma.h> // mma.sync (mmaBf16), which GPU builds write as assembly
+#endif
 
 #include <cfloat>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace ppcrt::cuda {
@@ -1182,374 +1185,432 @@ void launchAttention(const T *q, const T *k, const T *v, const T *bias, T *o, L 
                stream())(q, k, v, bias, o, lse, shape, tiles);
 }
 
-/// Tensor-core attention, bf16 (FlashAttention-2's tiling over WMMA): a
-/// block of kTcWarps warps takes 16 rows each (queries; keys in the k/v
-/// gradient) through tiles of kTcCols columns staged in shared memory. A
-/// warp's products run on tensor cores from bf16 fragments into float
-/// accumulators; the scores go through the warp's scratch, where two lanes
-/// per row apply scale, bias and mask, take the online softmax's maxima and
-/// sums in float and write the probabilities (or the scores' gradient) as
-/// bf16 pairs hi + lo (hi = bf16(p), lo = bf16(p - hi)), so that the second
-/// product carries p to 2^-16 rather than rounding it to bf16 (each op
-/// rounds once: FlashAttention rounds P to bf16; ppc does not). An
-/// accumulator's rows are rescaled in registers: rowOf, a fragment loaded
-/// from a matrix of row numbers, names each element's row (CUDA leaves the
-/// order of a fragment's elements unspecified but fixed per type).
-/// Head and value sizes are padded to MaxDim (64 or 128) with zeros.
-constexpr int kTcWarps = 4, kTcRows = 16 * kTcWarps, kTcCols = 32;
-/// Pitches in shared memory (elements), padded against bank conflicts and
-/// kept multiples of 16 bytes with 16-row offsets at 32 bytes, as WMMA asks.
-constexpr int kTcScoreLd = kTcCols + 4, kTcHalfLd = kTcCols + 8;
-/// A warp's scratch (floats): two f32 16 x kTcScoreLd tiles (scores and
-/// their gradient), or four bf16 16 x kTcHalfLd tiles over them.
-constexpr int kTcScratch = 4 * 16 * kTcHalfLd / 2;
-static_assert(kTcWarps * 32 == 4 * kTcCols, "four threads per query stage D and lse");
-static_assert(2 * 16 * kTcScoreLd <= kTcScratch, "the scores fit the scratch");
+/// Tensor-core attention, bf16: FlashAttention-2's kernels on mma.sync
+/// (m16n8k16, bf16 operands into float accumulators). A block of kMmaWarps
+/// warps takes 16 rows each (queries; keys in the k/v gradient) through
+/// tiles of Cols columns staged in shared memory. A warp keeps its scores,
+/// probabilities and accumulators in registers, in the layout PTX gives the
+/// fragments (lane 4g + t holds rows g and g + 8 and columns 2t and 2t + 1 of
+/// each 8-column tile of a product), so the scores' accumulators become the
+/// next product's left operand where they are, and a row's max and sum are
+/// those of its quad (lanes 4g .. 4g + 3: two shuffles). The probabilities
+/// (or the scores' gradient) enter that product as the bf16 pair hi + lo
+/// (hi = bf16(p), lo = bf16(p - hi)), so that it carries p to 2^-16 rather
+/// than rounding it to bf16 (each op rounds once: FlashAttention rounds P to
+/// bf16; ppc does not). Head and value sizes are padded to MaxDim (64 or
+/// 128) with zeros; tiles have 64 columns at 64 and 32 at 128 (the
+/// registers, and shared memory under 48 KiB).
+constexpr int kMmaWarps = 4, kMmaRows = 16 * kMmaWarps;
+template <int MaxDim> constexpr int mmaCols() { return MaxDim > 64 ? 32 : 64; }
 
-template <int MaxDim> struct alignas(32) AttentionTcShared {
-  static constexpr int ld = MaxDim + 8;
-  bf16 a[kTcCols * ld], b[kTcCols * ld];
-  float scratch[kTcWarps][kTcScratch];
-  float rows[kTcWarps][16];
-  float lse[kTcCols], d[kTcCols];
+/// The tiles of a kernel in shared memory: row-major [Cols][MaxDim + 8]
+/// (the right operand of products over the head) and transposed [MaxDim]
+/// [Cols + 8] (of products over the tile's columns). The pitches keep the
+/// fragments' 32-bit loads free of bank conflicts and rows 16-byte aligned.
+template <int MaxDim> struct MmaTiles {
+  static constexpr int cols = mmaCols<MaxDim>(), ld = MaxDim + 8, tld = cols + 8;
+  static constexpr int rowMajor = cols * ld, transposed = MaxDim * tld;
 };
 
-namespace wmma = nvcuda::wmma;
-using TcA = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major>;
-using TcBRow = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major>;
-using TcBCol = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major>;
-using TcAcc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
-
-/// Every element's row in an accumulator fragment (see above).
-__device__ inline void tcRowNumbers(TcAcc &rowOf, float *scratch) {
-  for (int e = threadIdx.x % 32; e < 256; e += 32)
-    scratch[e] = float(e / 16);
-  __syncwarp();
-  wmma::load_matrix_sync(rowOf, scratch, 16, wmma::mem_row_major);
-  __syncwarp();
+/// d += a b for one 16 x 8 x 16 product of the warp (PTX's
+/// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32): a's four and b's
+/// two 32-bit registers hold bf16 pairs, the lower column (of a) or row (of
+/// b) in the low half.
+__device__ inline void mmaBf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#ifdef PPCRT_CUDA_EMULATOR
+  ppcrt::emu::mmaSync16x8x16(d, a, b, d);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
 }
 
-/// Rows [from, from + kTcCols) of the [rows, size] matrix `in` (rows
-/// `pitch` apart) into the [kTcCols, MaxDim + 8] tile, zeros past either
-/// end; the block together.
+/// The bf16 pair (low, high) as a fragment's register.
+__device__ inline uint32_t bf16Pair(bf16 low, bf16 high) {
+  return uint32_t(__bfloat16_as_ushort(low)) | uint32_t(__bfloat16_as_ushort(high)) << 16;
+}
+
+/// The two bf16 at p (4-byte aligned) as a fragment's register.
+__device__ inline uint32_t bf16Word(const bf16 *p) {
+#ifdef PPCRT_CUDA_EMULATOR
+  uint32_t word;
+  std::memcpy(&word, p, sizeof(word));
+  return word;
+#else
+  return *reinterpret_cast<const uint32_t *>(p);
+#endif
+}
+
+/// Rows [from, from + Cols) of the [rows, size] matrix `in` (rows `pitch`
+/// apart) into the row-major tile and, where given, the transposed one;
+/// zeros past either end. The block together, eight elements per thread
+/// (one 16-byte load where the rows allow), a thread per row in turn so that
+/// the transposed stores of a warp fall in different banks.
 template <int MaxDim>
-__device__ inline void tcStage(const bf16 *in, int64_t pitch, int64_t from, int64_t rows, int size,
-                               bf16 *tile) {
-  constexpr int Ld = MaxDim + 8;
-  for (int e = threadIdx.x; e < kTcCols * MaxDim; e += blockDim.x) {
-    const int r = e / MaxDim, c = e % MaxDim;
-    tile[r * Ld + c] = from + r < rows && c < size ? in[(from + r) * pitch + c] : bf16(0.0f);
+__device__ inline void mmaStage(const bf16 *in, int64_t pitch, int64_t from, int64_t rows, int size,
+                                bf16 *tile, bf16 *transposed) {
+  using S = MmaTiles<MaxDim>;
+  struct alignas(16) Eight {
+    bf16 x[8];
+  };
+  const bool wide = reinterpret_cast<uintptr_t>(in) % 16 == 0 && pitch % 8 == 0 && size % 8 == 0;
+  for (int e = threadIdx.x; e < S::cols * (MaxDim / 8); e += blockDim.x) {
+    const int r = e % S::cols, c0 = e / S::cols * 8;
+    const bool row = from + r < rows;
+    Eight eight;
+    if (row && wide && c0 < size) {
+      eight = *reinterpret_cast<const Eight *>(in + (from + r) * pitch + c0);
+    } else {
+      for (int c = 0; c < 8; ++c)
+        eight.x[c] = row && c0 + c < size ? in[(from + r) * pitch + c0 + c] : bf16(0.0f);
+    }
+    if (tile)
+      *reinterpret_cast<Eight *>(tile + r * S::ld + c0) = eight;
+    if (transposed)
+      for (int c = 0; c < 8; ++c)
+        transposed[(c0 + c) * S::tld + r] = eight.x[c];
   }
 }
 
 /// The warp's 16 rows [first, first + 16) of the [rows, size] matrix `in`
-/// (rows `pitch` apart) as MaxDim / 16 matrix_a fragments, through the
-/// warp's scratch.
+/// (rows `pitch` apart) as MaxDim / 16 left-operand fragments, zeros past
+/// either end.
 template <int MaxDim>
-__device__ inline void tcRowFragments(const bf16 *in, int64_t pitch, int64_t first, int64_t rows,
-                                      int size, TcA *fragments, float *scratch) {
-  bf16 *stage = reinterpret_cast<bf16 *>(scratch);
-  for (int c = 0; c < MaxDim / 16; ++c) {
-    for (int e = threadIdx.x % 32; e < 256; e += 32) {
-      const int64_t r = first + e / 16;
-      const int d = c * 16 + e % 16;
-      stage[e] = r < rows && d < size ? in[r * pitch + d] : bf16(0.0f);
+__device__ inline void mmaRowFragments(const bf16 *in, int64_t pitch, int64_t first, int64_t rows,
+                                       int size, uint32_t (&f)[MaxDim / 16][4]) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  auto at = [&](int r, int c) {
+    return first + r < rows && c < size ? in[(first + r) * pitch + c] : bf16(0.0f);
+  };
+  for (int kc = 0; kc < MaxDim / 16; ++kc)
+    for (int w = 0; w < 4; ++w) {
+      const int r = g + 8 * (w % 2), c = kc * 16 + 2 * t + 8 * (w / 2);
+      f[kc][w] = bf16Pair(at(r, c), at(r, c + 1));
     }
-    __syncwarp();
-    wmma::load_matrix_sync(fragments[c], stage, 16);
-    __syncwarp();
-  }
 }
 
-/// out[first + r][c * 16 + e] = scale * acc[c] for the warp's valid rows
-/// (`pitch` apart in out) and the first `size` columns, through the warp's
-/// scratch.
-template <int MaxDim>
-__device__ inline void tcStoreRows(TcAcc *acc, float scale, bf16 *out, int64_t pitch, int64_t first,
-                                   int64_t rows, int size, float *scratch) {
-  for (int c = 0; c < MaxDim / 16; ++c) {
-    wmma::store_matrix_sync(scratch, acc[c], 16, wmma::mem_row_major);
-    __syncwarp();
-    for (int e = threadIdx.x % 32; e < 256; e += 32) {
-      const int64_t r = first + e / 16;
-      const int d = c * 16 + e % 16;
-      if (r < rows && d < size)
-        out[r * pitch + d] = bf16(scale * scratch[e]);
-    }
-    __syncwarp();
-  }
+/// The right operand of columns [n0, n0 + 8) and rows [k0, k0 + 16) of the
+/// matrix whose element (k, n) is tile[n * ld + k].
+__device__ inline void mmaRightFragment(const bf16 *tile, int ld, int n0, int k0,
+                                        uint32_t (&b)[2]) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const bf16 *p = tile + (n0 + g) * ld + k0 + 2 * t;
+  b[0] = bf16Word(p);
+  b[1] = bf16Word(p + 8);
 }
 
-/// The warp's `count` 16-column products of its 16 fragment rows with the
-/// tile's rows (the tile read as the transposed right operand): scores
-/// [16, count * 16] into `scores` (pitch kTcScoreLd).
+/// s = rows tile^T: the warp's 16 rows (MaxDim / 16 fragments) against the
+/// row-major tile's Cols rows, as Cols / 8 accumulators.
 template <int MaxDim>
-__device__ inline void tcScores(const TcA *rows, const bf16 *tile, float *scores) {
-  constexpr int Ld = MaxDim + 8;
-  for (int c = 0; c < kTcCols / 16; ++c) {
-    TcAcc s;
-    wmma::fill_fragment(s, 0.0f);
-    for (int d = 0; d < MaxDim / 16; ++d) {
-      TcBCol b;
-      wmma::load_matrix_sync(b, tile + c * 16 * Ld + d * 16, Ld);
-      wmma::mma_sync(s, rows[d], b, s);
-    }
-    wmma::store_matrix_sync(scores + c * 16, s, kTcScoreLd, wmma::mem_row_major);
-  }
-}
-
-/// acc[c] += (hi + lo) tile: the split [16, kTcCols] left operand times the
-/// tile's [kTcCols, MaxDim] rows.
-template <int MaxDim>
-__device__ inline void tcAccumulate(TcAcc *acc, const bf16 *hi, const bf16 *lo, const bf16 *tile) {
-  constexpr int Ld = MaxDim + 8;
-  for (int kc = 0; kc < kTcCols / 16; ++kc) {
-    TcA aHi, aLo;
-    wmma::load_matrix_sync(aHi, hi + kc * 16, kTcHalfLd);
-    wmma::load_matrix_sync(aLo, lo + kc * 16, kTcHalfLd);
-    for (int c = 0; c < MaxDim / 16; ++c) {
-      TcBRow b;
-      wmma::load_matrix_sync(b, tile + kc * 16 * Ld + c * 16, Ld);
-      wmma::mma_sync(acc[c], aHi, b, acc[c]);
-      wmma::mma_sync(acc[c], aLo, b, acc[c]);
+__device__ inline void mmaScores(const uint32_t (&rows)[MaxDim / 16][4], const bf16 *tile,
+                                 float (&s)[MmaTiles<MaxDim>::cols / 8][4]) {
+  using S = MmaTiles<MaxDim>;
+  for (int nt = 0; nt < S::cols / 8; ++nt) {
+    for (float &x : s[nt])
+      x = 0.0f;
+    for (int kc = 0; kc < MaxDim / 16; ++kc) {
+      uint32_t b[2];
+      mmaRightFragment(tile, S::ld, nt * 8, kc * 16, b);
+      mmaBf16(s[nt], rows[kc], b);
     }
   }
 }
 
-__device__ inline float tcMax(float a, float b) { return b > a ? b : a; }
-
-/// Writes p as the pair hi, lo (see above).
-__device__ inline void tcSplit(float p, bf16 &hi, bf16 &lo) {
-  hi = bf16(p);
-  lo = bf16(p - float(hi));
+/// acc += p tile: the warp's [16, Cols] p (accumulators of mmaScores'
+/// layout), split into hi + lo, times the transposed tile's [Cols, MaxDim].
+template <int MaxDim>
+__device__ inline void mmaAccumulate(float (&acc)[MaxDim / 8][4],
+                                     const float (&p)[MmaTiles<MaxDim>::cols / 8][4],
+                                     const bf16 *transposed) {
+  using S = MmaTiles<MaxDim>;
+  for (int kc = 0; kc < S::cols / 16; ++kc) {
+    uint32_t hi[4], lo[4];
+    for (int w = 0; w < 4; ++w) {
+      const float *pair = &p[2 * kc + w / 2][2 * (w % 2)];
+      const bf16 h0(pair[0]), h1(pair[1]);
+      hi[w] = bf16Pair(h0, h1);
+      lo[w] = bf16Pair(bf16(pair[0] - float(h0)), bf16(pair[1] - float(h1)));
+    }
+    for (int dt = 0; dt < MaxDim / 8; ++dt) {
+      uint32_t b[2];
+      mmaRightFragment(transposed, S::tld, dt * 8, kc * 16, b);
+      mmaBf16(acc[dt], hi, b);
+      mmaBf16(acc[dt], lo, b);
+    }
+  }
 }
 
+/// out[row][col] = scale * acc for the warp's rows [first, first + 16) below
+/// `rows` and the columns below `size` (rows `pitch` apart in out).
 template <int MaxDim>
-__global__ void __launch_bounds__(kTcWarps * 32)
-    attentionTcKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias, bf16 *o,
-                      float *lse, lines::AttentionShape shape, int64_t queryTiles) {
+__device__ inline void mmaStoreRows(const float (&acc)[MaxDim / 8][4], const float (&scale)[2],
+                                    bf16 *out, int64_t pitch, int64_t first, int64_t rows,
+                                    int size) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  for (int dt = 0; dt < MaxDim / 8; ++dt)
+    for (int i = 0; i < 4; ++i) {
+      const int64_t r = first + g + 8 * (i / 2);
+      const int c = dt * 8 + 2 * t + i % 2;
+      if (r < rows && c < size)
+        out[r * pitch + c] = bf16(scale[i / 2] * acc[dt][i]);
+    }
+}
+
+/// The max of `value` over the lane's quad (the lanes of a row).
+__device__ inline float quadMax(float value) {
+  for (int offset = 1; offset < 4; offset *= 2) {
+    const float other = __shfl_xor_sync(0xffffffffu, value, offset);
+    value = other > value ? other : value;
+  }
+  return value;
+}
+
+/// The sum of `value` over the lane's quad.
+__device__ inline float quadSum(float value) {
+  value += __shfl_xor_sync(0xffffffffu, value, 1);
+  value += __shfl_xor_sync(0xffffffffu, value, 2);
+  return value;
+}
+
+template <int MaxDim> struct alignas(16) MmaForwardShared {
+  bf16 k[MmaTiles<MaxDim>::rowMajor], v[MmaTiles<MaxDim>::transposed];
+};
+
+/// Block b takes the kMmaRows queries of tile b % queryTiles of head
+/// b / queryTiles through the keys they see, a tile at a time (online
+/// softmax: the running max rescales the row's sums and output).
+template <int MaxDim>
+__global__ void __launch_bounds__(kMmaWarps * 32)
+    attentionMmaKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias, bf16 *o,
+                       float *lse, lines::AttentionShape shape, int64_t queryTiles) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  __shared__ AttentionTcShared<MaxDim> s;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
+  using S = MmaTiles<MaxDim>;
+  __shared__ MmaForwardShared<MaxDim> s;
+  const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int depth = int(shape.headDim), width = int(shape.valueDim);
   const float scale = float(shape.scale), none = -INFINITY;
-  float *scratch = s.scratch[warp];
-  TcAcc rowOf;
-  tcRowNumbers(rowOf, scratch);
   for (int64_t block = blockIdx.x; block < shape.batch * queryTiles; block += gridDim.x) {
-    const int64_t n = block / queryTiles, i0 = block % queryTiles * kTcRows;
-    const int64_t first = i0 + 16 * warp, i = first + r, row = n * shape.queries + i;
-    const bool active = i < shape.queries;
-    const int64_t last = i0 + kTcRows < shape.queries ? i0 + kTcRows : shape.queries;
-    const int64_t end = shape.visibleKeys(last - 1), visible = active ? shape.visibleKeys(i) : 0;
-    const bf16 *biasRow = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
-    TcA qf[MaxDim / 16];
-    tcRowFragments<MaxDim>(q + shape.q.head(n), shape.q.rowStride, first, shape.queries, depth, qf,
-                           scratch);
-    TcAcc acc[MaxDim / 16];
-    for (TcAcc &a : acc)
-      wmma::fill_fragment(a, 0.0f);
-    float rowMax = none, sum = 0.0f; // row r's, the same in both its lanes
-    for (int64_t j0 = 0; j0 < end; j0 += kTcCols) {
+    const int64_t n = block / queryTiles, i0 = block % queryTiles * kMmaRows;
+    const int64_t first = i0 + 16 * warp;
+    const int64_t last = i0 + kMmaRows < shape.queries ? i0 + kMmaRows : shape.queries;
+    const int64_t end = shape.visibleKeys(last - 1);
+    int64_t visible[2];
+    const bf16 *biasRow[2];
+    for (int h = 0; h < 2; ++h) {
+      const int64_t i = first + g + 8 * h;
+      visible[h] = i < shape.queries ? shape.visibleKeys(i) : 0;
+      biasRow[h] = bias && i < shape.queries ? bias + shape.biasAt(n, i, 0) : nullptr;
+    }
+    uint32_t qf[MaxDim / 16][4];
+    mmaRowFragments<MaxDim>(q + shape.q.head(n), shape.q.rowStride, first, shape.queries, depth,
+                            qf);
+    float acc[MaxDim / 8][4] = {};
+    float rowMax[2] = {none, none}, sum[2] = {0.0f, 0.0f}; // sum: the lane's columns'
+    for (int64_t j0 = 0; j0 < end; j0 += S::cols) {
       __syncthreads(); // the previous tiles are used up
-      tcStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, end, depth, s.a);
-      tcStage<MaxDim>(v + shape.v.head(n), shape.v.rowStride, j0, end, width, s.b);
+      mmaStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, end, depth, s.k, nullptr);
+      mmaStage<MaxDim>(v + shape.v.head(n), shape.v.rowStride, j0, end, width, nullptr, s.v);
       __syncthreads();
-      tcScores<MaxDim>(qf, s.a, scratch);
-      __syncwarp();
-      float x[16], tileMax = none;
-      for (int t = 0; t < 16; ++t) {
-        const int64_t j = j0 + half * 16 + t;
-        x[t] = j < visible ? scale * scratch[r * kTcScoreLd + half * 16 + t] +
-                                 (biasRow ? float(biasRow[j * shape.biasColStride]) : 0.0f)
-                           : none;
-        tileMax = x[t] > tileMax ? x[t] : tileMax;
+      float x[S::cols / 8][4];
+      mmaScores<MaxDim>(qf, s.k, x);
+      float tileMax[2] = {none, none};
+      for (int nt = 0; nt < S::cols / 8; ++nt)
+        for (int e = 0; e < 4; ++e) {
+          const int h = e / 2;
+          const int64_t j = j0 + nt * 8 + 2 * t + e % 2;
+          x[nt][e] = j < visible[h]
+                         ? scale * x[nt][e] +
+                               (biasRow[h] ? float(biasRow[h][j * shape.biasColStride]) : 0.0f)
+                         : none;
+          tileMax[h] = x[nt][e] > tileMax[h] ? x[nt][e] : tileMax[h];
+        }
+      float alpha[2];
+      for (int h = 0; h < 2; ++h) {
+        const float seen = quadMax(tileMax[h]);
+        const float newMax = seen > rowMax[h] ? seen : rowMax[h];
+        alpha[h] = newMax == none ? 1.0f : exp(rowMax[h] - newMax);
+        rowMax[h] = newMax;
+        sum[h] *= alpha[h];
       }
-      tileMax = tcMax(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
-      const float newMax = tcMax(rowMax, tileMax);
-      const float alpha = newMax == none ? 1.0f : exp(rowMax - newMax);
-      float tileSum = 0.0f;
-      __syncwarp(); // every score is read: the probabilities go over them
-      bf16 *hi = reinterpret_cast<bf16 *>(scratch), *lo = hi + 16 * kTcHalfLd;
-      for (int t = 0; t < 16; ++t) {
-        const float p = x[t] == none ? 0.0f : exp(x[t] - newMax);
-        tileSum += p;
-        tcSplit(p, hi[r * kTcHalfLd + half * 16 + t], lo[r * kTcHalfLd + half * 16 + t]);
-      }
-      tileSum += __shfl_xor_sync(0xffffffffu, tileSum, 1);
-      sum = sum * alpha + tileSum;
-      rowMax = newMax;
-      if (half == 0)
-        s.rows[warp][r] = alpha;
-      __syncwarp();
-      for (TcAcc &a : acc)
-        for (int e = 0; e < a.num_elements; ++e)
-          a.x[e] *= s.rows[warp][int(rowOf.x[e])];
-      tcAccumulate<MaxDim>(acc, hi, lo, s.b);
-      __syncwarp(); // the probabilities are used up
+      for (int nt = 0; nt < S::cols / 8; ++nt)
+        for (int e = 0; e < 4; ++e) {
+          const int h = e / 2;
+          x[nt][e] = x[nt][e] == none ? 0.0f : exp(x[nt][e] - rowMax[h]);
+          sum[h] += x[nt][e];
+        }
+      for (int dt = 0; dt < MaxDim / 8; ++dt)
+        for (int e = 0; e < 4; ++e)
+          acc[dt][e] *= alpha[e / 2];
+      mmaAccumulate<MaxDim>(acc, x, s.v);
     }
-    if (half == 0) {
-      s.rows[warp][r] = 1.0f / sum;
-      if (active)
-        lse[row] = rowMax + log(sum);
+    float inverse[2];
+    for (int h = 0; h < 2; ++h) {
+      sum[h] = quadSum(sum[h]);
+      inverse[h] = 1.0f / sum[h];
+      const int64_t i = first + g + 8 * h;
+      if (t == 0 && i < shape.queries)
+        lse[n * shape.queries + i] = rowMax[h] + log(sum[h]);
     }
-    __syncwarp();
-    for (TcAcc &a : acc)
-      for (int e = 0; e < a.num_elements; ++e)
-        a.x[e] *= s.rows[warp][int(rowOf.x[e])];
-    tcStoreRows<MaxDim>(acc, 1.0f, o + shape.o.head(n), shape.o.rowStride, first, shape.queries,
-                        width, scratch);
+    mmaStoreRows<MaxDim>(acc, inverse, o + shape.o.head(n), shape.o.rowStride, first, shape.queries,
+                         width);
   }
 #endif
 }
+
+template <int MaxDim> struct alignas(16) MmaGradQShared {
+  bf16 k[MmaTiles<MaxDim>::rowMajor], kt[MmaTiles<MaxDim>::transposed],
+      v[MmaTiles<MaxDim>::rowMajor];
+};
 
 /// dq = scale sum_j dS_ij k_j, dS = P (dP - D), dP = dO v^T, D = dot(dO, o):
-/// a row per query, the keys in tiles.
+/// the warp's 16 queries, the keys they see in tiles.
 template <int MaxDim>
-__global__ void __launch_bounds__(kTcWarps * 32)
-    attentionTcGradQKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
-                           const bf16 *o, const float *lse, const bf16 *dO, bf16 *dq,
-                           lines::AttentionShape shape, int64_t queryTiles) {
+__global__ void __launch_bounds__(kMmaWarps * 32)
+    attentionMmaGradQKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
+                            const bf16 *o, const float *lse, const bf16 *dO, bf16 *dq,
+                            lines::AttentionShape shape, int64_t queryTiles) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  __shared__ AttentionTcShared<MaxDim> s;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
+  using S = MmaTiles<MaxDim>;
+  __shared__ MmaGradQShared<MaxDim> s;
+  const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int depth = int(shape.headDim), width = int(shape.valueDim);
   const float scale = float(shape.scale);
-  float *scratch = s.scratch[warp];
   for (int64_t block = blockIdx.x; block < shape.batch * queryTiles; block += gridDim.x) {
-    const int64_t n = block / queryTiles, i0 = block % queryTiles * kTcRows;
-    const int64_t first = i0 + 16 * warp, i = first + r, row = n * shape.queries + i;
-    const bool active = i < shape.queries;
-    const int64_t last = i0 + kTcRows < shape.queries ? i0 + kTcRows : shape.queries;
-    const int64_t end = shape.visibleKeys(last - 1), visible = active ? shape.visibleKeys(i) : 0;
-    const bf16 *biasRow = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
-    TcA qf[MaxDim / 16], dOf[MaxDim / 16];
-    tcRowFragments<MaxDim>(q + shape.q.head(n), shape.q.rowStride, first, shape.queries, depth, qf,
-                           scratch);
-    tcRowFragments<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, first, shape.queries, width,
-                           dOf, scratch);
-    float rowD = 0.0f;
-    for (int e = half; active && e < width; e += 2)
-      rowD += float(dO[shape.dO.at(n, i) + e]) * float(o[shape.o.at(n, i) + e]);
-    rowD += __shfl_xor_sync(0xffffffffu, rowD, 1);
-    const float rowLse = active ? lse[row] : 0.0f;
-    TcAcc acc[MaxDim / 16];
-    for (TcAcc &a : acc)
-      wmma::fill_fragment(a, 0.0f);
-    for (int64_t j0 = 0; j0 < end; j0 += kTcCols) {
-      __syncthreads();
-      tcStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, end, depth, s.a);
-      tcStage<MaxDim>(v + shape.v.head(n), shape.v.rowStride, j0, end, width, s.b);
-      __syncthreads();
-      tcScores<MaxDim>(qf, s.a, scratch);
-      tcScores<MaxDim>(dOf, s.b, scratch + 16 * kTcScoreLd);
-      __syncwarp();
-      float ds[16];
-      for (int t = 0; t < 16; ++t) {
-        const int64_t j = j0 + half * 16 + t;
-        const int at = r * kTcScoreLd + half * 16 + t;
-        ds[t] = 0.0f;
-        if (j < visible) {
-          float x =
-              scale * scratch[at] + (biasRow ? float(biasRow[j * shape.biasColStride]) : 0.0f);
-          ds[t] = exp(x - rowLse) * (scratch[16 * kTcScoreLd + at] - rowD);
-        }
-      }
-      __syncwarp();
-      bf16 *hi = reinterpret_cast<bf16 *>(scratch), *lo = hi + 16 * kTcHalfLd;
-      for (int t = 0; t < 16; ++t)
-        tcSplit(ds[t], hi[r * kTcHalfLd + half * 16 + t], lo[r * kTcHalfLd + half * 16 + t]);
-      __syncwarp();
-      tcAccumulate<MaxDim>(acc, hi, lo, s.a);
-      __syncwarp();
+    const int64_t n = block / queryTiles, i0 = block % queryTiles * kMmaRows;
+    const int64_t first = i0 + 16 * warp;
+    const int64_t last = i0 + kMmaRows < shape.queries ? i0 + kMmaRows : shape.queries;
+    const int64_t end = shape.visibleKeys(last - 1);
+    int64_t visible[2];
+    const bf16 *biasRow[2];
+    float rowD[2], rowLse[2];
+    for (int h = 0; h < 2; ++h) {
+      const int64_t i = first + g + 8 * h;
+      const bool active = i < shape.queries;
+      visible[h] = active ? shape.visibleKeys(i) : 0;
+      biasRow[h] = bias && active ? bias + shape.biasAt(n, i, 0) : nullptr;
+      float d = 0.0f;
+      for (int e = t; active && e < width; e += 4)
+        d += float(dO[shape.dO.at(n, i) + e]) * float(o[shape.o.at(n, i) + e]);
+      rowD[h] = quadSum(d);
+      rowLse[h] = active ? lse[n * shape.queries + i] : 0.0f;
     }
-    tcStoreRows<MaxDim>(acc, scale, dq + shape.dq.head(n), shape.dq.rowStride, first, shape.queries,
-                        depth, scratch);
+    uint32_t qf[MaxDim / 16][4], dOf[MaxDim / 16][4];
+    mmaRowFragments<MaxDim>(q + shape.q.head(n), shape.q.rowStride, first, shape.queries, depth,
+                            qf);
+    mmaRowFragments<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, first, shape.queries, width,
+                            dOf);
+    float acc[MaxDim / 8][4] = {};
+    for (int64_t j0 = 0; j0 < end; j0 += S::cols) {
+      __syncthreads();
+      mmaStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, end, depth, s.k, s.kt);
+      mmaStage<MaxDim>(v + shape.v.head(n), shape.v.rowStride, j0, end, width, s.v, nullptr);
+      __syncthreads();
+      float x[S::cols / 8][4], dp[S::cols / 8][4];
+      mmaScores<MaxDim>(qf, s.k, x);
+      mmaScores<MaxDim>(dOf, s.v, dp);
+      for (int nt = 0; nt < S::cols / 8; ++nt)
+        for (int e = 0; e < 4; ++e) {
+          const int h = e / 2;
+          const int64_t j = j0 + nt * 8 + 2 * t + e % 2;
+          float ds = 0.0f;
+          if (j < visible[h]) {
+            const float score =
+                scale * x[nt][e] + (biasRow[h] ? float(biasRow[h][j * shape.biasColStride]) : 0.0f);
+            ds = exp(score - rowLse[h]) * (dp[nt][e] - rowD[h]);
+          }
+          x[nt][e] = ds;
+        }
+      mmaAccumulate<MaxDim>(acc, x, s.kt);
+    }
+    const float scales[2] = {scale, scale};
+    mmaStoreRows<MaxDim>(acc, scales, dq + shape.dq.head(n), shape.dq.rowStride, first,
+                         shape.queries, depth);
   }
 #endif
 }
 
-/// dk = scale sum_i dS_ij q_i and dv = sum_i P_ij dO_i: a row per key, the
-/// queries that see the block's keys in tiles (with their lse and D).
+template <int MaxDim> struct alignas(16) MmaGradKVShared {
+  bf16 q[MmaTiles<MaxDim>::rowMajor], qt[MmaTiles<MaxDim>::transposed],
+      dO[MmaTiles<MaxDim>::rowMajor], dOt[MmaTiles<MaxDim>::transposed];
+  float lse[MmaTiles<MaxDim>::cols], d[MmaTiles<MaxDim>::cols];
+};
+
+/// dk = scale sum_i dS_ij q_i and dv = sum_i P_ij dO_i: the warp's 16 keys
+/// (the products transposed: S^T = k q^T, dP^T = v dO^T), the queries that
+/// see the block's keys in tiles, with their lse and D.
 template <int MaxDim>
-__global__ void __launch_bounds__(kTcWarps * 32)
-    attentionTcGradKVKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
-                            const bf16 *o, const float *lse, const bf16 *dO, bf16 *dk, bf16 *dv,
-                            lines::AttentionShape shape, int64_t keyTiles) {
+__global__ void __launch_bounds__(kMmaWarps * 32)
+    attentionMmaGradKVKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
+                             const bf16 *o, const float *lse, const bf16 *dO, bf16 *dk, bf16 *dv,
+                             lines::AttentionShape shape, int64_t keyTiles) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  __shared__ AttentionTcShared<MaxDim> s;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
+  using S = MmaTiles<MaxDim>;
+  constexpr int perQuery = kMmaWarps * 32 / S::cols; // threads that sum a query's D
+  __shared__ MmaGradKVShared<MaxDim> s;
+  const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int depth = int(shape.headDim), width = int(shape.valueDim);
   const float scale = float(shape.scale);
-  float *scratch = s.scratch[warp];
   for (int64_t block = blockIdx.x; block < shape.batch * keyTiles; block += gridDim.x) {
-    const int64_t n = block / keyTiles, j0 = block % keyTiles * kTcRows;
-    const int64_t first = j0 + 16 * warp, j = first + r;
-    const bool active = j < shape.keys;
-    const bf16 *biasColumn = bias && active ? bias + shape.biasAt(n, 0, j) : nullptr;
-    TcA kf[MaxDim / 16], vf[MaxDim / 16];
-    tcRowFragments<MaxDim>(k + shape.k.head(n), shape.k.rowStride, first, shape.keys, depth, kf,
-                           scratch);
-    tcRowFragments<MaxDim>(v + shape.v.head(n), shape.v.rowStride, first, shape.keys, width, vf,
-                           scratch);
-    TcAcc dkAcc[MaxDim / 16], dvAcc[MaxDim / 16];
-    for (int c = 0; c < MaxDim / 16; ++c) {
-      wmma::fill_fragment(dkAcc[c], 0.0f);
-      wmma::fill_fragment(dvAcc[c], 0.0f);
+    const int64_t n = block / keyTiles, j0 = block % keyTiles * kMmaRows;
+    const int64_t first = j0 + 16 * warp;
+    int64_t key[2];
+    const bf16 *biasColumn[2];
+    for (int h = 0; h < 2; ++h) {
+      key[h] = first + g + 8 * h;
+      biasColumn[h] = bias && key[h] < shape.keys ? bias + shape.biasAt(n, 0, key[h]) : nullptr;
     }
-    for (int64_t i0 = shape.causal ? j0 : 0; i0 < shape.queries; i0 += kTcCols) {
-      const int64_t firstRow = n * shape.queries + i0;
+    uint32_t kf[MaxDim / 16][4], vf[MaxDim / 16][4];
+    mmaRowFragments<MaxDim>(k + shape.k.head(n), shape.k.rowStride, first, shape.keys, depth, kf);
+    mmaRowFragments<MaxDim>(v + shape.v.head(n), shape.v.rowStride, first, shape.keys, width, vf);
+    float dkAcc[MaxDim / 8][4] = {}, dvAcc[MaxDim / 8][4] = {};
+    for (int64_t i0 = shape.causal ? j0 : 0; i0 < shape.queries; i0 += S::cols) {
       __syncthreads();
-      tcStage<MaxDim>(q + shape.q.head(n), shape.q.rowStride, i0, shape.queries, depth, s.a);
-      tcStage<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, i0, shape.queries, width, s.b);
-      { // D and lse of the tile's queries: four threads per query
-        const int c = threadIdx.x / 4, part = threadIdx.x % 4;
+      mmaStage<MaxDim>(q + shape.q.head(n), shape.q.rowStride, i0, shape.queries, depth, s.q, s.qt);
+      mmaStage<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, i0, shape.queries, width, s.dO,
+                       s.dOt);
+      { // D and lse of the tile's queries: perQuery threads each
+        const int c = threadIdx.x / perQuery, part = threadIdx.x % perQuery;
         const bool valid = i0 + c < shape.queries;
         float rowD = 0.0f;
         const bf16 *dOr = dO + shape.dO.at(n, i0 + c), *or_ = o + shape.o.at(n, i0 + c);
-        for (int e = part; valid && e < width; e += 4)
+        for (int e = part; valid && e < width; e += perQuery)
           rowD += float(dOr[e]) * float(or_[e]);
-        rowD += __shfl_xor_sync(0xffffffffu, rowD, 1);
-        rowD += __shfl_xor_sync(0xffffffffu, rowD, 2);
+        for (int offset = 1; offset < perQuery; offset *= 2)
+          rowD += __shfl_xor_sync(0xffffffffu, rowD, offset);
         if (part == 0) {
           s.d[c] = rowD;
-          s.lse[c] = valid ? lse[firstRow + c] : 0.0f;
+          s.lse[c] = valid ? lse[n * shape.queries + i0 + c] : 0.0f;
         }
       }
       __syncthreads();
-      tcScores<MaxDim>(kf, s.a, scratch);
-      tcScores<MaxDim>(vf, s.b, scratch + 16 * kTcScoreLd);
-      __syncwarp();
-      float p[16], ds[16];
-      for (int t = 0; t < 16; ++t) {
-        const int c = half * 16 + t;
-        const int64_t i = i0 + c;
-        const int at = r * kTcScoreLd + c;
-        p[t] = ds[t] = 0.0f;
-        if (active && i < shape.queries && j < shape.visibleKeys(i)) {
-          float x = scale * scratch[at] +
-                    (biasColumn ? float(biasColumn[i * shape.biasRowStride]) : 0.0f);
-          p[t] = exp(x - s.lse[c]);
-          ds[t] = p[t] * (scratch[16 * kTcScoreLd + at] - s.d[c]);
+      float p[S::cols / 8][4], ds[S::cols / 8][4];
+      mmaScores<MaxDim>(kf, s.q, p);
+      mmaScores<MaxDim>(vf, s.dO, ds);
+      for (int nt = 0; nt < S::cols / 8; ++nt)
+        for (int e = 0; e < 4; ++e) {
+          const int h = e / 2, c = nt * 8 + 2 * t + e % 2;
+          const int64_t i = i0 + c;
+          float pe = 0.0f, dse = 0.0f;
+          if (key[h] < shape.keys && i < shape.queries && key[h] < shape.visibleKeys(i)) {
+            const float score =
+                scale * p[nt][e] +
+                (biasColumn[h] ? float(biasColumn[h][i * shape.biasRowStride]) : 0.0f);
+            pe = exp(score - s.lse[c]);
+            dse = pe * (ds[nt][e] - s.d[c]);
+          }
+          p[nt][e] = pe;
+          ds[nt][e] = dse;
         }
-      }
-      __syncwarp();
-      bf16 *pHi = reinterpret_cast<bf16 *>(scratch), *pLo = pHi + 16 * kTcHalfLd,
-           *dsHi = pLo + 16 * kTcHalfLd, *dsLo = dsHi + 16 * kTcHalfLd;
-      for (int t = 0; t < 16; ++t) {
-        const int at = r * kTcHalfLd + half * 16 + t;
-        tcSplit(p[t], pHi[at], pLo[at]);
-        tcSplit(ds[t], dsHi[at], dsLo[at]);
-      }
-      __syncwarp();
-      tcAccumulate<MaxDim>(dvAcc, pHi, pLo, s.b);
-      tcAccumulate<MaxDim>(dkAcc, dsHi, dsLo, s.a);
-      __syncwarp();
+      mmaAccumulate<MaxDim>(dvAcc, p, s.dOt);
+      mmaAccumulate<MaxDim>(dkAcc, ds, s.qt);
     }
-    tcStoreRows<MaxDim>(dkAcc, scale, dk + shape.dk.head(n), shape.dk.rowStride, first, shape.keys,
-                        depth, scratch);
-    tcStoreRows<MaxDim>(dvAcc, 1.0f, dv + shape.dv.head(n), shape.dv.rowStride, first, shape.keys,
-                        width, scratch);
+    const float scales[2] = {scale, scale}, ones[2] = {1.0f, 1.0f};
+    mmaStoreRows<MaxDim>(dkAcc, scales, dk + shape.dk.head(n), shape.dk.rowStride, first,
+                         shape.keys, depth);
+    mmaStoreRows<MaxDim>(dvAcc, ones, dv + shape.dv.head(n), shape.dv.rowStride, first, shape.keys,
+                         width);
   }
 #endif
 }
@@ -1577,8 +1638,8 @@ inline bool attentionOnTensorCores(const lines::AttentionShape &shape) {
 template <int MaxDim>
 void launchAttentionTc(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias, bf16 *o,
                        float *lse, const lines::AttentionShape &shape) {
-  int64_t tiles = (shape.queries + kTcRows - 1) / kTcRows;
-  PPCRT_LAUNCH(attentionTcKernel<MaxDim>, attentionBlocks(shape.batch * tiles), kTcWarps * 32, 0,
+  int64_t tiles = (shape.queries + kMmaRows - 1) / kMmaRows;
+  PPCRT_LAUNCH(attentionMmaKernel<MaxDim>, attentionBlocks(shape.batch * tiles), kMmaWarps * 32, 0,
                stream())(q, k, v, bias, o, lse, shape, tiles);
 }
 
@@ -1586,13 +1647,13 @@ template <int MaxDim>
 void launchAttentionTcGrad(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
                            const bf16 *o, const float *lse, const bf16 *dO, bf16 *dq, bf16 *dk,
                            bf16 *dv, const lines::AttentionShape &shape) {
-  int64_t queryTiles = (shape.queries + kTcRows - 1) / kTcRows;
-  int64_t keyTiles = (shape.keys + kTcRows - 1) / kTcRows;
-  PPCRT_LAUNCH(attentionTcGradQKernel<MaxDim>, attentionBlocks(shape.batch * queryTiles),
-               kTcWarps * 32, 0, stream())(q, k, v, bias, o, lse, dO, dq, shape, queryTiles);
+  int64_t queryTiles = (shape.queries + kMmaRows - 1) / kMmaRows;
+  int64_t keyTiles = (shape.keys + kMmaRows - 1) / kMmaRows;
+  PPCRT_LAUNCH(attentionMmaGradQKernel<MaxDim>, attentionBlocks(shape.batch * queryTiles),
+               kMmaWarps * 32, 0, stream())(q, k, v, bias, o, lse, dO, dq, shape, queryTiles);
   launched("an attention gradient");
-  PPCRT_LAUNCH(attentionTcGradKVKernel<MaxDim>, attentionBlocks(shape.batch * keyTiles),
-               kTcWarps * 32, 0, stream())(q, k, v, bias, o, lse, dO, dk, dv, shape, keyTiles);
+  PPCRT_LAUNCH(attentionMmaGradKVKernel<MaxDim>, attentionBlocks(shape.batch * keyTiles),
+               kMmaWarps * 32, 0, stream())(q, k, v, bias, o, lse, dO, dk, dv, shape, keyTiles);
 }
 
 /// Scaled dot-product attention (ppc.attention) over the shape's batch of

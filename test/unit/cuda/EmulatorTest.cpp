@@ -74,59 +74,64 @@ TEST(CudaEmulator, WarpShuffleXorReadsThePartnerLane) {
     }
 }
 
-// Two warps per block, each multiplying its own tiles: a row-major A, a
-// column-major B and an accumulator from memory, twice over (d = a b + c,
-// then a b + d), so each lane's second product has the first's result as
-// its accumulator.
+// Two warps per block, each multiplying its own tiles with mma.sync: a
+// row-major 16x16 A, B's 8 columns of 16 and a row-major 16x8 accumulator
+// from memory, each lane taking the elements PTX gives it (groupID g =
+// lane / 4, t = lane % 4: A's (g, 2t + i % 2) and (g + 8, ...), then 8
+// columns on; B's (2t + i % 2, g), then 8 rows on; C's (g + 8 (i / 2),
+// 2t + i % 2)), twice over (d = a b + c, then a b + d).
 __global__ void multiplyTiles(const ppcrt::cuda::bf16 *a, const ppcrt::cuda::bf16 *b,
                               const float *c, float *d) {
-  using namespace nvcuda;
-  size_t tile = (size_t(blockIdx.x) * 2 + threadIdx.x / 32) * 256;
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, ppcrt::cuda::bf16, wmma::row_major> fa;
-  wmma::fragment<wmma::matrix_b, 16, 16, 16, ppcrt::cuda::bf16, wmma::col_major> fb;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-  wmma::load_matrix_sync(fa, a + tile, 16);
-  wmma::load_matrix_sync(fb, b + tile, 16);
-  wmma::load_matrix_sync(acc, c + tile, 16, wmma::mem_row_major);
-  wmma::mma_sync(acc, fa, fb, acc);
-  wmma::mma_sync(acc, fa, fb, acc);
-  wmma::store_matrix_sync(d + tile, acc, 16, wmma::mem_row_major);
+  using ppcrt::cuda::bf16Pair;
+  const size_t tile = size_t(blockIdx.x) * 2 + threadIdx.x / 32;
+  const ppcrt::cuda::bf16 *ta = a + tile * 256, *tb = b + tile * 128;
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  uint32_t fa[4], fb[2];
+  for (int w = 0; w < 4; ++w) {
+    const int r = g + 8 * (w % 2), k = 2 * t + 8 * (w / 2);
+    fa[w] = bf16Pair(ta[r * 16 + k], ta[r * 16 + k + 1]);
+  }
+  for (int w = 0; w < 2; ++w) {
+    const int k = 2 * t + 8 * w;
+    fb[w] = bf16Pair(tb[g * 16 + k], tb[g * 16 + k + 1]);
+  }
+  float acc[4];
+  for (int e = 0; e < 4; ++e)
+    acc[e] = c[tile * 128 + (g + 8 * (e / 2)) * 8 + 2 * t + e % 2];
+  ppcrt::cuda::mmaBf16(acc, fa, fb);
+  ppcrt::cuda::mmaBf16(acc, fa, fb);
+  for (int e = 0; e < 4; ++e)
+    d[tile * 128 + (g + 8 * (e / 2)) * 8 + 2 * t + e % 2] = acc[e];
 }
 
-// Each warp's 32 lanes ask for the same products, which the emulator
-// computes once (Wmma.cpp's cache): every tile is still its own product,
-// bit for bit the k-ordered float sum, over more tiles than the cache holds
-// and with tiles that repeat earlier ones.
-TEST(CudaEmulator, WmmaProductsAreEachTilesOwnInKOrder) {
-  constexpr int kTiles = 2 * 700;
-  std::vector<ppcrt::cuda::bf16> a(kTiles * 256), b(kTiles * 256);
-  std::vector<float> c(kTiles * 256);
+// Every tile is its own product, bit for bit the k-ordered float sum (the
+// products of bf16 values are exact in float).
+TEST(CudaEmulator, MmaProductsAreEachTilesOwnInKOrder) {
+  constexpr int kTiles = 2 * 50;
+  std::vector<ppcrt::cuda::bf16> a(kTiles * 256), b(kTiles * 128);
+  std::vector<float> c(kTiles * 128);
   std::mt19937 random(11);
   std::uniform_real_distribution<float> uniform(-2, 2);
-  for (size_t i = 0; i < a.size(); ++i) {
-    a[i] = ppcrt::cuda::bf16(uniform(random));
-    b[i] = ppcrt::cuda::bf16(uniform(random));
-    c[i] = uniform(random);
-  }
-  // The last hundred tiles repeat the first hundred, after the cache has
-  // seen hundreds of others.
-  std::copy(a.begin(), a.begin() + 100 * 256, a.end() - 100 * 256);
-  std::copy(b.begin(), b.begin() + 100 * 256, b.end() - 100 * 256);
-  std::copy(c.begin(), c.begin() + 100 * 256, c.end() - 100 * 256);
+  for (auto &x : a)
+    x = ppcrt::cuda::bf16(uniform(random));
+  for (auto &x : b)
+    x = ppcrt::cuda::bf16(uniform(random));
+  for (float &x : c)
+    x = uniform(random);
   auto *da = deviceCopy(a), *db = deviceCopy(b);
   float *dc = deviceCopy(c), *dd = deviceCopy(std::vector<float>(c.size()));
   PPCRT_LAUNCH(multiplyTiles, kTiles / 2, 64, 0, nullptr)(da, db, dc, dd);
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   std::vector<float> d = hostCopy(dd, c.size());
-  for (int t = 0; t < kTiles; ++t)
+  for (int tile = 0; tile < kTiles; ++tile)
     for (int r = 0; r < 16; ++r)
-      for (int n = 0; n < 16; ++n) {
-        size_t at = size_t(t) * 256;
-        float want = c[at + r * 16 + n];
+      for (int n = 0; n < 8; ++n) {
+        float want = c[tile * 128 + r * 8 + n];
         for (int pass = 0; pass < 2; ++pass)
           for (int k = 0; k < 16; ++k)
-            want += float(a[at + r * 16 + k]) * float(b[at + n * 16 + k]);
-        ASSERT_EQ(d[at + r * 16 + n], want) << "tile " << t << " row " << r << " column " << n;
+            want += float(a[tile * 256 + r * 16 + k]) * float(b[tile * 128 + n * 16 + k]);
+        ASSERT_EQ(d[tile * 128 + r * 8 + n], want)
+            << "tile " << tile << " row " << r << " column " << n;
       }
   cudaFree(da);
   cudaFree(db);

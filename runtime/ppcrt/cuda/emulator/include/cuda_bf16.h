@@ -40,6 +40,12 @@ struct __nv_bfloat16 {
 };
 typedef __nv_bfloat16 nv_bfloat16;
 
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 value) { return value.__x; }
+inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) {
+  __nv_bfloat16 value;
+  value.__x = bits;
+  return value;
+}
 inline float __bfloat162float(__nv_bfloat16 value) { return float(value); }
 inline __nv_bfloat16 __float2bfloat16(float value) { return __nv_bfloat16(value); }
 

@@ -65,10 +65,14 @@ enum class Sync { Barrier, Shuffle, Warp };
 /// thread of its block has reached one.
 void synchronize(Sync kind);
 
-/// The running thread's exchange slot for the next warp shuffle (8 bytes)
-/// and the slot of thread `source` of its block after the shuffle.
+/// The running thread's exchange slot for the next warp shuffle
+/// (kShuffleSlotBytes, 8-byte aligned) and the slot of thread `source` of
+/// its block after the shuffle, or the 32 slots of its warp in lane order
+/// (kShuffleSlotBytes apart: a warp-wide exchange, as mma.sync's).
+constexpr size_t kShuffleSlotBytes = 64;
 void *shuffleSlot();
 const void *shuffledSlot(unsigned source);
+const void *warpShuffledSlots();
 
 /// A kernel's threads: `run(closure)` runs one (threadIdx and blockIdx
 /// set), `release(closure)` frees the closure once the grid has run.
