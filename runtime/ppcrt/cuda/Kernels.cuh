@@ -1263,14 +1263,17 @@ __device__ inline void mmaStage(const bf16 *in, int64_t pitch, int64_t from, int
     if (row && wide && c0 < size) {
       eight = *reinterpret_cast<const Eight *>(in + (from + r) * pitch + c0);
     } else {
+      PPCRT_UNROLL
       for (int c = 0; c < 8; ++c)
         eight.x[c] = row && c0 + c < size ? in[(from + r) * pitch + c0 + c] : bf16(0.0f);
     }
     if (tile)
       *reinterpret_cast<Eight *>(tile + r * S::ld + c0) = eight;
-    if (transposed)
+    if (transposed) {
+      PPCRT_UNROLL
       for (int c = 0; c < 8; ++c)
         transposed[(c0 + c) * S::tld + r] = eight.x[c];
+    }
   }
 }
 
@@ -1284,11 +1287,14 @@ __device__ inline void mmaRowFragments(const bf16 *in, int64_t pitch, int64_t fi
   auto at = [&](int r, int c) {
     return first + r < rows && c < size ? in[(first + r) * pitch + c] : bf16(0.0f);
   };
-  for (int kc = 0; kc < MaxDim / 16; ++kc)
+  PPCRT_UNROLL
+  for (int kc = 0; kc < MaxDim / 16; ++kc) {
+    PPCRT_UNROLL
     for (int w = 0; w < 4; ++w) {
       const int r = g + 8 * (w % 2), c = kc * 16 + 2 * t + 8 * (w / 2);
       f[kc][w] = bf16Pair(at(r, c), at(r, c + 1));
     }
+  }
 }
 
 /// The right operand of columns [n0, n0 + 8) and rows [k0, k0 + 16) of the
@@ -1307,9 +1313,11 @@ template <int MaxDim>
 __device__ inline void mmaScores(const uint32_t (&rows)[MaxDim / 16][4], const bf16 *tile,
                                  float (&s)[MmaTiles<MaxDim>::cols / 8][4]) {
   using S = MmaTiles<MaxDim>;
+  PPCRT_UNROLL
   for (int nt = 0; nt < S::cols / 8; ++nt) {
     for (float &x : s[nt])
       x = 0.0f;
+    PPCRT_UNROLL
     for (int kc = 0; kc < MaxDim / 16; ++kc) {
       uint32_t b[2];
       mmaRightFragment(tile, S::ld, nt * 8, kc * 16, b);
@@ -1325,14 +1333,17 @@ __device__ inline void mmaAccumulate(float (&acc)[MaxDim / 8][4],
                                      const float (&p)[MmaTiles<MaxDim>::cols / 8][4],
                                      const bf16 *transposed) {
   using S = MmaTiles<MaxDim>;
+  PPCRT_UNROLL
   for (int kc = 0; kc < S::cols / 16; ++kc) {
     uint32_t hi[4], lo[4];
+    PPCRT_UNROLL
     for (int w = 0; w < 4; ++w) {
       const float *pair = &p[2 * kc + w / 2][2 * (w % 2)];
       const bf16 h0(pair[0]), h1(pair[1]);
       hi[w] = bf16Pair(h0, h1);
       lo[w] = bf16Pair(bf16(pair[0] - float(h0)), bf16(pair[1] - float(h1)));
     }
+    PPCRT_UNROLL
     for (int dt = 0; dt < MaxDim / 8; ++dt) {
       uint32_t b[2];
       mmaRightFragment(transposed, S::tld, dt * 8, kc * 16, b);
@@ -1349,13 +1360,16 @@ __device__ inline void mmaStoreRows(const float (&acc)[MaxDim / 8][4], const flo
                                     bf16 *out, int64_t pitch, int64_t first, int64_t rows,
                                     int size) {
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  for (int dt = 0; dt < MaxDim / 8; ++dt)
+  PPCRT_UNROLL
+  for (int dt = 0; dt < MaxDim / 8; ++dt) {
+    PPCRT_UNROLL
     for (int i = 0; i < 4; ++i) {
       const int64_t r = first + g + 8 * (i / 2);
       const int c = dt * 8 + 2 * t + i % 2;
       if (r < rows && c < size)
         out[r * pitch + c] = bf16(scale[i / 2] * acc[dt][i]);
     }
+  }
 }
 
 /// The max of `value` over the lane's quad (the lanes of a row).
@@ -1398,6 +1412,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     const int64_t end = shape.visibleKeys(last - 1);
     int64_t visible[2];
     const bf16 *biasRow[2];
+    PPCRT_UNROLL
     for (int h = 0; h < 2; ++h) {
       const int64_t i = first + g + 8 * h;
       visible[h] = i < shape.queries ? shape.visibleKeys(i) : 0;
@@ -1416,7 +1431,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       float x[S::cols / 8][4];
       mmaScores<MaxDim>(qf, s.k, x);
       float tileMax[2] = {none, none};
-      for (int nt = 0; nt < S::cols / 8; ++nt)
+      PPCRT_UNROLL
+      for (int nt = 0; nt < S::cols / 8; ++nt) {
+        PPCRT_UNROLL
         for (int e = 0; e < 4; ++e) {
           const int h = e / 2;
           const int64_t j = j0 + nt * 8 + 2 * t + e % 2;
@@ -1426,7 +1443,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
                          : none;
           tileMax[h] = x[nt][e] > tileMax[h] ? x[nt][e] : tileMax[h];
         }
+      }
       float alpha[2];
+      PPCRT_UNROLL
       for (int h = 0; h < 2; ++h) {
         const float seen = quadMax(tileMax[h]);
         const float newMax = seen > rowMax[h] ? seen : rowMax[h];
@@ -1434,18 +1453,25 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
         rowMax[h] = newMax;
         sum[h] *= alpha[h];
       }
-      for (int nt = 0; nt < S::cols / 8; ++nt)
+      PPCRT_UNROLL
+      for (int nt = 0; nt < S::cols / 8; ++nt) {
+        PPCRT_UNROLL
         for (int e = 0; e < 4; ++e) {
           const int h = e / 2;
           x[nt][e] = x[nt][e] == none ? 0.0f : exp(x[nt][e] - rowMax[h]);
           sum[h] += x[nt][e];
         }
-      for (int dt = 0; dt < MaxDim / 8; ++dt)
+      }
+      PPCRT_UNROLL
+      for (int dt = 0; dt < MaxDim / 8; ++dt) {
+        PPCRT_UNROLL
         for (int e = 0; e < 4; ++e)
           acc[dt][e] *= alpha[e / 2];
+      }
       mmaAccumulate<MaxDim>(acc, x, s.v);
     }
     float inverse[2];
+    PPCRT_UNROLL
     for (int h = 0; h < 2; ++h) {
       sum[h] = quadSum(sum[h]);
       inverse[h] = 1.0f / sum[h];
@@ -1485,6 +1511,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     int64_t visible[2];
     const bf16 *biasRow[2];
     float rowD[2], rowLse[2];
+    PPCRT_UNROLL
     for (int h = 0; h < 2; ++h) {
       const int64_t i = first + g + 8 * h;
       const bool active = i < shape.queries;
@@ -1510,7 +1537,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       float x[S::cols / 8][4], dp[S::cols / 8][4];
       mmaScores<MaxDim>(qf, s.k, x);
       mmaScores<MaxDim>(dOf, s.v, dp);
-      for (int nt = 0; nt < S::cols / 8; ++nt)
+      PPCRT_UNROLL
+      for (int nt = 0; nt < S::cols / 8; ++nt) {
+        PPCRT_UNROLL
         for (int e = 0; e < 4; ++e) {
           const int h = e / 2;
           const int64_t j = j0 + nt * 8 + 2 * t + e % 2;
@@ -1522,6 +1551,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
           }
           x[nt][e] = ds;
         }
+      }
       mmaAccumulate<MaxDim>(acc, x, s.kt);
     }
     const float scales[2] = {scale, scale};
@@ -1557,6 +1587,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     const int64_t first = j0 + 16 * warp;
     int64_t key[2];
     const bf16 *biasColumn[2];
+    PPCRT_UNROLL
     for (int h = 0; h < 2; ++h) {
       key[h] = first + g + 8 * h;
       biasColumn[h] = bias && key[h] < shape.keys ? bias + shape.biasAt(n, 0, key[h]) : nullptr;
@@ -1588,7 +1619,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       float p[S::cols / 8][4], ds[S::cols / 8][4];
       mmaScores<MaxDim>(kf, s.q, p);
       mmaScores<MaxDim>(vf, s.dO, ds);
-      for (int nt = 0; nt < S::cols / 8; ++nt)
+      PPCRT_UNROLL
+      for (int nt = 0; nt < S::cols / 8; ++nt) {
+        PPCRT_UNROLL
         for (int e = 0; e < 4; ++e) {
           const int h = e / 2, c = nt * 8 + 2 * t + e % 2;
           const int64_t i = i0 + c;
@@ -1603,6 +1636,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
           p[nt][e] = pe;
           ds[nt][e] = dse;
         }
+      }
       mmaAccumulate<MaxDim>(dvAcc, p, s.dOt);
       mmaAccumulate<MaxDim>(dkAcc, ds, s.qt);
     }

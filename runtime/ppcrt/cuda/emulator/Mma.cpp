@@ -26,7 +26,7 @@ void mmaSync16x8x16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2
   std::memcpy(shuffleSlot(), &mine, sizeof(mine));
   const unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32;
   const unsigned g = lane / 4, t = lane % 4;
-  synchronize(Sync::Shuffle);
+  synchronize(Sync::Mma); // not a shuffle's: a warp mixing the two is reported
   const auto *slots = static_cast<const unsigned char *>(warpShuffledSlots());
   auto of = [&](unsigned other) {
     Fragments f;

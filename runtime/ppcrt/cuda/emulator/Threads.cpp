@@ -180,6 +180,7 @@ std::string threadName(unsigned t) {
 const char *syncName(Sync kind) {
   return kind == Sync::Barrier ? "__syncthreads()"
          : kind == Sync::Warp  ? "__syncwarp()"
+         : kind == Sync::Mma   ? "mma.sync"
                                : "a warp shuffle";
 }
 

@@ -59,7 +59,7 @@ constexpr int warpSize = 32;
 namespace ppcrt::emu {
 
 /// What a thread of a block stopped at.
-enum class Sync { Barrier, Shuffle, Warp };
+enum class Sync { Barrier, Shuffle, Warp, Mma };
 
 /// Suspends the running thread at a synchronization point until every live
 /// thread of its block has reached one.
