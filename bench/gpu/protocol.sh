@@ -1,6 +1,8 @@
 #!/bin/bash
 # The GPU protocol (docs/performance.md), run on a lent GPU machine that has
 # no ppc build, over bench/gpu/prepare.sh's bundle:
+#   0. the kernel tests (test/unit/cuda/EmulatedKernelsTest.cpp, built by
+#      nvcc): every kernel of Kernels.cuh against loops in double;
 #   1. test/codegen/run-cuda.test's parity (exe_parity.py --prepared);
 #   2. GPT-2 124M bf16: the executable against PyTorch eager and
 #      torch.compile (bench/cuda_exe_gpt.py --prebuilt);
@@ -21,6 +23,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
   --format=csv | tee "$out/gpu.txt"
 source bench/gpu/env.sh $work/deps.tar.xz
 launcher="env $PPC_EXE_ENV"
+echo "== 0. the kernels against loops in double (the tensor-core attention among them)"
+timeout ${KERNEL_TESTS_TIMEOUT:-120} env $PPC_EXE_ENV $work/kernel-tests --gtest_brief=1 2>&1 \
+  | tail -40 | tee "$out/kernel-tests.txt"
 echo "== 1. run-cuda.test: parity with ppc simulate"
 timeout 150 python3 test/e2e/exe_parity.py --prepared $work/parity --launcher "$launcher" \
   2>&1 | tee "$out/parity.txt"

@@ -1010,10 +1010,21 @@ TEST(CudaKernels, AttentionReadsAndWritesStridedRows) {
 // bf16
 //===----------------------------------------------------------------------===//
 
+__global__ void roundEach(float *values, int count) {
+  for (int i = threadIdx.x; i < count; i += blockDim.x)
+    values[i] = ppcrt::cuda::roundBf16(values[i]);
+}
+
 // Round to nearest, ties to even, as CUDA's __float2bfloat16 (bf16 keeps 7
-// mantissa bits: one ulp at 1 is 2^-7).
+// mantissa bits: one ulp at 1 is 2^-7). On the device, as kernels round.
 TEST(CudaKernels, Bf16RoundsToNearestEven) {
-  auto round = [](float x) { return ppcrt::cuda::roundBf16(x); };
+  auto round = [](float x) {
+    float *value = deviceCopy(std::vector<float>{x});
+    PPCRT_LAUNCH(roundEach, 1, 32, 0, nullptr)(value, 1);
+    float rounded = hostCopy(value, 1)[0];
+    cudaFree(value);
+    return rounded;
+  };
   EXPECT_EQ(round(1.0f + 0x1p-8f), 1.0f);               // a tie: to the even 1
   EXPECT_EQ(round(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f); // a tie: to the even 1 + 2^-6
   EXPECT_EQ(round(1.0f + 0x1p-8f + 0x1p-20f), 1.0f + 0x1p-7f);
