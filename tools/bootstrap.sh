@@ -8,6 +8,7 @@ build="${PPC_BUILD_DIR:-$root/build}"
 
 packages=(
   build-essential cmake ninja-build ccache git
+  valgrind                     # e2e-memcheck
   clang-19 libclang-rt-19-dev  # the libFuzzer targets (tools/fuzz.sh)
   clang-format-19              # tools/format.sh, ctest format
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools

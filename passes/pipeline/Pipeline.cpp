@@ -207,8 +207,12 @@ void Splitter::findAnchors() {
       for (Operation *user : r.getUsers())
         if (anchors.count(user) && (!first || indexOf[user] < indexOf[first]))
           first = user;
-    if (first)
-      anchors[op] = anchors[first];
+    // Copied before inserting: anchors[op] may grow the map and move
+    // anchors[first] (a reference into it would dangle).
+    if (first) {
+      Anchor anchor = anchors.lookup(first);
+      anchors[op] = anchor;
+    }
   }
 }
 
@@ -253,9 +257,11 @@ LogicalResult Splitter::assignStages() {
                 << most;
   }
   std::vector<double> cost(numUnits, 0);
-  for (auto &[op, anchor] : anchors)
-    if (anchor.microBatch == 0)
-      cost[unitOfForward[anchor.forwardOp]] += localOpSeconds(op, device, sizes);
+  // Summed in program order, not the map's (pointer) order: the same
+  // model must cut the same way on every run.
+  for (Operation *op : ops)
+    if (auto it = anchors.find(op); it != anchors.end() && it->second.microBatch == 0)
+      cost[unitOfForward[it->second.forwardOp]] += localOpSeconds(op, device, sizes);
   FailureOr<std::vector<int64_t>> stageOfUnit = cutStages(cost);
   if (failed(stageOfUnit))
     return failure();
