@@ -330,7 +330,10 @@ def PlanShardings : Pass<"ppc-plan-shardings", "mlir::ModuleOp"> {
     the device and costs the copies over the host link and the host's
     optimizer step (none overlapped), and its host bytes must fit
     `host-memory-per-rank`. `ppc.plan` records the stage, the recomputation
-    and the offload the plan was priced with.
+    and the offload the plan was priced with. Where no plan fits, the pass
+    fails naming the closest; with `keep-closest` it keeps that plan
+    instead and `ppc.plan`'s `over_budget` carries the message, for a caller
+    that checks the compiled program's exact memory plan (ppc compile).
   }];
   let options = [
     Option<"dataParallel", "dp", "int64_t", /*default=*/"1", "data-parallel ranks">,
@@ -355,7 +358,11 @@ def PlanShardings : Pass<"ppc-plan-shardings", "mlir::ModuleOp"> {
            "optimizer+params, or auto (where nothing fits without)">,
     Option<"hostMemoryPerRank", "host-memory-per-rank", "double",
            /*default=*/"274877906944.0",
-           "host memory of one rank in bytes (offload); plans must fit">
+           "host memory of one rank in bytes (offload); plans must fit">,
+    Option<"keepClosest", "keep-closest", "bool", /*default=*/"false",
+           "where no plan fits memory-per-rank by estimate, keep the one that needs "
+           "the least (ppc.plan's over_budget says why) for the caller to check "
+           "against the compiled program's exact memory plan, instead of failing">
   ];
   let dependentDialects = ["::ppc::PpcDialect"];
 }

@@ -102,6 +102,7 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
   plan.recompute = options.recompute;
   plan.offload = options.offload;
   plan.hostMemoryPerRank = options.hostMemoryPerRank;
+  plan.keepClosest = options.keepClosest;
   pm.addPass(createPlanShardings(plan));
   PartitionOptions partition;
   partition.dataParallel = options.dataParallel;

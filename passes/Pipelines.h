@@ -112,6 +112,11 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
   Option<double> hostMemoryPerRank{*this, "host-memory-per-rank",
                                    llvm::cl::desc("host memory of one rank in bytes (offload)"),
                                    llvm::cl::init(274877906944.0)};
+  Option<bool> keepClosest{*this, "keep-closest",
+                           llvm::cl::desc("where no plan fits memory-per-rank by estimate, "
+                                          "keep the closest for the caller to check the "
+                                          "exact memory plan (ppc compile)"),
+                           llvm::cl::init(false)};
   Option<double> recomputeMemoryPerRank{
       *this, "recompute-memory-per-rank",
       llvm::cl::desc("the budget recompute=auto fits each rank's program to (0: "

@@ -149,6 +149,11 @@ PlanPricer::PlanPricer(func::FuncOp step, AxisSizes sizes, DeviceModel device,
       if (n >= body.getNumArguments() && lastUse[n] == i && !llvm::is_contained(dying, n))
         dying.push_back(n);
     }
+    // A result nothing uses (a statistic the gradient did not need) dies
+    // with its op.
+    for (Value r : op->getResults())
+      if (r.use_empty())
+        dying.push_back(numbers.lookup(r));
   }
 }
 
@@ -160,6 +165,9 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
   std::set<std::pair<unsigned, std::string>> converted;
   std::vector<bool> made(values.size(), false);
   std::vector<Layout> heldAs(values.size());
+  // The bytes each live value holds, subtracted exactly when it dies (its
+  // layout may change in between: a partial one used reduced).
+  std::vector<double> held(values.size(), 0);
   PlanCost cost;
 
   auto bytesOf = [&](Value v, const Layout &layout) -> double {
@@ -268,7 +276,8 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
       if (!made[n]) {
         made[n] = true;
         heldAs[n] = wanted;
-        live += bytesOf(values[n], wanted);
+        held[n] = bytesOf(values[n], wanted);
+        live += held[n];
       } else if (wanted != heldAs[n] && converted.insert({n, wanted.str()}).second) {
         temporaries += bytesOf(values[n], wanted);
       }
@@ -278,7 +287,10 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     // The collectives of the op's local form (a split softmax's statistics).
     for (const ConversionStep &s : localCollectives(op, *rules[i], decided, sizes))
       charge(s, elementBytes(op->getOperand(0)));
-    double resultBytes = 0;
+    // resultBytes: what the op writes (its time); heldBytes: what stays
+    // live after it, a result sliced to a hint held as the slice (the
+    // whole is a temporary of this op).
+    double resultBytes = 0, heldBytes = 0;
     for (auto [r, result] : llvm::enumerate(op->getResults())) {
       unsigned n = firstResult[i] + r;
       if (splat[n]) {
@@ -288,13 +300,20 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
           layouts[n] = applyHint(layouts[n], hint->second);
         continue;
       }
-      resultBytes += bytesOf(result, decided.results[r]);
+      double computed = bytesOf(result, decided.results[r]);
+      resultBytes += computed;
       layouts[n] = std::move(decided.results[r]);
       if (auto hint = hints.find(n); hint != hints.end()) {
         Layout sliced = applyHint(layouts[n], hint->second);
-        convert(n, layouts[n], sliced);
+        if (sliced != layouts[n]) {
+          convert(n, layouts[n], sliced);
+          temporaries += computed;
+          computed = bytesOf(result, sliced);
+        }
         layouts[n] = std::move(sliced);
       }
+      held[n] = computed;
+      heldBytes += computed;
     }
     // A contraction's FLOPs on the rank's local blocks of its operands.
     double flops = 0;
@@ -314,7 +333,7 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
           flops / device.matmulFlops(getElementTypeOrSelf(op->getOperand(0).getType()));
     } else
       cost.computeSeconds += (touched + resultBytes) / device.memoryBandwidth;
-    live += resultBytes;
+    live += heldBytes;
     double now = argumentBytes + live + temporaries;
     if (now > cost.peakBytes) {
       cost.peakBytes = now;
@@ -323,7 +342,7 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     double &phase = inMicroBatch[i] ? cost.microBatchPeakBytes : cost.stepPeakBytes;
     phase = std::max(phase, now);
     for (unsigned n : dyingNumbers[i])
-      live -= splat[n] ? bytesOf(values[n], heldAs[n]) : bytesOf(values[n], layouts[n]);
+      live -= held[n];
   }
 
   // Updated parameters and state return in their argument's layout;

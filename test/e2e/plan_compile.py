@@ -12,9 +12,15 @@ command is then run (`--emit mlir`), and:
   largest over pipeline stages): it may not be below it by more than 10% (a plan
   that does not fit where ppc plan says it does), nor above it by more than
   OVER (the optimizer's update is priced unfused, as ppc compile's planner prices
-  it: the worst measured is 1.56, GPT on 1x8x1 with full recomputation; 2.17, with
-  the optimizer offloaded, before splat constants were priced as the partitioner
-  makes them).
+  it: the worst measured is 1.34, LLaMA on 8x1x1 with ZeRO 2; 1.56 before the
+  pricer held a value sliced to its hint as the slice, 2.17 before splat
+  constants were priced as the partitioner makes them).
+
+GPT is planned under two budgets: 24 MiB, and 18 MiB, where ppc compile used to
+refuse a printed plan by its own estimate. (At 12 MiB some plans are still
+predicted under their compiled peak by more than 10%, 1x4x2 with 8 micro-batches
+by 13%, and two, 1x2x4 and 2x4x1, print under a budget their programs exceed by
+7 and 9%: an open defect, in docs/architecture.md.)
 
     /usr/bin/python3 test/e2e/plan_compile.py --ppc build/bin/ppc
 """
@@ -30,12 +36,18 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, "..", "..", "models")
-UNDER, OVER = 0.9, 1.8
+UNDER, OVER = 0.9, 1.5
+GPT = [sys.executable, os.path.join(MODELS, "ppc_models.py"), "--kind", "gpt", "--d-model", "128",
+       "--layers", "8", "--heads", "4", "--vocab", "512", "--seq", "128", "--dynamic",
+       "--no-constant-folding"]
 CASES = [  # (name, writer arguments, plan arguments)
-    ("gpt", [sys.executable, os.path.join(MODELS, "ppc_models.py"), "--kind", "gpt",
-             "--d-model", "128", "--layers", "8", "--heads", "4", "--vocab", "512",
-             "--seq", "128", "--dynamic", "--no-constant-folding"],
+    ("gpt", GPT,
      ["--devices", "8", "--global-batch", "32", "--seq", "128", "--memory-per-rank", "24M"]),
+    # A tighter budget, where ppc compile refused a printed plan by its own estimate
+    # (4x2x1, the optimizer offloaded: 20.6 MB, 17.5 exactly; the pricer leaked each
+    # value sliced to a hint, and the exact memory plan did not decide).
+    ("gpt-18M", GPT,
+     ["--devices", "8", "--global-batch", "32", "--seq", "128", "--memory-per-rank", "18M"]),
     ("llama", [sys.executable, os.path.join(MODELS, "onnx_llama.py"), "--layers", "8",
                "--hidden", "128", "--heads", "4", "--kv-heads", "2", "--intermediate", "344",
                "--vocab", "512", "--seq", "128", "--batch", "0"],

@@ -198,4 +198,41 @@ TEST(PlanPricer, ASplatConstantIsHeldSplitFromItsFirstUse) {
   EXPECT_EQ(cost->collectivesByAxes["dp"], 1);
 }
 
+// Values computed whole and sliced to the layout their use hints (here, the
+// updated parameter's rows): each is held as its slice once made, its whole
+// a temporary of the op that computes it. The pricer used to add the whole
+// and take away the slice when the value died, so every such value leaked
+// the difference until the step's end: the estimate grew with the number of
+// ops (GPT on 1x8x1: 2.4 times the compiled peak at 8 micro-batches, 1.2 at
+// one).
+TEST(PlanPricer, AValueSlicedToItsHintIsHeldAsTheSlice) {
+  MLIRContext context;
+  context.loadDialect<PpcDialect, func::FuncDialect>();
+  auto module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @train_step(%x: tensor<64x32xf32> {ppc.input = "x"},
+                          %w: tensor<64x32xf32> {ppc.param = "w"})
+        -> (tensor<64x32xf32> {ppc.param = "w"}) {
+      %e1 = ppc.exp %x : tensor<64x32xf32>
+      %e2 = ppc.exp %x : tensor<64x32xf32>
+      %e3 = ppc.exp %x : tensor<64x32xf32>
+      %e4 = ppc.exp %x : tensor<64x32xf32>
+      %s1 = ppc.sub %w, %e1 : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+      %s2 = ppc.sub %s1, %e2 : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+      %s3 = ppc.sub %s2, %e3 : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+      %s4 = ppc.sub %s3, %e4 : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+      return %s4 : tensor<64x32xf32>
+    }
+  )mlir",
+                                            &context);
+  ASSERT_TRUE(module);
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  PlanPricer pricer(step, {{"pp", 1}, {"dp", 4}, {"tp", 1}}, DeviceModel());
+  auto cost = pricer.price({layout({{}, {}}), layout({{"dp"}, {}})});
+  ASSERT_TRUE(succeeded(cost));
+  double whole = 64 * 32 * 4, slice = whole / 4, arguments = whole + slice;
+  // At %e4: the four slices and %e4 whole; never the four wholes.
+  EXPECT_DOUBLE_EQ(cost->peakBytes, arguments + 4 * slice + whole);
+  EXPECT_TRUE(cost->collectivesByAxes.empty());
+}
+
 } // namespace

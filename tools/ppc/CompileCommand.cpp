@@ -263,6 +263,9 @@ int runCompileCommand(int argc, char **argv) {
   // Elementwise values recomputed inside the gradients' fused kernels
   // (ppc-recompute pointwise): on a GPU those kernels are bound by memory.
   setup.parallelize.recomputePointwise = targetKind == codegen::Target::Cuda;
+  // Where no plan fits by the planner's estimate, its closest is compiled
+  // and the exact memory plan decides (below).
+  setup.parallelize.keepClosest = true;
   for (int attempt = 0;; ++attempt) {
     OwningOpRef<ModuleOp> parallel = step->clone();
     rewindDump(pipelineFlags.dumpIR, trained);
@@ -306,6 +309,23 @@ int runCompileCommand(int argc, char **argv) {
         peak, setup.parallelize.recomputeMemoryPerRank.getValue());
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The planner found no plan that fits by its estimate and kept the
+  // closest: the compiled programs' exact plans decide, before anything is
+  // written.
+  if (auto first = trainingPrograms(*module); !first.empty())
+    if (auto plan = first.front()->getAttrOfType<DictionaryAttr>(PpcDialect::kPlanAttrName))
+      if (auto overBudget = plan.getAs<StringAttr>("over_budget")) {
+        int64_t peak = 0;
+        for (const codegen::ProgramLayout &layout : layouts)
+          peak = std::max(peak, layout.memory.peakBytes);
+        if (peak > setup.parallelize.memoryPerRank)
+          return reportError(llvm::formatv("{0} by estimate, and its program {1} exactly",
+                                           overBudget.getValue(), peak));
+        llvm::errs() << llvm::formatv(
+            "note: by estimate, {0}; compiled, its program needs {1} bytes per rank exactly, "
+            "which fits\n",
+            overBudget.getValue(), peak);
+      }
 
   if (!report.path.empty() && failed(writeCommunicationReport(report.path, *module, 1)))
     return 1;
