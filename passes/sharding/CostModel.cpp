@@ -261,7 +261,21 @@ FailureOr<PlanCost> PlanPricer::price(llvm::ArrayRef<Layout> arguments,
     for (auto [k, n] : llvm::enumerate(operands)) {
       touched += bytesOf(values[n], decided.operands[k]);
       if (!splat[n]) {
-        temporaries += convert(n, *in[k], decided.operands[k]);
+        // The converted copy serves every later use that wants the same
+        // layout (convert makes it once), so it lives until the value's
+        // last use, as the partitioner's collective result does: the
+        // all-gathers of a recomputed block live through its backward.
+        // A partial value reduced (used reduced from then on) and an
+        // argument's copy (gathered where used) are temporaries.
+        double copy = convert(n, *in[k], decided.operands[k]);
+        Layout reduced = *in[k];
+        reduced.partial.clear();
+        if (copy > 0 && n >= numArgs && lastUse[n] > i && reduced != decided.operands[k]) {
+          held[n] += copy;
+          live += copy;
+        } else {
+          temporaries += copy;
+        }
         continue;
       }
       // A splat constant: held from its first use, in the layout wanted

@@ -17,10 +17,10 @@ command is then run (`--emit mlir`), and:
   constants were priced as the partitioner makes them).
 
 GPT is planned under two budgets: 24 MiB, and 18 MiB, where ppc compile used to
-refuse a printed plan by its own estimate. (At 12 MiB some plans are still
-predicted under their compiled peak by more than 10%, 1x4x2 with 8 micro-batches
-by 13%, and two, 1x2x4 and 2x4x1, print under a budget their programs exceed by
-7 and 9%: an open defect, in docs/architecture.md.)
+refuse a printed plan by its own estimate. (At 12 MiB two pipelined plans are
+still predicted under their compiled peak, 1x4x2 with 8 micro-batches by 13%, and
+1x2x4 prints under a budget its program exceeds by 7%: a stage is priced as 1/pp
+of the step; open, in docs/architecture.md.)
 
     /usr/bin/python3 test/e2e/plan_compile.py --ppc build/bin/ppc
 """
