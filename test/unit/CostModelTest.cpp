@@ -168,14 +168,25 @@ TEST_F(PlanPricerTest, ALayoutThatDoesNotDivideIsInfinitelyExpensive) {
   EXPECT_FALSE(std::isfinite(cost.seconds()));
 }
 
+/// Prices the @train_step of `source` on 4 data-parallel ranks with the
+/// arguments in `arguments`.
+FailureOr<PlanCost> priceOnFourDataRanks(const char *source, llvm::ArrayRef<Layout> arguments) {
+  MLIRContext context;
+  context.loadDialect<PpcDialect, func::FuncDialect>();
+  auto module = parseSourceString<ModuleOp>(source, &context);
+  if (!module)
+    return failure();
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  PlanPricer pricer(step, {{"pp", 1}, {"dp", 4}, {"tp", 1}}, DeviceModel());
+  return pricer.price(arguments);
+}
+
 // A splat constant of the batch's shape, used late by data-parallel ops: the
 // partitioner makes it in the layout its use wants, where it is used
 // (Partitioner::convert), so it is priced at the rank's rows from that use,
 // with no collective: not whole on every rank from the start of the step.
 TEST(PlanPricer, ASplatConstantIsHeldSplitFromItsFirstUse) {
-  MLIRContext context;
-  context.loadDialect<PpcDialect, func::FuncDialect>();
-  auto module = parseSourceString<ModuleOp>(R"mlir(
+  auto cost = priceOnFourDataRanks(R"mlir(
     func.func @train_step(%x: tensor<64x32xf32> {ppc.input = "x"},
                           %w: tensor<32x128xf32> {ppc.param = "w"})
         -> (tensor<64x128xf32> {ppc.output = "y"}) {
@@ -185,11 +196,7 @@ TEST(PlanPricer, ASplatConstantIsHeldSplitFromItsFirstUse) {
       return %y : tensor<64x128xf32>
     }
   )mlir",
-                                            &context);
-  ASSERT_TRUE(module);
-  auto step = module->lookupSymbol<func::FuncOp>("train_step");
-  PlanPricer pricer(step, {{"pp", 1}, {"dp", 4}, {"tp", 1}}, DeviceModel());
-  auto cost = pricer.price({layout({{"dp"}, {}}), layout({{}, {}})});
+                                   {layout({{"dp"}, {}}), layout({{}, {}})});
   ASSERT_TRUE(succeeded(cost));
   double arguments = (16 * 32 + 32 * 128) * 4, rowsOfH = 16 * 128 * 4;
   // At the product: the arguments, h, the constant's 16 rows and y's.
@@ -206,9 +213,7 @@ TEST(PlanPricer, ASplatConstantIsHeldSplitFromItsFirstUse) {
 // ops (GPT on 1x8x1: 2.4 times the compiled peak at 8 micro-batches, 1.2 at
 // one).
 TEST(PlanPricer, AValueSlicedToItsHintIsHeldAsTheSlice) {
-  MLIRContext context;
-  context.loadDialect<PpcDialect, func::FuncDialect>();
-  auto module = parseSourceString<ModuleOp>(R"mlir(
+  auto cost = priceOnFourDataRanks(R"mlir(
     func.func @train_step(%x: tensor<64x32xf32> {ppc.input = "x"},
                           %w: tensor<64x32xf32> {ppc.param = "w"})
         -> (tensor<64x32xf32> {ppc.param = "w"}) {
@@ -223,11 +228,7 @@ TEST(PlanPricer, AValueSlicedToItsHintIsHeldAsTheSlice) {
       return %s4 : tensor<64x32xf32>
     }
   )mlir",
-                                            &context);
-  ASSERT_TRUE(module);
-  auto step = module->lookupSymbol<func::FuncOp>("train_step");
-  PlanPricer pricer(step, {{"pp", 1}, {"dp", 4}, {"tp", 1}}, DeviceModel());
-  auto cost = pricer.price({layout({{}, {}}), layout({{"dp"}, {}})});
+                                   {layout({{}, {}}), layout({{"dp"}, {}})});
   ASSERT_TRUE(succeeded(cost));
   double whole = 64 * 32 * 4, slice = whole / 4, arguments = whole + slice;
   // At %e4: the four slices and %e4 whole; never the four wholes.

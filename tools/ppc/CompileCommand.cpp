@@ -266,6 +266,13 @@ int runCompileCommand(int argc, char **argv) {
   // Where no plan fits by the planner's estimate, its closest is compiled
   // and the exact memory plan decides (below).
   setup.parallelize.keepClosest = true;
+  // The largest arena peak of the programs laid out last (exact).
+  auto exactPeak = [&] {
+    int64_t peak = 0;
+    for (const codegen::ProgramLayout &layout : layouts)
+      peak = std::max(peak, layout.memory.peakBytes);
+    return peak;
+  };
   for (int attempt = 0;; ++attempt) {
     OwningOpRef<ModuleOp> parallel = step->clone();
     rewindDump(pipelineFlags.dumpIR, trained);
@@ -282,9 +289,7 @@ int runCompileCommand(int argc, char **argv) {
     module = std::move(parallel);
     layouts = std::move(*laidOut);
     // The arena's peak, and the unfused plans' (what auto fitted).
-    int64_t peak = 0, unfused = 0;
-    for (const codegen::ProgramLayout &layout : layouts)
-      peak = std::max(peak, layout.memory.peakBytes);
+    int64_t peak = exactPeak(), unfused = 0;
     for (func::FuncOp program : trainingPrograms(*module))
       if (FailureOr<int64_t> live = peakLiveBytes(program); succeeded(live))
         unfused = std::max(unfused, *live);
@@ -315,9 +320,7 @@ int runCompileCommand(int argc, char **argv) {
   if (auto first = trainingPrograms(*module); !first.empty())
     if (auto plan = first.front()->getAttrOfType<DictionaryAttr>(PpcDialect::kPlanAttrName))
       if (auto overBudget = plan.getAs<StringAttr>("over_budget")) {
-        int64_t peak = 0;
-        for (const codegen::ProgramLayout &layout : layouts)
-          peak = std::max(peak, layout.memory.peakBytes);
+        int64_t peak = exactPeak();
         if (peak > setup.parallelize.memoryPerRank)
           return reportError(llvm::formatv("{0} by estimate, and its program {1} exactly",
                                            overBudget.getValue(), peak));
