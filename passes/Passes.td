@@ -162,6 +162,39 @@ def WidenPaddedElementwise : Pass<"ppc-widen-padded-elementwise", "mlir::func::F
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def CloneWideningCasts : Pass<"ppc-clone-widening-casts", "mlir::func::FuncOp"> {
+  let summary = "Gives each elementwise reader of a widening float cast its own cast";
+  let description = [{
+    Under bf16 a weight's gradient is cast to f32 once, and the gradient
+    norm's square and the optimizer's update both read the f32 copy, which
+    codegen then stores (4 bytes an element) where each reader could read
+    the bf16 gradient (2 bytes) and widen it in its own kernel; a norm's
+    output gradient, cast once for its scale's gradient and its bias's
+    (two sums over the rows), likewise. Where every reader of a widening
+    cast (bf16 or f16 to f32, f32 to f64) fuses with its operands in
+    codegen (an elementwise op, or a sum, mean, max or min), each reader
+    after the first gets its own cast, placed just before it with the
+    reader's attributes (micro-batch, optimizer tag): the casts fuse into
+    their readers' kernels and the wide copy is never stored. Widening is
+    exact: the results are the same bit for bit. Run last (CSE would merge
+    the casts again).
+
+    ```mlir
+    %g = ppc.cast %b : tensor<8xbf16> -> tensor<8xf32>
+    %n = ppc.mul %g, %g : ...
+    %m = ppc.mul %g, %s {ppc.optimizer = "w"} : ...
+    ```
+    becomes
+    ```mlir
+    %g = ppc.cast %b : tensor<8xbf16> -> tensor<8xf32>
+    %n = ppc.mul %g, %g : ...
+    %g2 = ppc.cast %b {ppc.optimizer = "w"} : tensor<8xbf16> -> tensor<8xf32>
+    %m = ppc.mul %g2, %s {ppc.optimizer = "w"} : ...
+    ```
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def SimplifyOneHots : Pass<"ppc-simplify-one-hots", "mlir::func::FuncOp"> {
   let summary = "Builds one-hot rows in the shape that reads them and sums them from their targets";
   let description = [{

@@ -83,6 +83,8 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
     pm.addNestedPass<func::FuncOp>(createSplitLogSoftmax());
     if (options.alignGemms)
       pm.addNestedPass<func::FuncOp>(createWidenPaddedElementwise());
+    // Last: CSE would merge the casts again.
+    pm.addNestedPass<func::FuncOp>(createCloneWideningCasts());
   };
   if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1) {
     if (options.offload != "none")
