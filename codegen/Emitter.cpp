@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 using namespace mlir;
 
@@ -44,6 +45,33 @@ static bool foldsIntoGemms(TransposeOp transpose) {
   });
 }
 
+/// Whether `slice` is the first elements of its operand's buffer: unit
+/// steps from 0, every dimension whole but one, and those before it of size
+/// 1 (the leading rows of a row-major matrix: the unpadded rows of a
+/// gradient computed on a padded vocabulary, ppc-align-gemms).
+static bool isLeadingPrefix(SliceOp slice) {
+  auto shape = llvm::cast<RankedTensorType>(slice.getInput().getType()).getShape();
+  // The first dimension cut short: those before it must be 1, those after whole.
+  std::optional<size_t> cut;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    if (slice.getStarts()[d] != 0 || slice.getSteps()[d] != 1)
+      return false;
+    bool whole = slice.getLimits()[d] == size;
+    if (cut && !whole)
+      return false;
+    if (!cut && !whole)
+      cut = d;
+  }
+  for (size_t d = 0; cut && d < *cut; ++d)
+    if (shape[d] != 1)
+      return false;
+  return true;
+}
+
+static int64_t numElementsOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
+}
+
 /// The layout of `program` with the fusion plan of `options`.
 static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunication,
                                        const FusionOptions &options) {
@@ -56,11 +84,36 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
   layout.strided = planStridedViews(program, layout.fusion);
   for (auto &[value, view] : layout.strided.views)
     layout.holders[value] = view.stored;
+  // Whether `v`'s elements lie in row-major order from the start of its
+  // buffer: a stored value, or a view of one that keeps that order (a
+  // reshape, a transpose undoing a transpose); not a strided view, nor a
+  // transpose the GEMMs read transposed.
+  std::function<bool(Value)> denseInItsBuffer = [&](Value v) -> bool {
+    if (layout.strided.views.count(v))
+      return false;
+    if (!layout.holders.count(v))
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (llvm::isa_and_nonnull<ReshapeOp, SliceOp>(def)) // (a slice: a prefix view)
+      return denseInItsBuffer(def->getOperand(0));
+    if (auto transpose = llvm::dyn_cast_or_null<TransposeOp>(def);
+        transpose && undoesItsOperand(transpose))
+      return denseInItsBuffer(transpose.getInput().getDefiningOp<TransposeOp>().getInput());
+    return false;
+  };
   for (Operation &op : program.getBody().front()) {
     if (layout.strided.inPlace.count(&op) || layout.fusion.foldedInto.count(&op))
       continue;
     if (auto reshape = llvm::dyn_cast<ReshapeOp>(op))
       layout.holders[reshape.getResult()] = holder(reshape.getInput());
+    // A prefix view keeps its operand's whole buffer for as long as the
+    // slice is read: only where nothing else reads the operand and the slice
+    // is most of it (not one gradient of a flattened all-reduce bucket).
+    if (auto slice = llvm::dyn_cast<SliceOp>(op);
+        slice && isLeadingPrefix(slice) && slice.getInput().hasOneUse() &&
+        2 * numElementsOf(slice.getResult()) >= numElementsOf(slice.getInput()) &&
+        denseInItsBuffer(slice.getInput()))
+      layout.holders[slice.getResult()] = holder(slice.getInput());
     if (auto transpose = llvm::dyn_cast<TransposeOp>(op)) {
       if (undoesItsOperand(transpose))
         layout.holders[transpose.getResult()] =
@@ -239,7 +292,7 @@ LogicalResult hostCanRun(llvm::ArrayRef<Operation *> ops, EmitContext &ctx) {
 bool ProgramLayout::isView(Operation *op) const {
   if (strided.inPlace.count(op))
     return true;
-  if (!llvm::isa<ReshapeOp, TransposeOp>(op))
+  if (!llvm::isa<ReshapeOp, TransposeOp, SliceOp>(op))
     return false;
   return holders.count(op->getResult(0)) != 0;
 }

@@ -133,6 +133,8 @@ static int64_t sliceStrides(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
 
 static LogicalResult emitSlice(Operation *op, EmitContext &ctx) {
   auto slice = llvm::cast<SliceOp>(op);
+  if (ctx.holder(slice.getResult()) == ctx.holder(slice.getInput()))
+    return success(); // The first elements of its operand's buffer.
   llvm::SmallVector<int64_t> strides;
   int64_t offset =
       sliceStrides(shapeOf(slice.getInput()), slice.getStarts(), slice.getSteps(), strides);
