@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 
 using namespace mlir;
 
@@ -68,10 +67,6 @@ static bool isLeadingPrefix(SliceOp slice) {
   return true;
 }
 
-static int64_t numElementsOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
-}
-
 /// The layout of `program` with the fusion plan of `options`.
 static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunication,
                                        const FusionOptions &options) {
@@ -88,17 +83,19 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
   // buffer: a stored value, or a view of one that keeps that order (a
   // reshape, a transpose undoing a transpose); not a strided view, nor a
   // transpose the GEMMs read transposed.
-  std::function<bool(Value)> denseInItsBuffer = [&](Value v) -> bool {
-    if (layout.strided.views.count(v))
-      return false;
-    if (!layout.holders.count(v))
-      return true;
-    Operation *def = v.getDefiningOp();
-    if (llvm::isa_and_nonnull<ReshapeOp, SliceOp>(def)) // (a slice: a prefix view)
-      return denseInItsBuffer(def->getOperand(0));
-    if (auto transpose = llvm::dyn_cast_or_null<TransposeOp>(def);
-        transpose && undoesItsOperand(transpose))
-      return denseInItsBuffer(transpose.getInput().getDefiningOp<TransposeOp>().getInput());
+  auto denseInItsBuffer = [&](Value v) {
+    while (!layout.strided.views.count(v)) {
+      if (!layout.holders.count(v))
+        return true;
+      Operation *def = v.getDefiningOp();
+      if (llvm::isa_and_nonnull<ReshapeOp, SliceOp>(def)) // (a slice: a prefix view)
+        v = def->getOperand(0);
+      else if (auto transpose = llvm::dyn_cast_or_null<TransposeOp>(def);
+               transpose && undoesItsOperand(transpose))
+        v = transpose.getInput().getDefiningOp<TransposeOp>().getInput();
+      else
+        return false;
+    }
     return false;
   };
   for (Operation &op : program.getBody().front()) {
@@ -111,7 +108,7 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
     // is most of it (not one gradient of a flattened all-reduce bucket).
     if (auto slice = llvm::dyn_cast<SliceOp>(op);
         slice && isLeadingPrefix(slice) && slice.getInput().hasOneUse() &&
-        2 * numElementsOf(slice.getResult()) >= numElementsOf(slice.getInput()) &&
+        2 * numElements(shapeOf(slice.getResult())) >= numElements(shapeOf(slice.getInput())) &&
         denseInItsBuffer(slice.getInput()))
       layout.holders[slice.getResult()] = holder(slice.getInput());
     if (auto transpose = llvm::dyn_cast<TransposeOp>(op)) {

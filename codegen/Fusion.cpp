@@ -262,15 +262,6 @@ ArrayRef<int64_t> loopShape(const FusionGroup &group) {
   return shapeOf(group.ops.back()->getResult(0));
 }
 
-llvm::StringRef fusableReduction(Operation *op) {
-  return llvm::TypeSwitch<Operation *, llvm::StringRef>(op)
-      .Case<ReduceSumOp>([](auto) { return "Sum"; })
-      .Case<ReduceMeanOp>([](auto) { return "Mean"; })
-      .Case<ReduceMaxOp>([](auto) { return "Max"; })
-      .Case<ReduceMinOp>([](auto) { return "Min"; })
-      .Default([](auto) { return ""; });
-}
-
 /// What makes groups alike (GroupBatch): each op's name, properties and
 /// result element type; each operand as the group's own value (which op,
 /// which result), an inlined constant (its value) or an input (which one,

@@ -60,10 +60,6 @@ struct FusionGroup {
 /// input's, when it ends in one).
 llvm::ArrayRef<int64_t> loopShape(const FusionGroup &group);
 
-/// Whether `op` is a reduction a fusion group can end in, and its kind's
-/// name in ppcrt ("Sum", "Mean", "Max", "Min"); "" otherwise.
-llvm::StringRef fusableReduction(mlir::Operation *op);
-
 /// A GEMM that computes the adds reading its product: `adds` in program
 /// order, each the only reader of the previous value (the product first),
 /// adding `bias` (a row vector broadcast over the rows: one element per

@@ -19,9 +19,9 @@
 
 #include "ir/PpcOps.h"
 #include "passes/Passes.h"
+#include "passes/Recognition.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -39,10 +39,9 @@ bool widens(CastOp cast) {
 }
 
 /// Whether codegen computes `op` in the fused kernel of its operands:
-/// elementwise ops, and the reductions that end a fused group
-/// (codegen/Fusion.cpp, fusableReduction).
+/// elementwise ops, and the reductions that end a fused group.
 bool fusesWithItsOperands(Operation *op) {
-  return llvm::isa<ElementwiseOpInterface, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op);
+  return llvm::isa<ElementwiseOpInterface>(op) || !fusableReduction(op).empty();
 }
 
 struct CloneWideningCasts : impl::CloneWideningCastsBase<CloneWideningCasts> {
@@ -53,17 +52,15 @@ struct CloneWideningCasts : impl::CloneWideningCastsBase<CloneWideningCasts> {
         casts.push_back(cast);
     });
     for (CastOp cast : casts) {
-      // The readers, each once, in program order.
-      llvm::SetVector<Operation *> readers;
-      for (Operation *user : cast->getUsers())
-        readers.insert(user);
-      if (readers.size() < 2 || llvm::any_of(readers, [&](Operation *user) {
+      if (llvm::any_of(cast->getUsers(), [&](Operation *user) {
             return !fusesWithItsOperands(user) || user->getBlock() != cast->getBlock();
           }))
         continue;
-      llvm::SmallVector<Operation *> ordered(readers.begin(), readers.end());
-      llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-      for (Operation *reader : llvm::drop_begin(ordered)) {
+      // The readers, each once, in program order.
+      llvm::SmallVector<Operation *> readers(cast->getUsers());
+      llvm::sort(readers, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+      readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+      for (Operation *reader : llvm::drop_begin(readers)) {
         OpBuilder builder(reader);
         auto copy = builder.create<CastOp>(cast.getLoc(), cast.getType(), cast.getOperand());
         copy->setDiscardableAttrs(reader->getDiscardableAttrDictionary());

@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 
@@ -41,6 +42,15 @@ std::optional<Attribute> splatValue(Value value) {
   if (!dense || !dense.isSplat())
     return std::nullopt;
   return dense.getSplatValue<Attribute>();
+}
+
+llvm::StringRef fusableReduction(Operation *op) {
+  return llvm::TypeSwitch<Operation *, llvm::StringRef>(op)
+      .Case<ReduceSumOp>([](auto) { return "Sum"; })
+      .Case<ReduceMeanOp>([](auto) { return "Mean"; })
+      .Case<ReduceMaxOp>([](auto) { return "Max"; })
+      .Case<ReduceMinOp>([](auto) { return "Min"; })
+      .Default([](auto) { return ""; });
 }
 
 bool isZerosConstant(Value value) {

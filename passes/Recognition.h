@@ -30,6 +30,10 @@ std::optional<double> floatScalarConstant(mlir::Value value);
 /// without a collective, and what the planner prices so.
 std::optional<mlir::Attribute> splatValue(mlir::Value value);
 
+/// Whether `op` is a reduction a fusion group can end in (codegen), and its
+/// kind's name in ppcrt ("Sum", "Mean", "Max", "Min"); "" otherwise.
+llvm::StringRef fusableReduction(mlir::Operation *op);
+
 /// Whether `value` is a constant whose every element is zero (float or
 /// integer).
 bool isZerosConstant(mlir::Value value);
