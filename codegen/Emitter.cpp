@@ -395,9 +395,11 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
 
     double flops = 0;
     for (Operation &op : program.getBody().front()) {
-      // (A norm gradient's add runs in its kernel, FusionPlan::normGradAdd.)
+      // (A norm gradient's add and sums run in its kernel, FusionPlan::
+      // normGradAdd and normGradSums.)
       if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op) ||
-          layout.fusion.foldedInto.contains(&op) || layout.fusion.normGradOfAdd.contains(&op))
+          layout.fusion.foldedInto.contains(&op) || layout.fusion.normGradOfAdd.contains(&op) ||
+          layout.fusion.normGradOfSum.contains(&op))
         continue;
       flops += flopsOf(&op); // MFU's numerator
       if (const GemmEpilogue *epilogue = layout.fusion.epilogue(&op)) {
@@ -482,6 +484,8 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
           in.push_back(addend);
           out.push_back(layout.fusion.normGradAdd.lookup(&op)->getResult(0));
         }
+        for (const NormGradSum &sum : layout.fusion.normGradSums.lookup(&op))
+          out.push_back(sum.reduction->getResult(0));
         reads = rangesOf(in);
         writes = rangesOf(out);
         waitFor(reads, writes, byHost);

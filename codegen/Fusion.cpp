@@ -39,6 +39,8 @@ Operation *FusionPlan::runsAt(Operation *op) const {
     return folded->second;
   if (auto grad = normGradOfAdd.find(op); grad != normGradOfAdd.end())
     return grad->second;
+  if (auto grad = normGradOfSum.find(op); grad != normGradOfSum.end())
+    return grad->second;
   if (const GemmEpilogue *e = epilogue(op))
     return e->adds.back();
   auto it = groupOf.find(op);
@@ -55,6 +57,8 @@ bool FusionPlan::unstored(Value value) const {
     return false;
   if (inlinedConstants.contains(def) || foldedInto.contains(def))
     return true;
+  if (normGradOfSum.contains(def))
+    return !llvm::isa<ReduceSumOp>(def); // a chain's value; its reduction's is written
   if (normGradAdd.contains(def))
     return value == def->getResult(0);
   if (const GemmEpilogue *e = epilogue(def))
@@ -253,6 +257,133 @@ static void planNormGradAdds(Block &body, FusionPlan &plan) {
       continue;
     plan.normGradAdd[&op] = add;
     plan.normGradOfAdd[add] = &op;
+  }
+}
+
+/// The largest normalized size whose sums a norm gradient's kernel takes:
+/// it keeps them in registers, at most 8 columns for each of 1,024 threads
+/// (Kernels.cuh's kNormSumsPerThread).
+static constexpr int64_t kNormSumsMaxSize = 8 * 1024;
+
+/// The sums over the rows that norm gradients compute in their kernels
+/// (NormGradSum): for each gradient, the reductions of its own micro-batch
+/// over exactly the dimensions before the normalized ones, whose chains
+/// match, every value of a chain read by the next op alone and nothing
+/// claimed by another fusion; each reduction's readers come after the
+/// gradient, where it now runs. The chains compute in the gradient's
+/// statistics' type (f32, f64 for f64), which the kernel computes in.
+static void planNormGradSums(Block &body, FusionPlan &plan) {
+  auto claimed = [&](Operation *op) {
+    return plan.foldedInto.contains(op) || plan.epilogueOf.contains(op) ||
+           plan.normGradOfAdd.contains(op) || plan.normGradOfSum.contains(op);
+  };
+  for (Operation &op : body) {
+    if (!llvm::isa<LayerNormGradOp, RmsNormGradOp>(op) || runsOnHost(&op))
+      continue;
+    bool centered = llvm::isa<LayerNormGradOp>(op);
+    Value x = op.getOperand(0), dy = op.getOperand(2), rstd = op.getResults().back();
+    Value mean = centered ? op.getResult(1) : Value();
+    Value written = plan.normGradAdd.contains(&op) ? plan.normGradAdd.lookup(&op)->getResult(0)
+                                                   : op.getResult(0);
+    ArrayRef<int64_t> shape = shapeOf(x);
+    int64_t axis = op.getAttrOfType<IntegerAttr>("axis").getInt(), size = 1;
+    for (int64_t d : shape.drop_front(axis))
+      size *= d;
+    Type stats = getElementTypeOrSelf(rstd.getType());
+    Type compute = getElementTypeOrSelf(x.getType()).isF64()
+                       ? Type(Float64Type::get(op.getContext()))
+                       : Type(Float32Type::get(op.getContext()));
+    if (size < 1 || size > kNormSumsMaxSize || stats != compute)
+      continue;
+    auto range = llvm::seq<int64_t>(0, axis);
+    llvm::SmallVector<int64_t> rows(range.begin(), range.end());
+    // `reader`, if a sum over the rows the gradient may run.
+    auto rowSum = [&](Operation *reader) -> Operation * {
+      auto sum = llvm::dyn_cast_or_null<ReduceSumOp>(reader);
+      if (!sum || shapeOf(sum.getInput()) != shape || sum.getAxes() != ArrayRef<int64_t>(rows) ||
+          claimed(sum) || runsOnHost(sum) || microBatch(sum) != microBatch(&op))
+        return nullptr;
+      for (Operation *reader : sum->getUsers())
+        if (!op.isBeforeInBlock(reader))
+          return nullptr;
+      return sum;
+    };
+    // Whether `value` is `of`, or a widening cast of it to the compute type
+    // read once (appended to `chain`).
+    auto widened = [&](Value value, Value of, llvm::SmallVectorImpl<Operation *> &chain) {
+      if (value == of)
+        return getElementTypeOrSelf(of.getType()) == compute;
+      auto cast = value.getDefiningOp<CastOp>();
+      if (!cast || cast.getOperand() != of || !value.hasOneUse() || claimed(cast) ||
+          getElementTypeOrSelf(value.getType()) != compute ||
+          !llvm::isa<FloatType>(getElementTypeOrSelf(of.getType())) ||
+          getElementTypeOrSelf(of.getType()).getIntOrFloatBitWidth() >
+              compute.getIntOrFloatBitWidth())
+        return false;
+      chain.push_back(cast);
+      return true;
+    };
+    // The op reading `value`, where it is read once.
+    auto onlyReader = [&](Value value) -> Operation * {
+      return value.hasOneUse() && !claimed(*value.getUsers().begin()) ? *value.getUsers().begin()
+                                                                      : nullptr;
+    };
+    llvm::SmallVector<NormGradSum, 3> sums;
+    llvm::SmallVector<Operation *> chains;
+    auto take = [&](NormGradSum::Kind kind, Operation *sum, ArrayRef<Operation *> chain) {
+      if (!sum || llvm::any_of(sums, [&](const NormGradSum &s) { return s.kind == kind; }))
+        return;
+      sums.push_back({kind, sum});
+      llvm::append_range(chains, chain);
+      chains.push_back(sum);
+    };
+    // dy (and the input's gradient): the sum of it or of its widening cast.
+    auto sumsOf = [&](Value of, NormGradSum::Kind kind, bool anyType) {
+      for (Operation *reader : of.getUsers()) {
+        llvm::SmallVector<Operation *, 1> chain;
+        Value summed = of;
+        if (!llvm::isa<ReduceSumOp>(reader)) {
+          summed = reader->getNumResults() == 1 ? reader->getResult(0) : Value();
+          if (!summed || !widened(summed, of, chain))
+            continue;
+          reader = onlyReader(summed);
+        }
+        if (anyType || getElementTypeOrSelf(summed.getType()) == compute)
+          take(kind, rowSum(reader), chain);
+      }
+    };
+    sumsOf(dy, NormGradSum::Kind::ResultGrad, /*anyType=*/false);
+    sumsOf(written, NormGradSum::Kind::InputGrad, /*anyType=*/true);
+    // dy * ((x - mean) * rstd), rms_norm's dy * (x * rstd), products in
+    // either order.
+    for (Operation *scaled : rstd.getUsers()) {
+      llvm::SmallVector<Operation *, 6> chain;
+      Value centeredX = llvm::isa<MulOp>(scaled) ? otherOperand(scaled, rstd) : Value();
+      if (!centeredX || claimed(scaled))
+        continue;
+      chain.push_back(scaled);
+      if (centered) {
+        auto sub = centeredX.getDefiningOp<SubOp>();
+        if (!sub || sub.getRhs() != mean || !centeredX.hasOneUse() || claimed(sub))
+          continue;
+        chain.push_back(sub);
+        centeredX = sub.getLhs();
+      }
+      if (!widened(centeredX, x, chain))
+        continue;
+      Operation *product = onlyReader(scaled->getResult(0));
+      Value g = product && llvm::isa<MulOp>(product) ? otherOperand(product, scaled->getResult(0))
+                                                     : Value();
+      if (!g || !widened(g, dy, chain))
+        continue;
+      chain.push_back(product);
+      take(NormGradSum::Kind::ScaleGrad, rowSum(onlyReader(product->getResult(0))), chain);
+    }
+    if (sums.empty())
+      continue;
+    for (Operation *member : chains)
+      plan.normGradOfSum[member] = &op;
+    plan.normGradSums[&op] = std::move(sums);
   }
 }
 
@@ -463,9 +594,11 @@ FusionPlan planFusion(func::FuncOp func, const FusionOptions &options) {
   if (options.gemmEpilogues)
     planGemmEpilogues(body, plan);
   planNormGradAdds(body, plan);
+  if (options.normGradSums)
+    planNormGradSums(body, plan);
   for (Operation &op : body) {
     if (plan.foldedInto.contains(&op) || plan.epilogueOf.contains(&op) ||
-        plan.normGradOfAdd.contains(&op))
+        plan.normGradOfAdd.contains(&op) || plan.normGradOfSum.contains(&op))
       continue;
     if (fuseReductions && !fusableReduction(&op).empty()) {
       Value input = op.getOperand(0);

@@ -19,7 +19,9 @@
 // those adds in the GEMM (FusionPlan::epilogues) and is never stored. A
 // LayerNorm's or RMSNorm's gradient read only by an add of a tensor computed
 // before it (the residual stream's gradient) adds it in its own kernel
-// (FusionPlan::normGradAdd).
+// (FusionPlan::normGradAdd), and sums over its rows the bias's and the
+// scale's gradients and that of the bias of the product before it
+// (FusionPlan::normGradSums).
 // The optimizer step's groups that are alike (AdamW's update of every
 // parameter) run as one kernel over a table of their buffers
 // (FusionPlan::batches): one call on CPUs, a few launches on CUDA.
@@ -101,6 +103,24 @@ struct GroupBatch {
   llvm::SmallVector<bool> scalar, shared;
 };
 
+/// A sum over the rows of what a LayerNorm's or RMSNorm's gradient kernel
+/// reads or writes (FusionPlan::normGradSums), which the gradient's rule
+/// (passes/autodiff/gradients/Normalization.cpp) and the bias before the
+/// norm leave as reductions over every dimension before the normalized
+/// ones: the kernel adds each row into per-block partial sums, and a second
+/// launch adds those. The reduction reads, each operand x, dy widened or
+/// not by a cast read by nothing else (and so every op of the chain):
+///   ResultGrad: dy (the norm's bias's gradient);
+///   ScaleGrad:  dy * ((x - mean) * rstd) (its scale's; rms_norm: x * rstd),
+///               mean and rstd the gradient's own results;
+///   InputGrad:  what the kernel writes, the input's gradient or its add
+///               (the gradient of the bias of the product the norm reads).
+struct NormGradSum {
+  enum class Kind { ResultGrad, ScaleGrad, InputGrad };
+  Kind kind;
+  mlir::Operation *reduction;
+};
+
 struct FusionPlan {
   std::vector<FusionGroup> groups;
   /// The group of each fused op.
@@ -134,6 +154,13 @@ struct FusionPlan {
   /// The value a norm gradient with an add adds, or null.
   mlir::Value normGradAddend(mlir::Operation *grad) const;
 
+  /// The column sums each norm gradient's kernel computes (NormGradSum),
+  /// and for every op of their chains (the reductions included) the
+  /// gradient at whose place it runs. A chain's values are never stored but
+  /// its reduction's, which the kernel's last step writes.
+  llvm::DenseMap<mlir::Operation *, llvm::SmallVector<NormGradSum, 3>> normGradSums;
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> normGradOfSum;
+
   /// Batches of alike groups (at least two each), and the batch of each
   /// group in one.
   std::vector<GroupBatch> batches;
@@ -166,6 +193,8 @@ struct FusionOptions {
   /// Products take the adds of a bias and a residual that read them into
   /// their GEMMs first (GemmEpilogue).
   bool gemmEpilogues = false;
+  /// Norm gradients compute the sums over their rows (NormGradSum).
+  bool normGradSums = true;
   /// The optimizer step's alike groups run as one kernel (GroupBatch).
   bool batchOptimizer = false;
 };

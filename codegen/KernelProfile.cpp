@@ -2,6 +2,7 @@
 
 #include "codegen/KernelProfile.h"
 #include "codegen/FusedKernel.h"
+#include "runtime/ppcrt/NormSums.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -142,7 +143,8 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
                                              const GpuModel *gpu) {
   if (llvm::isa<func::ReturnOp, ConstantOp, MeshOp, SendOp, RecvOp, TransferOp>(op) ||
       op->hasTrait<CollectiveTrait>() || layout.fusion.inlinedConstants.contains(op) ||
-      layout.fusion.foldedInto.contains(op) || layout.fusion.normGradOfAdd.contains(op))
+      layout.fusion.foldedInto.contains(op) || layout.fusion.normGradOfAdd.contains(op) ||
+      layout.fusion.normGradOfSum.contains(op))
     return std::nullopt;
   KernelEstimate k;
   // `launches` of the GPU's kernels (a batch's, on CUDA; one call on CPUs).
@@ -257,6 +259,22 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     // The add in its kernel: the addend read, the sum written.
     k.bytes += bytesOf(addend) + bytesOf(layout.fusion.normGradAdd.lookup(op)->getResult(0));
     k.what.insert(op->getName().stripDialect().size(), "+add");
+  }
+  if (auto sums = layout.fusion.normGradSums.find(op); sums != layout.fusion.normGradSums.end()) {
+    // The sums in its kernel (NormSums.h): each block's partial sums written
+    // and read again by a second launch, which writes the sums.
+    auto shape = llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    int64_t size = 1, outer = 1;
+    for (auto [d, extent] : llvm::enumerate(shape))
+      (int64_t(d) < axis ? outer : size) *= extent;
+    double accumulator = getElementTypeOrSelf(op->getOperand(0).getType()).isF64() ? 8 : 4;
+    double blocks = double(ppcrt::normsums::blocks(outer, size, int64_t(accumulator)));
+    for (const NormGradSum &sum : sums->second)
+      k.bytes += 2 * blocks * double(size) * accumulator + bytesOf(sum.reduction->getResult(0));
+    k.what.insert(k.what.find(' '), "+sums");
+    price(0, 0, 2);
+    return k;
   }
   priceOp(op);
   return k;

@@ -469,17 +469,32 @@ template <typename Op> static LogicalResult emitNormalizationGrad(Operation *op,
   Value addend = ctx.fusion().normGradAddend(op);
   Value dx =
       addend ? ctx.fusion().normGradAdd.lookup(op)->getResult(0) : Value(grad.getInputGrad());
+  // The sums over the rows it computes (FusionPlan::normGradSums), as the
+  // kernel's last argument: ppcrt::NormGradSums (runtime/ppcrt/NormSums.h).
+  std::string sums;
+  if (auto planned = ctx.fusion().normGradSums.find(op);
+      planned != ctx.fusion().normGradSums.end()) {
+    std::string types[3] = {"float", "float", "float"};
+    std::string pointers[3] = {"nullptr", "nullptr", "nullptr"};
+    for (const NormGradSum &sum : planned->second) {
+      Value result = sum.reduction->getResult(0);
+      types[int(sum.kind)] = ctx.elementType(result);
+      pointers[int(sum.kind)] = ctx.ptr(result);
+    }
+    sums = llvm::formatv(", ppcrt::NormGradSums<{0}, {1}, {2}>{{{3}, {4}, {5}}", types[0], types[1],
+                         types[2], pointers[0], pointers[1], pointers[2]);
+  }
   comment(ctx, op);
   char eps[64];
   std::snprintf(eps, sizeof(eps), "%a", grad.getEpsilon().convertToDouble());
   ctx.body() << llvm::formatv(
       "  {0}::layerNormGrad<{1}, {2}{13}>({3}, {4}, {5}, {6}, {7}, {14}, {8}, {9}, {10}, {11}, "
-      "{12});\n",
+      "{12}{15});\n",
       ctx.kernelLibrary(), ctx.elementType(grad.getInputGrad()), ctx.elementType(rstd),
       ctx.ptr(grad.getInput()), ctx.ptr(grad.getScale()), scale == size ? 1 : 0,
       ctx.ptr(grad.getResultGrad()), ctx.ptr(dx), centered ? ctx.ptr(op->getResult(1)) : "nullptr",
       ctx.ptr(rstd), numElements(shape.take_front(axis)), size, eps, centered ? "" : ", false",
-      addend ? ctx.ptr(addend) : "nullptr");
+      addend ? ctx.ptr(addend) : "nullptr", sums);
   return success();
 }
 

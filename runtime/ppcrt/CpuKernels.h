@@ -16,6 +16,7 @@
 
 #include "runtime/ppcrt/Lines.h"
 #include "runtime/ppcrt/Math.h"
+#include "runtime/ppcrt/NormSums.h"
 #include "runtime/ppcrt/Rank.h"
 
 #include <algorithm>
@@ -411,6 +412,60 @@ void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy,
     if (mean)
       mean[o] = S(m);
     rstd[o] = S(r);
+  }
+}
+
+/// layerNormGrad that also sums over the rows dy, dy times the normalized
+/// input and the values it writes, where `sums` asks (NormSums.h): the rows
+/// in 64 fixed chunks (not one per thread), each chunk's sums in double,
+/// added in chunk order, so the result does not depend on the threads.
+template <typename T, typename S, bool Centered = true, typename R, typename P, typename I>
+void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx,
+                   const T *addend, S *mean, S *rstd, int64_t outer, int64_t size, double epsilon,
+                   NormGradSums<R, P, I> sums) {
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(outer, 64));
+  std::vector<double> partials(size_t(chunks * 3 * size), 0.0);
+#pragma omp parallel for if (outer * size > 32768)
+  for (int64_t c = 0; c < chunks; ++c) {
+    double *own = partials.data() + c * 3 * size;
+    for (int64_t o = outer * c / chunks; o < outer * (c + 1) / chunks; ++o) {
+      const T *row = x + o * size, *g = dy + o * size;
+      const std::pair<double, double> moments = detail::rowMoments<Centered>(row, size);
+      const double m = moments.first, r = 1 / std::sqrt(moments.second + epsilon);
+      double meanDxhat = 0, meanProjection = 0;
+#pragma omp simd reduction(+ : meanDxhat, meanProjection)
+      for (int64_t i = 0; i < size; ++i) {
+        double dxhat = double(g[i]) * double(scale[i * scaleStride]);
+        meanDxhat += dxhat;
+        meanProjection += dxhat * (double(row[i]) - m) * r;
+      }
+      meanDxhat = Centered ? meanDxhat / size : 0;
+      meanProjection /= size;
+      for (int64_t i = 0; i < size; ++i) {
+        double gi = double(g[i]), xhat = (double(row[i]) - m) * r;
+        T value = T(r * (gi * double(scale[i * scaleStride]) - meanDxhat - xhat * meanProjection));
+        T written = addend ? T(double(value) + double(addend[o * size + i])) : value;
+        dx[o * size + i] = written;
+        own[i] += gi;
+        own[size + i] += gi * xhat;
+        own[2 * size + i] += double(written);
+      }
+      if (mean)
+        mean[o] = S(m);
+      rstd[o] = S(r);
+    }
+  }
+  for (int64_t i = 0; i < size; ++i) {
+    double total[3] = {0, 0, 0};
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int kind = 0; kind < 3; ++kind)
+        total[kind] += partials[size_t((c * 3 + kind) * size + i)];
+    if (sums.resultGrad)
+      sums.resultGrad[i] = R(total[0]);
+    if (sums.scaleGrad)
+      sums.scaleGrad[i] = P(total[1]);
+    if (sums.inputGrad)
+      sums.inputGrad[i] = I(total[2]);
   }
 }
 

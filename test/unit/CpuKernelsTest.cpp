@@ -452,6 +452,72 @@ template <typename T, bool Centered> void checkLayerNormGrad(double tolerance) {
   }
 }
 
+// layerNormGrad with sums over its rows (NormSums.h): dx, mean and rstd bit
+// for bit those without; each sum against a loop in double over what it
+// read and wrote, more rows than its 64 chunks and fewer, centered and
+// not, with an addend and sums asked for alone.
+template <typename T, bool Centered>
+void checkNormGradSums(int64_t outer, int64_t size, bool addend, unsigned wanted) {
+  SCOPED_TRACE(testing::Message() << "outer " << outer << " size " << size << " wanted " << wanted);
+  using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const double epsilon = 1e-5;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> uniform(-2, 3);
+  std::vector<T> x(outer * size), dy(outer * size), scale(size), add(outer * size);
+  for (std::vector<T> *v : {&x, &dy, &scale, &add})
+    for (T &e : *v)
+      e = T(uniform(rng));
+  const T *addends = addend ? add.data() : nullptr;
+  std::vector<T> plain(x.size()), dx(x.size());
+  std::vector<S> plainMean(outer), plainRstd(outer), mean(outer), rstd(outer);
+  ppcrt::cpu::layerNormGrad<T, S, Centered>(x.data(), scale.data(), 1, dy.data(), plain.data(),
+                                            addends, plainMean.data(), plainRstd.data(), outer,
+                                            size, epsilon);
+  std::vector<S> resultGrad(size, S(NAN)), scaleGrad(size, S(NAN));
+  std::vector<T> inputGrad(size, T(NAN));
+  ppcrt::NormGradSums<S, S, T> sums{wanted & 1 ? resultGrad.data() : nullptr,
+                                    wanted & 2 ? scaleGrad.data() : nullptr,
+                                    wanted & 4 ? inputGrad.data() : nullptr};
+  ppcrt::cpu::layerNormGrad<T, S, Centered>(x.data(), scale.data(), 1, dy.data(), dx.data(),
+                                            addends, mean.data(), rstd.data(), outer, size, epsilon,
+                                            sums);
+  ASSERT_EQ(dx, plain);
+  EXPECT_EQ(rstd, plainRstd);
+  if (Centered) {
+    EXPECT_EQ(mean, plainMean);
+  }
+  for (int64_t c = 0; c < size; ++c) {
+    double sum[3] = {0, 0, 0}, magnitude[3] = {0, 0, 0};
+    for (int64_t o = 0; o < outer; ++o) {
+      int64_t at = o * size + c;
+      double g = double(dy[at]),
+             xhat = (double(x[at]) - (Centered ? double(mean[o]) : 0.0)) * double(rstd[o]);
+      double terms[3] = {g, g * xhat, double(dx[at])};
+      for (int k = 0; k < 3; ++k) {
+        sum[k] += terms[k];
+        magnitude[k] += std::fabs(terms[k]);
+      }
+    }
+    // Rounded once to its type, past the rounding of the statistics.
+    double ulp = std::is_same_v<T, double> ? 1e-15 : 1e-7;
+    const double got[3] = {double(resultGrad[c]), double(scaleGrad[c]), double(inputGrad[c])};
+    for (int k = 0; k < 3; ++k) {
+      if (wanted >> k & 1) {
+        ASSERT_NEAR(got[k], sum[k], ulp * magnitude[k]) << "sum " << k << ", column " << c;
+      } else {
+        ASSERT_TRUE(std::isnan(got[k])) << "sum " << k << " written, column " << c;
+      }
+    }
+  }
+}
+
+TEST(CpuKernels, NormGradSumsAddTheRowsTheKernelReadsAndWrites) {
+  checkNormGradSums<float, true>(300, 96, /*addend=*/true, 7);
+  checkNormGradSums<float, true>(5, 40, /*addend=*/false, 2);
+  checkNormGradSums<double, true>(130, 17, /*addend=*/true, 5);
+  checkNormGradSums<float, false>(70, 33, /*addend=*/false, 6);
+}
+
 TEST(CpuKernels, LayerNormGradMatchesDifferencesOfTheForward) {
   checkLayerNormGrad<float, true>(1e-5);
   checkLayerNormGrad<double, true>(1e-7);

@@ -302,3 +302,83 @@ TEST_F(FusionTest, AnAddOfTwoProductsIsTheFirstsEpilogue) {
   EXPECT_EQ(fusion.epilogues[1].addend, ops[2]->getResult(0));
   EXPECT_FALSE(fusion.unstored(ops[2]->getResult(0)));
 }
+
+// The sums over the rows that a LayerNorm gradient's rule and the bias
+// before it leave (bf16: through widening casts) run in the gradient's
+// kernel: the bias's gradient, the scale's, and the sum of the written rows
+// (here the add of the residual stream's gradient). Every op of their
+// chains runs at the gradient's place; only the reductions are stored.
+TEST_F(FusionTest, NormGradientsSumTheirRows) {
+  llvm::SmallVector<Operation *> ops = parse(R"mlir(
+    func.func @f(%x: tensor<2x4x8xbf16>, %s: tensor<8xbf16>, %dy: tensor<2x4x8xbf16>,
+                 %r: tensor<2x4x8xbf16>)
+        -> (tensor<2x4x8xbf16>, tensor<1x1x8xf32>, tensor<1x1x8xf32>, tensor<1x1x8xbf16>) {
+      %dx, %mean, %rstd = ppc.layer_norm_grad %x, %s, %dy axis = 2 epsilon = 1.0E-5 : (tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<2x4x8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4x1xf32>, tensor<2x4x1xf32>)
+      %g = ppc.cast %dy : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
+      %xf = ppc.cast %x : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
+      %c = ppc.sub %xf, %mean : (tensor<2x4x8xf32>, tensor<2x4x1xf32>) -> tensor<2x4x8xf32>
+      %xhat = ppc.mul %c, %rstd : (tensor<2x4x8xf32>, tensor<2x4x1xf32>) -> tensor<2x4x8xf32>
+      %p = ppc.mul %g, %xhat : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+      %ds = ppc.reduce_sum %p axes = [0, 1] keepdims = true : (tensor<2x4x8xf32>) -> tensor<1x1x8xf32>
+      %g2 = ppc.cast %dy : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
+      %db = ppc.reduce_sum %g2 axes = [0, 1] keepdims = true : (tensor<2x4x8xf32>) -> tensor<1x1x8xf32>
+      %sum = ppc.add %dx, %r : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) -> tensor<2x4x8xbf16>
+      %dbias = ppc.reduce_sum %sum axes = [0, 1] keepdims = true : (tensor<2x4x8xbf16>) -> tensor<1x1x8xbf16>
+      return %sum, %ds, %db, %dbias : tensor<2x4x8xbf16>, tensor<1x1x8xf32>, tensor<1x1x8xf32>, tensor<1x1x8xbf16>
+    })mlir");
+  ASSERT_TRUE(module);
+  FusionPlan fusion = planFusion(func());
+  Operation *grad = ops[0];
+  ASSERT_EQ(fusion.normGradAdd.lookup(grad), ops[9]);
+  auto sums = fusion.normGradSums.lookup(grad);
+  ASSERT_EQ(sums.size(), 3u);
+  EXPECT_EQ(sums[0].kind, NormGradSum::Kind::ResultGrad);
+  EXPECT_EQ(sums[0].reduction, ops[8]);
+  EXPECT_EQ(sums[1].kind, NormGradSum::Kind::InputGrad);
+  EXPECT_EQ(sums[1].reduction, ops[10]);
+  EXPECT_EQ(sums[2].kind, NormGradSum::Kind::ScaleGrad);
+  EXPECT_EQ(sums[2].reduction, ops[6]);
+  for (unsigned i : {1, 2, 3, 4, 5, 6, 7, 8, 10}) {
+    EXPECT_EQ(fusion.runsAt(ops[i]), grad) << "op " << i;
+    bool reduction = i == 6 || i == 8 || i == 10;
+    EXPECT_EQ(fusion.unstored(ops[i]->getResult(0)), !reduction) << "op " << i;
+  }
+  EXPECT_EQ(groups(fusion), "");
+  FusionOptions apart;
+  apart.normGradSums = false;
+  FusionPlan without = planFusion(func(), apart);
+  EXPECT_TRUE(without.normGradSums.empty());
+  EXPECT_EQ(groups(without), "cast,cast,sub,mul,mul,reduce_sum;cast,reduce_sum");
+}
+
+// What the kernel cannot take stays a reduction of its own: a cast read
+// twice (it must be stored), a sum over the batch alone (the position
+// embedding's gradient), a sum read before the gradient runs, and an RMS
+// norm's scale gradient in f32 whose x is read through a cast to f64.
+TEST_F(FusionTest, NormGradientsLeaveSumsTheyCannotTake) {
+  llvm::SmallVector<Operation *> ops = parse(R"mlir(
+    func.func @f(%x: tensor<2x4x8xf32>, %s: tensor<8xf32>, %dy: tensor<2x4x8xf32>,
+                 %early: tensor<1x4x8xf32>)
+        -> (tensor<2x4x8xf32>, tensor<2x4x8xf64>, tensor<1x4x8xf32>, tensor<1x1x8xf32>, tensor<1x1x8xf32>) {
+      %pre = ppc.reduce_sum %dy axes = [0, 1] keepdims = true : (tensor<2x4x8xf32>) -> tensor<1x1x8xf32>
+      %use = ppc.exp %pre : tensor<1x1x8xf32>
+      %dx, %rstd = ppc.rms_norm_grad %x, %s, %dy axis = 2 epsilon = 1.0E-5 : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x1xf32>)
+      %wide = ppc.cast %dx : tensor<2x4x8xf32> -> tensor<2x4x8xf64>
+      %twice = ppc.reduce_sum %wide axes = [0, 1] keepdims = true : (tensor<2x4x8xf64>) -> tensor<1x1x8xf64>
+      %batch = ppc.reduce_sum %dx axes = [0] keepdims = true : (tensor<2x4x8xf32>) -> tensor<1x4x8xf32>
+      %xhat = ppc.mul %x, %rstd : (tensor<2x4x8xf32>, tensor<2x4x1xf32>) -> tensor<2x4x8xf32>
+      %p = ppc.mul %xhat, %dy : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+      %ds = ppc.reduce_sum %p axes = [0, 1] keepdims = true : (tensor<2x4x8xf32>) -> tensor<1x1x8xf32>
+      return %dx, %wide, %batch, %ds, %use : tensor<2x4x8xf32>, tensor<2x4x8xf64>, tensor<1x4x8xf32>, tensor<1x1x8xf32>, tensor<1x1x8xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  FusionPlan fusion = planFusion(func());
+  Operation *grad = ops[2];
+  // Only the scale's gradient, its product in either order.
+  auto sums = fusion.normGradSums.lookup(grad);
+  ASSERT_EQ(sums.size(), 1u);
+  EXPECT_EQ(sums[0].kind, NormGradSum::Kind::ScaleGrad);
+  EXPECT_EQ(sums[0].reduction, ops[8]);
+  for (unsigned i : {0, 3, 4, 5})
+    EXPECT_FALSE(fusion.normGradOfSum.contains(ops[i])) << "op " << i;
+}

@@ -20,6 +20,7 @@
 #define PPC_RUNTIME_PPCRT_CUDA_KERNELS_CUH
 
 #include "runtime/ppcrt/Lines.h"
+#include "runtime/ppcrt/NormSums.h"
 #include "runtime/ppcrt/Scalar.h"
 #include "runtime/ppcrt/cuda/Cuda.h"
 
@@ -45,6 +46,14 @@ constexpr int kThreads = 256;
 // launch syntax, can run the same source.
 #ifndef PPCRT_CUDA_EMULATOR
 #define PPCRT_LAUNCH(kernel, grid, block, shared, stream) kernel<<<grid, block, shared, stream>>>
+#endif
+
+// nvcc unrolls the loops over register arrays fully (their indices must be
+// constants); the emulator's host compiler need not.
+#ifdef __CUDACC__
+#define PPCRT_UNROLL _Pragma("unroll")
+#else
+#define PPCRT_UNROLL
 #endif
 
 /// Blocks of kThreads for `n` work items (grid-stride loops cover the rest).
@@ -400,6 +409,7 @@ template <ReduceKind Kind, typename A> __device__ inline A reduceCombine(A x, A 
 /// order. Static, so not part of the memory plan's arena (8 MiB a process).
 constexpr int64_t kReducePartials = int64_t(1) << 20;
 __device__ uint64_t reducePartials[kReducePartials];
+static_assert(kReducePartials * 8 == normsums::kPartialBytes, "NormSums.h's room");
 
 template <typename A> __device__ inline A *partialsOf() {
   static_assert(sizeof(A) == sizeof(uint64_t), "accumulators are 8 bytes");
@@ -820,9 +830,125 @@ __global__ void layerNormGradKernel(const T *x, const T *scale, int64_t scaleStr
 template <typename T, typename S, bool Centered = true>
 void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx,
                    const T *addend, S *mean, S *rstd, int64_t outer, int64_t size, double epsilon) {
-  PPCRT_LAUNCH(layerNormGradKernel<Centered>, unsigned(outer), kThreads, 0,
+  // (As many threads as with sums, so that both compute dx alike.)
+  PPCRT_LAUNCH(layerNormGradKernel<Centered>, unsigned(outer), unsigned(normsums::threads(size)), 0,
                stream())(x, scale, scaleStride, dy, dx, addend, mean, rstd, size, epsilon);
   launched(Centered ? "a layer norm's gradient" : "an RMS norm's gradient");
+}
+
+/// layerNormGradKernel over rows [b r, (b + 1) r) for block b, which also
+/// adds, per column, dy, dy xhat and the values it writes (NormSums.h) into
+/// registers (thread t: columns t + k blockDim.x, k < kPerThread) and
+/// writes them to reducePartials as [3][gridDim.x][size] of C.
+template <bool Centered, typename T, typename S, typename R, typename P, typename I>
+__global__ void layerNormGradSumsKernel(const T *x, const T *scale, int64_t scaleStride,
+                                        const T *dy, T *dx, const T *addend, S *mean, S *rstd,
+                                        int64_t outer, int64_t size, double epsilon,
+                                        NormGradSums<R, P, I> sums, int64_t rowsPerBlock) {
+  using C = Compute<T>;
+  constexpr int K = int(normsums::kPerThread);
+  C acc[3][K];
+  PPCRT_UNROLL
+  for (int k = 0; k < K; ++k)
+    acc[0][k] = acc[1][k] = acc[2][k] = C(0);
+  const int64_t first = blockIdx.x * rowsPerBlock;
+  const int64_t last = first + rowsPerBlock < outer ? first + rowsPerBlock : outer;
+  for (int64_t o = first; o < last; ++o) {
+    const T *row = x + o * size, *g = dy + o * size;
+    C m, r;
+    rowStatistics<Centered>(row, size, epsilon, m, r);
+    C sumDxhat = 0, sumProjection = 0;
+    PPCRT_UNROLL
+    for (int k = 0; k < K; ++k) {
+      const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
+      if (i < size) {
+        C dxhat = C(g[i]) * C(scale[i * scaleStride]);
+        sumDxhat += dxhat;
+        sumProjection += dxhat * (C(row[i]) - m) * r;
+      }
+    }
+    C meanDxhat = 0;
+    if constexpr (Centered)
+      meanDxhat = blockReduce<false>(sumDxhat) / C(size);
+    C meanProjection = blockReduce<false>(sumProjection) / C(size);
+    PPCRT_UNROLL
+    for (int k = 0; k < K; ++k) {
+      const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
+      if (i < size) {
+        C gi = C(g[i]), xhat = (C(row[i]) - m) * r, dxhat = gi * C(scale[i * scaleStride]);
+        T value = T(r * (dxhat - meanDxhat - xhat * meanProjection));
+        int64_t at = o * size + i;
+        T written = addend ? T(Reg<T>(Reg<T>(value) + Reg<T>(addend[at]))) : value;
+        dx[at] = written;
+        acc[0][k] += gi;
+        acc[1][k] += gi * xhat;
+        acc[2][k] += C(Reg<T>(written));
+      }
+    }
+    if (threadIdx.x == 0) {
+      if (mean)
+        mean[o] = S(m);
+      rstd[o] = S(r);
+    }
+  }
+  C *partials = reinterpret_cast<C *>(reducePartials);
+  const bool wanted[3] = {sums.resultGrad != nullptr, sums.scaleGrad != nullptr,
+                          sums.inputGrad != nullptr};
+  PPCRT_UNROLL
+  for (int kind = 0; kind < 3; ++kind) {
+    if (!wanted[kind])
+      continue;
+    PPCRT_UNROLL
+    for (int k = 0; k < K; ++k) {
+      const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
+      if (i < size)
+        partials[(kind * int64_t(gridDim.x) + blockIdx.x) * size + i] = acc[kind][k];
+    }
+  }
+}
+
+/// Adds each column's `blocks` partial sums of layerNormGradSumsKernel in
+/// block order, in double, and writes the wanted sums.
+template <typename C, typename R, typename P, typename I>
+__global__ void normGradSumsCombineKernel(NormGradSums<R, P, I> sums, int64_t blocks,
+                                          int64_t size) {
+  const C *partials = reinterpret_cast<const C *>(reducePartials);
+  PPCRT_GRID_STRIDE(e, 3 * size) {
+    const int kind = int(e / size);
+    const int64_t i = e % size;
+    if ((kind == 0 && !sums.resultGrad) || (kind == 1 && !sums.scaleGrad) ||
+        (kind == 2 && !sums.inputGrad))
+      continue;
+    double total = 0;
+    for (int64_t b = 0; b < blocks; ++b)
+      total += double(partials[(kind * blocks + b) * size + i]);
+    if (kind == 0)
+      sums.resultGrad[i] = reduceResult<ReduceKind::Sum, R>(total, blocks);
+    else if (kind == 1)
+      sums.scaleGrad[i] = reduceResult<ReduceKind::Sum, P>(total, blocks);
+    else
+      sums.inputGrad[i] = reduceResult<ReduceKind::Sum, I>(total, blocks);
+  }
+}
+
+/// As ppcrt::cpu::layerNormGrad with sums over the rows (NormSums.h): rows
+/// of at most normsums::kMaxSize elements.
+template <typename T, typename S, bool Centered = true, typename R, typename P, typename I>
+void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx,
+                   const T *addend, S *mean, S *rstd, int64_t outer, int64_t size, double epsilon,
+                   NormGradSums<R, P, I> sums) {
+  using C = Compute<T>;
+  if (size > normsums::kMaxSize)
+    check(cudaErrorInvalidValue, "a norm gradient's sums (rows of more than 8192 elements)");
+  const int64_t rows = normsums::rowsPerBlock(outer, size, sizeof(C));
+  const int64_t blocks = normsums::blocks(outer, size, sizeof(C));
+  PPCRT_LAUNCH(layerNormGradSumsKernel<Centered>, unsigned(blocks),
+               unsigned(normsums::threads(size)), 0, stream())(
+      x, scale, scaleStride, dy, dx, addend, mean, rstd, outer, size, epsilon, sums, rows);
+  launched(Centered ? "a layer norm's gradient" : "an RMS norm's gradient");
+  PPCRT_LAUNCH(normGradSumsCombineKernel<C>, blocksFor(3 * size), kThreads, 0,
+               stream())(sums, blocks, size);
+  launched("a norm gradient's sums");
 }
 
 enum class LossReduction { None, Sum, Mean };
@@ -884,14 +1010,6 @@ void nllLoss(const X *input, int64_t inputStride, const T *shift, const int64_t 
 // together (broadcasts); the softmax is online, so no buffer holds
 // queries × keys scores. bf16 runs on tensor cores instead (below, where
 // the head and value sizes are at most 128).
-
-// nvcc unrolls the loops over register arrays fully (their indices must be
-// constants); the emulator's host compiler need not.
-#ifdef __CUDACC__
-#define PPCRT_UNROLL _Pragma("unroll")
-#else
-#define PPCRT_UNROLL
-#endif
 
 /// The largest head and value size the attention kernels take.
 constexpr int kAttentionMaxDim = 256;

@@ -514,6 +514,93 @@ TEST(CudaKernels, LayerNormGradMatchesDifferencesOfTheForward) {
         << "element " << i;
 }
 
+// layerNormGrad with sums over its rows (NormSums.h): dx, mean and rstd bit
+// for bit those of the kernel without sums; each sum against a loop in
+// double over what the kernel read and wrote (the normalized input from the
+// statistics it returns). Rows of 300 (two columns a thread), of 2,500
+// (1,024 threads) and of 8,192 (the most it takes); more rows than blocks,
+// so that blocks add several rows each; f32, bf16, uncentered, an addend,
+// and sums asked for alone.
+template <typename T, bool Centered>
+void checkNormGradSums(int64_t outer, int64_t size, bool addend, unsigned wanted) {
+  SCOPED_TRACE(testing::Message() << (std::is_same_v<T, bf16> ? "bf16" : "f32") << " "
+                                  << (Centered ? "layer" : "rms") << " outer " << outer << " size "
+                                  << size << (addend ? " addend" : "") << " wanted " << wanted);
+  const double epsilon = 1e-5;
+  auto low = [](const std::vector<float> &v) {
+    std::vector<T> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      out[i] = T(v[i]);
+    return out;
+  };
+  std::vector<T> x = low(randomFloats(outer * size, 31, -3, 5)),
+                 dy = low(randomFloats(outer * size, 32)), scale = low(randomFloats(size, 33)),
+                 add = low(randomFloats(outer * size, 34));
+  T *dX = deviceCopy(x), *dDy = deviceCopy(dy), *dScale = deviceCopy(scale);
+  const T *dAdd = addend ? deviceCopy(add) : nullptr;
+  T *plainDx = deviceCopy(std::vector<T>(x.size())), *dDx = deviceCopy(std::vector<T>(x.size()));
+  float *plainMean = deviceCopy(std::vector<float>(outer)),
+        *plainRstd = deviceCopy(std::vector<float>(outer)),
+        *dMean = deviceCopy(std::vector<float>(outer)),
+        *dRstd = deviceCopy(std::vector<float>(outer));
+  float *dResult = deviceCopy(std::vector<float>(size, NAN)),
+        *dScaleGrad = deviceCopy(std::vector<float>(size, NAN));
+  T *dInput = deviceCopy(std::vector<T>(size));
+  ppcrt::cuda::layerNormGrad<T, float, Centered>(dX, dScale, 1, dDy, plainDx, dAdd,
+                                                 Centered ? plainMean : nullptr, plainRstd, outer,
+                                                 size, epsilon);
+  ppcrt::NormGradSums<float, float, T> sums{wanted & 1 ? dResult : nullptr,
+                                            wanted & 2 ? dScaleGrad : nullptr,
+                                            wanted & 4 ? dInput : nullptr};
+  ppcrt::cuda::layerNormGrad<T, float, Centered>(
+      dX, dScale, 1, dDy, dDx, dAdd, Centered ? dMean : nullptr, dRstd, outer, size, epsilon, sums);
+  std::vector<T> plain = hostCopy(plainDx, x.size()), got = hostCopy(dDx, x.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(float(got[i]), float(plain[i])) << "element " << i;
+  std::vector<float> mean = hostCopy(dMean, outer), rstd = hostCopy(dRstd, outer);
+  EXPECT_EQ(rstd, hostCopy(plainRstd, outer));
+  if (Centered) {
+    EXPECT_EQ(mean, hostCopy(plainMean, outer));
+  }
+  std::vector<float> result = hostCopy(dResult, size), scaleGrad = hostCopy(dScaleGrad, size);
+  std::vector<T> input = hostCopy(dInput, size);
+  for (int64_t c = 0; c < size; ++c) {
+    double sum[3] = {0, 0, 0}, magnitude[3] = {0, 0, 0};
+    for (int64_t o = 0; o < outer; ++o) {
+      int64_t at = o * size + c;
+      double g = float(dy[at]), xhat = (float(x[at]) - (Centered ? mean[o] : 0.0f)) * rstd[o];
+      double terms[3] = {g, g * xhat, float(got[at])};
+      for (int k = 0; k < 3; ++k) {
+        sum[k] += terms[k];
+        magnitude[k] += std::fabs(terms[k]);
+      }
+    }
+    if (wanted & 1)
+      ASSERT_NEAR(result[c], sum[0], 1e-6 * magnitude[0]) << "result's gradient, column " << c;
+    else
+      ASSERT_TRUE(std::isnan(result[c])) << "written though not asked for, column " << c;
+    if (wanted & 2)
+      ASSERT_NEAR(scaleGrad[c], sum[1], 1e-6 * magnitude[1]) << "scale's gradient, column " << c;
+    else
+      ASSERT_TRUE(std::isnan(scaleGrad[c])) << "written though not asked for, column " << c;
+    // Rounded once to T: half its ulp of the sum, past the float sums'.
+    double ulp = std::is_same_v<T, bf16> ? 0x1p-8 : 0x1p-24;
+    if (wanted & 4) {
+      ASSERT_NEAR(float(input[c]), sum[2], ulp * std::fabs(sum[2]) + 1e-6 * magnitude[2])
+          << "written rows' sum, column " << c;
+    }
+  }
+}
+
+TEST(CudaKernels, NormGradSumsAddTheRowsTheKernelReadsAndWrites) {
+  checkNormGradSums<float, true>(1100, 300, /*addend=*/true, 7);
+  checkNormGradSums<float, false>(700, 300, /*addend=*/false, 2);
+  checkNormGradSums<bf16, true>(1100, 300, /*addend=*/true, 7);
+  checkNormGradSums<bf16, true>(600, 96, /*addend=*/false, 5);
+  checkNormGradSums<float, true>(40, 2500, /*addend=*/true, 7);
+  checkNormGradSums<bf16, false>(9, 8192, /*addend=*/false, 6);
+}
+
 // nll_loss of log-probabilities [batch, classes, inner] with class weights:
 // the mean divides by the weights of the targets not ignored.
 TEST(CudaKernels, NllLossWeightsIgnoresAndFlagsTargets) {
