@@ -604,7 +604,9 @@ FusionPlan planFusion(func::FuncOp func, const FusionOptions &options) {
       Value input = op.getOperand(0);
       Operation *def = input.getDefiningOp();
       auto it = def ? plan.groupOf.find(def) : plan.groupOf.end();
-      if (it != plan.groupOf.end() && input.hasOneUse() && !plan.groups[it->second].reduction &&
+      // (Its input's other readers come after it, as every other reader of
+      // the group's values: usesComeAfter. The group then stores it.)
+      if (it != plan.groupOf.end() && !plan.groups[it->second].reduction &&
           runsOnHost(plan.groups[it->second].ops.back()) == runsOnHost(&op) &&
           !othersBetween(index[plan.groups[it->second].ops.back()], index[&op],
                          withMicroBatchOf(it->second, op)) &&

@@ -9,8 +9,9 @@
 // one (AdamW's update of a parameter: the chains of m and v and the decayed
 // parameter, one loop reading p, g, m and v and writing p, m and v). Splat
 // constants feeding a group are inlined as literals. A reduction of a group
-// value used by nothing else ends the group: the loop runs over the reduced
-// tensor and accumulates it, never storing it. A softmax (or log_sum_exp)
+// value ends the group: the loop runs over the reduced tensor and
+// accumulates it, storing it only where later ops read it too (the gradient
+// of a bias before the product that reads the value). A softmax (or log_sum_exp)
 // over the last dimension and an nll_loss read through a widening cast and
 // a window of rows feeding them, the loss also through a per-row shift
 // (FusionPlan::foldedInto), which are never stored. On targets whose GEMMs
@@ -49,8 +50,9 @@ struct FusionGroup {
   /// In program order; the group runs at the place of the last.
   llvm::SmallVector<mlir::Operation *> ops;
   /// A reduction (sum, mean, max, min) ending the group: the last op, whose
-  /// input is a group value used by nothing else. The loop then runs over
-  /// that input's shape and accumulates the reduction instead of storing it.
+  /// input is a group value that nothing reads before it. The loop then runs
+  /// over that input's shape and accumulates the reduction, storing the
+  /// input only where it is an output (read after the reduction).
   mlir::Operation *reduction = nullptr;
   /// Values the group reads (not splat constants), in first-use order.
   llvm::SmallVector<mlir::Value> inputs;
@@ -188,7 +190,7 @@ struct RowSource {
 RowSource rowSourceOf(const FusionPlan &plan, mlir::Value operand);
 
 struct FusionOptions {
-  /// A reduction of a group value used by nothing else ends that group.
+  /// A reduction of a group value ends that group.
   bool fuseReductions = true;
   /// Products take the adds of a bias and a residual that read them into
   /// their GEMMs first (GemmEpilogue).

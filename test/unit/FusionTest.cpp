@@ -382,3 +382,30 @@ TEST_F(FusionTest, NormGradientsLeaveSumsTheyCannotTake) {
   for (unsigned i : {0, 3, 4, 5})
     EXPECT_FALSE(fusion.normGradOfSum.contains(ops[i])) << "op " << i;
 }
+
+// A reduction of a group value that later ops read too (the gradient of the
+// bias of the product that reads it) ends the group, which stores the value
+// as it sums it; where an op reads the value before the reduction, the
+// reduction stays apart.
+TEST_F(FusionTest, AReductionOfAStoredValueEndsItsGroup) {
+  llvm::SmallVector<Operation *> ops = parse(R"mlir(
+    func.func @f(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %w: tensor<8x8xf32>)
+        -> (tensor<4x8xf32>, tensor<1x8xf32>, tensor<4x8xf32>, tensor<1x8xf32>) {
+      %s = ppc.add %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      %t = ppc.mul %s, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      %db = ppc.reduce_sum %t axes = [0] keepdims = true : (tensor<4x8xf32>) -> tensor<1x8xf32>
+      %dx = ppc.matmul %t, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+      %u = ppc.exp %b : tensor<4x8xf32>
+      %early = ppc.matmul %u, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+      %late = ppc.reduce_sum %u axes = [0] keepdims = true : (tensor<4x8xf32>) -> tensor<1x8xf32>
+      return %dx, %db, %early, %late : tensor<4x8xf32>, tensor<1x8xf32>, tensor<4x8xf32>, tensor<1x8xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  FusionPlan fusion = planFusion(func());
+  EXPECT_EQ(groups(fusion), "add,mul,reduce_sum;exp");
+  ASSERT_EQ(fusion.groups.size(), 2u);
+  EXPECT_EQ(fusion.groups[0].reduction, ops[2]);
+  EXPECT_FALSE(fusion.unstored(ops[1]->getResult(0)));
+  EXPECT_TRUE(fusion.unstored(ops[0]->getResult(0)));
+  EXPECT_FALSE(fusion.groupOf.contains(ops[6]));
+}
