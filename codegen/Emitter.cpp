@@ -172,19 +172,32 @@ FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunica
   FusionOptions options;
   options.gemmEpilogues = gemmEpilogues;
   options.batchOptimizer = true;
+  options.batchArgumentGroups = true;
   FailureOr<ProgramLayout> batched = layOut(program, asyncCommunication, options);
   if (failed(batched) || batched->fusion.batches.empty())
     return batched;
   // A batch keeps its groups' inputs (the gradients) alive until it runs,
   // while their updated values are written: where the optimizer step is
   // the program's peak (small activations, large parameters), that is more
-  // memory. The batches stay only where the arena does not grow.
-  options.batchOptimizer = false;
+  // memory; an early batch makes its values sooner. The batches stay only
+  // where the arena does not grow: all of them, else the optimizer's alone,
+  // else the early ones alone.
+  options.batchOptimizer = options.batchArgumentGroups = false;
   FailureOr<ProgramLayout> apart = layOut(program, asyncCommunication, options);
-  if (succeeded(apart) && (apart->memory.arenaBytes < batched->memory.arenaBytes ||
-                           apart->memory.hostArenaBytes < batched->memory.hostArenaBytes))
-    return apart;
-  return batched;
+  auto grows = [&](const ProgramLayout &layout) {
+    return succeeded(apart) && (apart->memory.arenaBytes < layout.memory.arenaBytes ||
+                                apart->memory.hostArenaBytes < layout.memory.hostArenaBytes);
+  };
+  if (!grows(*batched))
+    return batched;
+  for (bool optimizer : {true, false}) {
+    options.batchOptimizer = optimizer;
+    options.batchArgumentGroups = !optimizer;
+    FailureOr<ProgramLayout> some = layOut(program, asyncCommunication, options);
+    if (succeeded(some) && !some->fusion.batches.empty() && !grows(*some))
+      return some;
+  }
+  return apart;
 }
 
 namespace {
@@ -424,8 +437,9 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
         if (&op != fused.ops.back())
           continue;
         if (const GroupBatch *batch = layout.fusion.batch(group->second)) {
-          // The batch runs at its last group's place (never the host's).
-          if (group->second != batch->groups.back())
+          // The batch runs at its last group's place, or an early one at its
+          // first's (never the host's).
+          if (&op != layout.fusion.place(*batch))
             continue;
           mark(&op);
           if (cuda) {

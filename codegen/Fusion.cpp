@@ -47,8 +47,12 @@ Operation *FusionPlan::runsAt(Operation *op) const {
   if (it == groupOf.end())
     return op;
   if (const GroupBatch *b = batch(it->second))
-    return groups[b->groups.back()].ops.back();
+    return place(*b);
   return groups[it->second].ops.back();
+}
+
+Operation *FusionPlan::place(const GroupBatch &b) const {
+  return groups[b.early ? b.groups.front() : b.groups.back()].ops.back();
 }
 
 bool FusionPlan::unstored(Value value) const {
@@ -331,7 +335,10 @@ static void planNormGradSums(Block &body, FusionPlan &plan) {
     llvm::SmallVector<NormGradSum, 3> sums;
     llvm::SmallVector<Operation *> chains;
     auto take = [&](NormGradSum::Kind kind, Operation *sum, ArrayRef<Operation *> chain) {
-      if (!sum || llvm::any_of(sums, [&](const NormGradSum &s) { return s.kind == kind; }))
+      if (!sum || llvm::any_of(sums, [&](const NormGradSum &s) { return s.kind == kind; }) ||
+          llvm::any_of(chain, [&](Operation *member) {
+            return runsOnHost(member) || microBatch(member) != microBatch(&op);
+          }))
         return;
       sums.push_back({kind, sum});
       llvm::append_range(chains, chain);
@@ -453,6 +460,17 @@ static std::optional<std::string> batchKey(const FusionGroup &group) {
   return key;
 }
 
+/// Fills in `batch`'s per-input flags from its first group.
+static void describeInputs(GroupBatch &batch, const FusionPlan &plan) {
+  const FusionGroup &first = plan.groups[batch.groups.front()];
+  for (auto [k, input] : llvm::enumerate(first.inputs)) {
+    batch.scalar.push_back(llvm::cast<RankedTensorType>(input.getType()).getNumElements() == 1);
+    batch.shared.push_back(batch.scalar.back() && llvm::all_of(batch.groups, [&](unsigned g) {
+                             return plan.groups[g].inputs[k] == input;
+                           }));
+  }
+}
+
 /// Batches of the optimizer step's alike groups (GroupBatch), in program
 /// order: a group joins the open batch of its key; a batch closes when an
 /// op reads one of its values (it must have run by then) or an op of
@@ -521,16 +539,57 @@ static void batchOptimizerGroups(Block &body, FusionPlan &plan) {
     close(open.begin()->first);
   for (llvm::SmallVector<unsigned> &groups : closed) {
     GroupBatch batch;
-    const FusionGroup &first = plan.groups[groups.front()];
-    for (auto [k, input] : llvm::enumerate(first.inputs)) {
-      batch.scalar.push_back(llvm::cast<RankedTensorType>(input.getType()).getNumElements() == 1);
-      batch.shared.push_back(batch.scalar.back() && llvm::all_of(groups, [&](unsigned g) {
-                               return plan.groups[g].inputs[k] == input;
-                             }));
-    }
-    for (unsigned g : groups)
-      plan.batchOf[g] = plan.batches.size();
     batch.groups = std::move(groups);
+    describeInputs(batch, plan);
+    for (unsigned g : batch.groups)
+      plan.batchOf[g] = plan.batches.size();
+    plan.batches.push_back(std::move(batch));
+  }
+}
+
+static int64_t elementsOf(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Groups of at most this many elements are launch-bound on GPUs (an H100
+/// reads 64 Ki f32 elements in about a tenth of a launch's microsecond).
+static constexpr int64_t kSmallGroupElements = int64_t(1) << 16;
+
+/// Batches of alike small groups, not yet in a batch, that read only the
+/// program's arguments (GroupBatch::early): each key's groups, at least two,
+/// run at the first one's place, where every argument is ready and before
+/// any reader of theirs. (The bf16 copies of a model's biases and norm
+/// weights, made before each one's first reader: GPT-2 has 98.)
+static void batchArgumentGroups(Block &body, FusionPlan &plan) {
+  std::map<std::string, llvm::SmallVector<unsigned>> byKey;
+  std::vector<std::string> order;
+  for (auto [g, group] : llvm::enumerate(plan.groups)) {
+    if (plan.batchOf.contains(g) || group.reduction || group.inputs.empty() ||
+        elementsOf(loopShape(group)) > kSmallGroupElements ||
+        !llvm::all_of(group.inputs, [&](Value v) {
+          return llvm::isa<BlockArgument>(v) && v.getParentBlock() == &body;
+        }))
+      continue;
+    std::optional<std::string> key = batchKey(group);
+    if (!key)
+      continue;
+    if (!byKey.count(*key))
+      order.push_back(*key);
+    byKey[*key].push_back(g);
+  }
+  for (const std::string &key : order) {
+    llvm::SmallVector<unsigned> &groups = byKey[key];
+    if (groups.size() < 2)
+      continue;
+    GroupBatch batch;
+    batch.groups = std::move(groups);
+    batch.early = true;
+    describeInputs(batch, plan);
+    for (unsigned g : batch.groups)
+      plan.batchOf[g] = plan.batches.size();
     plan.batches.push_back(std::move(batch));
   }
 }
@@ -706,6 +765,8 @@ FusionPlan planFusion(func::FuncOp func, const FusionOptions &options) {
       plan.inlinedConstants.insert(constant);
   if (options.batchOptimizer)
     batchOptimizerGroups(body, plan);
+  if (options.batchArgumentGroups)
+    batchArgumentGroups(body, plan);
   return plan;
 }
 

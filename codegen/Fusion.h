@@ -99,6 +99,11 @@ struct GemmEpilogue {
 struct GroupBatch {
   /// The groups (FusionPlan::groups), in program order.
   llvm::SmallVector<unsigned> groups;
+  /// Whether the batch runs at its first group's place rather than its
+  /// last: a batch of small groups that read only the program's arguments
+  /// (the bf16 copies of a model's biases and norm weights), ready from the
+  /// start, which would otherwise be a launch each.
+  bool early = false;
   /// Per input (the first group's inputs' order): whether it is one
   /// element in every group (read at index 0), and whether it is the same
   /// value in every group (passed once).
@@ -169,6 +174,9 @@ struct FusionPlan {
   llvm::DenseMap<unsigned, unsigned> batchOf;
   /// The batch group `g` runs in, or null.
   const GroupBatch *batch(unsigned g) const;
+  /// The op at whose place a batch runs: its last group's last op, or its
+  /// first group's if early.
+  mlir::Operation *place(const GroupBatch &batch) const;
 
   /// The op at whose place `op` runs.
   mlir::Operation *runsAt(mlir::Operation *op) const;
@@ -199,6 +207,9 @@ struct FusionOptions {
   bool normGradSums = true;
   /// The optimizer step's alike groups run as one kernel (GroupBatch).
   bool batchOptimizer = false;
+  /// Alike small groups that read only the program's arguments run as one
+  /// kernel at the first one's place (GroupBatch::early).
+  bool batchArgumentGroups = false;
 };
 
 /// Groups the elementwise ops of `func`.

@@ -174,9 +174,9 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     llvm::SmallVector<unsigned> members{group->second};
     const GroupBatch *batch = layout.fusion.batch(group->second);
     if (batch) {
-      // The batch's kernel, at its last group: every group's bytes, the
-      // shared inputs once.
-      if (group->second != batch->groups.back())
+      // The batch's kernel, at its place (FusionPlan::place): every group's
+      // bytes, the shared inputs once.
+      if (op != layout.fusion.place(*batch))
         return std::nullopt;
       members = batch->groups;
     }

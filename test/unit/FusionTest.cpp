@@ -409,3 +409,41 @@ TEST_F(FusionTest, AReductionOfAStoredValueEndsItsGroup) {
   EXPECT_TRUE(fusion.unstored(ops[0]->getResult(0)));
   EXPECT_FALSE(fusion.groupOf.contains(ops[6]));
 }
+
+// Alike small groups that read only the arguments (the bf16 copies of biases
+// and norm weights, each made before its first reader) run as one kernel at
+// the first one's place, ahead of every reader; a group reading a computed
+// value, one of another kind, and one too large for a launch to matter stay
+// apart.
+TEST_F(FusionTest, SmallGroupsOfArgumentsRunAsOneEarlyKernel) {
+  llvm::SmallVector<Operation *> ops = parse(R"mlir(
+    func.func @f(%x: tensor<4x8xbf16>, %b1: tensor<8xf32>, %b2: tensor<8xf32>, %b3: tensor<16xf32>,
+                 %w: tensor<512x512xf32>, %v: tensor<8x8xbf16>)
+        -> (tensor<4x8xbf16>, tensor<16xbf16>, tensor<512x512xbf16>, tensor<8xf32>) {
+      %c1 = ppc.cast %b1 : tensor<8xf32> -> tensor<8xbf16>
+      %y1 = ppc.add %x, %c1 : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+      %m = ppc.matmul %y1, %v : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+      %c2 = ppc.cast %b2 : tensor<8xf32> -> tensor<8xbf16>
+      %y2 = ppc.add %m, %c2 : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+      %c3 = ppc.cast %b3 : tensor<16xf32> -> tensor<16xbf16>
+      %big = ppc.cast %w : tensor<512x512xf32> -> tensor<512x512xbf16>
+      %e = ppc.exp %b1 : tensor<8xf32>
+      return %y2, %c3, %big, %e : tensor<4x8xbf16>, tensor<16xbf16>, tensor<512x512xbf16>, tensor<8xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  FusionOptions options;
+  options.batchArgumentGroups = true;
+  FusionPlan fusion = planFusion(func(), options);
+  ASSERT_EQ(fusion.batches.size(), 1u);
+  const GroupBatch &batch = fusion.batches[0];
+  EXPECT_TRUE(batch.early);
+  ASSERT_EQ(batch.groups.size(), 3u);
+  EXPECT_EQ(fusion.groups[batch.groups[0]].ops.front(), ops[0]);
+  EXPECT_EQ(fusion.groups[batch.groups[1]].ops.front(), ops[3]);
+  EXPECT_EQ(fusion.groups[batch.groups[2]].ops.front(), ops[5]);
+  for (unsigned i : {0, 3, 5})
+    EXPECT_EQ(fusion.runsAt(ops[i]), ops[0]) << "op " << i;
+  EXPECT_EQ(fusion.runsAt(ops[6]), ops[6]);
+  EXPECT_EQ(fusion.runsAt(ops[7]), ops[7]);
+  EXPECT_TRUE(planFusion(func()).batches.empty());
+}
