@@ -3,6 +3,7 @@
 #include "codegen/Fusion.h"
 #include "ir/PpcOps.h"
 #include "passes/Provenance.h"
+#include "runtime/ppcrt/NormSums.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -264,18 +265,14 @@ static void planNormGradAdds(Block &body, FusionPlan &plan) {
   }
 }
 
-/// The largest normalized size whose sums a norm gradient's kernel takes:
-/// it keeps them in registers, at most 8 columns for each of 1,024 threads
-/// (Kernels.cuh's kNormSumsPerThread).
-static constexpr int64_t kNormSumsMaxSize = 8 * 1024;
-
 /// The sums over the rows that norm gradients compute in their kernels
 /// (NormGradSum): for each gradient, the reductions of its own micro-batch
 /// over exactly the dimensions before the normalized ones, whose chains
 /// match, every value of a chain read by the next op alone and nothing
 /// claimed by another fusion; each reduction's readers come after the
 /// gradient, where it now runs. The chains compute in the gradient's
-/// statistics' type (f32, f64 for f64), which the kernel computes in.
+/// statistics' type (f32, f64 for f64), which the CUDA kernel computes in
+/// (the CPU kernel computes in double, as its dx).
 static void planNormGradSums(Block &body, FusionPlan &plan) {
   auto claimed = [&](Operation *op) {
     return plan.foldedInto.contains(op) || plan.epilogueOf.contains(op) ||
@@ -297,7 +294,12 @@ static void planNormGradSums(Block &body, FusionPlan &plan) {
     Type compute = getElementTypeOrSelf(x.getType()).isF64()
                        ? Type(Float64Type::get(op.getContext()))
                        : Type(Float32Type::get(op.getContext()));
-    if (size < 1 || size > kNormSumsMaxSize || stats != compute)
+    int64_t outer = 1;
+    for (int64_t d : shape.take_front(axis))
+      outer *= d;
+    // (The kernel keeps each column's sums in registers: rows of at most
+    // ppcrt::normsums::kMaxSize elements.)
+    if (size < 1 || outer < 1 || size > ppcrt::normsums::kMaxSize || stats != compute)
       continue;
     auto range = llvm::seq<int64_t>(0, axis);
     llvm::SmallVector<int64_t> rows(range.begin(), range.end());
@@ -307,8 +309,8 @@ static void planNormGradSums(Block &body, FusionPlan &plan) {
       if (!sum || shapeOf(sum.getInput()) != shape || sum.getAxes() != ArrayRef<int64_t>(rows) ||
           claimed(sum) || runsOnHost(sum) || microBatch(sum) != microBatch(&op))
         return nullptr;
-      for (Operation *reader : sum->getUsers())
-        if (!op.isBeforeInBlock(reader))
+      for (Operation *user : sum->getUsers())
+        if (!op.isBeforeInBlock(user))
           return nullptr;
       return sum;
     };
@@ -547,13 +549,6 @@ static void batchOptimizerGroups(Block &body, FusionPlan &plan) {
   }
 }
 
-static int64_t elementsOf(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
 /// Groups of at most this many elements are launch-bound on GPUs (an H100
 /// reads 64 Ki f32 elements in about a tenth of a launch's microsecond).
 static constexpr int64_t kSmallGroupElements = int64_t(1) << 16;
@@ -568,7 +563,7 @@ static void batchArgumentGroups(Block &body, FusionPlan &plan) {
   std::vector<std::string> order;
   for (auto [g, group] : llvm::enumerate(plan.groups)) {
     if (plan.batchOf.contains(g) || group.reduction || group.inputs.empty() ||
-        elementsOf(loopShape(group)) > kSmallGroupElements ||
+        ShapedType::getNumElements(loopShape(group)) > kSmallGroupElements ||
         !llvm::all_of(group.inputs, [&](Value v) {
           return llvm::isa<BlockArgument>(v) && v.getParentBlock() == &body;
         }))
@@ -580,10 +575,19 @@ static void batchArgumentGroups(Block &body, FusionPlan &plan) {
       order.push_back(*key);
     byKey[*key].push_back(g);
   }
+  // (A group's place is its last op's: a group that a later op joined
+  // starts before it runs, so the groups go in order of their places, and
+  // the batch runs at the first of them, before any group's reader.)
+  llvm::DenseMap<Operation *, int64_t> index;
+  for (Operation &op : body)
+    index[&op] = index.size();
   for (const std::string &key : order) {
     llvm::SmallVector<unsigned> &groups = byKey[key];
     if (groups.size() < 2)
       continue;
+    llvm::sort(groups, [&](unsigned a, unsigned b) {
+      return index[plan.groups[a].ops.back()] < index[plan.groups[b].ops.back()];
+    });
     GroupBatch batch;
     batch.groups = std::move(groups);
     batch.early = true;

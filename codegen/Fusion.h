@@ -97,7 +97,7 @@ struct GemmEpilogue {
 /// run together at the last one's place: none reads another's values, and
 /// nothing reads theirs before that place.
 struct GroupBatch {
-  /// The groups (FusionPlan::groups), in program order.
+  /// The groups (FusionPlan::groups), in the order of their places.
   llvm::SmallVector<unsigned> groups;
   /// Whether the batch runs at its first group's place rather than its
   /// last: a batch of small groups that read only the program's arguments

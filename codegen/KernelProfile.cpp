@@ -261,8 +261,9 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     k.what.insert(op->getName().stripDialect().size(), "+add");
   }
   if (auto sums = layout.fusion.normGradSums.find(op); sums != layout.fusion.normGradSums.end()) {
-    // The sums in its kernel (NormSums.h): each block's partial sums written
-    // and read again by a second launch, which writes the sums.
+    // The sums in its kernel (NormSums.h): on CUDA each block's partial sums
+    // written and read again by a second launch, which writes the sums (a
+    // CPU's chunks' partials stay in its caches).
     auto shape = llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
     int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
     int64_t size = 1, outer = 1;
@@ -271,9 +272,10 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     double accumulator = getElementTypeOrSelf(op->getOperand(0).getType()).isF64() ? 8 : 4;
     double blocks = double(ppcrt::normsums::blocks(outer, size, int64_t(accumulator)));
     for (const NormGradSum &sum : sums->second)
-      k.bytes += 2 * blocks * double(size) * accumulator + bytesOf(sum.reduction->getResult(0));
+      k.bytes += (gpu ? 2 * blocks * double(size) * accumulator : 0) +
+                 bytesOf(sum.reduction->getResult(0));
     k.what.insert(k.what.find(' '), "+sums");
-    price(0, 0, 2);
+    price(0, 0, gpu ? 2 : 1);
     return k;
   }
   priceOp(op);

@@ -469,6 +469,7 @@ template <typename Op> static LogicalResult emitNormalizationGrad(Operation *op,
   Value addend = ctx.fusion().normGradAddend(op);
   Value dx =
       addend ? ctx.fusion().normGradAdd.lookup(op)->getResult(0) : Value(grad.getInputGrad());
+  comment(ctx, op);
   // The sums over the rows it computes (FusionPlan::normGradSums), as the
   // kernel's last argument: ppcrt::NormGradSums (runtime/ppcrt/NormSums.h).
   std::string sums;
@@ -484,7 +485,6 @@ template <typename Op> static LogicalResult emitNormalizationGrad(Operation *op,
     sums = llvm::formatv(", ppcrt::NormGradSums<{0}, {1}, {2}>{{{3}, {4}, {5}}", types[0], types[1],
                          types[2], pointers[0], pointers[1], pointers[2]);
   }
-  comment(ctx, op);
   char eps[64];
   std::snprintf(eps, sizeof(eps), "%a", grad.getEpsilon().convertToDouble());
   ctx.body() << llvm::formatv(

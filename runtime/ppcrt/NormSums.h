@@ -29,9 +29,12 @@ template <typename R, typename P, typename I> struct NormGradSums {
 
 namespace normsums {
 
-/// Columns of each sum a CUDA thread keeps in registers: the kernel takes
-/// rows of up to kPerThread * 1024 elements.
-constexpr int64_t kPerThread = 8;
+/// Columns of each sum a CUDA thread keeps in registers, and the longest
+/// rows the kernel takes: 4 columns of each of up to 1,024 threads, whose 64
+/// registers a thread hold their 12 sums in f32 without spilling (nvcc 13,
+/// sm_90: 48 to 58 registers; f64 spills 60 bytes at 1,024 threads), where 8
+/// columns would take 120 to 166 registers and halve the blocks an SM holds.
+constexpr int64_t kPerThread = 4;
 constexpr int64_t kMaxSize = kPerThread * 1024;
 /// Slots of partial sums per block: one per kind of sum.
 constexpr int64_t kKinds = 3;
@@ -44,7 +47,9 @@ constexpr int64_t kPartialBytes = int64_t(8) << 20;
 
 /// Threads of a block for rows of `size` elements (with sums or without:
 /// the two kernels then compute dx alike).
-constexpr int64_t threads(int64_t size) { return size <= kPerThread * 256 ? 256 : 1024; }
+constexpr int64_t threads(int64_t size) {
+  return size <= kPerThread * 256 ? 256 : size <= kPerThread * 512 ? 512 : 1024;
+}
 
 /// Rows each block takes, for `outer` rows of `size` elements with partial
 /// sums of `accumulatorBytes` each.

@@ -447,3 +447,35 @@ TEST_F(FusionTest, SmallGroupsOfArgumentsRunAsOneEarlyKernel) {
   EXPECT_EQ(fusion.runsAt(ops[7]), ops[7]);
   EXPECT_TRUE(planFusion(func()).batches.empty());
 }
+
+// A group runs at its last op: one that a later op joined starts before it
+// runs. An early batch runs at the first of its groups' places, so before
+// every group's reader (here %y, which reads the second group's value).
+TEST_F(FusionTest, AnEarlyBatchRunsBeforeEveryGroupsReader) {
+  llvm::SmallVector<Operation *> ops = parse(R"mlir(
+    func.func @f(%b1: tensor<8xf32>, %b2: tensor<8xf64>, %b3: tensor<8xf32>, %b4: tensor<8xf64>,
+                 %x: tensor<4x8xf32>, %v: tensor<8x8xf32>)
+        -> (tensor<4x8xf32>, tensor<8xf32>) {
+      %ca = ppc.cast %b1 : tensor<8xf32> -> tensor<8xf64>
+      %cb = ppc.cast %b3 : tensor<8xf32> -> tensor<8xf64>
+      %mb = ppc.mul %cb, %b4 : (tensor<8xf64>, tensor<8xf64>) -> tensor<8xf64>
+      %nb = ppc.cast %mb : tensor<8xf64> -> tensor<8xf32>
+      %y = ppc.add %x, %nb : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+      %p = ppc.matmul %y, %v : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+      %ma = ppc.mul %ca, %b2 : (tensor<8xf64>, tensor<8xf64>) -> tensor<8xf64>
+      %na = ppc.cast %ma : tensor<8xf64> -> tensor<8xf32>
+      return %p, %na : tensor<4x8xf32>, tensor<8xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  FusionOptions options;
+  options.batchArgumentGroups = true;
+  FusionPlan fusion = planFusion(func(), options);
+  ASSERT_EQ(fusion.batches.size(), 1u);
+  const GroupBatch &batch = fusion.batches[0];
+  ASSERT_EQ(batch.groups.size(), 2u);
+  // The second group created (%cb's) runs first: the batch is at its place.
+  EXPECT_EQ(fusion.groups[batch.groups[0]].ops.front(), ops[1]);
+  EXPECT_EQ(fusion.place(batch), ops[3]);
+  for (unsigned i : {0, 1, 2, 3, 6, 7})
+    EXPECT_EQ(fusion.runsAt(ops[i]), ops[3]) << "op " << i;
+}

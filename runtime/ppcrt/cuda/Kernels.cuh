@@ -796,9 +796,9 @@ void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, i
 /// addend (unless null) as the fused elementwise add computes it: one block
 /// per row.
 template <bool Centered, typename T, typename S>
-__global__ void layerNormGradKernel(const T *x, const T *scale, int64_t scaleStride, const T *dy,
-                                    T *dx, const T *addend, S *mean, S *rstd, int64_t size,
-                                    double epsilon) {
+__global__ void __launch_bounds__(1024)
+    layerNormGradKernel(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx,
+                        const T *addend, S *mean, S *rstd, int64_t size, double epsilon) {
   using C = Compute<T>;
   const T *row = x + blockIdx.x * size, *g = dy + blockIdx.x * size;
   C m, r;
@@ -831,20 +831,21 @@ template <typename T, typename S, bool Centered = true>
 void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx,
                    const T *addend, S *mean, S *rstd, int64_t outer, int64_t size, double epsilon) {
   // (As many threads as with sums, so that both compute dx alike.)
-  PPCRT_LAUNCH(layerNormGradKernel<Centered>, unsigned(outer), unsigned(normsums::threads(size)), 0,
-               stream())(x, scale, scaleStride, dy, dx, addend, mean, rstd, size, epsilon);
+  if (outer > 0) // (no rows: no blocks)
+    PPCRT_LAUNCH(layerNormGradKernel<Centered>, unsigned(outer), unsigned(normsums::threads(size)),
+                 0, stream())(x, scale, scaleStride, dy, dx, addend, mean, rstd, size, epsilon);
   launched(Centered ? "a layer norm's gradient" : "an RMS norm's gradient");
 }
 
 /// layerNormGradKernel over rows [b r, (b + 1) r) for block b, which also
 /// adds, per column, dy, dy xhat and the values it writes (NormSums.h) into
-/// registers (thread t: columns t + k blockDim.x, k < kPerThread) and
-/// writes them to reducePartials as [3][gridDim.x][size] of C.
-template <bool Centered, typename T, typename S, typename R, typename P, typename I>
-__global__ void layerNormGradSumsKernel(const T *x, const T *scale, int64_t scaleStride,
-                                        const T *dy, T *dx, const T *addend, S *mean, S *rstd,
-                                        int64_t outer, int64_t size, double epsilon,
-                                        NormGradSums<R, P, I> sums, int64_t rowsPerBlock) {
+/// registers (thread t of Threads: columns t + k Threads, k < kPerThread)
+/// and writes them to reducePartials as [3][gridDim.x][size] of C.
+template <bool Centered, int Threads, typename T, typename S, typename R, typename P, typename I>
+__global__ void __launch_bounds__(Threads)
+    layerNormGradSumsKernel(const T *x, const T *scale, int64_t scaleStride, const T *dy, T *dx,
+                            const T *addend, S *mean, S *rstd, int64_t outer, int64_t size,
+                            double epsilon, NormGradSums<R, P, I> sums, int64_t rowsPerBlock) {
   using C = Compute<T>;
   constexpr int K = int(normsums::kPerThread);
   C acc[3][K];
@@ -939,12 +940,21 @@ void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy,
                    NormGradSums<R, P, I> sums) {
   using C = Compute<T>;
   if (size > normsums::kMaxSize)
-    check(cudaErrorInvalidValue, "a norm gradient's sums (rows of more than 8192 elements)");
+    check(cudaErrorInvalidValue, "a norm gradient's sums (rows of more than 4,096 elements)");
   const int64_t rows = normsums::rowsPerBlock(outer, size, sizeof(C));
   const int64_t blocks = normsums::blocks(outer, size, sizeof(C));
-  PPCRT_LAUNCH(layerNormGradSumsKernel<Centered>, unsigned(blocks),
-               unsigned(normsums::threads(size)), 0, stream())(
-      x, scale, scaleStride, dy, dx, addend, mean, rstd, outer, size, epsilon, sums, rows);
+  // (No rows: no blocks, and sums of zeros.) The threads normsums::threads
+  // says, each instantiation bounded to its own count.
+  const int64_t threads = normsums::threads(size);
+  if (blocks > 0 && threads == 256)
+    PPCRT_LAUNCH((layerNormGradSumsKernel<Centered, 256>), unsigned(blocks), 256, 0, stream())(
+        x, scale, scaleStride, dy, dx, addend, mean, rstd, outer, size, epsilon, sums, rows);
+  else if (blocks > 0 && threads == 512)
+    PPCRT_LAUNCH((layerNormGradSumsKernel<Centered, 512>), unsigned(blocks), 512, 0, stream())(
+        x, scale, scaleStride, dy, dx, addend, mean, rstd, outer, size, epsilon, sums, rows);
+  else if (blocks > 0)
+    PPCRT_LAUNCH((layerNormGradSumsKernel<Centered, 1024>), unsigned(blocks), 1024, 0, stream())(
+        x, scale, scaleStride, dy, dx, addend, mean, rstd, outer, size, epsilon, sums, rows);
   launched(Centered ? "a layer norm's gradient" : "an RMS norm's gradient");
   PPCRT_LAUNCH(normGradSumsCombineKernel<C>, blocksFor(3 * size), kThreads, 0,
                stream())(sums, blocks, size);

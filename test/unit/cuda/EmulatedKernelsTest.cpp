@@ -517,8 +517,8 @@ TEST(CudaKernels, LayerNormGradMatchesDifferencesOfTheForward) {
 // layerNormGrad with sums over its rows (NormSums.h): dx, mean and rstd bit
 // for bit those of the kernel without sums; each sum against a loop in
 // double over what the kernel read and wrote (the normalized input from the
-// statistics it returns). Rows of 300 (two columns a thread), of 2,500
-// (1,024 threads) and of 8,192 (the most it takes); more rows than blocks,
+// statistics it returns). Rows of 96 and 300 (256 threads), of 1,500 (512),
+// of 2,500 and of 4,096 (1,024 threads, the most it takes); more rows than blocks,
 // so that blocks add several rows each; f32, bf16, uncentered, an addend,
 // and sums asked for alone.
 template <typename T, bool Centered>
@@ -597,8 +597,9 @@ TEST(CudaKernels, NormGradSumsAddTheRowsTheKernelReadsAndWrites) {
   checkNormGradSums<float, false>(700, 300, /*addend=*/false, 2);
   checkNormGradSums<bf16, true>(1100, 300, /*addend=*/true, 7);
   checkNormGradSums<bf16, true>(600, 96, /*addend=*/false, 5);
+  checkNormGradSums<float, true>(600, 1500, /*addend=*/true, 7);
   checkNormGradSums<float, true>(40, 2500, /*addend=*/true, 7);
-  checkNormGradSums<bf16, false>(9, 8192, /*addend=*/false, 6);
+  checkNormGradSums<bf16, false>(9, 4096, /*addend=*/false, 6);
 }
 
 // nll_loss of log-probabilities [batch, classes, inner] with class weights:
