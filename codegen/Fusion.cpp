@@ -287,16 +287,13 @@ static void planNormGradSums(Block &body, FusionPlan &plan) {
     Value written = plan.normGradAdd.contains(&op) ? plan.normGradAdd.lookup(&op)->getResult(0)
                                                    : op.getResult(0);
     ArrayRef<int64_t> shape = shapeOf(x);
-    int64_t axis = op.getAttrOfType<IntegerAttr>("axis").getInt(), size = 1;
-    for (int64_t d : shape.drop_front(axis))
-      size *= d;
+    int64_t axis = op.getAttrOfType<IntegerAttr>("axis").getInt();
+    int64_t size = ShapedType::getNumElements(shape.drop_front(axis)),
+            outer = ShapedType::getNumElements(shape.take_front(axis));
     Type stats = getElementTypeOrSelf(rstd.getType());
     Type compute = getElementTypeOrSelf(x.getType()).isF64()
                        ? Type(Float64Type::get(op.getContext()))
                        : Type(Float32Type::get(op.getContext()));
-    int64_t outer = 1;
-    for (int64_t d : shape.take_front(axis))
-      outer *= d;
     // (The kernel keeps each column's sums in registers: rows of at most
     // ppcrt::normsums::kMaxSize elements.)
     if (size < 1 || outer < 1 || size > ppcrt::normsums::kMaxSize || stats != compute)

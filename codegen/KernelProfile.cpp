@@ -266,9 +266,8 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     // CPU's chunks' partials stay in its caches).
     auto shape = llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
     int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-    int64_t size = 1, outer = 1;
-    for (auto [d, extent] : llvm::enumerate(shape))
-      (int64_t(d) < axis ? outer : size) *= extent;
+    int64_t size = ShapedType::getNumElements(shape.drop_front(axis)),
+            outer = ShapedType::getNumElements(shape.take_front(axis));
     double accumulator = getElementTypeOrSelf(op->getOperand(0).getType()).isF64() ? 8 : 4;
     double blocks = double(ppcrt::normsums::blocks(outer, size, int64_t(accumulator)));
     for (const NormGradSum &sum : sums->second)

@@ -354,6 +354,35 @@ std::pair<double, double> rowMoments(const T *row, int64_t size) {
   return {mean, variance / size};
 }
 
+/// A row's statistics and the means its input gradient subtracts
+/// (layerNormGrad), in double.
+struct NormGradRow {
+  double m, r, meanDxhat, meanProjection;
+  /// The input gradient at a column of `x` with dxhat = dy * scale, rounded
+  /// to T, plus `addend[at]` (unless null) as ppc.add rounds it.
+  template <typename T> T written(T x, double dxhat, const T *addend, int64_t at) const {
+    T value = T(r * (dxhat - meanDxhat - (double(x) - m) * r * meanProjection));
+    return addend ? T(double(value) + double(addend[at])) : value;
+  }
+};
+
+template <bool Centered, typename T>
+NormGradRow normGradRow(const T *row, const T *g, const T *scale, int64_t scaleStride, int64_t size,
+                        double epsilon) {
+  const std::pair<double, double> moments = rowMoments<Centered>(row, size);
+  NormGradRow n{moments.first, 1 / std::sqrt(moments.second + epsilon), 0, 0};
+  double meanDxhat = 0, meanProjection = 0;
+#pragma omp simd reduction(+ : meanDxhat, meanProjection)
+  for (int64_t i = 0; i < size; ++i) {
+    double dxhat = double(g[i]) * double(scale[i * scaleStride]);
+    meanDxhat += dxhat;
+    meanProjection += dxhat * (double(row[i]) - n.m) * n.r;
+  }
+  n.meanDxhat = Centered ? meanDxhat / size : 0;
+  n.meanProjection = meanProjection / size;
+  return n;
+}
+
 } // namespace detail
 
 /// Layer normalization (RMS normalization unless Centered: no mean, the
@@ -391,27 +420,15 @@ void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy,
 #pragma omp parallel for if (outer * size > 32768)
   for (int64_t o = 0; o < outer; ++o) {
     const T *row = x + o * size, *g = dy + o * size;
-    const std::pair<double, double> moments = detail::rowMoments<Centered>(row, size);
-    const double m = moments.first, variance = moments.second;
-    const double r = 1 / std::sqrt(variance + epsilon);
-    double meanDxhat = 0, meanProjection = 0;
-#pragma omp simd reduction(+ : meanDxhat, meanProjection)
-    for (int64_t i = 0; i < size; ++i) {
-      double dxhat = double(g[i]) * double(scale[i * scaleStride]);
-      meanDxhat += dxhat;
-      meanProjection += dxhat * (double(row[i]) - m) * r;
-    }
-    meanDxhat = Centered ? meanDxhat / size : 0;
-    meanProjection /= size;
+    const detail::NormGradRow n =
+        detail::normGradRow<Centered>(row, g, scale, scaleStride, size, epsilon);
 #pragma omp simd
-    for (int64_t i = 0; i < size; ++i) {
-      double xhat = (double(row[i]) - m) * r, dxhat = double(g[i]) * double(scale[i * scaleStride]);
-      T value = T(r * (dxhat - meanDxhat - xhat * meanProjection));
-      dx[o * size + i] = addend ? T(double(value) + double(addend[o * size + i])) : value;
-    }
+    for (int64_t i = 0; i < size; ++i)
+      dx[o * size + i] =
+          n.written(row[i], double(g[i]) * double(scale[i * scaleStride]), addend, o * size + i);
     if (mean)
-      mean[o] = S(m);
-    rstd[o] = S(r);
+      mean[o] = S(n.m);
+    rstd[o] = S(n.r);
   }
 }
 
@@ -430,29 +447,19 @@ void layerNormGrad(const T *x, const T *scale, int64_t scaleStride, const T *dy,
     double *own = partials.data() + c * 3 * size;
     for (int64_t o = outer * c / chunks; o < outer * (c + 1) / chunks; ++o) {
       const T *row = x + o * size, *g = dy + o * size;
-      const std::pair<double, double> moments = detail::rowMoments<Centered>(row, size);
-      const double m = moments.first, r = 1 / std::sqrt(moments.second + epsilon);
-      double meanDxhat = 0, meanProjection = 0;
-#pragma omp simd reduction(+ : meanDxhat, meanProjection)
+      const detail::NormGradRow n =
+          detail::normGradRow<Centered>(row, g, scale, scaleStride, size, epsilon);
       for (int64_t i = 0; i < size; ++i) {
-        double dxhat = double(g[i]) * double(scale[i * scaleStride]);
-        meanDxhat += dxhat;
-        meanProjection += dxhat * (double(row[i]) - m) * r;
-      }
-      meanDxhat = Centered ? meanDxhat / size : 0;
-      meanProjection /= size;
-      for (int64_t i = 0; i < size; ++i) {
-        double gi = double(g[i]), xhat = (double(row[i]) - m) * r;
-        T value = T(r * (gi * double(scale[i * scaleStride]) - meanDxhat - xhat * meanProjection));
-        T written = addend ? T(double(value) + double(addend[o * size + i])) : value;
+        double gi = double(g[i]), xhat = (double(row[i]) - n.m) * n.r;
+        T written = n.written(row[i], gi * double(scale[i * scaleStride]), addend, o * size + i);
         dx[o * size + i] = written;
         own[i] += gi;
         own[size + i] += gi * xhat;
         own[2 * size + i] += double(written);
       }
       if (mean)
-        mean[o] = S(m);
-      rstd[o] = S(r);
+        mean[o] = S(n.m);
+      rstd[o] = S(n.r);
     }
   }
   for (int64_t i = 0; i < size; ++i) {

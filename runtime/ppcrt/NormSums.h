@@ -31,9 +31,9 @@ namespace normsums {
 
 /// Columns of each sum a CUDA thread keeps in registers, and the longest
 /// rows the kernel takes: 4 columns of each of up to 1,024 threads, whose 64
-/// registers a thread hold their 12 sums in f32 without spilling (nvcc 13,
-/// sm_90: 48 to 58 registers; f64 spills 60 bytes at 1,024 threads), where 8
-/// columns would take 120 to 166 registers and halve the blocks an SM holds.
+/// registers a thread hold their 12 sums without spilling (nvcc 13, sm_90:
+/// 32 to 62 registers, f64 included), where 8 columns took up to 166
+/// registers and halved the blocks an SM holds.
 constexpr int64_t kPerThread = 4;
 constexpr int64_t kMaxSize = kPerThread * 1024;
 /// Slots of partial sums per block: one per kind of sum.

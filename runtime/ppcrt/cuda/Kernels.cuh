@@ -791,6 +791,36 @@ void layerNorm(const T *x, const T *scale, int64_t scaleStride, const T *bias, i
   launched(Centered ? "a layer norm" : "an RMS norm");
 }
 
+/// A row's statistics and the means its input gradient subtracts, of the
+/// block's threads together (thread t reading columns t, t + blockDim.x, ...).
+template <typename C> struct NormGradRow {
+  C m, r, meanDxhat, meanProjection;
+  /// The input gradient at a column of `x` with dxhat = dy * scale, rounded
+  /// to T, plus `addend[at]` (unless null) as the fused add rounds it.
+  template <typename T> __device__ T written(T x, C dxhat, const T *addend, int64_t at) const {
+    T value = T(r * (dxhat - meanDxhat - (C(x) - m) * r * meanProjection));
+    return addend ? T(Reg<T>(Reg<T>(value) + Reg<T>(addend[at]))) : value;
+  }
+};
+
+template <bool Centered, typename T, typename C = Compute<T>>
+__device__ NormGradRow<C> normGradRow(const T *row, const T *g, const T *scale, int64_t scaleStride,
+                                      int64_t size, double epsilon) {
+  NormGradRow<C> n;
+  rowStatistics<Centered>(row, size, epsilon, n.m, n.r);
+  C sumDxhat = 0, sumProjection = 0;
+  for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+    C dxhat = C(g[i]) * C(scale[i * scaleStride]);
+    sumDxhat += dxhat;
+    sumProjection += dxhat * (C(row[i]) - n.m) * n.r;
+  }
+  n.meanDxhat = 0;
+  if constexpr (Centered)
+    n.meanDxhat = blockReduce<false>(sumDxhat) / C(size);
+  n.meanProjection = blockReduce<false>(sumProjection) / C(size);
+  return n;
+}
+
 /// The input's gradient of layerNorm over the rows of [outer, size] given
 /// the result's (dy), and each row's mean (unless null) and rstd, plus
 /// addend (unless null) as the fused elementwise add computes it: one block
@@ -801,28 +831,15 @@ __global__ void __launch_bounds__(1024)
                         const T *addend, S *mean, S *rstd, int64_t size, double epsilon) {
   using C = Compute<T>;
   const T *row = x + blockIdx.x * size, *g = dy + blockIdx.x * size;
-  C m, r;
-  rowStatistics<Centered>(row, size, epsilon, m, r);
-  C sumDxhat = 0, sumProjection = 0;
+  const NormGradRow<C> n = normGradRow<Centered>(row, g, scale, scaleStride, size, epsilon);
   for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
-    C dxhat = C(g[i]) * C(scale[i * scaleStride]);
-    sumDxhat += dxhat;
-    sumProjection += dxhat * (C(row[i]) - m) * r;
-  }
-  C meanDxhat = 0;
-  if constexpr (Centered)
-    meanDxhat = blockReduce<false>(sumDxhat) / C(size);
-  C meanProjection = blockReduce<false>(sumProjection) / C(size);
-  for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
-    C xhat = (C(row[i]) - m) * r, dxhat = C(g[i]) * C(scale[i * scaleStride]);
-    T value = T(r * (dxhat - meanDxhat - xhat * meanProjection));
     int64_t at = blockIdx.x * size + i;
-    dx[at] = addend ? T(Reg<T>(Reg<T>(value) + Reg<T>(addend[at]))) : value;
+    dx[at] = n.written(row[i], C(g[i]) * C(scale[i * scaleStride]), addend, at);
   }
   if (threadIdx.x == 0) {
     if (mean)
-      mean[blockIdx.x] = S(m);
-    rstd[blockIdx.x] = S(r);
+      mean[blockIdx.x] = S(n.m);
+    rstd[blockIdx.x] = S(n.r);
   }
 }
 
@@ -856,30 +873,14 @@ __global__ void __launch_bounds__(Threads)
   const int64_t last = first + rowsPerBlock < outer ? first + rowsPerBlock : outer;
   for (int64_t o = first; o < last; ++o) {
     const T *row = x + o * size, *g = dy + o * size;
-    C m, r;
-    rowStatistics<Centered>(row, size, epsilon, m, r);
-    C sumDxhat = 0, sumProjection = 0;
+    const NormGradRow<C> n = normGradRow<Centered>(row, g, scale, scaleStride, size, epsilon);
     PPCRT_UNROLL
     for (int k = 0; k < K; ++k) {
       const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
       if (i < size) {
-        C dxhat = C(g[i]) * C(scale[i * scaleStride]);
-        sumDxhat += dxhat;
-        sumProjection += dxhat * (C(row[i]) - m) * r;
-      }
-    }
-    C meanDxhat = 0;
-    if constexpr (Centered)
-      meanDxhat = blockReduce<false>(sumDxhat) / C(size);
-    C meanProjection = blockReduce<false>(sumProjection) / C(size);
-    PPCRT_UNROLL
-    for (int k = 0; k < K; ++k) {
-      const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
-      if (i < size) {
-        C gi = C(g[i]), xhat = (C(row[i]) - m) * r, dxhat = gi * C(scale[i * scaleStride]);
-        T value = T(r * (dxhat - meanDxhat - xhat * meanProjection));
+        C gi = C(g[i]), xhat = (C(row[i]) - n.m) * n.r;
         int64_t at = o * size + i;
-        T written = addend ? T(Reg<T>(Reg<T>(value) + Reg<T>(addend[at]))) : value;
+        T written = n.written(row[i], gi * C(scale[i * scaleStride]), addend, at);
         dx[at] = written;
         acc[0][k] += gi;
         acc[1][k] += gi * xhat;
@@ -888,8 +889,8 @@ __global__ void __launch_bounds__(Threads)
     }
     if (threadIdx.x == 0) {
       if (mean)
-        mean[o] = S(m);
-      rstd[o] = S(r);
+        mean[o] = S(n.m);
+      rstd[o] = S(n.r);
     }
   }
   C *partials = reinterpret_cast<C *>(reducePartials);
