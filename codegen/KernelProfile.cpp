@@ -86,11 +86,11 @@ std::optional<double> indexedBytes(Operation *op, Value operand) {
 
 /// The products ppc's bf16 attention kernels execute per FLOP of the op
 /// (flopsOf: FlashAttention's count, two T x T x d products forward and
-/// five backward). Kernels.cuh's split each product by the probabilities
-/// (or the scores' gradient) into hi + lo, two products, and the backward's
-/// two kernels (dq; dk and dv) each recompute the scores and their
-/// gradient: three products forward, ten backward.
-double attentionProducts(Operation *op) { return llvm::isa<AttentionOp>(op) ? 3.0 / 2 : 10.0 / 5; }
+/// five backward). Kernels.cuh's forward splits the probabilities into hi +
+/// lo, two products, and the backward's two kernels (dq; dk and dv) each
+/// recompute the scores and their gradient: three products forward, seven
+/// backward.
+double attentionProducts(Operation *op) { return llvm::isa<AttentionOp>(op) ? 3.0 / 2 : 7.0 / 5; }
 
 /// The rates of a contraction's element type: (achieved, peak).
 std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {

@@ -259,7 +259,10 @@ static LogicalResult attentionKernel(Operation *op, llvm::ArrayRef<Tensor> opera
 
 /// FlashAttention's backward, in double: P = exp(s - lse) from the saved
 /// lse, D_i = dO_i . o_i, dS = P (dO v^T - D), dq = scale dS k, dk = scale
-/// dS^T q, dv = P^T dO.
+/// dS^T q, dv = P^T dO. With operands narrower than f32 (bf16, f16), P and
+/// dS are rounded to the operands' dtype before their products, as
+/// FlashAttention's kernels round them (docs/architecture.md, "Mixed
+/// precision"); the runtime's kernels round alike.
 static LogicalResult attentionGradKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                          llvm::SmallVectorImpl<Tensor> &results,
                                          const ExecOptions &options) {
@@ -270,6 +273,10 @@ static LogicalResult attentionGradKernel(Operation *op, llvm::ArrayRef<Tensor> o
   int64_t hd = rows.headDim, vd = rows.valueDim;
   std::vector<double> dq(q.numElements()), dk(k.numElements()), dv(v.numElements());
   std::vector<double> scores(rows.keys);
+  const DType narrow = q.dtype();
+  auto asOperand = [&](double x) {
+    return dtypeBytes(narrow) < dtypeBytes(DType::F32) ? roundFloat(narrow, x) : x;
+  };
   for (int64_t n = 0; n < rows.batch; ++n)
     for (int64_t i = 0; i < rows.queries; ++i) {
       int64_t at = n * rows.queries + i;
@@ -286,12 +293,12 @@ static LogicalResult attentionGradKernel(Operation *op, llvm::ArrayRef<Tensor> o
           continue;
         int64_t key = n * rows.keys + j;
         const double *vj = v.floats().data() + key * vd, *kj = k.floats().data() + key * hd;
-        double dp = 0;
+        double dp = 0, rounded = asOperand(p);
         for (int64_t d = 0; d < vd; ++d) {
           dp += doi[d] * vj[d];
-          dv[key * vd + d] += p * doi[d];
+          dv[key * vd + d] += rounded * doi[d];
         }
-        double ds = p * (dp - delta) * rows.scale;
+        double ds = asOperand(p * (dp - delta)) * rows.scale;
         for (int64_t d = 0; d < hd; ++d) {
           dq[at * hd + d] += ds * kj[d];
           dk[key * hd + d] += ds * qi[d];

@@ -362,9 +362,16 @@ class AsExported(torch.overrides.TorchFunctionMode):
     softmax backward kernels compute in f32 and round once, as ppc computes those
     gradients; the rest rounds op by op on both sides. The models' attention,
     RMSNorm and rotary embedding are one op each too, as ppc-fuse-attention,
-    ppc-fuse-rms-norm and ppc-fuse-rotary make them (_as_one_op)."""
+    ppc-fuse-rms-norm and ppc-fuse-rotary make them (_as_one_op); attention's
+    backward rounds its probabilities and their gradient to ``dtype`` (the
+    program's 16-bit type) before their products, as ppc's does
+    (_LowAttention)."""
 
     SQRT2 = float(np.float32(math.sqrt(2.0)))   # the graph's f32 constant
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.dtype = dtype
 
     def __enter__(self):
         self._saved = (ppc_models.RMSNorm.forward, ppc_models.attention,
@@ -372,8 +379,9 @@ class AsExported(torch.overrides.TorchFunctionMode):
         rotary = ppc_models.apply_rotary
         ppc_models.RMSNorm.forward = lambda module, x: _as_one_op(
             _rms_norm, x, module.weight, eps=module.eps)
+        low = _LowAttention(self.dtype)
         ppc_models.attention = lambda q, k, v, causal: _as_one_op(
-            ppc_models.attention_ops, q, k, v, causal=causal)
+            low, q, k, v, causal=causal)
         ppc_models.apply_rotary = lambda x, cos, sin: _as_one_op(rotary, x, cos, sin)
         return super().__enter__()
 
@@ -420,6 +428,47 @@ def _as_one_op(ops, *tensors, **kwargs):
     return y.to(tensors[0].dtype)
 
 
+def _LowAttention(dtype):
+    """Attention (``ppc_models.attention_ops``'s function) in f32 with ppc's
+    backward in ``dtype`` (executor/kernels/Contraction.cpp, FlashAttention's):
+    P = exp(s - lse) and dS = P (dO v^T - D), D = dO . o with o as stored (rounded),
+    each rounded to ``dtype`` before its products dv = P^T dO, dq = scale dS k and
+    dk = scale dS^T q."""
+
+    def low(t):
+        return t.to(dtype).float()
+
+    def scores(q, k, causal):
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if causal:
+            t = q.shape[-2]
+            keep = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
+            s = s.masked_fill(~keep, float("-inf"))
+        return s
+
+    class LowAttention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, causal=False):
+            s = scores(q, k, causal)
+            lse = torch.logsumexp(s, dim=-1, keepdim=True)
+            o = torch.exp(s - lse) @ v
+            ctx.save_for_backward(q, k, v, low(o), lse)
+            ctx.causal = causal
+            return o
+
+        @staticmethod
+        def backward(ctx, do):
+            q, k, v, o, lse = ctx.saved_tensors
+            p = torch.exp(scores(q, k, ctx.causal) - lse)
+            dv = low(p).transpose(-2, -1) @ do
+            dp = do @ v.transpose(-2, -1)
+            ds = low(p * (dp - (do * o).sum(-1, keepdim=True)))
+            scale = 1.0 / math.sqrt(q.shape[-1])
+            return (ds @ k) * scale, (ds.transpose(-2, -1) @ q) * scale, dv, None
+
+    return lambda q, k, v, causal: LowAttention.apply(q, k, v, causal)
+
+
 def _add_grads(copies, masters, as_master):
     """Adds each low-precision copy's gradient, made f32 by ``as_master``, to its
     master's (f32 accumulation over micro-batches), and clears the copy's."""
@@ -453,7 +502,7 @@ class Bf16Model:
     def backward(self, inputs, labels, scale):
         """Loss (f32) of one micro-batch times ``scale``; its gradient is added to
         the masters'."""
-        with AsExported():
+        with AsExported(torch.bfloat16):
             loss = loss_of(self.model, inputs, labels).float() * scale
         loss.backward()
         _add_grads(self.params, self.master, lambda g: g.float())
@@ -590,7 +639,7 @@ class LowModel:
         the masters'."""
         if is_loss_model(self.model):
             raise ReferenceError("--precision bf16/fp16 takes a model with logits")
-        with LowOps(self.dtype), AsExported():
+        with LowOps(self.dtype), AsExported(self.dtype):
             out = self.model(inputs)
         loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1)) * scale
         loss.backward()

@@ -147,36 +147,87 @@ inline void referenceAttention(const ppcrt::lines::AttentionShape &s, const Atte
     }
 }
 
+/// What a kernel that computes P and dS in float and rounds them before
+/// their products may differ from referenceAttentionGrad by, per element of
+/// dq, dk and dv: where float's error could put P or dS on the other side
+/// of a rounding boundary, the gap between its two roundings times the
+/// other factor of the term (the rounding of every other term is the
+/// reference's).
+struct AttentionGradSlack {
+  std::vector<double> dq, dk, dv;
+};
+
 /// dq, dk and dv from o and lse as given (the kernels' inputs): P = exp(S -
 /// lse), D_i = dot(dO_i, o_i), dS = P (dO v^T - D), dq = scale dS k, dk =
-/// scale dS^T q, dv = P^T dO.
+/// scale dS^T q, dv = P^T dO. P and dS enter their products through
+/// `operand` where given (bf16's rounding, for the kernels' bf16
+/// precision), and then `slack`, where given, receives what float may flip.
 inline void referenceAttentionGrad(const ppcrt::lines::AttentionShape &s, const AttentionInputs &in,
                                    const std::vector<double> &o, const std::vector<double> &lse,
                                    std::vector<double> &dq, std::vector<double> &dk,
-                                   std::vector<double> &dv) {
+                                   std::vector<double> &dv, double (*operand)(double) = nullptr,
+                                   AttentionGradSlack *slack = nullptr) {
   dq.assign(in.q.size(), 0.0);
   dk.assign(in.k.size(), 0.0);
   dv.assign(in.v.size(), 0.0);
+  if (slack) {
+    slack->dq.assign(in.q.size(), 0.0);
+    slack->dk.assign(in.k.size(), 0.0);
+    slack->dv.assign(in.v.size(), 0.0);
+  }
+  const double eps = 0x1p-24; // float's unit roundoff
+  // x rounded, and the gap between the roundings of x -/+ error (0 where
+  // they agree).
+  auto rounded = [&](double x, double error, double &gap) {
+    gap = operand && slack ? std::fabs(operand(x + error) - operand(x - error)) : 0.0;
+    return operand ? operand(x) : x;
+  };
   for (int64_t n = 0; n < s.batch; ++n)
     for (int64_t i = 0; i < s.queries; ++i) {
       const int64_t row = n * s.queries + i;
-      double rowD = 0;
-      for (int64_t e = 0; e < s.valueDim; ++e)
+      double rowD = 0, rowDMagnitude = 0;
+      for (int64_t e = 0; e < s.valueDim; ++e) {
         rowD += in.dO[row * s.valueDim + e] * o[row * s.valueDim + e];
+        rowDMagnitude += std::fabs(in.dO[row * s.valueDim + e] * o[row * s.valueDim + e]);
+      }
       for (int64_t j = 0; j < s.keys; ++j) {
         double score = referenceScore(s, in, n, i, j);
         if (score == -INFINITY)
           continue;
         const int64_t key = n * s.keys + j;
-        double p = std::exp(score - lse[row]), dp = 0;
+        double dotMagnitude = 0, dpMagnitude = 0, dp = 0;
+        for (int64_t d = 0; d < s.headDim; ++d)
+          dotMagnitude += std::fabs(in.q[row * s.headDim + d] * in.k[key * s.headDim + d]);
         for (int64_t e = 0; e < s.valueDim; ++e) {
           dp += in.dO[row * s.valueDim + e] * in.v[key * s.valueDim + e];
-          dv[key * s.valueDim + e] += p * in.dO[row * s.valueDim + e];
+          dpMagnitude += std::fabs(in.dO[row * s.valueDim + e] * in.v[key * s.valueDim + e]);
         }
-        double ds = p * (dp - rowD);
+        // Float's error bounds (twice the first-order ones): the score's dot
+        // product, scaling, bias and subtraction of lse; exp; dP and D.
+        const double p = std::exp(score - lse[row]), ds = p * (dp - rowD);
+        const double scoreError =
+            (s.headDim + 2) * eps * (s.scale * dotMagnitude + std::fabs(score)) +
+            eps * (std::fabs(score) + std::fabs(lse[row]));
+        const double pError = 2 * p * (scoreError + 4 * eps);
+        const double dsError =
+            2 * (pError * std::fabs(dp - rowD) +
+                 p * (s.valueDim + 1) * eps * (dpMagnitude + rowDMagnitude) + eps * std::fabs(ds));
+        double pGap, dsGap;
+        const double pOperand = rounded(p, pError, pGap), dsOperand = rounded(ds, dsError, dsGap);
+        for (int64_t e = 0; e < s.valueDim; ++e) {
+          dv[key * s.valueDim + e] += pOperand * in.dO[row * s.valueDim + e];
+          if (slack)
+            slack->dv[key * s.valueDim + e] += pGap * std::fabs(in.dO[row * s.valueDim + e]);
+        }
         for (int64_t d = 0; d < s.headDim; ++d) {
-          dq[row * s.headDim + d] += s.scale * ds * in.k[key * s.headDim + d];
-          dk[key * s.headDim + d] += s.scale * ds * in.q[row * s.headDim + d];
+          dq[row * s.headDim + d] += s.scale * dsOperand * in.k[key * s.headDim + d];
+          dk[key * s.headDim + d] += s.scale * dsOperand * in.q[row * s.headDim + d];
+          if (slack) {
+            slack->dq[row * s.headDim + d] +=
+                s.scale * dsGap * std::fabs(in.k[key * s.headDim + d]);
+            slack->dk[key * s.headDim + d] +=
+                s.scale * dsGap * std::fabs(in.q[row * s.headDim + d]);
+          }
         }
       }
     }

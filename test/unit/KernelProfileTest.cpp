@@ -96,8 +96,9 @@ TEST_F(KernelProfileTest, UnalignedBf16GemmsArePricedAtTheUnalignedRate) {
 
 // bf16 attention with heads up to 128 runs on ppc's tensor-core kernels,
 // priced at their rate on the products they execute (the forward's second
-// product is two, hi and lo: 3/2 of the op's FLOPs); larger heads (and f32)
-// on the scalar kernels. Both against the tensor peak.
+// product is two, hi and lo: 3/2 of the op's FLOPs; the backward's two
+// kernels each recompute the scores and their gradient: 7/5); larger heads
+// (and f32) on the scalar kernels. Both against the tensor peak.
 TEST_F(KernelProfileTest, AttentionIsPricedOnTheKernelsThatRunIt) {
   GpuModel h100 = *GpuModel::named("h100"), h200 = *GpuModel::named("h200");
   EXPECT_GT(h200.bandwidth, h100.bandwidth);
@@ -125,6 +126,16 @@ TEST_F(KernelProfileTest, AttentionIsPricedOnTheKernelsThatRunIt) {
     })mlir";
   const KernelEstimate &scalar = estimate(wide, h100).kernels.at(0);
   EXPECT_DOUBLE_EQ(scalar.seconds, scalar.flops / h100.scalarFlops + h100.launchSeconds);
+
+  llvm::StringRef backward = R"mlir(
+    func.func @f(%q: tensor<2x4x256x64xbf16>, %l: tensor<2x4x256xf32>) -> tensor<2x4x256x64xbf16> {
+      %dq, %dk, %dv = ppc.attention_grad %q, %q, %q, %q, %l, %q scale = 0.125 causal : (tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>, tensor<2x4x256xf32>, tensor<2x4x256x64xbf16>) -> (tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>)
+      return %dq : tensor<2x4x256x64xbf16>
+    })mlir";
+  const KernelEstimate &grad = estimate(backward, h100).kernels.at(0);
+  double gradFlops = 2.0 * 8 * (256.0 * 257 / 2) * (64 * 5);
+  EXPECT_DOUBLE_EQ(grad.flops, gradFlops);
+  EXPECT_DOUBLE_EQ(grad.seconds, gradFlops / (h100.bf16Attention / 1.4) + h100.launchSeconds);
 }
 
 // nll_loss and gather read only the elements they index: a loss reads one

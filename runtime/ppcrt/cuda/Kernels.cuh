@@ -101,6 +101,17 @@ __device__ __forceinline__ int64_t stridedIndex(const Dims &d, int64_t i) {
 /// What softmax and layer norm compute in: float, double for double.
 template <typename T> using Compute = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
+/// x as an operand of T's products: rounded to T where T is narrower than
+/// its compute type (bf16), else itself. Attention's backward rounds the
+/// probabilities and the scores' gradient so before their products, as
+/// FlashAttention does (docs/architecture.md, "Mixed precision").
+template <typename T, typename C> __device__ inline C asOperand(C x) {
+  if constexpr (sizeof(T) < sizeof(C))
+    return C(T(x));
+  else
+    return x;
+}
+
 /// Sum (or max) of `value` over the block; every thread gets the result.
 template <bool IsMax, typename C> __device__ C blockReduce(C value) {
   __shared__ C partial[32];
@@ -1189,7 +1200,7 @@ __global__ void __launch_bounds__(256)
         if (j0 + c >= visible)
           continue;
         C s = scale * dot + (biasRow ? C(biasRow[(j0 + c) * shape.biasColStride]) : C(0));
-        C ds = exp(s - rowLse) * (dp - rowD);
+        C ds = asOperand<T>(exp(s - rowLse) * (dp - rowD));
         PPCRT_UNROLL
         for (int t = 0; t < Per; ++t)
           if (g + Group * t < depth)
@@ -1266,7 +1277,8 @@ __global__ void __launch_bounds__(256)
         if (!active || j >= shape.visibleKeys(i0 + c))
           continue;
         C s = scale * dot + (biasColumn ? C(biasColumn[(i0 + c) * shape.biasRowStride]) : C(0));
-        C p = exp(s - lseTile[c]), ds = p * (dp - dTile[c]);
+        const C exact = exp(s - lseTile[c]);
+        C p = asOperand<T>(exact), ds = asOperand<T>(exact * (dp - dTile[c]));
         PPCRT_UNROLL
         for (int t = 0; t < Per; ++t) {
           const int d = g + Group * t;
@@ -1323,12 +1335,13 @@ void launchAttention(const T *q, const T *k, const T *v, const T *bias, T *o, L 
 /// each 8-column tile of a product), so the scores' accumulators become the
 /// next product's left operand where they are, and a row's max and sum are
 /// those of its quad (lanes 4g .. 4g + 3: two shuffles). The probabilities
-/// (or the scores' gradient) enter that product as the bf16 pair hi + lo
-/// (hi = bf16(p), lo = bf16(p - hi)), so that it carries p to 2^-16 rather
-/// than rounding it to bf16 (each op rounds once: FlashAttention rounds P to
-/// bf16; ppc does not). Head and value sizes are padded to MaxDim (64 or
-/// 128) with zeros; tiles have 64 columns at 64 and 32 at 128 (the
-/// registers, and shared memory under 48 KiB).
+/// (or the scores' gradient) enter that product rounded to bf16 in the
+/// backward, as FlashAttention's do (asOperand), and as the bf16 pair hi +
+/// lo (hi = bf16(p), lo = bf16(p - hi)) in the forward, which carries p to
+/// 2^-16: the forward's p is relative to a running max, so rounding it would
+/// make o depend on where the tiles fall. Head and value sizes are padded
+/// to MaxDim (64 or 128) with zeros; tiles have 64 columns at 64 and 32 at
+/// 128 (the registers, and shared memory under 48 KiB).
 constexpr int kMmaWarps = 4, kMmaRows = 16 * kMmaWarps;
 template <int MaxDim> constexpr int mmaCols() { return MaxDim > 64 ? 32 : 64; }
 
@@ -1456,8 +1469,9 @@ __device__ inline void mmaScores(const uint32_t (&rows)[MaxDim / 16][4], const b
 }
 
 /// acc += p tile: the warp's [16, Cols] p (accumulators of mmaScores'
-/// layout), split into hi + lo, times the transposed tile's [Cols, MaxDim].
-template <int MaxDim>
+/// layout) times the transposed tile's [Cols, MaxDim]; p enters as the bf16
+/// pair hi + lo where `Split` (two products), else rounded to bf16.
+template <int MaxDim, bool Split>
 __device__ inline void mmaAccumulate(float (&acc)[MaxDim / 8][4],
                                      const float (&p)[MmaTiles<MaxDim>::cols / 8][4],
                                      const bf16 *transposed) {
@@ -1470,14 +1484,16 @@ __device__ inline void mmaAccumulate(float (&acc)[MaxDim / 8][4],
       const float *pair = &p[2 * kc + w / 2][2 * (w % 2)];
       const bf16 h0(pair[0]), h1(pair[1]);
       hi[w] = bf16Pair(h0, h1);
-      lo[w] = bf16Pair(bf16(pair[0] - float(h0)), bf16(pair[1] - float(h1)));
+      if constexpr (Split)
+        lo[w] = bf16Pair(bf16(pair[0] - float(h0)), bf16(pair[1] - float(h1)));
     }
     PPCRT_UNROLL
     for (int dt = 0; dt < MaxDim / 8; ++dt) {
       uint32_t b[2];
       mmaRightFragment(transposed, S::tld, dt * 8, kc * 16, b);
       mmaBf16(acc[dt], hi, b);
-      mmaBf16(acc[dt], lo, b);
+      if constexpr (Split)
+        mmaBf16(acc[dt], lo, b);
     }
   }
 }
@@ -1597,7 +1613,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
         for (int e = 0; e < 4; ++e)
           acc[dt][e] *= alpha[e / 2];
       }
-      mmaAccumulate<MaxDim>(acc, x, s.v);
+      mmaAccumulate<MaxDim, true>(acc, x, s.v);
     }
     float inverse[2];
     PPCRT_UNROLL
@@ -1681,7 +1697,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
           x[nt][e] = ds;
         }
       }
-      mmaAccumulate<MaxDim>(acc, x, s.kt);
+      mmaAccumulate<MaxDim, false>(acc, x, s.kt);
     }
     const float scales[2] = {scale, scale};
     mmaStoreRows<MaxDim>(acc, scales, dq + shape.dq.head(n), shape.dq.rowStride, first,
@@ -1766,8 +1782,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
           ds[nt][e] = dse;
         }
       }
-      mmaAccumulate<MaxDim>(dvAcc, p, s.dOt);
-      mmaAccumulate<MaxDim>(dkAcc, ds, s.qt);
+      mmaAccumulate<MaxDim, false>(dvAcc, p, s.dOt);
+      mmaAccumulate<MaxDim, false>(dkAcc, ds, s.qt);
     }
     const float scales[2] = {scale, scale}, ones[2] = {1.0f, 1.0f};
     mmaStoreRows<MaxDim>(dkAcc, scales, dk + shape.dk.head(n), shape.dk.rowStride, first,
@@ -1870,7 +1886,10 @@ void launchAttentionGrad(const T *q, const T *k, const T *v, const T *bias, cons
 /// lse (FlashAttention's backward): a kernel with a row per query for dq and
 /// one with a row per key for dk and dv, each recomputing P = exp(S - lse)
 /// and D = dot(dO, o), so that no two rows write one element and nothing
-/// holds more than a value per query.
+/// holds more than a value per query. Computed in float (double for
+/// double); in bf16, P and dS = P (dP - D) are rounded to bf16 before their
+/// products (dv = P^T dO, dq = scale dS k, dk = scale dS^T q), as
+/// FlashAttention rounds them, and each gradient once at its store.
 template <typename T, typename L>
 void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o, const L *lse,
                    const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &layout) {
