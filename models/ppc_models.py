@@ -85,12 +85,17 @@ def attention_ops(q, k, v, causal):
     The causal mask is a boolean lower triangle built here from the sequence length, so
     the exporter emits ConstantOfShape + Trilu (opset >= 14) unless it folds them.
     """
+    return torch.softmax(attention_scores(q, k, causal), dim=-1) @ v
+
+
+def attention_scores(q, k, causal):
+    """q k^T / sqrt(hd), the causal mask applied with -inf (attention_ops')."""
     t = q.shape[-2]
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if causal:
         keep = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
         scores = scores.masked_fill(~keep, float("-inf"))
-    return torch.softmax(scores, dim=-1) @ v
+    return scores
 
 
 class FusedAttention(nn.Module):

@@ -274,9 +274,8 @@ static LogicalResult attentionGradKernel(Operation *op, llvm::ArrayRef<Tensor> o
   std::vector<double> dq(q.numElements()), dk(k.numElements()), dv(v.numElements());
   std::vector<double> scores(rows.keys);
   const DType narrow = q.dtype();
-  auto asOperand = [&](double x) {
-    return dtypeBytes(narrow) < dtypeBytes(DType::F32) ? roundFloat(narrow, x) : x;
-  };
+  const bool rounds = dtypeBytes(narrow) < dtypeBytes(DType::F32);
+  auto asOperand = [&](double x) { return rounds ? roundFloat(narrow, x) : x; };
   for (int64_t n = 0; n < rows.batch; ++n)
     for (int64_t i = 0; i < rows.queries; ++i) {
       int64_t at = n * rows.queries + i;

@@ -438,18 +438,10 @@ def _LowAttention(dtype):
     def low(t):
         return t.to(dtype).float()
 
-    def scores(q, k, causal):
-        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-        if causal:
-            t = q.shape[-2]
-            keep = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
-            s = s.masked_fill(~keep, float("-inf"))
-        return s
-
     class LowAttention(torch.autograd.Function):
         @staticmethod
         def forward(ctx, q, k, v, causal=False):
-            s = scores(q, k, causal)
+            s = ppc_models.attention_scores(q, k, causal)
             lse = torch.logsumexp(s, dim=-1, keepdim=True)
             o = torch.exp(s - lse) @ v
             ctx.save_for_backward(q, k, v, low(o), lse)
@@ -459,7 +451,7 @@ def _LowAttention(dtype):
         @staticmethod
         def backward(ctx, do):
             q, k, v, o, lse = ctx.saved_tensors
-            p = torch.exp(scores(q, k, ctx.causal) - lse)
+            p = torch.exp(ppc_models.attention_scores(q, k, ctx.causal) - lse)
             dv = low(p).transpose(-2, -1) @ do
             dp = do @ v.transpose(-2, -1)
             ds = low(p * (dp - (do * o).sum(-1, keepdim=True)))
