@@ -410,9 +410,12 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
     for (Operation &op : program.getBody().front()) {
       // (A norm gradient's add and sums run in its kernel, FusionPlan::
       // normGradAdd and normGradSums.)
+      // (A log_sum_exp of rows a group reads runs in its kernel, FusionPlan::
+      // rowLogSumExpOf.)
       if (llvm::isa<func::ReturnOp>(op) || layout.fusion.inlinedConstants.contains(&op) ||
           layout.fusion.foldedInto.contains(&op) || layout.fusion.normGradOfAdd.contains(&op) ||
-          layout.fusion.normGradOfSum.contains(&op))
+          layout.fusion.normGradOfSum.contains(&op) ||
+          layout.fusion.rowLogSumExpPlace.contains(&op))
         continue;
       flops += flopsOf(&op); // MFU's numerator
       if (const GemmEpilogue *epilogue = layout.fusion.epilogue(&op)) {
@@ -456,8 +459,27 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
         }
         mark(&op);
         bool byHost = runsOnHost(&op);
-        if (cuda)
-          waitFor(rangesOf(fused.inputs), rangesOf(fused.outputs), byHost);
+        Operation *rowSum = layout.fusion.rowLogSumExpOf.lookup(&op);
+        if (cuda) {
+          llvm::SmallVector<Value> in(fused.inputs), out(fused.outputs);
+          if (rowSum) {
+            in.push_back(rowSourceOf(layout.fusion, rowSum->getOperand(0)).value);
+            out.push_back(rowSum->getResult(0));
+          }
+          waitFor(rangesOf(in), rangesOf(out), byHost);
+        }
+        // CPUs (and the host) compute the log_sum_exp with its own loop first.
+        if (rowSum && (!cuda || byHost)) {
+          if (cuda && failed(hostCanRun({rowSum}, ctx)))
+            return failure();
+          const TargetSpelling &device = ctx.spellFor(byHost ? cpuSpelling() : ctx.target());
+          LogicalResult emitted = ctx.target().supports(rowSum, ctx);
+          if (succeeded(emitted))
+            emitted = (*lookupEmitter(rowSum))(rowSum, ctx);
+          ctx.spellFor(device);
+          if (failed(emitted))
+            return failure();
+        }
         if (!byHost) {
           if (failed(ctx.target().fusedGroup(fused, ctx)))
             return failure();

@@ -37,7 +37,9 @@ Value FusionPlan::normGradAddend(Operation *grad) const {
 
 Operation *FusionPlan::runsAt(Operation *op) const {
   if (auto folded = foldedInto.find(op); folded != foldedInto.end())
-    return folded->second;
+    return runsAt(folded->second);
+  if (auto place = rowLogSumExpPlace.find(op); place != rowLogSumExpPlace.end())
+    return place->second;
   if (auto grad = normGradOfAdd.find(op); grad != normGradOfAdd.end())
     return grad->second;
   if (auto grad = normGradOfSum.find(op); grad != normGradOfSum.end())
@@ -595,6 +597,58 @@ static void batchArgumentGroups(Block &body, FusionPlan &plan) {
   }
 }
 
+/// Each log_sum_exp over the last dimension, of rows read in place or
+/// through folded ops, whose result one group (not a reduction, not in a
+/// batch, not reading another such log_sum_exp) reads as an input broadcast
+/// over that group's rows: the group's loop shape is the result's but the
+/// last dimension, of any size, and not empty. Every other reader of the
+/// result runs after the group; the group is on the same side of the
+/// offload as the log_sum_exp, and every op from it to the group's place is
+/// of its micro-batch (so the rows it reads live no longer across another
+/// micro-batch). The group's kernel then computes it
+/// (FusionPlan::rowLogSumExpOf).
+static void planRowLogSumExps(Block &body, FusionPlan &plan,
+                              const llvm::DenseMap<Operation *, int64_t> &index) {
+  for (auto sum : body.getOps<LogSumExpOp>()) {
+    Value lse = sum.getResult();
+    auto rows = shapeOf(lse);
+    if (rows.empty() ||
+        static_cast<int64_t>(sum.getAxis()) + 1 != static_cast<int64_t>(rows.size()))
+      continue;
+    std::optional<unsigned> reader;
+    bool alone = true;
+    for (Operation *user : lse.getUsers()) {
+      auto it = plan.groupOf.find(user);
+      if (it == plan.groupOf.end())
+        continue;
+      if (reader && *reader != it->second)
+        alone = false;
+      reader = it->second;
+    }
+    if (!reader || !alone || plan.batch(*reader))
+      continue;
+    const FusionGroup &group = plan.groups[*reader];
+    auto shape = loopShape(group);
+    Operation *place = group.ops.back();
+    if (group.reduction || shape.size() != rows.size() || shape.drop_back() != rows.drop_back() ||
+        ShapedType::getNumElements(shape) == 0 || runsOnHost(place) != runsOnHost(sum) ||
+        !llvm::is_contained(group.inputs, lse) || plan.rowLogSumExpOf.contains(place))
+      continue;
+    bool oneMicroBatch = true;
+    for (Operation *op = sum->getNextNode(); op && op != place; op = op->getNextNode())
+      oneMicroBatch &= microBatch(op) == microBatch(sum);
+    if (!oneMicroBatch || microBatch(place) != microBatch(sum))
+      continue;
+    if (llvm::any_of(lse.getUsers(), [&](Operation *user) {
+          return !plan.groupOf.count(user) &&
+                 index.lookup(plan.runsAt(user)) <= index.lookup(place);
+        }))
+      continue;
+    plan.rowLogSumExpPlace[sum] = place;
+    plan.rowLogSumExpOf[place] = sum;
+  }
+}
+
 FusionPlan planFusion(func::FuncOp func, const FusionOptions &options) {
   bool fuseReductions = options.fuseReductions;
   FusionPlan plan;
@@ -768,6 +822,8 @@ FusionPlan planFusion(func::FuncOp func, const FusionOptions &options) {
     batchOptimizerGroups(body, plan);
   if (options.batchArgumentGroups)
     batchArgumentGroups(body, plan);
+  if (options.rowLogSumExps)
+    planRowLogSumExps(body, plan, index);
   return plan;
 }
 

@@ -22,7 +22,9 @@
 // before it (the residual stream's gradient) adds it in its own kernel
 // (FusionPlan::normGradAdd), and sums over its rows the bias's and the
 // scale's gradients and that of the bias of the product before it
-// (FusionPlan::normGradSums).
+// (FusionPlan::normGradSums). A log_sum_exp of rows that a group reads
+// per row (the logits' gradient) is computed in that group's kernel, which
+// reads each row once (FusionPlan::rowLogSumExpOf).
 // The optimizer step's groups that are alike (AdamW's update of every
 // parameter) run as one kernel over a table of their buffers
 // (FusionPlan::batches): one call on CPUs, a few launches on CUDA.
@@ -168,6 +170,14 @@ struct FusionPlan {
   llvm::DenseMap<mlir::Operation *, llvm::SmallVector<NormGradSum, 3>> normGradSums;
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> normGradOfSum;
 
+  /// Log_sum_exps over the last dimension computed in the kernel of the
+  /// group that reads their result per row (the logits' gradient, which
+  /// ppc-hoist-logits-gradient moves next to them): the group's kernel
+  /// computes each row's log_sum_exp as it reads the row, writes it, then
+  /// the row's elements. Each log_sum_exp maps to the group's last op, at
+  /// whose place it runs, and that op back to it.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> rowLogSumExpPlace, rowLogSumExpOf;
+
   /// Batches of alike groups (at least two each), and the batch of each
   /// group in one.
   std::vector<GroupBatch> batches;
@@ -205,6 +215,9 @@ struct FusionOptions {
   bool gemmEpilogues = false;
   /// Norm gradients compute the sums over their rows (NormGradSum).
   bool normGradSums = true;
+  /// A group computes the log_sum_exp of the rows it reads its result by
+  /// (FusionPlan::rowLogSumExpOf).
+  bool rowLogSumExps = true;
   /// The optimizer step's alike groups run as one kernel (GroupBatch).
   bool batchOptimizer = false;
   /// Alike small groups that read only the program's arguments run as one

@@ -144,7 +144,7 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
   if (llvm::isa<func::ReturnOp, ConstantOp, MeshOp, SendOp, RecvOp, TransferOp>(op) ||
       op->hasTrait<CollectiveTrait>() || layout.fusion.inlinedConstants.contains(op) ||
       layout.fusion.foldedInto.contains(op) || layout.fusion.normGradOfAdd.contains(op) ||
-      layout.fusion.normGradOfSum.contains(op))
+      layout.fusion.normGradOfSum.contains(op) || layout.fusion.rowLogSumExpPlace.contains(op))
     return std::nullopt;
   KernelEstimate k;
   // `launches` of the GPU's kernels (a batch's, on CUDA; one call on CPUs).
@@ -211,6 +211,16 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     os << " [";
     llvm::interleave(loopShape(fused), os, "x");
     os << "]";
+    if (Operation *sum = layout.fusion.rowLogSumExpOf.lookup(op)) {
+      // Each row's log_sum_exp first, from the row's source, which the
+      // group's elements read again from the cache where the group reads
+      // it too (a row of GPT-2's logits: 100 KB); the log_sum_exp is
+      // written where the group would read it.
+      Value source = rowSourceOf(layout.fusion, sum->getOperand(0)).value;
+      if (!read.contains(source))
+        k.bytes += bytesOf(sum->getOperand(0), source);
+      k.what.insert(0, "log_sum_exp+");
+    }
     price(0, 0);
     return k;
   }

@@ -143,6 +143,30 @@ def SplitLogSoftmax : Pass<"ppc-split-log-softmax", "mlir::func::FuncOp"> {
   let dependentDialects = ["::ppc::PpcDialect"];
 }
 
+def HoistLogitsGradient : Pass<"ppc-hoist-logits-gradient", "mlir::func::FuncOp"> {
+  let summary = "Moves the logits' gradient to just after their log_sum_exp";
+  let description = [{
+    After ppc-split-log-softmax the loss reads the logits for
+    `ppc.log_sum_exp`, and the gradient's elementwise kernel reads them
+    again after the loss. The gradient depends on the loss only through
+    constants, so this pass moves the elementwise chain that reads the
+    log_sum_exp and has the logits' rows, with what it reads that comes
+    later, to just after the log_sum_exp; code generation then computes the
+    log_sum_exp of each row in the gradient's kernel, reading the logits
+    once (FusionPlan::rowLogSumExpOf). Only ops without side effects that
+    do not communicate move, of the log_sum_exp's micro-batch, and outside
+    the chain only elementwise ops, constants, reshapes and slices (not a
+    recomputed clone or an offload's transfer); nothing moves when the
+    chain depends on the loss or on such an op. The values are the same,
+    bit for bit.
+
+    Example: `%l = ppc.log_sum_exp %x`, `%loss = ppc.nll_loss (ppc.sub %x,
+    %l), %t`, then `%g = ppc.exp (ppc.sub %x, %l)` becomes `%l`, `%g`, then
+    `%loss`.
+  }];
+  let dependentDialects = ["::ppc::PpcDialect"];
+}
+
 def WidenPaddedElementwise : Pass<"ppc-widen-padded-elementwise", "mlir::func::FuncOp"> {
   let summary = "Computes an elementwise value that a concat pads with zeros on the padded shape";
   let description = [{

@@ -85,6 +85,11 @@ void buildParallelizePipeline(OpPassManager &pm, const ParallelizePipelineOption
       pm.addNestedPass<func::FuncOp>(createWidenPaddedElementwise());
     // Last: CSE would merge the casts again.
     pm.addNestedPass<func::FuncOp>(createCloneWideningCasts());
+    // Moves ops only: the logits' gradient next to their log_sum_exp, for
+    // the CUDA kernels to compute both. Unfused (the executor) the move
+    // keeps the logits live across the gradient's intermediates.
+    if (options.hoistLogitsGradient)
+      pm.addNestedPass<func::FuncOp>(createHoistLogitsGradient());
   };
   if (options.dataParallel * options.tensorParallel * options.pipelineParallel == 1) {
     if (options.offload != "none")

@@ -134,6 +134,13 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
                                          "the copies pay (ppc-align-gemms; ppc compile sets "
                                          "it for the CUDA target)"),
                           llvm::cl::init(false)};
+  Option<bool> hoistLogitsGradient{
+      *this, "hoist-logits-gradient",
+      llvm::cl::desc("move the logits' gradient next to their log_sum_exp, for code "
+                     "generation to compute both in one kernel "
+                     "(ppc-hoist-logits-gradient; ppc compile sets it for the CUDA "
+                     "target)"),
+      llvm::cl::init(false)};
 };
 
 /// Splits @train_step over the mesh dp x tp x pp: plans every tensor's
@@ -144,8 +151,9 @@ struct ParallelizePipelineOptions : public mlir::PassPipelineOptions<Parallelize
 /// last, folds batch sums and transposes into the GEMMs (each weight
 /// gradient one GEMM), with `align-gemms` pads the GEMMs cuBLASLt would run
 /// unaligned, gives a loss's log-softmax to its readers as x -
-/// log_sum_exp(x), and with `align-gemms` computes an elementwise value the
-/// padding pads on the padded shape.
+/// log_sum_exp(x), with `align-gemms` computes an elementwise value the
+/// padding pads on the padded shape, and with `hoist-logits-gradient` moves
+/// the logits' gradient next to their log_sum_exp.
 void buildParallelizePipeline(mlir::OpPassManager &pm, const ParallelizePipelineOptions &options);
 
 /// The value `options` give the hyper-parameter argument `name` of the

@@ -20,6 +20,8 @@
 
 #include "codegen/FusedKernel.h"
 
+#include "ir/PpcOps.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -104,17 +106,47 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   for (int64_t s : nest.sizes)
     total *= s;
   int vector = depth > 0 && nest.sizes.back() % 4 == 0 ? 4 : 1;
+  // A log_sum_exp of the rows the group reads its result by
+  // (FusionPlan::rowLogSumExpOf): a block per row computes it from the
+  // row's source (Kernels.cuh's rowLogSumExp), writes it, and holds it in a
+  // register for the row's elements.
+  auto sum =
+      llvm::dyn_cast_or_null<LogSumExpOp>(ctx.fusion().rowLogSumExpOf.lookup(group.ops.back()));
+  Value lse = sum ? sum.getResult() : Value();
+  int64_t columns = shape.empty() ? 1 : shape.back();
+  if (sum && columns % vector)
+    vector = 1;
 
   llvm::raw_ostream &os = ctx.file();
   describeGroup(group, os);
   os << "__global__ void __launch_bounds__(ppcrt::cuda::kThreads) " << name << "(";
   llvm::SmallVector<std::string> params;
   for (auto [k, v] : llvm::enumerate(group.inputs))
-    params.push_back(llvm::formatv("const {0} *__restrict__ in{1}", ctx.elementType(v), k));
+    if (v != lse)
+      params.push_back(llvm::formatv("const {0} *__restrict__ in{1}", ctx.elementType(v), k));
   for (auto [k, v] : llvm::enumerate(group.outputs))
     params.push_back(llvm::formatv("{0} *__restrict__ out{1}", ctx.elementType(v), k));
+  RowSource source;
+  if (sum) {
+    source = rowSourceOf(ctx.fusion(), sum.getInput());
+    params.push_back(llvm::formatv("const {0} *__restrict__ rows", ctx.elementType(source.value)));
+    params.push_back(llvm::formatv("{0} *__restrict__ lse", ctx.elementType(lse)));
+  }
   os << llvm::join(params, ", ") << ") {\n";
-  os << llvm::formatv("  PPCRT_GRID_STRIDE(i, {0}) {{\n", total / vector);
+  if (sum) {
+    int64_t rows = total / columns;
+    os << llvm::formatv("  for (int64_t r = blockIdx.x; r < {0}; r += gridDim.x) {{\n"
+                        "    const {1} rowLse = ppcrt::cuda::rowLogSumExp<{1}>(rows + {2} + r * "
+                        "{3}, {4});\n"
+                        "    if (threadIdx.x == 0)\n      lse[r] = rowLse;\n",
+                        rows, ctx.elementType(lse), source.offset, source.rowStride,
+                        shapeOf(sum.getInput()).back());
+    os << llvm::formatv("  for (int64_t i = r * {0} + threadIdx.x; i < (r + 1) * {0}; "
+                        "i += blockDim.x) {{\n",
+                        columns / vector);
+  } else {
+    os << llvm::formatv("  PPCRT_GRID_STRIDE(i, {0}) {{\n", total / vector);
+  }
   // Loop coordinates of element e = i * V (the innermost one a multiple of V).
   coordinates(os, "i * " + std::to_string(vector), nest.sizes);
   auto index = [&](llvm::ArrayRef<int64_t> strides) { return indexExpression(strides, "c"); };
@@ -123,8 +155,10 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
   llvm::SmallVector<bool> perLane;
   for (auto [k, v] : llvm::enumerate(group.inputs)) {
     bool dense = depth > 0 && nest.inputStrides[k].back() == 1;
-    perLane.push_back(dense && vector > 1);
-    if (dense && vector > 1)
+    perLane.push_back(dense && vector > 1 && v != lse);
+    if (v == lse)
+      os << llvm::formatv("    const {0} s{1} = {0}(rowLse);\n", registerType(v, ctx), k);
+    else if (dense && vector > 1)
       os << llvm::formatv("    const ppcrt::cuda::Pack<{0}, {1}> p{2} = "
                           "*reinterpret_cast<const ppcrt::cuda::Pack<{0}, {1}> *>(in{2} + {3});\n",
                           ctx.elementType(v), vector, k, index(nest.inputStrides[k]));
@@ -156,18 +190,24 @@ LogicalResult emitCudaFusedGroup(const FusionGroup &group, EmitContext &ctx) {
     os << llvm::formatv(
         "    *reinterpret_cast<ppcrt::cuda::Pack<{0}, {1}> *>(out{2} + {3}) = q{2};\n",
         ctx.elementType(v), vector, k, index(dense));
-  os << "  }\n}\n";
+  os << (sum ? "  }\n  }\n}\n" : "  }\n}\n");
 
   // The launch, at the place of the group's last op.
   llvm::SmallVector<std::string> args;
   for (Value v : group.inputs)
-    args.push_back(ctx.ptr(v));
+    if (v != lse)
+      args.push_back(ctx.ptr(v));
   for (Value v : group.outputs)
     args.push_back(ctx.ptr(v));
-  ctx.body() << llvm::formatv(
-      "  PPCRT_LAUNCH({0}, ppcrt::cuda::blocksFor({1}), ppcrt::cuda::kThreads, 0, "
-      "ppcrt::cuda::stream())({2});\n  ppcrt::cuda::launched({3});\n",
-      name, total / vector, llvm::join(args, ", "), quote(name));
+  std::string blocks = llvm::formatv("ppcrt::cuda::blocksFor({0})", total / vector);
+  if (sum) {
+    args.push_back(ctx.ptr(source.value));
+    args.push_back(ctx.ptr(lse));
+    blocks = llvm::formatv("unsigned({0})", std::min<int64_t>(total / columns, INT32_MAX));
+  }
+  ctx.body() << llvm::formatv("  PPCRT_LAUNCH({0}, {1}, ppcrt::cuda::kThreads, 0, "
+                              "ppcrt::cuda::stream())({2});\n  ppcrt::cuda::launched({3});\n",
+                              name, blocks, llvm::join(args, ", "), quote(name));
   return success();
 }
 

@@ -410,6 +410,91 @@ TEST_F(FusionTest, AReductionOfAStoredValueEndsItsGroup) {
   EXPECT_FALSE(fusion.groupOf.contains(ops[6]));
 }
 
+// A log_sum_exp of rows that the logits' gradient then reads per row (as
+// ppc-hoist-logits-gradient orders them) runs in the gradient's kernel, at
+// its place, the loss reading it after; where the loss reads it first,
+// another micro-batch runs between, the group already computes another, or
+// it has other rows, each keeps its own kernel.
+TEST_F(FusionTest, TheLogitsGradientComputesTheirLogSumExp) {
+  const char *source = R"mlir(
+    func.func @f(%x: tensor<2x3x8xbf16>, %t: tensor<6xi64>) -> (tensor<f32>, tensor<2x3x8xbf16>) {
+      %w = ppc.slice %x starts = [0, 0, 0] limits = [2, 3, 5] steps = [1, 1, 1] : (tensor<2x3x8xbf16>) -> tensor<2x3x5xbf16>
+      %c = ppc.cast %w : tensor<2x3x5xbf16> -> tensor<2x3x5xf32>
+      %l = ppc.log_sum_exp %c axis = 2 : (tensor<2x3x5xf32>) -> tensor<2x3x1xf32>
+      %xf = ppc.cast %x : tensor<2x3x8xbf16> -> tensor<2x3x8xf32>
+      %d = ppc.sub %xf, %l : (tensor<2x3x8xf32>, tensor<2x3x1xf32>) -> tensor<2x3x8xf32>
+      %e = ppc.exp %d : tensor<2x3x8xf32>
+      %g = ppc.cast %e : tensor<2x3x8xf32> -> tensor<2x3x8xbf16>
+      %w2 = ppc.slice %x starts = [0, 0, 0] limits = [2, 3, 5] steps = [1, 1, 1] : (tensor<2x3x8xbf16>) -> tensor<2x3x5xbf16>
+      %c2 = ppc.cast %w2 : tensor<2x3x5xbf16> -> tensor<2x3x5xf32>
+      %s = ppc.sub %c2, %l : (tensor<2x3x5xf32>, tensor<2x3x1xf32>) -> tensor<2x3x5xf32>
+      %r = ppc.reshape %s : tensor<2x3x5xf32> -> tensor<6x5xf32>
+      %loss = ppc.nll_loss %r, %t mean : (tensor<6x5xf32>, tensor<6xi64>) -> tensor<f32>
+      return %loss, %g : tensor<f32>, tensor<2x3x8xbf16>
+    })mlir";
+  llvm::SmallVector<Operation *> ops = parse(source);
+  ASSERT_TRUE(module);
+  FusionPlan fusion = planFusion(func());
+  Operation *sum = ops[2], *gradient = ops[6];
+  EXPECT_EQ(fusion.rowLogSumExpOf.lookup(gradient), sum);
+  EXPECT_EQ(fusion.runsAt(sum), gradient);
+  EXPECT_EQ(fusion.runsAt(ops[0]), gradient); // the window folded into it
+  EXPECT_EQ(fusion.runsAt(ops[11]), ops[11]); // the loss, after
+  FusionOptions apart;
+  apart.rowLogSumExps = false;
+  EXPECT_TRUE(planFusion(func(), apart).rowLogSumExpOf.empty());
+
+  // The loss first: it reads the log_sum_exp before the gradient's place.
+  std::string lossFirst = source;
+  size_t from = lossFirst.find("      %xf"), to = lossFirst.find("      %w2");
+  std::string gradientOps = lossFirst.substr(from, to - from);
+  lossFirst.erase(from, to - from);
+  lossFirst.insert(lossFirst.find("      return"), gradientOps);
+  parse(lossFirst);
+  ASSERT_TRUE(module);
+  EXPECT_TRUE(planFusion(func()).rowLogSumExpOf.empty());
+
+  // Two log_sum_exps read by one group: the kernel computes the first; the
+  // second runs in its own, at its place.
+  llvm::SmallVector<Operation *> two = parse(R"mlir(
+    func.func @f(%x: tensor<3x8xf32>, %y: tensor<3x8xf32>) -> tensor<3x8xf32> {
+      %l = ppc.log_sum_exp %x axis = 1 : (tensor<3x8xf32>) -> tensor<3x1xf32>
+      %m = ppc.log_sum_exp %y axis = 1 : (tensor<3x8xf32>) -> tensor<3x1xf32>
+      %d = ppc.sub %x, %l : (tensor<3x8xf32>, tensor<3x1xf32>) -> tensor<3x8xf32>
+      %e = ppc.sub %y, %m : (tensor<3x8xf32>, tensor<3x1xf32>) -> tensor<3x8xf32>
+      %s = ppc.add %d, %e : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+      return %s : tensor<3x8xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  FusionPlan both = planFusion(func());
+  EXPECT_EQ(both.rowLogSumExpOf.lookup(two[4]), two[0]);
+  EXPECT_EQ(both.runsAt(two[1]), two[1]);
+
+  // Another micro-batch's op between the log_sum_exp and the group: apart
+  // (the rows would live across it).
+  parse(R"mlir(
+    func.func @f(%x: tensor<3x8xf32>, %y: tensor<3x8xf32>) -> (tensor<3x8xf32>, tensor<3x8xf32>) {
+      %l = ppc.log_sum_exp %x axis = 1 {ppc.mb = 0 : i64} : (tensor<3x8xf32>) -> tensor<3x1xf32>
+      %o = ppc.exp %y {ppc.mb = 1 : i64} : tensor<3x8xf32>
+      %d = ppc.sub %x, %l {ppc.mb = 0 : i64} : (tensor<3x8xf32>, tensor<3x1xf32>) -> tensor<3x8xf32>
+      return %d, %o : tensor<3x8xf32>, tensor<3x8xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  EXPECT_TRUE(planFusion(func()).rowLogSumExpOf.empty());
+
+  // A group over other rows (the log_sum_exp broadcast over a new leading
+  // dimension) reads it apart.
+  parse(R"mlir(
+    func.func @f(%x: tensor<3x8xf32>, %y: tensor<2x3x8xf32>) -> tensor<2x3x8xf32> {
+      %l = ppc.log_sum_exp %x axis = 1 : (tensor<3x8xf32>) -> tensor<3x1xf32>
+      %d = ppc.sub %y, %l : (tensor<2x3x8xf32>, tensor<3x1xf32>) -> tensor<2x3x8xf32>
+      %e = ppc.exp %d : tensor<2x3x8xf32>
+      return %e : tensor<2x3x8xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  EXPECT_TRUE(planFusion(func()).rowLogSumExpOf.empty());
+}
+
 // Alike small groups that read only the arguments (the bf16 copies of biases
 // and norm weights, each made before its first reader) run as one kernel at
 // the first one's place, ahead of every reader; a group reading a computed

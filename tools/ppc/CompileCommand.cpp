@@ -263,6 +263,8 @@ int runCompileCommand(int argc, char **argv) {
   // Elementwise values recomputed inside the gradients' fused kernels
   // (ppc-recompute pointwise): on a GPU those kernels are bound by memory.
   setup.parallelize.recomputePointwise = targetKind == codegen::Target::Cuda;
+  // The logits' log_sum_exp computed in their gradient's kernel.
+  setup.parallelize.hoistLogitsGradient = targetKind == codegen::Target::Cuda;
   // Where no plan fits by the planner's estimate, its closest is compiled
   // and the exact memory plan decides (below).
   setup.parallelize.keepClosest = true;

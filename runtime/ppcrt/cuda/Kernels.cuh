@@ -682,12 +682,12 @@ void softmax(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64
   launched("a softmax");
 }
 
-/// log_sum_exp of the rows of [outer, size] into y [outer], x's row o at
-/// o * xStride (of type X, widened): one block per row.
-template <typename X, typename T>
-__global__ void logSumExpRowsKernel(const X *x, T *y, int64_t size, int64_t xStride) {
+/// The log_sum_exp of the `size` elements at `row` (of type X, widened),
+/// rounded to T, computed by the block together: every thread gets it.
+/// A generated kernel that reads the row's elements after it computes it
+/// first (FusionPlan::rowLogSumExpOf), as logSumExpRowsKernel does.
+template <typename T, typename X> __device__ T rowLogSumExp(const X *row, int64_t size) {
   using C = Compute<T>;
-  const X *row = x + blockIdx.x * xStride;
   C max = C(-INFINITY);
   for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
     max = ppcrt::scalar::max(C(row[k]), max);
@@ -696,8 +696,16 @@ __global__ void logSumExpRowsKernel(const X *x, T *y, int64_t size, int64_t xStr
   for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
     sum += exp(C(row[k]) - max);
   sum = blockReduce<false>(sum);
+  return T(isinf(max) ? max : max + log(sum));
+}
+
+/// log_sum_exp of the rows of [outer, size] into y [outer], x's row o at
+/// o * xStride (of type X, widened): one block per row.
+template <typename X, typename T>
+__global__ void logSumExpRowsKernel(const X *x, T *y, int64_t size, int64_t xStride) {
+  const T value = rowLogSumExp<T>(x + blockIdx.x * xStride, size);
   if (threadIdx.x == 0)
-    y[blockIdx.x] = T(isinf(max) ? max : max + log(sum));
+    y[blockIdx.x] = value;
 }
 
 /// The same over the middle dimension of [outer, size, inner] into y
