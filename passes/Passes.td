@@ -157,12 +157,15 @@ def HoistLogitsGradient : Pass<"ppc-hoist-logits-gradient", "mlir::func::FuncOp"
     do not communicate move, of the log_sum_exp's micro-batch, and outside
     the chain only elementwise ops, constants, reshapes and slices (not a
     recomputed clone or an offload's transfer); nothing moves when the
-    chain depends on the loss or on such an op. The values are the same,
-    bit for bit.
+    chain depends on the loss or on such an op. The loss's own difference
+    x - lse, read only by the nll_loss, stays with the loss. The values are
+    the same, bit for bit. The parallelize pipeline runs it for the CUDA
+    target only (`hoist-logits-gradient`): unfused, the move keeps the
+    logits live across the gradient's intermediates.
 
     Example: `%l = ppc.log_sum_exp %x`, `%loss = ppc.nll_loss (ppc.sub %x,
     %l), %t`, then `%g = ppc.exp (ppc.sub %x, %l)` becomes `%l`, `%g`, then
-    `%loss`.
+    `%loss` (with its difference).
   }];
   let dependentDialects = ["::ppc::PpcDialect"];
 }
