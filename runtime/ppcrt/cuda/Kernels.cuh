@@ -132,6 +132,65 @@ template <bool IsMax, typename C> __device__ C blockReduce(C value) {
   return value;
 }
 
+/// The running maximum of a row's elements and the sum of exp(x - max)
+/// over them, in one pass (the online softmax's): an element above the
+/// maximum rescales the sum to it. A NaN element makes both NaN; an
+/// infinite maximum is the row's log_sum_exp whatever the sum.
+template <typename C> struct MaxSum {
+  C max = C(-INFINITY), sum = 0;
+};
+
+template <typename C> __device__ inline MaxSum<C> addElement(MaxSum<C> a, C x) {
+  if (isnan(x) || x > a.max) {
+    a.sum = a.sum * exp(a.max - x) + C(1);
+    a.max = x;
+  } else if (x != C(-INFINITY)) {
+    a.sum += exp(x - a.max);
+  }
+  return a;
+}
+
+/// Two running sums as one: the same in either order, so that every lane
+/// of a butterfly gets the same bits.
+template <typename C> __device__ inline MaxSum<C> merge(MaxSum<C> a, MaxSum<C> b) {
+  if (isnan(b.max) || b.max > a.max) {
+    MaxSum<C> t = a;
+    a = b;
+    b = t;
+  }
+  if (b.max != C(-INFINITY))
+    a.sum += b.sum * exp(b.max - a.max);
+  return a;
+}
+
+/// `value` merged over the block; every thread gets the result.
+template <typename C> __device__ MaxSum<C> blockMaxSum(MaxSum<C> value) {
+  __shared__ C maxes[32], sums[32];
+  auto butterfly = [](MaxSum<C> v) {
+    for (int offset = 16; offset > 0; offset /= 2) {
+      MaxSum<C> other;
+      other.max = __shfl_xor_sync(0xffffffffu, v.max, offset);
+      other.sum = __shfl_xor_sync(0xffffffffu, v.sum, offset);
+      v = merge(v, other);
+    }
+    return v;
+  };
+  value = butterfly(value);
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  __syncthreads();
+  if (lane == 0) {
+    maxes[warp] = value.max;
+    sums[warp] = value.sum;
+  }
+  __syncthreads();
+  value = MaxSum<C>();
+  if (lane < warps) {
+    value.max = maxes[lane];
+    value.sum = sums[lane];
+  }
+  return butterfly(value);
+}
+
 __device__ inline double blockSum(double value) {
   __shared__ double partial[32];
   for (int offset = 16; offset > 0; offset /= 2)
@@ -683,20 +742,17 @@ void softmax(const X *x, T *y, int64_t outer, int64_t size, int64_t inner, int64
 }
 
 /// The log_sum_exp of the `size` elements at `row` (of type X, widened),
-/// rounded to T, computed by the block together: every thread gets it.
-/// A generated kernel that reads the row's elements after it computes it
-/// first (FusionPlan::rowLogSumExpOf), as logSumExpRowsKernel does.
+/// rounded to T, computed by the block together in one pass over the row
+/// (MaxSum): every thread gets it. A generated kernel that reads the row's
+/// elements after it computes it first (FusionPlan::rowLogSumExpOf), as
+/// logSumExpRowsKernel does: the row is read twice there, once here.
 template <typename T, typename X> __device__ T rowLogSumExp(const X *row, int64_t size) {
   using C = Compute<T>;
-  C max = C(-INFINITY);
+  MaxSum<C> run;
   for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
-    max = ppcrt::scalar::max(C(row[k]), max);
-  max = blockReduce<true>(max);
-  C sum = 0;
-  for (int64_t k = threadIdx.x; k < size; k += blockDim.x)
-    sum += exp(C(row[k]) - max);
-  sum = blockReduce<false>(sum);
-  return T(isinf(max) ? max : max + log(sum));
+    run = addElement(run, C(row[k]));
+  run = blockMaxSum(run);
+  return T(isinf(run.max) ? run.max : run.max + log(run.sum));
 }
 
 /// log_sum_exp of the rows of [outer, size] into y [outer], x's row o at

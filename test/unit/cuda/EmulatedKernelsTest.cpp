@@ -316,6 +316,43 @@ TEST(CudaKernels, LogSumExpAndAShiftedNllLossReadAWindowOfWiderBf16Rows) {
     }
 }
 
+// log_sum_exp of rows in one pass (MaxSum): rows longer than a block, each
+// thread's running maximum rising at every element (and falling), values
+// whose exp overflows without the shift, -inf among finite values, and the
+// edges: every element -inf (-inf), one +inf (+inf), one NaN (NaN), one
+// finite element among -inf (itself). Against the sum in double.
+TEST(CudaKernels, LogSumExpRowsInOnePass) {
+  const int64_t rows = 8, size = 1000;
+  const float inf = INFINITY;
+  std::vector<float> x(rows * size);
+  std::vector<float> noise = randomFloats(rows * size, 17, -80, 80);
+  for (int64_t c = 0; c < size; ++c) {
+    x[0 * size + c] = 0.05f * float(c);
+    x[1 * size + c] = -0.05f * float(c);
+    x[2 * size + c] = 3e4f + noise[2 * size + c];
+    x[3 * size + c] = -inf;
+    x[4 * size + c] = c % 3 ? noise[4 * size + c] : -inf;
+    x[5 * size + c] = c == 700 ? inf : noise[5 * size + c];
+    x[6 * size + c] = c == 300 ? NAN : noise[6 * size + c];
+    x[7 * size + c] = c == 999 ? 2.5f : -inf;
+  }
+  float *dx = deviceCopy(x), *dlse = deviceCopy(std::vector<float>(rows, 0));
+  ppcrt::cuda::logSumExp(dx, dlse, rows, size, 1, size);
+  std::vector<float> lse = hostCopy(dlse, rows);
+  for (int64_t r : {0, 1, 2, 4}) {
+    const float *row = x.data() + r * size;
+    double max = *std::max_element(row, row + size), sum = 0;
+    for (int64_t c = 0; c < size; ++c)
+      sum += std::exp(double(row[c]) - max);
+    EXPECT_TRUE(near(lse[r], max + std::log(sum), 1e-6)) << r << ": " << lse[r];
+  }
+  EXPECT_EQ(lse[3], -inf);
+  EXPECT_EQ(lse[5], inf);
+  EXPECT_TRUE(std::isnan(lse[6]));
+  EXPECT_EQ(lse[7], 2.5f);
+  EXPECT_EQ(takeKernelError(), 0);
+}
+
 // rotary in bf16, reading heads of a [B, T, H, hd] projection in place
 // (strided rows) with tables [T, hd] broadcast over the heads, writing
 // dense rows: each element within one bf16 rounding of the formula in
