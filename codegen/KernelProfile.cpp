@@ -86,11 +86,11 @@ std::optional<double> indexedBytes(Operation *op, Value operand) {
 
 /// The products ppc's bf16 attention kernels execute per FLOP of the op
 /// (flopsOf: FlashAttention's count, two T x T x d products forward and
-/// five backward). Kernels.cuh's forward splits the probabilities into hi +
-/// lo, two products, and the backward's two kernels (dq; dk and dv) each
-/// recompute the scores and their gradient: three products forward, seven
-/// backward.
-double attentionProducts(Operation *op) { return llvm::isa<AttentionOp>(op) ? 3.0 / 2 : 7.0 / 5; }
+/// five backward). Kernels.cuh's forward executes FlashAttention's two (its
+/// probabilities rounded to bf16; until 2026-12-03 as hi + lo, three), and
+/// the backward's two kernels (dq; dk and dv) each recompute the scores and
+/// their gradient: seven.
+double attentionProducts(Operation *op) { return llvm::isa<AttentionOp>(op) ? 1.0 : 7.0 / 5; }
 
 /// The rates of a contraction's element type: (achieved, peak).
 std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {

@@ -8,6 +8,7 @@
 #include "executor/Kernels.h"
 #include "ir/PpcOps.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -228,6 +229,15 @@ struct AttentionRows {
   }
 };
 
+/// Scaled dot-product attention, in double: o_i = sum_j P_ij v_j with P =
+/// softmax(S), and lse_i = log sum_j exp(S_ij). With operands narrower than
+/// f32 (bf16, f16), P enters its product rounded to the operands' dtype, as
+/// FlashAttention's forward rounds it, but relative to the row's max
+/// rounded up to a multiple of ln 2 (M = K ln 2), so that the rounding does
+/// not depend on where a kernel's tiles fall (scaling by a power of two
+/// commutes with it): o_i = sum_j round(p_ij) v_j / sum_j p_ij, p_ij =
+/// exp(S_ij - M_i); the runtime's kernels round alike (docs/architecture.md,
+/// "Mixed precision").
 static LogicalResult attentionKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                      llvm::SmallVectorImpl<Tensor> &results,
                                      const ExecOptions &options) {
@@ -236,20 +246,37 @@ static LogicalResult attentionKernel(Operation *op, llvm::ArrayRef<Tensor> opera
   const Tensor &v = operands[2];
   Tensor output(resultDType(op, 0, options), attention.getOutput().getType().getShape());
   Tensor lse(resultDType(op, 1, options), attention.getLse().getType().getShape());
+  const DType narrow = rows.q.dtype();
+  const bool rounds = dtypeBytes(narrow) < dtypeBytes(DType::F32);
   std::vector<double> scores(rows.keys), sum(rows.valueDim);
   for (int64_t n = 0; n < rows.batch; ++n)
     for (int64_t i = 0; i < rows.queries; ++i) {
       double logSum = rows.row(n, i, scores);
+      // The shift of the row's probabilities and what they sum to: the
+      // log-sum-exp (1), or (rounding) M, the max rounded up to a multiple
+      // of ln 2 (the sum of exp(S - M)).
+      double shift = logSum, total = 1;
+      if (rounds) {
+        double max = *std::max_element(scores.begin(), scores.end());
+        shift = max == -std::numeric_limits<double>::infinity()
+                    ? max
+                    : std::ceil(max / std::log(2.0)) * std::log(2.0);
+        total = 0;
+      }
       std::fill(sum.begin(), sum.end(), 0.0);
       for (int64_t j = 0; j < rows.keys; ++j) {
-        double p = std::exp(scores[j] - logSum);
+        double p = std::exp(scores[j] - shift);
+        if (rounds) {
+          total += p;
+          p = roundFloat(narrow, p);
+        }
         const double *vj = v.floats().data() + (n * rows.keys + j) * rows.valueDim;
         for (int64_t d = 0; d < rows.valueDim; ++d)
           sum[d] += p * vj[d];
       }
       int64_t at = n * rows.queries + i;
       for (int64_t d = 0; d < rows.valueDim; ++d)
-        output.setDouble(at * rows.valueDim + d, sum[d]);
+        output.setDouble(at * rows.valueDim + d, sum[d] / total);
       lse.setDouble(at, logSum);
     }
   results.push_back(std::move(output));

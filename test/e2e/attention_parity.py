@@ -10,11 +10,17 @@ softmax compute, on models ppc's authors wrote and on Hugging Face's.
    (Mixtral's router keeps its softmax.) Every family listed must match.
 2. Numbers: `ppc simulate` with `--attention fused` against `--attention unfused`:
    worst relative loss and gradient-norm difference over 10 steps within 1e-5 in f32
-   (the families that must match); with `--precision bf16` (ppc's three, Hugging
-   Face's GPT-2 and LLaMA), by less than bf16 moves the unfused program from f32
-   (bf16 rounds the unfused scores and probabilities, the fused kernel does not: the
-   two bf16 runs are two samples of bf16 rounding noise; measured 6e-4 to 2.1e-3,
-   where bf16 moves the unfused program 1.2e-3 to 3.5e-3).
+   (the families that must match). With `--precision bf16` (ppc's three, Hugging
+   Face's GPT-2 and LLaMA) the two programs round at different points (the unfused
+   one its scores and normalised probabilities, the fused one its probabilities
+   before their product with v, as FlashAttention does), so they drift apart like two
+   samples of bf16 noise; what must hold is that fused attention trains as close to
+   f32 as the unfused program does: over the models and three corpora, the ratio of
+   the fused bf16 run's distance from the fused f32 run to the unfused bf16 run's
+   from the unfused f32 run, geometric mean within BF16_MEAN_LIMIT and each within
+   BF16_EACH_LIMIT (measured 2026-12-03 on these and three more families, 24
+   samples: geometric mean 1.05 with the forward's probabilities rounded, 1.05
+   without; single samples up to 1.55, and 1.51 without).
 3. Executables: the CPU target on a 2x2 mesh (heads split by tensor parallelism) and
    the CUDA target on ppc's emulator (mesh 2, and bf16 on mesh 1) against simulate
    with fused attention, within 1e-5 (bf16: 1e-3 of the bf16 simulate); and Hugging
@@ -23,6 +29,7 @@ softmax compute, on models ppc's authors wrote and on Hugging Face's.
 """
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -39,6 +46,9 @@ CORPUS = "/usr/share/common-licenses/GPL-3"
 CFG = dict(vocab=256, d_model=32, n_layers=2, n_heads=4, seq=16, batch=4)
 STEPS = 10
 F32_LIMIT, EXE_LIMIT, EXE_BF16_LIMIT = 1e-5, 1e-5, 1e-3
+BF16_MEAN_LIMIT, BF16_EACH_LIMIT = 1.25, 2.0
+# The bf16 comparison's samples: the same model trained on three texts.
+CORPORA = [CORPUS, "/usr/share/common-licenses/Apache-2.0", "/usr/share/common-licenses/MPL-2.0"]
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 # Hugging Face families whose attention must fuse and train as unfused does (BLOOM's
 # ALiBi as a bias, OPT's clamp, Falcon's multi-query heads broadcast by the matmul).
@@ -71,9 +81,9 @@ def worst(a, b):
     return max(abs(x - y) / max(abs(y), 1e-30) for p, q in zip(a, b) for x, y in zip(p, q))
 
 
-def simulate(ppc, model, tmp, tag, extra=()):
+def simulate(ppc, model, tmp, tag, extra=(), corpus=CORPUS):
     log = os.path.join(tmp, f"{tag}.jsonl")
-    run([ppc, "simulate", model, "--data", CORPUS, "--data-dtype", "u8", "--steps", str(STEPS),
+    run([ppc, "simulate", model, "--data", corpus, "--data-dtype", "u8", "--steps", str(STEPS),
          "--log", log, *extra])
     return read_log(log)
 
@@ -113,17 +123,30 @@ def model_case(ppc, tmp, name, model, layers, must_match, table, bf16=False):
     if not bf16:
         table.append(row)
         return row
-    c = simulate(ppc, model, tmp, f"{name}-bf16-fused", ["--precision", "bf16"])
-    d = simulate(ppc, model, tmp, f"{name}-bf16-unfused",
-                 ["--precision", "bf16", "--attention", "unfused"])
-    row["bf16"] = worst(c, d)
-    row["bf16_vs_f32"] = worst(d, b)  # what bf16 does to the unfused program
-    if row["bf16"] > row["bf16_vs_f32"]:
-        sys.exit(f"{name}: bf16 fused against unfused attention, worst relative error "
-                 f"{row['bf16']:.3g}, more than bf16 moves the unfused program from f32 "
-                 f"({row['bf16_vs_f32']:.3g})")
+    # Per corpus: what bf16 does to the fused program, and to the unfused one.
+    row["bf16"] = []
+    for i, corpus in enumerate(CORPORA):
+        fused = ([], ["--attention", "unfused"])
+        f32 = [a, b] if i == 0 else [
+            simulate(ppc, model, tmp, f"{name}-{i}-f32-{tag}", extra, corpus)
+            for tag, extra in zip(("fused", "unfused"), fused)]
+        low = [simulate(ppc, model, tmp, f"{name}-{i}-bf16-{tag}",
+                        ["--precision", "bf16", *extra], corpus)
+               for tag, extra in zip(("fused", "unfused"), fused)]
+        row["bf16"].append((worst(low[0], f32[0]), worst(low[1], f32[1])))
+    ratios = [f / u for f, u in row["bf16"]]
+    if max(ratios) > BF16_EACH_LIMIT:
+        sys.exit(f"{name}: bf16 moves the fused program {max(ratios):.3g}x as far from f32 as "
+                 f"the unfused one (limit {BF16_EACH_LIMIT}): {row['bf16']}")
     table.append(row)
     return row
+
+
+def bf16_mean_ratio(table):
+    """The geometric mean over every bf16 sample of how far bf16 moves the fused
+    program from f32, relative to the unfused program."""
+    logs = [math.log(f / u) for r in table for f, u in r.get("bf16", [])]
+    return math.exp(sum(logs) / len(logs)) if logs else None
 
 
 def main():
@@ -200,12 +223,19 @@ def main():
                 sys.exit(exe_rows[-1] + f" > {EXE_BF16_LIMIT}")
 
     print(f"{'model':<20} {'layers':>6} {'fused':>5} {'softmax left':>12} "
-          f"{'f32 fused/unfused':>18} {'bf16 fused/unfused (bf16/f32)':>30}")
+          f"{'f32 fused/unfused':>18}  bf16 from f32, fused / unfused, per corpus")
     for r in table:
         f32 = f"{r['f32']:.2e}" if "f32" in r else "-"
-        bf16 = f"{r['bf16']:.2e} (<{r['bf16_vs_f32']:.1e})" if "bf16" in r else "-"
+        bf16 = "  ".join(f"{f:.2e} / {u:.2e}" for f, u in r.get("bf16", [])) or "-"
         print(f"{r['model']:<20} {r['layers']:>6} {r['fused']:>5} {r['softmax_left']:>12} "
-              f"{f32:>18} {bf16:>30}")
+              f"{f32:>18}  {bf16}")
+    mean = bf16_mean_ratio(table)
+    if mean is not None:
+        print(f"bf16: the fused program's distance from f32 over the unfused one's, geometric "
+              f"mean {mean:.3f} (limit {BF16_MEAN_LIMIT})")
+        if mean > BF16_MEAN_LIMIT:
+            sys.exit(f"bf16: fused attention trains {mean:.3g}x as far from f32 as unfused "
+                     f"attention (geometric mean; limit {BF16_MEAN_LIMIT})")
     for line in exe_rows:
         print(line)
 

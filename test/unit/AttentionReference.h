@@ -122,14 +122,29 @@ inline double referenceScore(const ppcrt::lines::AttentionShape &s, const Attent
   return s.scale * dot + (in.bias.empty() ? 0.0 : in.bias[at]);
 }
 
-/// o [batch, queries, valueDim] and lse [batch, queries].
+/// o [batch, queries, valueDim] and lse [batch, queries]. Where `operand`
+/// is given (bf16's rounding, for the kernels' bf16 precision), the
+/// probabilities enter their product rounded, relative to the row's max
+/// rounded up to a multiple of ln 2 (M = K ln 2): o_i = sum_j r_ij v_j /
+/// sum_j exp(S_ij - M_i), r_ij = operand(exp(S_ij - M_i)), as the kernels
+/// compute it (Kernels.cuh, ln2Steps; the executor alike); `slack`, where
+/// given, receives per element of o what float may flip: for each r_ij whose
+/// exp(S_ij - M_i) lies within float's error of a rounding boundary, the gap
+/// between its two roundings times |v_j| / sum_j exp(S_ij - M_i). lse is
+/// exact either way.
 inline void referenceAttention(const ppcrt::lines::AttentionShape &s, const AttentionInputs &in,
-                               std::vector<double> &o, std::vector<double> &lse) {
+                               std::vector<double> &o, std::vector<double> &lse,
+                               double (*operand)(double) = nullptr,
+                               std::vector<double> *slack = nullptr) {
   o.assign(s.batch * s.queries * s.valueDim, 0.0);
   lse.assign(s.batch * s.queries, 0.0);
-  std::vector<double> scores(s.keys);
+  if (slack)
+    slack->assign(o.size(), 0.0);
+  const double eps = 0x1p-24; // float's unit roundoff
+  std::vector<double> scores(s.keys), weights(s.keys), gaps(s.keys);
   for (int64_t n = 0; n < s.batch; ++n)
     for (int64_t i = 0; i < s.queries; ++i) {
+      const int64_t row = n * s.queries + i;
       double max = -INFINITY, sum = 0;
       for (int64_t j = 0; j < s.keys; ++j) {
         scores[j] = referenceScore(s, in, n, i, j);
@@ -138,12 +153,40 @@ inline void referenceAttention(const ppcrt::lines::AttentionShape &s, const Atte
       for (int64_t j = 0; j < s.keys; ++j)
         sum += std::exp(scores[j] - max);
       double logSum = max + std::log(sum);
-      lse[n * s.queries + i] = logSum;
+      lse[row] = logSum;
+      // The weights: exp(S - lse), or rounded exp(S - M), and the sum of
+      // exp(S - M).
+      const double shift = operand ? std::ceil(max / std::log(2.0)) * std::log(2.0) : logSum;
+      double total = 0;
       for (int64_t j = 0; j < s.keys; ++j) {
-        double p = std::exp(scores[j] - logSum);
-        for (int64_t e = 0; e < s.valueDim; ++e)
-          o[(n * s.queries + i) * s.valueDim + e] += p * in.v[(n * s.keys + j) * s.valueDim + e];
+        const double p = std::exp(scores[j] - shift);
+        weights[j] = operand ? operand(p) : p;
+        total += p;
+        gaps[j] = 0;
+        if (operand && slack && scores[j] != -INFINITY) {
+          // Float's error bounds (twice the first-order ones): the score's
+          // dot product, scaling and bias; the shift and exp.
+          double dotMagnitude = 0;
+          for (int64_t d = 0; d < s.headDim; ++d)
+            dotMagnitude +=
+                std::fabs(in.q[row * s.headDim + d] * in.k[(n * s.keys + j) * s.headDim + d]);
+          const double scoreError =
+              (s.headDim + 2) * eps * (s.scale * dotMagnitude + std::fabs(scores[j])) +
+              eps * (std::fabs(scores[j]) + std::fabs(shift));
+          const double pError = 2 * p * (scoreError + 4 * eps);
+          gaps[j] = std::fabs(operand(p + pError) - operand(p - pError));
+        }
       }
+      if (!operand)
+        total = 1;
+      for (int64_t j = 0; j < s.keys; ++j)
+        for (int64_t e = 0; e < s.valueDim; ++e)
+          o[row * s.valueDim + e] += weights[j] / total * in.v[(n * s.keys + j) * s.valueDim + e];
+      if (slack)
+        for (int64_t j = 0; j < s.keys; ++j)
+          for (int64_t e = 0; e < s.valueDim; ++e)
+            (*slack)[row * s.valueDim + e] +=
+                gaps[j] * std::fabs(in.v[(n * s.keys + j) * s.valueDim + e]) / total;
     }
 }
 

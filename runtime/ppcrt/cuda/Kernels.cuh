@@ -1125,6 +1125,24 @@ template <int Group, typename C> __device__ inline C attentionRowSum(C value) {
   return value;
 }
 
+/// bf16 attention's forward rounds its probabilities to bf16 before their
+/// product with v, as FlashAttention's does, but shifts them by the row's
+/// running max rounded up to a multiple of ln 2 (K ln 2, K an integer), so
+/// that a rising max rescales the sums by a power of two, which commutes with
+/// the rounding: o = sum_j round(p_j) v_j / sum_j p_j, p_j = exp(s_j - K ln
+/// 2), whatever the tiles (docs/architecture.md, "Mixed precision"; the
+/// executor computes the same in double).
+constexpr double kLn2 = 0.693147180559945309, kLog2e = 1.442695040888963407;
+
+/// K for a score s: the least integer with K ln 2 >= s (to float's error);
+/// -inf for -inf.
+__device__ inline float ln2Steps(float s) { return ceilf(s * float(kLog2e)); }
+
+/// exp(s - K ln 2) in float.
+__device__ inline float shiftedExp(float s, float steps) {
+  return exp2f(fmaf(s, float(kLog2e), -steps));
+}
+
 /// Copies rows [from, from + rows) of the [*, size] matrix `in` (rows
 /// `pitch` apart) into the [*, MaxDim] tile, the block's threads together.
 template <int MaxDim, typename T>
@@ -1162,6 +1180,8 @@ __global__ void __launch_bounds__(256)
       qr[t] = active && d < depth ? C(q[shape.q.at(n, i) + d]) : C(0);
       acc[t] = C(0);
     }
+    // The row's running max (rounding: its shift, in units of ln 2) and the
+    // sum of exp(s - max).
     C rowMax = none, sum = C(0);
     for (int64_t j0 = 0; j0 < end; j0 += Tile) {
       const int cols = int(end - j0 < Tile ? end - j0 : Tile);
@@ -1181,16 +1201,32 @@ __global__ void __launch_bounds__(256)
         C s = scale * dot + (biasRow ? C(biasRow[(j0 + c) * shape.biasColStride]) : C(0));
         if (s == none)
           continue;
-        if (s > rowMax) {
-          C alpha = exp(rowMax - s);
-          sum *= alpha;
-          PPCRT_UNROLL
-          for (int t = 0; t < Per; ++t)
-            acc[t] *= alpha;
-          rowMax = s;
+        C p;
+        if constexpr (sizeof(T) < sizeof(C)) {
+          const C steps = ln2Steps(s);
+          if (steps > rowMax) {
+            const C alpha = exp2f(rowMax - steps);
+            sum *= alpha;
+            PPCRT_UNROLL
+            for (int t = 0; t < Per; ++t)
+              acc[t] *= alpha;
+            rowMax = steps;
+          }
+          p = shiftedExp(s, rowMax);
+          sum += p;
+          p = C(T(p));
+        } else {
+          if (s > rowMax) {
+            C alpha = exp(rowMax - s);
+            sum *= alpha;
+            PPCRT_UNROLL
+            for (int t = 0; t < Per; ++t)
+              acc[t] *= alpha;
+            rowMax = s;
+          }
+          p = exp(s - rowMax);
+          sum += p;
         }
-        C p = exp(s - rowMax);
-        sum += p;
         PPCRT_UNROLL
         for (int t = 0; t < Per; ++t)
           if (g + Group * t < width)
@@ -1198,8 +1234,9 @@ __global__ void __launch_bounds__(256)
       }
     }
     if (active) {
+      constexpr bool Rounds = sizeof(T) < sizeof(C);
       if (g == 0)
-        lse[row] = L(rowMax + log(sum));
+        lse[row] = L(Rounds ? rowMax * C(kLn2) + log(sum) : rowMax + log(sum));
       C inverse = C(1) / sum;
       PPCRT_UNROLL
       for (int t = 0; t < Per; ++t)
@@ -1399,11 +1436,11 @@ void launchAttention(const T *q, const T *k, const T *v, const T *bias, T *o, L 
 /// each 8-column tile of a product), so the scores' accumulators become the
 /// next product's left operand where they are, and a row's max and sum are
 /// those of its quad (lanes 4g .. 4g + 3: two shuffles). The probabilities
-/// (or the scores' gradient) enter that product rounded to bf16 in the
-/// backward, as FlashAttention's do (asOperand), and as the bf16 pair hi +
-/// lo (hi = bf16(p), lo = bf16(p - hi)) in the forward, which carries p to
-/// 2^-16: the forward's p is relative to a running max, so rounding it would
-/// make o depend on where the tiles fall. Head and value sizes are padded
+/// (or the scores' gradient) enter that product rounded to bf16, as
+/// FlashAttention's do; the forward's are shifted by a multiple of ln 2
+/// (ln2Steps), so that where the tiles fall does not change their rounding.
+/// Until 2026-12-03 the forward took p as the bf16 pair hi + lo (to 2^-16,
+/// two products). Head and value sizes are padded
 /// to MaxDim (64 or 128) with zeros; tiles have 64 columns at 64 and 32 at
 /// 128 (the registers, and shared memory under 48 KiB).
 constexpr int kMmaWarps = 4, kMmaRows = 16 * kMmaWarps;
@@ -1533,31 +1570,25 @@ __device__ inline void mmaScores(const uint32_t (&rows)[MaxDim / 16][4], const b
 }
 
 /// acc += p tile: the warp's [16, Cols] p (accumulators of mmaScores'
-/// layout) times the transposed tile's [Cols, MaxDim]; p enters as the bf16
-/// pair hi + lo where `Split` (two products), else rounded to bf16.
-template <int MaxDim, bool Split>
+/// layout) times the transposed tile's [Cols, MaxDim], p rounded to bf16.
+template <int MaxDim>
 __device__ inline void mmaAccumulate(float (&acc)[MaxDim / 8][4],
                                      const float (&p)[MmaTiles<MaxDim>::cols / 8][4],
                                      const bf16 *transposed) {
   using S = MmaTiles<MaxDim>;
   PPCRT_UNROLL
   for (int kc = 0; kc < S::cols / 16; ++kc) {
-    uint32_t hi[4], lo[4];
+    uint32_t a[4];
     PPCRT_UNROLL
     for (int w = 0; w < 4; ++w) {
       const float *pair = &p[2 * kc + w / 2][2 * (w % 2)];
-      const bf16 h0(pair[0]), h1(pair[1]);
-      hi[w] = bf16Pair(h0, h1);
-      if constexpr (Split)
-        lo[w] = bf16Pair(bf16(pair[0] - float(h0)), bf16(pair[1] - float(h1)));
+      a[w] = bf16Pair(bf16(pair[0]), bf16(pair[1]));
     }
     PPCRT_UNROLL
     for (int dt = 0; dt < MaxDim / 8; ++dt) {
       uint32_t b[2];
       mmaRightFragment(transposed, S::tld, dt * 8, kc * 16, b);
-      mmaBf16(acc[dt], hi, b);
-      if constexpr (Split)
-        mmaBf16(acc[dt], lo, b);
+      mmaBf16(acc[dt], a, b);
     }
   }
 }
@@ -1631,7 +1662,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     mmaRowFragments<MaxDim>(q + shape.q.head(n), shape.q.rowStride, first, shape.queries, depth,
                             qf);
     float acc[MaxDim / 8][4] = {};
-    float rowMax[2] = {none, none}, sum[2] = {0.0f, 0.0f}; // sum: the lane's columns'
+    // Each row's shift K (its running max rounded up to a multiple of ln 2,
+    // in units of ln 2: ln2Steps), and the lane's columns' sum of exp(s -
+    // K ln 2).
+    float shift[2] = {none, none}, sum[2] = {0.0f, 0.0f};
     for (int64_t j0 = 0; j0 < end; j0 += S::cols) {
       __syncthreads(); // the previous tiles are used up
       mmaStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, end, depth, s.k, nullptr);
@@ -1656,10 +1690,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       float alpha[2];
       PPCRT_UNROLL
       for (int h = 0; h < 2; ++h) {
-        const float seen = quadMax(tileMax[h]);
-        const float newMax = seen > rowMax[h] ? seen : rowMax[h];
-        alpha[h] = newMax == none ? 1.0f : exp(rowMax[h] - newMax);
-        rowMax[h] = newMax;
+        const float seen = ln2Steps(quadMax(tileMax[h]));
+        const float newShift = seen > shift[h] ? seen : shift[h];
+        alpha[h] = newShift == none ? 1.0f : exp2f(shift[h] - newShift); // a power of two
+        shift[h] = newShift;
         sum[h] *= alpha[h];
       }
       PPCRT_UNROLL
@@ -1667,8 +1701,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
         PPCRT_UNROLL
         for (int e = 0; e < 4; ++e) {
           const int h = e / 2;
-          x[nt][e] = x[nt][e] == none ? 0.0f : exp(x[nt][e] - rowMax[h]);
-          sum[h] += x[nt][e];
+          const float p = x[nt][e] == none ? 0.0f : shiftedExp(x[nt][e], shift[h]);
+          sum[h] += p;
+          x[nt][e] = p;
         }
       }
       PPCRT_UNROLL
@@ -1677,7 +1712,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
         for (int e = 0; e < 4; ++e)
           acc[dt][e] *= alpha[e / 2];
       }
-      mmaAccumulate<MaxDim, true>(acc, x, s.v);
+      mmaAccumulate<MaxDim>(acc, x, s.v);
     }
     float inverse[2];
     PPCRT_UNROLL
@@ -1686,7 +1721,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       inverse[h] = 1.0f / sum[h];
       const int64_t i = first + g + 8 * h;
       if (t == 0 && i < shape.queries)
-        lse[n * shape.queries + i] = rowMax[h] + log(sum[h]);
+        lse[n * shape.queries + i] = shift[h] * float(kLn2) + log(sum[h]);
     }
     mmaStoreRows<MaxDim>(acc, inverse, o + shape.o.head(n), shape.o.rowStride, first, shape.queries,
                          width);
@@ -1761,7 +1796,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
           x[nt][e] = ds;
         }
       }
-      mmaAccumulate<MaxDim, false>(acc, x, s.kt);
+      mmaAccumulate<MaxDim>(acc, x, s.kt);
     }
     const float scales[2] = {scale, scale};
     mmaStoreRows<MaxDim>(acc, scales, dq + shape.dq.head(n), shape.dq.rowStride, first,
@@ -1846,8 +1881,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
           ds[nt][e] = dse;
         }
       }
-      mmaAccumulate<MaxDim, false>(dvAcc, p, s.dOt);
-      mmaAccumulate<MaxDim, false>(dkAcc, ds, s.qt);
+      mmaAccumulate<MaxDim>(dvAcc, p, s.dOt);
+      mmaAccumulate<MaxDim>(dkAcc, ds, s.qt);
     }
     const float scales[2] = {scale, scale}, ones[2] = {1.0f, 1.0f};
     mmaStoreRows<MaxDim>(dkAcc, scales, dk + shape.dk.head(n), shape.dk.rowStride, first,

@@ -956,8 +956,8 @@ template <typename T> double widen(T x) {
     return double(x);
 }
 
-/// x as an operand of the bf16 kernels' products (P and dS in attention's
-/// backward): rounded to bf16.
+/// x as an operand of the bf16 kernels' products (attention's P, and dS in
+/// its backward): rounded to bf16.
 double roundedOperand(double x) { return widen(bf16(x)); }
 
 /// The values as T holds them (the kernel's inputs), in double.
@@ -1045,8 +1045,12 @@ void checkAttention(bool gradients, double relative, double absolute,
       EXPECT_TRUE(allNear(deviceCopyAs<double>(gathered), want, relative, absolute, slack)) << what;
       EXPECT_TRUE(untouched) << what << " is written outside its rows";
     };
-    std::vector<double> o, lse, dq, dk, dv;
-    ppc::test::referenceAttention(shape, in, o, lse);
+    std::vector<double> o, lse, dq, dk, dv, oSlack;
+    constexpr bool rounds = std::is_same_v<T, bf16>;
+    if constexpr (rounds)
+      ppc::test::referenceAttention(shape, in, o, lse, roundedOperand, &oSlack);
+    else
+      ppc::test::referenceAttention(shape, in, o, lse);
     T *q = place(in.q, dense.q, c.queries, c.headDim), *k = place(in.k, dense.k, c.keys, c.headDim),
       *v = place(in.v, dense.v, c.keys, c.valueDim), *bias = deviceCopyAs<T>(in.bias),
       *dO = place(in.dO, dense.dO, c.queries, c.valueDim);
@@ -1054,7 +1058,7 @@ void checkAttention(bool gradients, double relative, double absolute,
       T *gotO = output(dense.o, c.queries, c.valueDim);
       L *gotLse = deviceOutput<L>(lse.size());
       ppcrt::cuda::attention<T, L>(q, k, v, bias, gotO, gotLse, shape);
-      expectNear(gotO, dense.o, c.queries, c.valueDim, o, "o");
+      expectNear(gotO, dense.o, c.queries, c.valueDim, o, "o", rounds ? &oSlack : nullptr);
       EXPECT_TRUE(allNear(gotLse, lse, relative, absolute)) << "lse";
       continue;
     }
@@ -1069,7 +1073,6 @@ void checkAttention(bool gradients, double relative, double absolute,
       *gotDv = output(dense.dv, c.keys, c.valueDim);
     ppcrt::cuda::attentionGrad<T, L>(q, k, v, bias, place(o, dense.o, c.queries, c.valueDim),
                                      deviceCopyAs<L>(lse), dO, gotDq, gotDk, gotDv, shape);
-    const bool rounds = std::is_same_v<T, bf16>;
     expectNear(gotDq, dense.dq, c.queries, c.headDim, dq, "dq", rounds ? &slack.dq : nullptr);
     expectNear(gotDk, dense.dk, c.keys, c.headDim, dk, "dk", rounds ? &slack.dk : nullptr);
     expectNear(gotDv, dense.dv, c.keys, c.valueDim, dv, "dv", rounds ? &slack.dv : nullptr);
@@ -1094,8 +1097,9 @@ TEST(CudaKernels, AttentionGradMatchesReference) {
 
 // bf16 is computed in float and rounded once at the store: within 2^-8
 // relative (half a bf16 ulp is at most that) plus 1e-5 absolute of the
-// reference on the rounded inputs, whose backward rounds P and dS to bf16
-// before their products as the kernels do; lse is float.
+// reference on the rounded inputs, which rounds P (shifted by a multiple of
+// ln 2) and, in the backward, dS to bf16 before their products as the
+// kernels do; lse is float.
 TEST(CudaKernels, Bf16AttentionRoundsOnce) {
   checkAttention<bf16>(false, 0x1p-8, 1e-5);
   checkAttention<bf16>(true, 0x1p-8, 1e-5);
