@@ -236,8 +236,9 @@ struct AttentionRows {
 /// rounded up to a multiple of ln 2 (M = K ln 2), so that the rounding does
 /// not depend on where a kernel's tiles fall (scaling by a power of two
 /// commutes with it): o_i = sum_j round(p_ij) v_j / sum_j p_ij, p_ij =
-/// exp(S_ij - M_i); the runtime's kernels round alike (docs/architecture.md,
-/// "Mixed precision").
+/// exp(S_ij - M_i); M_i is the max itself where that is 2^20 or more in
+/// magnitude (masked rows). The runtime's kernels round alike
+/// (docs/architecture.md, "Mixed precision").
 static LogicalResult attentionKernel(Operation *op, llvm::ArrayRef<Tensor> operands,
                                      llvm::SmallVectorImpl<Tensor> &results,
                                      const ExecOptions &options) {
@@ -252,24 +253,22 @@ static LogicalResult attentionKernel(Operation *op, llvm::ArrayRef<Tensor> opera
   for (int64_t n = 0; n < rows.batch; ++n)
     for (int64_t i = 0; i < rows.queries; ++i) {
       double logSum = rows.row(n, i, scores);
-      // The shift of the row's probabilities and what they sum to: the
-      // log-sum-exp (1), or (rounding) M, the max rounded up to a multiple
-      // of ln 2 (the sum of exp(S - M)).
-      double shift = logSum, total = 1;
-      if (rounds) {
-        double max = *std::max_element(scores.begin(), scores.end());
-        shift = max == -std::numeric_limits<double>::infinity()
-                    ? max
-                    : std::ceil(max / std::log(2.0)) * std::log(2.0);
-        total = 0;
-      }
+      // o = sum_j p_j v_j / sum_j p_j, p_j = exp(S_j - M) with M the max
+      // or (rounding) the max rounded up to a multiple of ln 2, which a max
+      // of magnitude 2^20 or more (a mask's lowest value on every key) is
+      // not, as the kernels take it (Kernels.cuh, RoundedShift). Dividing
+      // by the sum rather than subtracting lse keeps such a row evenly
+      // spread, where lse = M + log(sum) rounds to M.
+      double max = *std::max_element(scores.begin(), scores.end());
+      double shift =
+          rounds && std::fabs(max) < 0x1p20 ? std::ceil(max / std::log(2.0)) * std::log(2.0) : max;
+      double total = 0;
       std::fill(sum.begin(), sum.end(), 0.0);
       for (int64_t j = 0; j < rows.keys; ++j) {
         double p = std::exp(scores[j] - shift);
-        if (rounds) {
-          total += p;
+        total += p;
+        if (rounds)
           p = roundFloat(narrow, p);
-        }
         const double *vj = v.floats().data() + (n * rows.keys + j) * rows.valueDim;
         for (int64_t d = 0; d < rows.valueDim; ++d)
           sum[d] += p * vj[d];

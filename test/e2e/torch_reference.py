@@ -432,7 +432,8 @@ def _LowAttention(dtype):
     """Attention (``ppc_models.attention_ops``'s function) as ppc computes it in
     ``dtype`` (executor/kernels/Contraction.cpp, FlashAttention's rounding). The
     forward, in double: the probabilities rounded to ``dtype`` before their product
-    with v, relative to the row's max rounded up to a multiple of ln 2 (M = K ln 2):
+    with v, relative to the row's max rounded up to a multiple of ln 2 (M = K ln 2; the
+    max itself where it is 2^20 or more in magnitude, a row of masked keys):
     o = sum_j round(p_j) v_j / sum_j p_j, p_j = exp(s_j - M). The backward, in f32:
     P = exp(s - lse) and dS = P (dO v^T - D), D = dO . o with o as stored (rounded),
     each rounded to ``dtype`` before its products dv = P^T dO, dq = scale dS k and
@@ -446,7 +447,9 @@ def _LowAttention(dtype):
         def forward(ctx, q, k, v, causal=False):
             s = ppc_models.attention_scores(q.double(), k.double(), causal)
             lse = torch.logsumexp(s, dim=-1, keepdim=True).float()
-            shift = torch.ceil(s.amax(-1, keepdim=True) / math.log(2)) * math.log(2)
+            top = s.amax(-1, keepdim=True)
+            shift = torch.where(top.abs() < 2.0 ** 20,
+                                torch.ceil(top / math.log(2)) * math.log(2), top)
             p = torch.exp(s - shift)
             o = ((p.to(dtype).double() @ v.double()) / p.sum(-1, keepdim=True)).float()
             ctx.save_for_backward(q, k, v, low(o), lse)

@@ -27,10 +27,12 @@ namespace ppc::test {
 /// One attention problem. The bias, when there is one, is [2, 1, T, S]
 /// (QueryBias: a bias per batch element, broadcast over the heads) or
 /// [2, 1, 1, S] (Padding: 0 or -inf per key, broadcast over heads and
-/// queries; key 0 is never masked, so every query sees a key), and
-/// batch = 2 * heads.
+/// queries; key 0 is never masked, so every query sees a key. Lowest: 0 or
+/// bf16's lowest finite value, the dtype's min that Hugging Face's masks add,
+/// with every key of the second batch element masked: its rows' scores all
+/// equal, which softmax spreads evenly), and batch = 2 * heads.
 struct AttentionCase {
-  enum Bias { None, QueryBias, Padding };
+  enum Bias { None, QueryBias, Padding, Lowest };
   int64_t batch, queries, keys, headDim, valueDim;
   bool causal;
   Bias bias;
@@ -41,6 +43,7 @@ struct AttentionCase {
            (causal ? " causal" : "") +
            (bias == QueryBias ? " bias [2,1,T,S]"
             : bias == Padding ? " bias [2,1,1,S]"
+            : bias == Lowest  ? " lowest [2,1,1,S]"
                               : "");
   }
 
@@ -72,8 +75,16 @@ inline std::vector<AttentionCase> attentionCases() {
       C{2, 20, 45, 40, 24, true, C::None},       C{2, 40, 25, 16, 16, true, C::None},
       C{6, 37, 53, 24, 40, false, C::QueryBias}, C{6, 29, 29, 32, 8, true, C::QueryBias},
       C{6, 37, 53, 24, 40, false, C::Padding},   C{6, 20, 45, 24, 40, true, C::Padding},
+      C{6, 37, 53, 24, 40, false, C::Lowest},    C{6, 20, 45, 24, 40, true, C::Lowest},
   };
 }
+
+/// Whether the gradient kernels are checked on case `c`: not where every key
+/// of a row carries the lowest mask (Lowest's second batch element). lse =
+/// M + log(N) rounds to M there, so attention_grad's P = exp(S - lse) is 1
+/// for each of the N keys where softmax's is 1/N, in the reference as in
+/// every kernel (docs/architecture.md, "Fused attention": a known limit).
+inline bool gradientChecked(const AttentionCase &c) { return c.bias != AttentionCase::Lowest; }
 
 /// The inputs of a case in double: q, k, v, the bias, and the output's
 /// gradient dO (the weights of the loss sum(o * dO)).
@@ -106,6 +117,13 @@ inline AttentionInputs attentionInputs(const AttentionCase &c, unsigned seed) {
         if ((j * 7 + b * 3) % 5 == 2)
           in.bias[b * c.keys + j] = -INFINITY;
   }
+  if (c.bias == AttentionCase::Lowest) {
+    in.bias.assign(c.biasSize(), 0.0);
+    for (int64_t j = 0; j < c.keys; ++j) {
+      in.bias[j] = (j * 7) % 5 == 2 ? -0x1.fep127 : 0.0; // bf16's lowest
+      in.bias[c.keys + j] = -0x1.fep127;
+    }
+  }
   return in;
 }
 
@@ -125,7 +143,9 @@ inline double referenceScore(const ppcrt::lines::AttentionShape &s, const Attent
 /// o [batch, queries, valueDim] and lse [batch, queries]. Where `operand`
 /// is given (bf16's rounding, for the kernels' bf16 precision), the
 /// probabilities enter their product rounded, relative to the row's max
-/// rounded up to a multiple of ln 2 (M = K ln 2): o_i = sum_j r_ij v_j /
+/// rounded up to a multiple of ln 2 (M = K ln 2; the max itself where it is
+/// 2^20 or more in magnitude, as a row whose keys are all masked with the
+/// lowest value has it): o_i = sum_j r_ij v_j /
 /// sum_j exp(S_ij - M_i), r_ij = operand(exp(S_ij - M_i)), as the kernels
 /// compute it (Kernels.cuh, ln2Steps; the executor alike); `slack`, where
 /// given, receives per element of o what float may flip: for each r_ij whose
@@ -154,9 +174,12 @@ inline void referenceAttention(const ppcrt::lines::AttentionShape &s, const Atte
         sum += std::exp(scores[j] - max);
       double logSum = max + std::log(sum);
       lse[row] = logSum;
-      // The weights: exp(S - lse), or rounded exp(S - M), and the sum of
-      // exp(S - M).
-      const double shift = operand ? std::ceil(max / std::log(2.0)) * std::log(2.0) : logSum;
+      // The weights: exp(S - M), rounded where `operand` is given, and
+      // their sum before rounding (dividing by it rather than subtracting
+      // lse keeps a row of the lowest scores evenly spread, where lse rounds
+      // to M).
+      const double shift =
+          operand && std::fabs(max) < 0x1p20 ? std::ceil(max / std::log(2.0)) * std::log(2.0) : max;
       double total = 0;
       for (int64_t j = 0; j < s.keys; ++j) {
         const double p = std::exp(scores[j] - shift);
@@ -177,8 +200,6 @@ inline void referenceAttention(const ppcrt::lines::AttentionShape &s, const Atte
           gaps[j] = std::fabs(operand(p + pError) - operand(p - pError));
         }
       }
-      if (!operand)
-        total = 1;
       for (int64_t j = 0; j < s.keys; ++j)
         for (int64_t e = 0; e < s.valueDim; ++e)
           o[row * s.valueDim + e] += weights[j] / total * in.v[(n * s.keys + j) * s.valueDim + e];

@@ -613,6 +613,53 @@ TEST_F(KernelsTest, LogSumExpIsLogSoftmaxsShift) {
   EXPECT_EQ(columns.getDouble(1), inf);
 }
 
+// Attention where every key of a row carries a mask's lowest value (a
+// Hugging Face padding mask adds the dtype's min): the row's scores are all
+// equal and softmax spreads it evenly, though lse = max + log(3) rounds to
+// the max; a row with one such key leaves it out. f32, and bf16, whose
+// probabilities are rounded relative to a multiple of ln 2 except in such a
+// row.
+TEST_F(KernelsTest, AttentionSpreadsARowOfLowestScoresEvenly) {
+  for (const char *type : {"f32", "bf16"}) {
+    SCOPED_TRACE(type);
+    std::string source = llvm::formatv(R"mlir(
+      func.func @main(%q: tensor<2x2x2x{0}>, %k: tensor<2x3x2x{0}>, %v: tensor<2x3x2x{0}>,
+                      %b: tensor<2x1x3x{0}>) -> tensor<2x2x2x{0}> {
+        %o, %l = ppc.attention %q, %k, %v bias %b scale = 0.5 : (tensor<2x2x2x{0}>, tensor<2x3x2x{0}>, tensor<2x3x2x{0}>, tensor<2x1x3x{0}>) -> (tensor<2x2x2x{0}>, tensor<2x2xf32>)
+        return %o : tensor<2x2x2x{0}>
+      })mlir",
+                                       type)
+                             .str();
+    DType dtype = llvm::StringRef(type) == "f32" ? DType::F32 : DType::BF16;
+    const double lowest = -0x1.fep127; // bf16's lowest, an f32 too
+    Tensor q = makeTensor(dtype, {2, 2, 2}, {1, 0, 0, 1, 0.5, -1, 2, 0.25});
+    Tensor k = makeTensor(dtype, {2, 3, 2}, {1, 1, -1, 0.5, 0, 2, 1, -1, 0.5, 0.5, -2, 1});
+    Tensor v = makeTensor(dtype, {2, 3, 2}, {1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6});
+    Tensor bias = makeTensor(dtype, {2, 1, 3}, {0, 0, lowest, lowest, lowest, lowest});
+    Tensor o = runOne(source, {q, k, v, bias});
+    ASSERT_EQ(o.numElements(), 8);
+    // Batch 0: keys 0 and 1 only.
+    for (int64_t i = 0; i < 2; ++i) {
+      double s[2], p[2];
+      for (int64_t j = 0; j < 2; ++j)
+        s[j] = 0.5 * (q.getDouble(i * 2) * k.getDouble(j * 2) +
+                      q.getDouble(i * 2 + 1) * k.getDouble(j * 2 + 1));
+      double m = std::max(s[0], s[1]);
+      for (int64_t j = 0; j < 2; ++j)
+        p[j] = std::exp(s[j] - m) / (std::exp(s[0] - m) + std::exp(s[1] - m));
+      for (int64_t e = 0; e < 2; ++e)
+        EXPECT_NEAR(o.getDouble(i * 2 + e), p[0] * v.getDouble(e) + p[1] * v.getDouble(2 + e),
+                    dtype == DType::F32 ? 1e-6 : 2e-2)
+            << "row " << i;
+    }
+    // Batch 1: the mean of its values, exactly (bf16: 1 rounds to itself).
+    for (int64_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(o.getDouble(4 + i * 2), f32(-3.0)) << "row " << i;
+      EXPECT_EQ(o.getDouble(4 + i * 2 + 1), f32(-4.0)) << "row " << i;
+    }
+  }
+}
+
 TEST_F(KernelsTest, LayerNormMatchesADirectComputation) {
   const char *source = R"mlir(
     func.func @main(%x: tensor<2x2x3xf64>, %g: tensor<3xf64>, %b: tensor<1x3xf64>)

@@ -1131,17 +1131,38 @@ template <int Group, typename C> __device__ inline C attentionRowSum(C value) {
 /// that a rising max rescales the sums by a power of two, which commutes with
 /// the rounding: o = sum_j round(p_j) v_j / sum_j p_j, p_j = exp(s_j - K ln
 /// 2), whatever the tiles (docs/architecture.md, "Mixed precision"; the
-/// executor computes the same in double).
+/// executor computes the same in double). A max of magnitude 2^20 or more
+/// (a mask's lowest value, where every key of a row is masked so) is the
+/// shift itself: float cannot hold a multiple of ln 2 near it, and such a row
+/// (its scores equal) has p_j = 1 whatever the shift.
 constexpr double kLn2 = 0.693147180559945309, kLog2e = 1.442695040888963407;
+constexpr float kRoundedShiftLimit = 1048576.0f; // 2^20
 
-/// K for a score s: the least integer with K ln 2 >= s (to float's error);
-/// -inf for -inf.
-__device__ inline float ln2Steps(float s) { return ceilf(s * float(kLog2e)); }
+/// The shift of a row's probabilities for its running max (above).
+struct RoundedShift {
+  float steps = -INFINITY; // K, where rounded
+  float value = -INFINITY; // the shift: K ln 2, or the max
+  bool rounded = false;
 
-/// exp(s - K ln 2) in float.
-__device__ inline float shiftedExp(float s, float steps) {
-  return exp2f(fmaf(s, float(kLog2e), -steps));
-}
+  __device__ static RoundedShift of(float max) {
+    RoundedShift shift;
+    shift.rounded = fabsf(max) < kRoundedShiftLimit; // -inf: not rounded
+    shift.steps = shift.rounded ? ceilf(max * float(kLog2e)) : -INFINITY;
+    shift.value = shift.rounded ? shift.steps * float(kLn2) : max;
+    return shift;
+  }
+  /// exp(s - shift) for a score s > -inf.
+  __device__ float exp(float s) const {
+    return rounded ? exp2f(fmaf(s, float(kLog2e), -steps)) : expf(s - value);
+  }
+  /// exp(shift - to): what sums relative to this shift are times to become
+  /// relative to `to` (a power of two between rounded shifts).
+  __device__ float rescale(const RoundedShift &to) const {
+    if (value == -INFINITY)
+      return to.value == -INFINITY ? 1.0f : 0.0f;
+    return rounded && to.rounded ? exp2f(steps - to.steps) : expf(value - to.value);
+  }
+};
 
 /// Copies rows [from, from + rows) of the [*, size] matrix `in` (rows
 /// `pitch` apart) into the [*, MaxDim] tile, the block's threads together.
@@ -1180,9 +1201,10 @@ __global__ void __launch_bounds__(256)
       qr[t] = active && d < depth ? C(q[shape.q.at(n, i) + d]) : C(0);
       acc[t] = C(0);
     }
-    // The row's running max (rounding: its shift, in units of ln 2) and the
-    // sum of exp(s - max).
+    // The row's running max and the sum of exp(s - max) (rounding: exp(s -
+    // shift)).
     C rowMax = none, sum = C(0);
+    RoundedShift shift;
     for (int64_t j0 = 0; j0 < end; j0 += Tile) {
       const int cols = int(end - j0 < Tile ? end - j0 : Tile);
       __syncthreads(); // the previous tile is used up
@@ -1203,16 +1225,17 @@ __global__ void __launch_bounds__(256)
           continue;
         C p;
         if constexpr (sizeof(T) < sizeof(C)) {
-          const C steps = ln2Steps(s);
-          if (steps > rowMax) {
-            const C alpha = exp2f(rowMax - steps);
+          if (s > rowMax) {
+            const RoundedShift risen = RoundedShift::of(s);
+            const C alpha = shift.rescale(risen);
             sum *= alpha;
             PPCRT_UNROLL
             for (int t = 0; t < Per; ++t)
               acc[t] *= alpha;
-            rowMax = steps;
+            rowMax = s;
+            shift = risen;
           }
-          p = shiftedExp(s, rowMax);
+          p = shift.exp(s);
           sum += p;
           p = C(T(p));
         } else {
@@ -1236,7 +1259,7 @@ __global__ void __launch_bounds__(256)
     if (active) {
       constexpr bool Rounds = sizeof(T) < sizeof(C);
       if (g == 0)
-        lse[row] = L(Rounds ? rowMax * C(kLn2) + log(sum) : rowMax + log(sum));
+        lse[row] = L((Rounds ? C(shift.value) : rowMax) + log(sum));
       C inverse = C(1) / sum;
       PPCRT_UNROLL
       for (int t = 0; t < Per; ++t)
@@ -1438,7 +1461,7 @@ void launchAttention(const T *q, const T *k, const T *v, const T *bias, T *o, L 
 /// those of its quad (lanes 4g .. 4g + 3: two shuffles). The probabilities
 /// (or the scores' gradient) enter that product rounded to bf16, as
 /// FlashAttention's do; the forward's are shifted by a multiple of ln 2
-/// (ln2Steps), so that where the tiles fall does not change their rounding.
+/// (RoundedShift), so that where the tiles fall does not change their rounding.
 /// Until 2026-12-03 the forward took p as the bf16 pair hi + lo (to 2^-16,
 /// two products). Head and value sizes are padded
 /// to MaxDim (64 or 128) with zeros; tiles have 64 columns at 64 and 32 at
@@ -1662,10 +1685,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     mmaRowFragments<MaxDim>(q + shape.q.head(n), shape.q.rowStride, first, shape.queries, depth,
                             qf);
     float acc[MaxDim / 8][4] = {};
-    // Each row's shift K (its running max rounded up to a multiple of ln 2,
-    // in units of ln 2: ln2Steps), and the lane's columns' sum of exp(s -
-    // K ln 2).
-    float shift[2] = {none, none}, sum[2] = {0.0f, 0.0f};
+    // Each row's running max and its shift (RoundedShift), and the lane's
+    // columns' sum of exp(s - shift).
+    float rowMax[2] = {none, none}, sum[2] = {0.0f, 0.0f};
+    RoundedShift shift[2];
     for (int64_t j0 = 0; j0 < end; j0 += S::cols) {
       __syncthreads(); // the previous tiles are used up
       mmaStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, end, depth, s.k, nullptr);
@@ -1690,10 +1713,14 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       float alpha[2];
       PPCRT_UNROLL
       for (int h = 0; h < 2; ++h) {
-        const float seen = ln2Steps(quadMax(tileMax[h]));
-        const float newShift = seen > shift[h] ? seen : shift[h];
-        alpha[h] = newShift == none ? 1.0f : exp2f(shift[h] - newShift); // a power of two
-        shift[h] = newShift;
+        const float seen = quadMax(tileMax[h]);
+        alpha[h] = 1.0f;
+        if (seen > rowMax[h]) {
+          const RoundedShift risen = RoundedShift::of(seen);
+          alpha[h] = shift[h].rescale(risen); // a power of two
+          rowMax[h] = seen;
+          shift[h] = risen;
+        }
         sum[h] *= alpha[h];
       }
       PPCRT_UNROLL
@@ -1701,7 +1728,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
         PPCRT_UNROLL
         for (int e = 0; e < 4; ++e) {
           const int h = e / 2;
-          const float p = x[nt][e] == none ? 0.0f : shiftedExp(x[nt][e], shift[h]);
+          const float p = x[nt][e] == none ? 0.0f : shift[h].exp(x[nt][e]);
           sum[h] += p;
           x[nt][e] = p;
         }
@@ -1721,7 +1748,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       inverse[h] = 1.0f / sum[h];
       const int64_t i = first + g + 8 * h;
       if (t == 0 && i < shape.queries)
-        lse[n * shape.queries + i] = shift[h] * float(kLn2) + log(sum[h]);
+        lse[n * shape.queries + i] = shift[h].value + log(sum[h]);
     }
     mmaStoreRows<MaxDim>(acc, inverse, o + shape.o.head(n), shape.o.rowStride, first, shape.queries,
                          width);
