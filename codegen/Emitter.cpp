@@ -172,17 +172,20 @@ FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunica
   FusionOptions options;
   options.gemmEpilogues = gemmEpilogues;
   options.batchOptimizer = true;
-  options.batchArgumentGroups = true;
+  options.batchArgumentGroups = options.batchLargeArgumentGroups = true;
   FailureOr<ProgramLayout> batched = layOut(program, asyncCommunication, options);
   if (failed(batched) || batched->fusion.batches.empty())
     return batched;
   // A batch keeps its groups' inputs (the gradients) alive until it runs,
   // while their updated values are written: where the optimizer step is
   // the program's peak (small activations, large parameters), that is more
-  // memory; an early batch makes its values sooner. The batches stay only
-  // where the arena does not grow: all of them, else the optimizer's alone,
-  // else the early ones alone.
+  // memory; an early batch makes its values sooner (a large one, the
+  // weights' bf16 copies, all of them from the step's start). The batches
+  // stay only where the arena does not grow: all of them, else all but the
+  // large early ones, else the optimizer's alone, else the small early ones
+  // alone.
   options.batchOptimizer = options.batchArgumentGroups = false;
+  options.batchLargeArgumentGroups = false;
   FailureOr<ProgramLayout> apart = layOut(program, asyncCommunication, options);
   auto grows = [&](const ProgramLayout &layout) {
     return succeeded(apart) && (apart->memory.arenaBytes < layout.memory.arenaBytes ||
@@ -190,9 +193,9 @@ FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunica
   };
   if (!grows(*batched))
     return batched;
-  for (bool optimizer : {true, false}) {
+  for (auto [optimizer, arguments] : {std::pair{true, true}, {true, false}, {false, true}}) {
     options.batchOptimizer = optimizer;
-    options.batchArgumentGroups = !optimizer;
+    options.batchArgumentGroups = arguments;
     FailureOr<ProgramLayout> some = layOut(program, asyncCommunication, options);
     if (succeeded(some) && !some->fusion.batches.empty() && !grows(*some))
       return some;

@@ -552,17 +552,20 @@ static void batchOptimizerGroups(Block &body, FusionPlan &plan) {
 /// reads 64 Ki f32 elements in about a tenth of a launch's microsecond).
 static constexpr int64_t kSmallGroupElements = int64_t(1) << 16;
 
-/// Batches of alike small groups, not yet in a batch, that read only the
-/// program's arguments (GroupBatch::early): each key's groups, at least two,
-/// run at the first one's place, where every argument is ready and before
-/// any reader of theirs. (The bf16 copies of a model's biases and norm
-/// weights, made before each one's first reader: GPT-2 has 98.)
-static void batchArgumentGroups(Block &body, FusionPlan &plan) {
+/// Batches of alike small groups (of any size with `large`), not yet in a
+/// batch, that read only the program's arguments (GroupBatch::early): each
+/// key's groups, at least two, run at the first one's place, where every
+/// argument is ready and before any reader of theirs. (The bf16 copies of a
+/// model's parameters, made before each one's first reader: GPT-2's 98
+/// biases and norm weights are small, its 50 weight matrices large; made
+/// early, a large copy lives from the step's start, which layOutProgram
+/// accepts where the arena does not grow.)
+static void batchArgumentGroups(Block &body, FusionPlan &plan, bool large) {
   std::map<std::string, llvm::SmallVector<unsigned>> byKey;
   std::vector<std::string> order;
   for (auto [g, group] : llvm::enumerate(plan.groups)) {
     if (plan.batchOf.contains(g) || group.reduction || group.inputs.empty() ||
-        ShapedType::getNumElements(loopShape(group)) > kSmallGroupElements ||
+        (!large && ShapedType::getNumElements(loopShape(group)) > kSmallGroupElements) ||
         !llvm::all_of(group.inputs, [&](Value v) {
           return llvm::isa<BlockArgument>(v) && v.getParentBlock() == &body;
         }))
@@ -821,7 +824,7 @@ FusionPlan planFusion(func::FuncOp func, const FusionOptions &options) {
   if (options.batchOptimizer)
     batchOptimizerGroups(body, plan);
   if (options.batchArgumentGroups)
-    batchArgumentGroups(body, plan);
+    batchArgumentGroups(body, plan, options.batchLargeArgumentGroups);
   if (options.rowLogSumExps)
     planRowLogSumExps(body, plan, index);
   return plan;

@@ -223,6 +223,9 @@ struct FusionOptions {
   /// Alike small groups that read only the program's arguments run as one
   /// kernel at the first one's place (GroupBatch::early).
   bool batchArgumentGroups = false;
+  /// With batchArgumentGroups, groups of any size (a model's bf16 weight
+  /// copies too, then all made at the first one's place).
+  bool batchLargeArgumentGroups = false;
 };
 
 /// Groups the elementwise ops of `func`.

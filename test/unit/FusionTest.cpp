@@ -499,7 +499,7 @@ TEST_F(FusionTest, TheLogitsGradientComputesTheirLogSumExp) {
 // and norm weights, each made before its first reader) run as one kernel at
 // the first one's place, ahead of every reader; a group reading a computed
 // value, one of another kind, and one too large for a launch to matter stay
-// apart.
+// apart (the large one joins with batchLargeArgumentGroups).
 TEST_F(FusionTest, SmallGroupsOfArgumentsRunAsOneEarlyKernel) {
   llvm::SmallVector<Operation *> ops = parse(R"mlir(
     func.func @f(%x: tensor<4x8xbf16>, %b1: tensor<8xf32>, %b2: tensor<8xf32>, %b3: tensor<16xf32>,
@@ -531,6 +531,15 @@ TEST_F(FusionTest, SmallGroupsOfArgumentsRunAsOneEarlyKernel) {
   EXPECT_EQ(fusion.runsAt(ops[6]), ops[6]);
   EXPECT_EQ(fusion.runsAt(ops[7]), ops[7]);
   EXPECT_TRUE(planFusion(func()).batches.empty());
+  // With batchLargeArgumentGroups the weight's copy (512 x 512) joins them;
+  // the exp (another kind) stays apart.
+  options.batchLargeArgumentGroups = true;
+  FusionPlan large = planFusion(func(), options);
+  ASSERT_EQ(large.batches.size(), 1u);
+  ASSERT_EQ(large.batches[0].groups.size(), 4u);
+  EXPECT_EQ(large.groups[large.batches[0].groups[3]].ops.front(), ops[6]);
+  EXPECT_EQ(large.runsAt(ops[6]), ops[0]);
+  EXPECT_EQ(large.runsAt(ops[7]), ops[7]);
 }
 
 // A group runs at its last op: one that a later op joined starts before it
