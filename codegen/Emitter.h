@@ -81,9 +81,9 @@ bool undoesItsOperand(TransposeOp transpose);
 /// its result, where the program waits for it, so that nothing overwrites them while it runs beside
 /// the kernels in between. With `gemmEpilogues` (CUDA) GEMMs compute the bias and residual adds
 /// that read their products (GemmEpilogue). The optimizer step's alike groups run as one kernel
-/// (GroupBatch), and so do alike small groups that read only the program's arguments (the bf16
-/// copies of biases and norm weights, at the first one's place), where that does not grow the
-/// arena. Fails (with an error at `program`) when its
+/// (GroupBatch), and so do alike groups that read only the program's arguments (the bf16 copies
+/// of the parameters, at the first one's place), where that does not grow the arena (else the
+/// small ones alone: biases and norm weights). Fails (with an error at `program`) when its
 /// memory plan does.
 mlir::FailureOr<ProgramLayout> layOutProgram(mlir::func::FuncOp program,
                                              bool asyncCommunication = false,
