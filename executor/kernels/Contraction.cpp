@@ -8,7 +8,6 @@
 #include "executor/Kernels.h"
 #include "ir/PpcOps.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -202,8 +201,8 @@ struct AttentionRows {
   }
 
   /// Fills `scores` (keys of them) for query i of batch n; returns the
-  /// log-sum-exp.
-  double row(int64_t n, int64_t i, std::vector<double> &scores) const {
+  /// log-sum-exp, and their max in `rowMax` where given.
+  double row(int64_t n, int64_t i, std::vector<double> &scores, double *rowMax = nullptr) const {
     const double *qi = q.floats().data() + (n * queries + i) * headDim;
     double max = -std::numeric_limits<double>::infinity();
     for (int64_t j = 0; j < keys; ++j) {
@@ -225,6 +224,8 @@ struct AttentionRows {
     double sum = 0;
     for (int64_t j = 0; j < keys; ++j)
       sum += std::exp(scores[j] - max);
+    if (rowMax)
+      *rowMax = max;
     return max + std::log(sum);
   }
 };
@@ -252,14 +253,14 @@ static LogicalResult attentionKernel(Operation *op, llvm::ArrayRef<Tensor> opera
   std::vector<double> scores(rows.keys), sum(rows.valueDim);
   for (int64_t n = 0; n < rows.batch; ++n)
     for (int64_t i = 0; i < rows.queries; ++i) {
-      double logSum = rows.row(n, i, scores);
+      double max;
+      double logSum = rows.row(n, i, scores, &max);
       // o = sum_j p_j v_j / sum_j p_j, p_j = exp(S_j - M) with M the max
       // or (rounding) the max rounded up to a multiple of ln 2, which a max
       // of magnitude 2^20 or more (a mask's lowest value on every key) is
       // not, as the kernels take it (Kernels.cuh, RoundedShift). Dividing
       // by the sum rather than subtracting lse keeps such a row evenly
       // spread, where lse = M + log(sum) rounds to M.
-      double max = *std::max_element(scores.begin(), scores.end());
       double shift =
           rounds && std::fabs(max) < 0x1p20 ? std::ceil(max / std::log(2.0)) * std::log(2.0) : max;
       double total = 0;

@@ -126,13 +126,13 @@ def model_case(ppc, tmp, name, model, layers, must_match, table, bf16=False):
     # Per corpus: what bf16 does to the fused program, and to the unfused one.
     row["bf16"] = []
     for i, corpus in enumerate(CORPORA):
-        fused = ([], ["--attention", "unfused"])
+        programs = {"fused": [], "unfused": ["--attention", "unfused"]}
         f32 = [a, b] if i == 0 else [
             simulate(ppc, model, tmp, f"{name}-{i}-f32-{tag}", extra, corpus)
-            for tag, extra in zip(("fused", "unfused"), fused)]
+            for tag, extra in programs.items()]
         low = [simulate(ppc, model, tmp, f"{name}-{i}-bf16-{tag}",
                         ["--precision", "bf16", *extra], corpus)
-               for tag, extra in zip(("fused", "unfused"), fused)]
+               for tag, extra in programs.items()]
         row["bf16"].append((worst(low[0], f32[0]), worst(low[1], f32[1])))
     ratios = [f / u for f, u in row["bf16"]]
     if max(ratios) > BF16_EACH_LIMIT:

@@ -147,7 +147,7 @@ inline double referenceScore(const ppcrt::lines::AttentionShape &s, const Attent
 /// 2^20 or more in magnitude, as a row whose keys are all masked with the
 /// lowest value has it): o_i = sum_j r_ij v_j /
 /// sum_j exp(S_ij - M_i), r_ij = operand(exp(S_ij - M_i)), as the kernels
-/// compute it (Kernels.cuh, ln2Steps; the executor alike); `slack`, where
+/// compute it (Kernels.cuh, RoundedShift; the executor alike); `slack`, where
 /// given, receives per element of o what float may flip: for each r_ij whose
 /// exp(S_ij - M_i) lies within float's error of a rounding boundary, the gap
 /// between its two roundings times |v_j| / sum_j exp(S_ij - M_i). lse is

@@ -1203,6 +1203,7 @@ __global__ void __launch_bounds__(256)
     }
     // The row's running max and the sum of exp(s - max) (rounding: exp(s -
     // shift)).
+    constexpr bool Rounds = sizeof(T) < sizeof(C);
     C rowMax = none, sum = C(0);
     RoundedShift shift;
     for (int64_t j0 = 0; j0 < end; j0 += Tile) {
@@ -1224,7 +1225,7 @@ __global__ void __launch_bounds__(256)
         if (s == none)
           continue;
         C p;
-        if constexpr (sizeof(T) < sizeof(C)) {
+        if constexpr (Rounds) {
           if (s > rowMax) {
             const RoundedShift risen = RoundedShift::of(s);
             const C alpha = shift.rescale(risen);
@@ -1257,7 +1258,6 @@ __global__ void __launch_bounds__(256)
       }
     }
     if (active) {
-      constexpr bool Rounds = sizeof(T) < sizeof(C);
       if (g == 0)
         lse[row] = L((Rounds ? C(shift.value) : rowMax) + log(sum));
       C inverse = C(1) / sum;

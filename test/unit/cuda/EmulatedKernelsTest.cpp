@@ -1049,10 +1049,8 @@ void checkAttention(bool gradients, double relative, double absolute,
     };
     std::vector<double> o, lse, dq, dk, dv, oSlack;
     constexpr bool rounds = std::is_same_v<T, bf16>;
-    if constexpr (rounds)
-      ppc::test::referenceAttention(shape, in, o, lse, roundedOperand, &oSlack);
-    else
-      ppc::test::referenceAttention(shape, in, o, lse);
+    ppc::test::referenceAttention(shape, in, o, lse, rounds ? roundedOperand : nullptr,
+                                  rounds ? &oSlack : nullptr);
     T *q = place(in.q, dense.q, c.queries, c.headDim), *k = place(in.k, dense.k, c.keys, c.headDim),
       *v = place(in.v, dense.v, c.keys, c.valueDim), *bias = deviceCopyAs<T>(in.bias),
       *dO = place(in.dO, dense.dO, c.queries, c.valueDim);
