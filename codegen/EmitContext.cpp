@@ -118,13 +118,15 @@ std::string cppLiteral(Attribute value, Type type) {
 }
 
 void EmitContext::beginProgram(llvm::raw_ostream &body, llvm::DenseMap<Value, Value> storageMap,
-                               llvm::DenseMap<Value, int64_t> offsetMap, const FusionPlan &fusion,
-                               const StridedViews &strided) {
+                               llvm::DenseMap<Value, int64_t> offsetMap,
+                               llvm::DenseMap<Operation *, int64_t> workspaceOffsets,
+                               const FusionPlan &fusion, const StridedViews &strided) {
   bodyStream = &body;
   fusionPlan = &fusion;
   views = &strided;
   storage = std::move(storageMap);
   offsets = std::move(offsetMap);
+  workspaces = std::move(workspaceOffsets);
   names.clear();
   nextName = 0;
   nextTicket = 0;
@@ -159,6 +161,13 @@ std::string EmitContext::ptr(Value value) {
                           onHost(holder(value)) ? "hostArena" : "arena");
   names[value] = name;
   return name;
+}
+
+std::string EmitContext::workspace(Operation *op, llvm::StringRef type) {
+  auto it = workspaces.find(op);
+  if (it == workspaces.end())
+    return "nullptr";
+  return llvm::formatv("reinterpret_cast<{0} *>(arena + {1})", type, it->second).str();
 }
 
 std::string EmitContext::freshName(llvm::StringRef prefix, Operation *op) {

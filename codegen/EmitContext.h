@@ -71,8 +71,12 @@ public:
   /// Starts a program: `body` receives its statements; `fusion` is its
   /// fusion plan, `strided` its attention operands' views.
   void beginProgram(llvm::raw_ostream &body, llvm::DenseMap<mlir::Value, mlir::Value> storage,
-                    llvm::DenseMap<mlir::Value, int64_t> offsets, const FusionPlan &fusion,
-                    const StridedViews &strided);
+                    llvm::DenseMap<mlir::Value, int64_t> offsets,
+                    llvm::DenseMap<mlir::Operation *, int64_t> workspaceOffsets,
+                    const FusionPlan &fusion, const StridedViews &strided);
+  /// `op`'s workspace in the arena (MemoryPlan::workspaces) as a pointer to
+  /// `type`, or "nullptr" where it has none.
+  std::string workspace(mlir::Operation *op, llvm::StringRef type);
   /// The current program's fusion plan (what is folded into which kernel).
   const FusionPlan &fusion() const { return *fusionPlan; }
   /// The view an attention kernel reads or writes `value` through, or null
@@ -130,6 +134,7 @@ private:
   const StridedViews *views = nullptr;
   llvm::DenseMap<mlir::Value, mlir::Value> storage;
   llvm::DenseMap<mlir::Value, int64_t> offsets;
+  llvm::DenseMap<mlir::Operation *, int64_t> workspaces;
   llvm::DenseMap<mlir::Value, std::string> names;
   unsigned nextName = 0;
   unsigned nextDefinition = 0;

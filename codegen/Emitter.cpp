@@ -8,6 +8,7 @@
 #include "ir/ShapeRules.h"
 #include "passes/Pipelines.h"
 #include "runtime/Printable.h"
+#include "runtime/ppcrt/AttentionGrad.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -68,8 +69,28 @@ static bool isLeadingPrefix(SliceOp slice) {
 }
 
 /// The layout of `program` with the fusion plan of `options`.
+int64_t cudaWorkspaceBytes(Operation *op) {
+  auto grad = llvm::dyn_cast<AttentionGradOp>(op);
+  if (!grad)
+    return 0;
+  auto q = llvm::cast<RankedTensorType>(grad.getQ().getType());
+  auto k = llvm::cast<RankedTensorType>(grad.getK().getType());
+  auto v = llvm::cast<RankedTensorType>(grad.getV().getType());
+  if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape() || q.getRank() < 2)
+    return 0;
+  int64_t rank = q.getRank(), queries = q.getDimSize(rank - 2), headDim = q.getDimSize(rank - 1);
+  int64_t keys = k.getDimSize(rank - 2), valueDim = v.getDimSize(rank - 1);
+  if (queries <= 0 || headDim <= 0)
+    return 0;
+  int64_t heads = q.getNumElements() / (queries * headDim);
+  if (!ppcrt::attentiongrad::inOneKernel(q.getElementType().isBF16(), grad.getCausal(), heads,
+                                         queries, keys, headDim, valueDim))
+    return 0;
+  return ppcrt::attentiongrad::sumBytes(heads, queries, headDim);
+}
+
 static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunication,
-                                       const FusionOptions &options) {
+                                       const FusionOptions &options, bool kernelWorkspaces) {
   ProgramLayout layout;
   layout.fusion = planFusion(program, options);
   auto holder = [&](Value v) {
@@ -160,6 +181,8 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
   hooks.unstored = unstored;
   if (asyncCommunication)
     hooks.readsUntil = readsUntil;
+  if (kernelWorkspaces)
+    hooks.workspaceBytes = cudaWorkspaceBytes;
   FailureOr<MemoryPlan> memory = planMemory(program, 64, hooks);
   if (failed(memory))
     return failure();
@@ -168,12 +191,12 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
 }
 
 FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunication,
-                                       bool gemmEpilogues) {
+                                       bool gemmEpilogues, bool kernelWorkspaces) {
   FusionOptions options;
   options.gemmEpilogues = gemmEpilogues;
   options.batchOptimizer = true;
   options.batchArgumentGroups = options.batchLargeArgumentGroups = true;
-  FailureOr<ProgramLayout> batched = layOut(program, asyncCommunication, options);
+  FailureOr<ProgramLayout> batched = layOut(program, asyncCommunication, options, kernelWorkspaces);
   if (failed(batched) || batched->fusion.batches.empty())
     return batched;
   // A batch keeps its groups' inputs (the gradients) alive until it runs,
@@ -186,7 +209,7 @@ FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunica
   // alone.
   options.batchOptimizer = options.batchArgumentGroups = false;
   options.batchLargeArgumentGroups = false;
-  FailureOr<ProgramLayout> apart = layOut(program, asyncCommunication, options);
+  FailureOr<ProgramLayout> apart = layOut(program, asyncCommunication, options, kernelWorkspaces);
   auto grows = [&](const ProgramLayout &layout) {
     return succeeded(apart) && (apart->memory.arenaBytes < layout.memory.arenaBytes ||
                                 apart->memory.hostArenaBytes < layout.memory.hostArenaBytes);
@@ -196,7 +219,7 @@ FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunica
   for (auto [optimizer, arguments] : {std::pair{true, true}, {true, false}, {false, true}}) {
     options.batchOptimizer = optimizer;
     options.batchArgumentGroups = arguments;
-    FailureOr<ProgramLayout> some = layOut(program, asyncCommunication, options);
+    FailureOr<ProgramLayout> some = layOut(program, asyncCommunication, options, kernelWorkspaces);
     if (succeeded(some) && !some->fusion.batches.empty() && !grows(*some))
       return some;
   }
@@ -314,7 +337,7 @@ FailureOr<std::vector<ProgramLayout>> layOutPrograms(ModuleOp module, Target tar
   std::vector<ProgramLayout> layouts;
   for (func::FuncOp program : trainingPrograms(module)) {
     bool cuda = target == Target::Cuda;
-    FailureOr<ProgramLayout> layout = layOutProgram(program, cuda, cuda);
+    FailureOr<ProgramLayout> layout = layOutProgram(program, cuda, cuda, cuda);
     if (failed(layout))
       return failure();
     layouts.push_back(std::move(*layout));
@@ -344,11 +367,16 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
   for (auto [p, program] : llvm::enumerate(programs)) {
     const ProgramLayout &layout = layouts[p];
     llvm::DenseMap<Value, int64_t> offsets;
+    llvm::DenseMap<Operation *, int64_t> workspaces;
     for (const Buffer &b : layout.memory.buffers)
-      offsets[b.value] = b.offset;
+      if (b.value)
+        offsets[b.value] = b.offset;
+    for (auto &[op, buffer] : layout.memory.workspaces)
+      workspaces[op] = layout.memory.buffers[buffer].offset;
     std::string bodyText;
     llvm::raw_string_ostream body(bodyText);
-    ctx.beginProgram(body, layout.holders, offsets, layout.fusion, layout.strided);
+    ctx.beginProgram(body, layout.holders, offsets, std::move(workspaces), layout.fusion,
+                     layout.strided);
 
     // CUDA: communication runs on its own streams; a kernel that reads what
     // a call in flight writes, or writes what it reads or writes, waits for

@@ -85,9 +85,17 @@ bool undoesItsOperand(TransposeOp transpose);
 /// of the parameters, at the first one's place), where that does not grow the arena (else the
 /// small ones alone: biases and norm weights). Fails (with an error at `program`) when its
 /// memory plan does.
+/// With `kernelWorkspaces` (CUDA) the arena holds the workspaces of the
+/// kernels that take one (cudaWorkspaceBytes).
 mlir::FailureOr<ProgramLayout> layOutProgram(mlir::func::FuncOp program,
                                              bool asyncCommunication = false,
-                                             bool gemmEpilogues = false);
+                                             bool gemmEpilogues = false,
+                                             bool kernelWorkspaces = false);
+
+/// The bytes of arena a CUDA kernel of `op` uses while it runs, beside its
+/// operands and results: attention's backward in one kernel, its dq sums
+/// (runtime/ppcrt/AttentionGrad.h); 0 for every other op.
+int64_t cudaWorkspaceBytes(mlir::Operation *op);
 
 /// The layout of each training program of `module` (@train_step or
 /// @train_step_pp<r>, in trainingPrograms' order) for `target`: what the

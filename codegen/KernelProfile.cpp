@@ -87,13 +87,22 @@ std::optional<double> indexedBytes(Operation *op, Value operand) {
 /// The products ppc's bf16 attention kernels execute per FLOP of the op
 /// (flopsOf: FlashAttention's count, two T x T x d products forward and
 /// five backward). Kernels.cuh's forward executes FlashAttention's two (its
-/// probabilities rounded to bf16; until 2026-12-03 as hi + lo, three), and
-/// the backward's two kernels (dq; dk and dv) each recompute the scores and
-/// their gradient: seven.
-double attentionProducts(Operation *op) { return llvm::isa<AttentionOp>(op) ? 1.0 : 7.0 / 5; }
+/// probabilities rounded to bf16; until 2026-12-03 as hi + lo, three). The
+/// backward in two kernels (dq; dk and dv) recomputes the scores and their
+/// gradient in each: seven. In one kernel (`inOneKernel`: causal, heads up
+/// to 64, runtime/ppcrt/AttentionGrad.h) it executes FlashAttention's five,
+/// and is priced at six: a fifth more for what the two kernels do not do,
+/// each step's float read and write of a tile's dq sums through L2 and the
+/// wait for its turn (a barrier, a fence and an L2 round trip, about 0.5 us
+/// against the 3.5 us of a step's products at this rate with two blocks on
+/// each SM).
+double attentionProducts(Operation *op, bool inOneKernel) {
+  return llvm::isa<AttentionOp>(op) ? 1.0 : inOneKernel ? 6.0 / 5 : 7.0 / 5;
+}
 
-/// The rates of a contraction's element type: (achieved, peak).
-std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
+/// The rates of a contraction's element type: (achieved, peak); an
+/// attention's backward `inOneKernel` or not (attentionProducts).
+std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu, bool inOneKernel) {
   Type element = getElementTypeOrSelf(op->getOperand(0).getType());
   double peak = element.isF64() ? gpu.fp64Peak : element.isF32() ? gpu.fp32Peak : gpu.bf16Peak;
   if (llvm::isa<AttentionOp, AttentionGradOp>(op)) {
@@ -103,7 +112,8 @@ std::pair<double, double> contractionRates(Operation *op, const GpuModel &gpu) {
       return llvm::cast<RankedTensorType>(op->getOperand(operand).getType()).getShape().back();
     };
     bool tensorCores = element.isBF16() && size(0) <= 128 && size(2) <= 128;
-    return {tensorCores ? gpu.bf16Attention / attentionProducts(op) : gpu.scalarFlops, peak};
+    return {tensorCores ? gpu.bf16Attention / attentionProducts(op, inOneKernel) : gpu.scalarFlops,
+            peak};
   }
   double achieved = element.isF64() ? gpu.fp64Gemm : element.isF32() ? gpu.fp32Gemm : gpu.bf16Gemm;
   if (auto product = llvm::dyn_cast<MatMulOp>(op);
@@ -163,7 +173,8 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     k.flops = flopsOf(computing);
     double rate = 0, peak = 0;
     if (k.flops > 0 && gpu)
-      std::tie(rate, peak) = contractionRates(computing, *gpu);
+      std::tie(rate, peak) =
+          contractionRates(computing, *gpu, layout.memory.workspaces.count(computing) > 0);
     price(rate, peak);
   };
   auto group = layout.fusion.groupOf.find(op);

@@ -679,10 +679,14 @@ static LogicalResult emitAttentionGrad(Operation *op, EmitContext &ctx) {
                                             grad.getDQ(), grad.getDK(), grad.getDV()},
                                  [&](Value x) { return attentionOperand(x, ctx); }),
                  ", ");
+  // The one-kernel backward's dq sums, where the layout planned them
+  // (cudaWorkspaceBytes); the two kernels otherwise.
+  std::string sums = ctx.workspace(op, "float");
   comment(ctx, op);
-  ctx.body() << llvm::formatv("  {0}::attentionGrad<{1}, {2}>({3}, {4}, {5}, {6});\n",
+  ctx.body() << llvm::formatv("  {0}::attentionGrad<{1}, {2}>({3}, {4}, {5}, {6}{7});\n",
                               ctx.kernelLibrary(), ctx.elementType(grad.getQ()),
-                              ctx.elementType(grad.getLse()), args, bias, rest, *shape);
+                              ctx.elementType(grad.getLse()), args, bias, rest, *shape,
+                              sums == "nullptr" ? "" : ", " + sums);
   return success();
 }
 

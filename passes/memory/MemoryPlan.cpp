@@ -22,9 +22,10 @@ using namespace mlir;
 
 namespace ppc {
 
-static constexpr std::array<BufferKind, 6> kAllKinds = {
-    BufferKind::Parameter,  BufferKind::Gradient,      BufferKind::OptimizerState,
-    BufferKind::Activation, BufferKind::Communication, BufferKind::Input};
+static constexpr std::array<BufferKind, 7> kAllKinds = {
+    BufferKind::Parameter,  BufferKind::Gradient,  BufferKind::OptimizerState,
+    BufferKind::Activation, BufferKind::Workspace, BufferKind::Communication,
+    BufferKind::Input};
 
 llvm::StringRef bufferKindName(BufferKind kind) {
   switch (kind) {
@@ -36,6 +37,8 @@ llvm::StringRef bufferKindName(BufferKind kind) {
     return "optimizer state";
   case BufferKind::Activation:
     return "activations";
+  case BufferKind::Workspace:
+    return "workspace";
   case BufferKind::Communication:
     return "communication";
   case BufferKind::Input:
@@ -275,6 +278,15 @@ static FailureOr<MemoryPlan> planBuffers(func::FuncOp func, int64_t alignment,
     }
   }
 
+  // Workspaces: live at their op alone.
+  if (hooks.workspaceBytes)
+    for (Operation &op : body)
+      if (int64_t bytes = hooks.workspaceBytes(&op); bytes > 0) {
+        plan.workspaces[&op] = plan.buffers.size();
+        plan.buffers.push_back(
+            {Value(), bytes, position(&op), position(&op), BufferKind::Workspace, 0, false});
+      }
+
   // Live bytes per op by kind in each memory: +bytes at begin, -bytes
   // after end.
   constexpr size_t numKinds = kAllKinds.size();
@@ -320,7 +332,7 @@ static FailureOr<MemoryPlan> planBuffers(func::FuncOp func, int64_t alignment,
   plan.arenaBytes = *arena;
   plan.hostArenaBytes = *hostArena;
   for (Buffer &b : plan.buffers)
-    if (Value h = holder(b.value); h != b.value)
+    if (Value h = b.value ? holder(b.value) : Value(); h != b.value)
       b.offset = plan.buffers[bufferOf[h]].offset;
   return plan;
 }
@@ -400,6 +412,8 @@ void annotateOffsets(const MemoryPlan &plan, func::FuncOp func) {
   llvm::SmallVector<int64_t> argOffsets(func.getNumArguments(), 0);
   llvm::DenseMap<Operation *, llvm::SmallVector<int64_t>> resultOffsets;
   for (const Buffer &b : plan.buffers) {
+    if (!b.value)
+      continue; // a workspace (below)
     if (auto arg = llvm::dyn_cast<BlockArgument>(b.value)) {
       argOffsets[arg.getArgNumber()] = b.offset;
       continue;
@@ -411,6 +425,8 @@ void annotateOffsets(const MemoryPlan &plan, func::FuncOp func) {
   }
   for (auto &[op, offsets] : resultOffsets)
     op->setAttr(kOffsetAttrName, builder.getDenseI64ArrayAttr(offsets));
+  for (auto &[op, buffer] : plan.workspaces)
+    op->setAttr(kWorkspaceOffsetAttrName, builder.getI64IntegerAttr(plan.buffers[buffer].offset));
   func->setAttr(kArgOffsetsAttrName, builder.getDenseI64ArrayAttr(argOffsets));
   func->setAttr(kArenaBytesAttrName, builder.getI64IntegerAttr(plan.arenaBytes));
 }

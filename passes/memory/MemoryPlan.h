@@ -14,6 +14,7 @@
 #define PPC_PASSES_MEMORY_MEMORYPLAN_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -28,12 +29,22 @@ inline constexpr llvm::StringLiteral kMemoryAttrName = "ppc.memory";
 inline constexpr llvm::StringLiteral kOffsetAttrName = "ppc.offset";
 inline constexpr llvm::StringLiteral kArgOffsetsAttrName = "ppc.arg_offsets";
 inline constexpr llvm::StringLiteral kArenaBytesAttrName = "ppc.arena_bytes";
+inline constexpr llvm::StringLiteral kWorkspaceOffsetAttrName = "ppc.workspace_offset";
 
-/// What a buffer holds, for reports.
-enum class BufferKind { Parameter, Gradient, OptimizerState, Activation, Communication, Input };
+/// What a buffer holds, for reports. A workspace is memory a kernel uses
+/// while it runs and no value holds (StorageHooks::workspaceBytes).
+enum class BufferKind {
+  Parameter,
+  Gradient,
+  OptimizerState,
+  Activation,
+  Workspace,
+  Communication,
+  Input
+};
 
 /// "parameters", "gradients", "optimizer state", "activations",
-/// "communication", "inputs".
+/// "workspace", "communication", "inputs".
 llvm::StringRef bufferKindName(BufferKind kind);
 
 /// The kind of the buffer holding `value`:
@@ -49,8 +60,9 @@ llvm::StringRef bufferKindName(BufferKind kind);
 ///   (`CollectiveTrait`) and of `ppc.recv`, and Activation for the rest.
 BufferKind classify(mlir::Value value);
 
-/// One value of the function and where it lives.
+/// One value of the function, or an op's workspace, and where it lives.
 struct Buffer {
+  /// Null for a workspace (MemoryPlan::workspaces).
   mlir::Value value;
   /// Elements times the declared element type's bytes (i1: 1 byte).
   int64_t bytes;
@@ -84,11 +96,19 @@ struct StorageHooks {
   /// on GPUs a collective runs beside the ops after it, reading its operand
   /// until the program waits for it, before the first use of its result.
   llvm::function_ref<mlir::Operation *(mlir::Operation *)> readsUntil;
+  /// The bytes of memory an op's kernel uses while it runs, beside its
+  /// operands and results (0 by default): a buffer live at the op alone,
+  /// of kind Workspace (CUDA attention's backward: its dq sums,
+  /// runtime/ppcrt/AttentionGrad.h).
+  llvm::function_ref<int64_t(mlir::Operation *)> workspaceBytes;
 };
 
 struct MemoryPlan {
-  /// The block arguments in order, then each op's results in program order.
+  /// The block arguments in order, then each op's results in program order,
+  /// then the workspaces.
   std::vector<Buffer> buffers;
+  /// The buffer of each op's workspace (an index into `buffers`).
+  llvm::DenseMap<mlir::Operation *, unsigned> workspaces;
   /// Ops in the body, the terminator included.
   int64_t numOps = 0;
   /// The liveness peak: the largest sum of the bytes live at one op (exact,
@@ -155,8 +175,8 @@ llvm::json::Value memoryPlanJson(const MemoryPlan &plan);
 /// Records `plan` (made from `func`) in the IR, to read it in IR dumps
 /// (code generation takes the offsets from the plan itself):
 /// `ppc.offset` (array<i64>, one offset per result) on every op with results,
-/// and on the function `ppc.arg_offsets` (one per argument) and
-/// `ppc.arena_bytes`.
+/// `ppc.workspace_offset` on every op with a workspace, and on the function `ppc.arg_offsets` (one
+/// per argument) and `ppc.arena_bytes`.
 void annotateOffsets(const MemoryPlan &plan, mlir::func::FuncOp func);
 
 } // namespace ppc

@@ -635,8 +635,10 @@ void attention(const T *q, const T *k, const T *v, const T *bias, T *o, L *lse,
 /// thread's), its blocks in order, so the sums are the same on any number
 /// of threads.
 template <typename T, typename L>
-void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o, const L *lse,
-                   const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &layout) {
+void attentionGrad(
+    const T *q, const T *k, const T *v, const T *bias, const T *o, const L *lse, const T *dO, T *dq,
+    T *dk, T *dv, const lines::AttentionShape &layout,
+    float * /*dqSums: CUDA's one-kernel backward's; none planned on CPUs*/ = nullptr) {
   static_assert(std::is_floating_point_v<T>, "attention computes in float or double");
   constexpr int64_t R = detail::kAttentionRows;
   const lines::AttentionShape shape = layout.resolved();

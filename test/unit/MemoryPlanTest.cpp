@@ -255,7 +255,7 @@ func.func @f(%s: tensor<i64> {ppc.step}, %w: tensor<4xf32> {ppc.param = "w"},
   EXPECT_EQ(object->getInteger("peak_op"), plan.peakOp);
   llvm::json::Object *atPeak = object->getObject("at_peak");
   ASSERT_TRUE(atPeak);
-  EXPECT_EQ(atPeak->size(), 6u);
+  EXPECT_EQ(atPeak->size(), 7u);
   EXPECT_EQ(atPeak->getInteger("optimizer_state"), plan.atPeak[BufferKind::OptimizerState]);
   EXPECT_EQ(object->getObject("max_by_kind")->getInteger("gradients"),
             plan.maxByKind[BufferKind::Gradient]);
@@ -266,6 +266,44 @@ func.func @f(%s: tensor<i64> {ppc.step}, %w: tensor<4xf32> {ppc.param = "w"},
   EXPECT_NE(table.find("memory plan: @f"), std::string::npos) << table;
   EXPECT_NE(table.find("optimizer state"), std::string::npos) << table;
   EXPECT_NE(table.find("fragmentation"), std::string::npos) << table;
+}
+
+TEST_F(MemoryPlanTest, WorkspacesLiveAtTheirOpAlone) {
+  // %b's kernel takes 256 bytes of workspace: live at its op with its
+  // operand and result (peak 16 + 16 + 256), apart from both, and nowhere
+  // else.
+  func::FuncOp func = parse(R"mlir(
+func.func @f(%a: tensor<4xf32> {ppc.input = "a"}) -> tensor<8xf32> {
+  %b = ppc.neg %a : tensor<4xf32>
+  %c = ppc.concat %b, %b axis = 0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return %c : tensor<8xf32>
+}
+)mlir");
+  ASSERT_TRUE(func);
+  Operation *neg = &func.getBody().front().front();
+  StorageHooks hooks;
+  auto bytes = [&](Operation *op) -> int64_t { return op == neg ? 256 : 0; };
+  hooks.workspaceBytes = bytes;
+  MemoryPlan plan = *planMemory(func, /*alignment=*/16, hooks);
+  ASSERT_EQ(plan.workspaces.size(), 1u);
+  const Buffer &workspace = plan.buffers[plan.workspaces.lookup(neg)];
+  EXPECT_FALSE(workspace.value);
+  EXPECT_EQ(workspace.kind, BufferKind::Workspace);
+  EXPECT_EQ(workspace.bytes, 256);
+  EXPECT_EQ(workspace.begin, 0);
+  EXPECT_EQ(workspace.end, 0);
+  EXPECT_EQ(plan.peakBytes, 16 + 16 + 256);
+  EXPECT_EQ(plan.peakOp, 0);
+  EXPECT_EQ(plan.maxByKind[BufferKind::Workspace], 256);
+  expectNoOverlap(plan);
+  annotateOffsets(plan, func);
+  EXPECT_EQ(neg->getAttrOfType<IntegerAttr>(kWorkspaceOffsetAttrName).getInt(), workspace.offset);
+  std::string table;
+  llvm::raw_string_ostream os(table);
+  printMemoryTable(plan, "@f", os);
+  EXPECT_NE(table.find("workspace"), std::string::npos) << table;
+  // Without the hook: no workspace.
+  EXPECT_TRUE(planMemory(func)->workspaces.empty());
 }
 
 TEST_F(MemoryPlanTest, PointToPointOps) {

@@ -19,6 +19,7 @@
 #ifndef PPC_RUNTIME_PPCRT_CUDA_KERNELS_CUH
 #define PPC_RUNTIME_PPCRT_CUDA_KERNELS_CUH
 
+#include "runtime/ppcrt/AttentionGrad.h"
 #include "runtime/ppcrt/Lines.h"
 #include "runtime/ppcrt/NormSums.h"
 #include "runtime/ppcrt/Scalar.h"
@@ -1920,6 +1921,206 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
 #endif
 }
 
+/// The turns of attentionMmaGradKernel's blocks (AttentionGrad.h): which
+/// block adds its share of dq next, one per head and tile of queries, and
+/// the tickets that hand out its tiles of keys. Zero between launches: the
+/// last block to add into a tile's sums resets its turn, and the block that
+/// takes the launch's last ticket the tickets.
+__device__ unsigned attentionTurns[attentiongrad::kMaxTurns];
+__device__ unsigned attentionTickets;
+
+/// Waits until `*turn` is `value` (one thread of the block; the rest wait
+/// for it at a barrier), then orders the block's reads after the writes
+/// that preceded the turn's store.
+__device__ inline void waitForTurn(const unsigned *turn, unsigned value) {
+#ifdef PPCRT_CUDA_EMULATOR
+  // Blocks run one after another here: a turn not given yet never is.
+  if (*turn != value)
+    emu::emulatorError("attentionMmaGradKernel: a block waits for turn " + std::to_string(value) +
+                       " of a tile of queries at turn " + std::to_string(*turn) +
+                       ", which no earlier block gives");
+#else
+  while (*static_cast<const volatile unsigned *>(turn) != value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    __nanosleep(32);
+#endif
+  }
+  __threadfence();
+#endif
+}
+
+template <int MaxDim> struct alignas(16) MmaGradShared {
+  // q's tile, and once the block's scores are computed, dS as [queries]
+  // [keys + 8]: the left operand of dq's product.
+  bf16 q[MmaTiles<MaxDim>::rowMajor], qt[MmaTiles<MaxDim>::transposed],
+      dO[MmaTiles<MaxDim>::rowMajor], dOt[MmaTiles<MaxDim>::transposed],
+      kt[MmaTiles<MaxDim>::transposed];
+  float lse[MmaTiles<MaxDim>::cols], d[MmaTiles<MaxDim>::cols];
+  unsigned ticket;
+};
+
+/// Causal attention's backward in one kernel (FlashAttention-2's;
+/// AttentionGrad.h): a block takes a tile of kMmaRows keys through the
+/// tiles of queries that see it, as attentionMmaGradKVKernel does, and also
+/// multiplies each tile's dS (rounded to bf16, in shared memory) by its keys:
+/// that tile's share of dq = scale dS k, five products where the two kernels
+/// execute seven. The shares of a tile of queries are added in float in
+/// dqSums ([batch, queries, headDim]) in a fixed order, the keys' tiles from
+/// the diagonal down: the first stores its share, the last (the first tile
+/// of keys) writes dq. Tickets give a head's tiles of keys from the last, and
+/// each block takes its tiles of queries upward from its diagonal, so the
+/// block before it in a tile's order (the next tile of keys) got its ticket
+/// earlier and reached the tile a step earlier: a block waits only on blocks
+/// that run already, and in turn almost never.
+template <int MaxDim>
+__global__ void __launch_bounds__(kMmaWarps * 32)
+    attentionMmaGradKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
+                           const bf16 *o, const float *lse, const bf16 *dO, bf16 *dq, bf16 *dk,
+                           bf16 *dv, float *dqSums, lines::AttentionShape shape, int64_t keyTiles,
+                           int64_t queryTiles) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  using S = MmaTiles<MaxDim>;
+  static_assert(S::cols == kMmaRows && kMmaRows == attentiongrad::kRows,
+                "a tile of queries has the rows of a tile of keys");
+  constexpr int perQuery = kMmaWarps * 32 / S::cols; // threads that sum a query's D
+  constexpr int dsLd = kMmaRows + 8;                 // dS's pitch in s.q
+  static_assert(S::cols * dsLd <= S::rowMajor, "dS fits where q's tile was");
+  __shared__ MmaGradShared<MaxDim> s;
+  const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const int depth = int(shape.headDim), width = int(shape.valueDim);
+  const float scale = float(shape.scale);
+  const int64_t total = shape.batch * keyTiles;
+  for (;;) {
+    __syncthreads(); // the previous tile's operands are used up
+    if (threadIdx.x == 0) {
+      const unsigned ticket = atomicAdd(&attentionTickets, 1u);
+      if (ticket == unsigned(total) + gridDim.x - 1)
+        attentionTickets = 0; // every block has taken its last ticket
+      s.ticket = ticket;
+    }
+    __syncthreads();
+    if (int64_t(s.ticket) >= total)
+      break;
+    const int64_t n = s.ticket / keyTiles, jt = keyTiles - 1 - s.ticket % keyTiles;
+    const int64_t j0 = jt * kMmaRows, first = j0 + 16 * warp;
+    int64_t key[2];
+    const bf16 *biasColumn[2];
+    PPCRT_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      key[h] = first + g + 8 * h;
+      biasColumn[h] = bias && key[h] < shape.keys ? bias + shape.biasAt(n, 0, key[h]) : nullptr;
+    }
+    uint32_t kf[MaxDim / 16][4], vf[MaxDim / 16][4];
+    mmaRowFragments<MaxDim>(k + shape.k.head(n), shape.k.rowStride, first, shape.keys, depth, kf);
+    mmaRowFragments<MaxDim>(v + shape.v.head(n), shape.v.rowStride, first, shape.keys, width, vf);
+    mmaStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, shape.keys, depth, nullptr, s.kt);
+    float dkAcc[MaxDim / 8][4] = {}, dvAcc[MaxDim / 8][4] = {};
+    for (int64_t i0 = j0; i0 < shape.queries; i0 += S::cols) {
+      __syncthreads();
+      mmaStage<MaxDim>(q + shape.q.head(n), shape.q.rowStride, i0, shape.queries, depth, s.q, s.qt);
+      mmaStage<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, i0, shape.queries, width, s.dO,
+                       s.dOt);
+      { // D and lse of the tile's queries: perQuery threads each
+        const int c = threadIdx.x / perQuery, part = threadIdx.x % perQuery;
+        const bool valid = i0 + c < shape.queries;
+        float rowD = 0.0f;
+        const bf16 *dOr = dO + shape.dO.at(n, i0 + c), *or_ = o + shape.o.at(n, i0 + c);
+        for (int e = part; valid && e < width; e += perQuery)
+          rowD += float(dOr[e]) * float(or_[e]);
+        for (int offset = 1; offset < perQuery; offset *= 2)
+          rowD += __shfl_xor_sync(0xffffffffu, rowD, offset);
+        if (part == 0) {
+          s.d[c] = rowD;
+          s.lse[c] = valid ? lse[n * shape.queries + i0 + c] : 0.0f;
+        }
+      }
+      __syncthreads();
+      float p[S::cols / 8][4], ds[S::cols / 8][4];
+      mmaScores<MaxDim>(kf, s.q, p);
+      mmaScores<MaxDim>(vf, s.dO, ds);
+      PPCRT_UNROLL
+      for (int nt = 0; nt < S::cols / 8; ++nt) {
+        PPCRT_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const int h = e / 2, c = nt * 8 + 2 * t + e % 2;
+          const int64_t i = i0 + c;
+          float pe = 0.0f, dse = 0.0f;
+          if (key[h] < shape.keys && i < shape.queries && key[h] < shape.visibleKeys(i)) {
+            const float score =
+                scale * p[nt][e] +
+                (biasColumn[h] ? float(biasColumn[h][i * shape.biasRowStride]) : 0.0f);
+            pe = exp(score - s.lse[c]);
+            dse = pe * (ds[nt][e] - s.d[c]);
+          }
+          p[nt][e] = pe;
+          ds[nt][e] = dse;
+        }
+      }
+      mmaAccumulate<MaxDim>(dvAcc, p, s.dOt);
+      mmaAccumulate<MaxDim>(dkAcc, ds, s.qt);
+      __syncthreads(); // every warp's scores have read q's tile
+      bf16 *dsTile = s.q;
+      PPCRT_UNROLL
+      for (int nt = 0; nt < S::cols / 8; ++nt) {
+        PPCRT_UNROLL
+        for (int e = 0; e < 4; ++e)
+          dsTile[(nt * 8 + 2 * t + e % 2) * dsLd + 16 * warp + g + 8 * (e / 2)] = bf16(ds[nt][e]);
+      }
+      __syncthreads();
+      // The tile's share of dq: the warp's 16 queries against the block's keys.
+      float dqAcc[MaxDim / 8][4] = {};
+      PPCRT_UNROLL
+      for (int kc = 0; kc < kMmaRows / 16; ++kc) {
+        uint32_t a[4];
+        PPCRT_UNROLL
+        for (int w = 0; w < 4; ++w)
+          a[w] = bf16Word(dsTile + (16 * warp + g + 8 * (w % 2)) * dsLd + kc * 16 + 2 * t +
+                          8 * (w / 2));
+        PPCRT_UNROLL
+        for (int dt = 0; dt < MaxDim / 8; ++dt) {
+          uint32_t b[2];
+          mmaRightFragment(s.kt, S::tld, dt * 8, kc * 16, b);
+          mmaBf16(dqAcc[dt], a, b);
+        }
+      }
+      // Added in turn: the tile's first share is stored, the last written
+      // to dq (scaled, rounded once).
+      const int64_t queryTile = i0 / kMmaRows;
+      unsigned *turn = &attentionTurns[n * queryTiles + queryTile];
+      const unsigned position = unsigned((queryTile < keyTiles ? queryTile : keyTiles - 1) - jt);
+      if (threadIdx.x == 0)
+        waitForTurn(turn, position);
+      __syncthreads();
+      PPCRT_UNROLL
+      for (int dt = 0; dt < MaxDim / 8; ++dt) {
+        PPCRT_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const int64_t i = i0 + 16 * warp + g + 8 * (e / 2);
+          const int c = dt * 8 + 2 * t + e % 2;
+          if (i >= shape.queries || c >= depth)
+            continue;
+          float *sum = dqSums + (n * shape.queries + i) * depth + c;
+          const float value = position > 0 ? dqAcc[dt][e] + __ldcg(sum) : dqAcc[dt][e];
+          if (jt == 0)
+            dq[shape.dq.at(n, i) + c] = bf16(scale * value);
+          else
+            __stcg(sum, value);
+        }
+      }
+      __threadfence(); // the sums before the turn
+      __syncthreads();
+      if (threadIdx.x == 0)
+        *static_cast<volatile unsigned *>(turn) = jt == 0 ? 0u : position + 1;
+    }
+    const float scales[2] = {scale, scale}, ones[2] = {1.0f, 1.0f};
+    mmaStoreRows<MaxDim>(dkAcc, scales, dk + shape.dk.head(n), shape.dk.rowStride, first,
+                         shape.keys, depth);
+    mmaStoreRows<MaxDim>(dvAcc, ones, dv + shape.dv.head(n), shape.dv.rowStride, first, shape.keys,
+                         width);
+  }
+#endif
+}
+
 /// Whether the bf16 attention of `shape` runs on tensor cores: head and
 /// value sizes up to 128, and a GPU of compute capability 8.0 or later
 /// (the emulator runs them always).
@@ -1951,9 +2152,17 @@ void launchAttentionTc(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *
 template <int MaxDim>
 void launchAttentionTcGrad(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
                            const bf16 *o, const float *lse, const bf16 *dO, bf16 *dq, bf16 *dk,
-                           bf16 *dv, const lines::AttentionShape &shape) {
+                           bf16 *dv, float *dqSums, const lines::AttentionShape &shape) {
   int64_t queryTiles = (shape.queries + kMmaRows - 1) / kMmaRows;
   int64_t keyTiles = (shape.keys + kMmaRows - 1) / kMmaRows;
+  if constexpr (MaxDim == 64)
+    if (dqSums && attentiongrad::inOneKernel(true, shape.causal, shape.batch, shape.queries,
+                                             shape.keys, shape.headDim, shape.valueDim)) {
+      PPCRT_LAUNCH(attentionMmaGradKernel<MaxDim>, attentionBlocks(shape.batch * keyTiles),
+                   kMmaWarps * 32, 0, stream())(q, k, v, bias, o, lse, dO, dq, dk, dv, dqSums,
+                                                shape, keyTiles, queryTiles);
+      return;
+    }
   PPCRT_LAUNCH(attentionMmaGradQKernel<MaxDim>, attentionBlocks(shape.batch * queryTiles),
                kMmaWarps * 32, 0, stream())(q, k, v, bias, o, lse, dO, dq, shape, queryTiles);
   launched("an attention gradient");
@@ -2012,20 +2221,24 @@ void launchAttentionGrad(const T *q, const T *k, const T *v, const T *bias, cons
 /// lse (FlashAttention's backward): a kernel with a row per query for dq and
 /// one with a row per key for dk and dv, each recomputing P = exp(S - lse)
 /// and D = dot(dO, o), so that no two rows write one element and nothing
-/// holds more than a value per query. Computed in float (double for
-/// double); in bf16, P and dS = P (dP - D) are rounded to bf16 before their
-/// products (dv = P^T dO, dq = scale dS k, dk = scale dS^T q), as
-/// FlashAttention rounds them, and each gradient once at its store.
+/// holds more than a value per query; or, where AttentionGrad.h's rule says
+/// and `dqSums` (float [batch, queries, headDim], the arena's scratch) is
+/// given, one kernel that adds dq's shares there in a fixed order
+/// (attentionMmaGradKernel). Computed in float (double for double); in
+/// bf16, P and dS = P (dP - D) are rounded to bf16 before their products
+/// (dv = P^T dO, dq = scale dS k, dk = scale dS^T q), as FlashAttention
+/// rounds them, and each gradient once at its store.
 template <typename T, typename L>
 void attentionGrad(const T *q, const T *k, const T *v, const T *bias, const T *o, const L *lse,
-                   const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &layout) {
+                   const T *dO, T *dq, T *dk, T *dv, const lines::AttentionShape &layout,
+                   float *dqSums = nullptr) {
   const lines::AttentionShape shape = layout.resolved();
   if constexpr (std::is_same_v<T, bf16>)
     if (attentionOnTensorCores(shape)) {
       if (attentionMaxDim(shape) == 64)
-        launchAttentionTcGrad<64>(q, k, v, bias, o, lse, dO, dq, dk, dv, shape);
+        launchAttentionTcGrad<64>(q, k, v, bias, o, lse, dO, dq, dk, dv, dqSums, shape);
       else
-        launchAttentionTcGrad<128>(q, k, v, bias, o, lse, dO, dq, dk, dv, shape);
+        launchAttentionTcGrad<128>(q, k, v, bias, o, lse, dO, dq, dk, dv, dqSums, shape);
       launched("an attention gradient");
       return;
     }

@@ -1005,11 +1005,14 @@ template <typename T>
 /// attention (or attentionGrad, from the reference's o and lse rounded to
 /// the kernel's types) of every case against the reference on T's inputs;
 /// with `strided`, every operand read and written in an interleaved layout
-/// (AttentionReference.h), whose gaps must stay unwritten.
+/// (AttentionReference.h), whose gaps must stay unwritten. attentionGrad is
+/// given dq's float sums (over NaN) where `dqSums`, as generated code gives
+/// them (AttentionGrad.h: bf16 causal attention then runs in one kernel),
+/// else not (two kernels).
 template <typename T>
 void checkAttention(bool gradients, double relative, double absolute,
                     const std::vector<AttentionCase> &cases = ppc::test::attentionCases(),
-                    bool strided = false) {
+                    bool strided = false, bool dqSums = true) {
   using L = LseOf<T>;
   for (const AttentionCase &c : cases) {
     if (gradients && !ppc::test::gradientChecked(c))
@@ -1071,8 +1074,9 @@ void checkAttention(bool gradients, double relative, double absolute,
       ppc::test::referenceAttentionGrad(shape, in, o, lse, dq, dk, dv);
     T *gotDq = output(dense.dq, c.queries, c.headDim), *gotDk = output(dense.dk, c.keys, c.headDim),
       *gotDv = output(dense.dv, c.keys, c.valueDim);
+    float *sums = dqSums ? deviceOutput<float>(size_t(c.batch * c.queries * c.headDim)) : nullptr;
     ppcrt::cuda::attentionGrad<T, L>(q, k, v, bias, place(o, dense.o, c.queries, c.valueDim),
-                                     deviceCopyAs<L>(lse), dO, gotDq, gotDk, gotDv, shape);
+                                     deviceCopyAs<L>(lse), dO, gotDq, gotDk, gotDv, shape, sums);
     expectNear(gotDq, dense.dq, c.queries, c.headDim, dq, "dq", rounds ? &slack.dq : nullptr);
     expectNear(gotDk, dense.dk, c.keys, c.headDim, dk, "dk", rounds ? &slack.dk : nullptr);
     expectNear(gotDv, dense.dv, c.keys, c.valueDim, dv, "dv", rounds ? &slack.dv : nullptr);
@@ -1134,6 +1138,72 @@ TEST(CudaKernels, Bf16AttentionOnTensorCores) {
   cases.push_back(C{6, 131, 95, 64, 64, false, C::Padding});
   for (bool gradients : {false, true})
     checkAttention<bf16>(gradients, 0x1p-8, 1e-5, cases);
+}
+
+// bf16 causal attention's backward in one kernel (AttentionGrad.h), whose
+// blocks add dq's shares in turn, and in two where no sums are given: many
+// tiles of keys and queries, cut off or not, more queries than keys and
+// fewer, biases, strided operands; a second run of the one kernel gives
+// the same bits (its turns and tickets are reset), and a block that would
+// wait for a turn no earlier block gives stops the emulator (below).
+TEST(CudaKernels, Bf16AttentionGradInOneKernel) {
+  using C = AttentionCase;
+  const std::vector<AttentionCase> cases = {
+      C{3, 200, 200, 64, 64, true, C::None},      C{2, 256, 256, 48, 40, true, C::None},
+      C{2, 150, 70, 64, 64, true, C::None},       C{2, 70, 150, 64, 32, true, C::None},
+      C{6, 131, 131, 64, 64, true, C::QueryBias}, C{6, 129, 140, 32, 64, true, C::Padding},
+  };
+  for (bool strided : {false, true})
+    for (bool sums : {true, false})
+      checkAttention<bf16>(true, 0x1p-8, 1e-5, cases, strided, sums);
+  for (const AttentionCase &c : cases) {
+    SCOPED_TRACE(c.name());
+    const ppcrt::lines::AttentionShape shape = c.shape();
+    ASSERT_TRUE(ppcrt::attentiongrad::inOneKernel(true, true, c.batch, c.queries, c.keys, c.headDim,
+                                                  c.valueDim));
+    AttentionInputs in = ppc::test::attentionInputs(c, 11);
+    std::vector<double> o, lse;
+    ppc::test::referenceAttention(shape, in, o, lse, roundedOperand, nullptr);
+    bf16 *q = deviceCopyAs<bf16>(in.q), *k = deviceCopyAs<bf16>(in.k),
+         *v = deviceCopyAs<bf16>(in.v), *bias = deviceCopyAs<bf16>(in.bias),
+         *dO = deviceCopyAs<bf16>(in.dO), *out = deviceCopyAs<bf16>(o);
+    float *l = deviceCopyAs<float>(lse);
+    float *sums = deviceOutput<float>(size_t(c.batch * c.queries * c.headDim));
+    std::vector<std::vector<bf16>> runs;
+    for (int run = 0; run < 2; ++run) {
+      bf16 *dq = deviceOutput<bf16>(size_t(c.batch * c.queries * c.headDim)),
+           *dk = deviceOutput<bf16>(size_t(c.batch * c.keys * c.headDim)),
+           *dv = deviceOutput<bf16>(size_t(c.batch * c.keys * c.valueDim));
+      ppcrt::cuda::attentionGrad<bf16, float>(q, k, v, bias, out, l, dO, dq, dk, dv, shape, sums);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      runs.push_back(hostCopy(dq, size_t(c.batch * c.queries * c.headDim)));
+    }
+    EXPECT_EQ(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * sizeof(bf16)), 0);
+  }
+}
+
+TEST(CudaKernelsDeathTest, AttentionGradBlockWaitingForALaterTurnStops) {
+  // A turn left set (as a kernel stopped midway would leave it): the block
+  // that should add first finds another turn, which the emulator reports
+  // instead of hanging as a GPU would.
+  using C = AttentionCase;
+  const C c{1, 130, 130, 64, 64, true, C::None};
+  const ppcrt::lines::AttentionShape shape = c.shape();
+  AttentionInputs in = ppc::test::attentionInputs(c, 3);
+  auto run = [&] {
+    const unsigned stale = 5;
+    cudaMemcpyToSymbol(ppcrt::cuda::attentionTurns, &stale, sizeof(stale));
+    bf16 *q = deviceCopyAs<bf16>(in.q), *k = deviceCopyAs<bf16>(in.k),
+         *v = deviceCopyAs<bf16>(in.v), *dO = deviceCopyAs<bf16>(in.dO);
+    float *l = deviceOutput<float>(size_t(c.queries));
+    ppcrt::cuda::attentionGrad<bf16, float>(
+        q, k, v, nullptr, dO, l, dO, deviceOutput<bf16>(size_t(c.queries * 64)),
+        deviceOutput<bf16>(size_t(c.keys * 64)), deviceOutput<bf16>(size_t(c.keys * 64)), shape,
+        deviceOutput<float>(size_t(c.queries * 64)));
+    cudaDeviceSynchronize();
+  };
+  EXPECT_DEATH(run(),
+               "attentionMmaGradKernel: a block waits for turn 0 of a tile of queries at turn 5");
 }
 
 // Operands that are strided views of larger tensors (the heads of a fused

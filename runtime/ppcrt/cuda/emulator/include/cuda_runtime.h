@@ -13,6 +13,7 @@
 //   its live threads have (a thread reaching another synchronization point
 //   than the rest of its block is reported, as it would hang a GPU);
 // - atomics: plain read-modify-writes, since no two threads run at once;
+//   fences and the loads and stores past L1 (__ldcg, __stcg) plain too;
 // - launches: PPCRT_LAUNCH(kernel, grid, block, shared, stream)(args...),
 //   the kernel<<<grid, block, shared, stream>>>(args...) of CUDA sources
 //   (Kernels.cuh defines it so for nvcc), checked against the launch limits
@@ -151,6 +152,15 @@ inline void __syncwarp(unsigned = 0xffffffffu) { ppcrt::emu::synchronize(ppcrt::
 template <typename T> T __shfl_xor_sync(unsigned, T value, int laneMask, int width = 32) {
   return ppcrt::emu::shuffleXor(value, laneMask, width);
 }
+
+/// A memory fence: the emulator's threads run one at a time, so every write
+/// is seen by every later read.
+inline void __threadfence() {}
+
+/// Loads and stores that bypass a GPU's L1 (whose lines are not kept coherent
+/// across its multiprocessors): plain ones here.
+template <typename T> T __ldcg(const T *address) { return *address; }
+template <typename T> void __stcg(T *address, T value) { *address = value; }
 
 // Atomics: no other thread runs between the read and the write.
 template <typename T> T atomicAdd(T *address, T value) {
