@@ -153,9 +153,11 @@ using OpEmitter = std::function<mlir::LogicalResult(mlir::Operation *, EmitConte
 const OpEmitter *lookupEmitter(mlir::Operation *op);
 
 /// Emits `matmul`'s GEMM computing `epilogue`'s adds too (writing its last
-/// add's result), or alone when `epilogue` is null (codegen/Ops.cpp).
+/// add's result), or alone when `epilogue` is null (codegen/Ops.cpp); with
+/// `sums` (FusionPlan::sumsGemm), also that reduce_sum's result, or the
+/// reduce_sum's kernel after it where the GEMM could not.
 mlir::LogicalResult emitGemm(mlir::Operation *matmul, EmitContext &ctx,
-                             const GemmEpilogue *epilogue);
+                             const GemmEpilogue *epilogue, mlir::Operation *sums = nullptr);
 
 } // namespace ppc::codegen
 

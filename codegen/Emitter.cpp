@@ -449,6 +449,20 @@ LogicalResult emitSource(ModuleOp module, const ExecutableInfo &info,
           layout.fusion.rowLogSumExpPlace.contains(&op))
         continue;
       flops += flopsOf(&op); // MFU's numerator
+      // A product that writes a sum's result runs at the sum's place.
+      if (layout.fusion.sumsOf.contains(&op))
+        continue;
+      if (Operation *gemm = layout.fusion.sumsGemm.lookup(&op)) {
+        if (failed(ctx.target().supports(gemm, ctx)) || failed(ctx.target().supports(&op, ctx)))
+          return failure();
+        mark(&op, gemm); // named after the product's node
+        if (cuda)
+          waitFor(rangesOf(gemm->getOperands()),
+                  rangesOf(ValueRange{gemm->getResult(0), op.getResult(0)}), /*byHost=*/false);
+        if (failed(emitGemm(gemm, ctx, nullptr, &op)))
+          return failure();
+        continue;
+      }
       if (const GemmEpilogue *epilogue = layout.fusion.epilogue(&op)) {
         // The GEMM runs at its last add's place and computes them all.
         if (&op != epilogue->adds.back())

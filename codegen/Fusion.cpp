@@ -40,6 +40,8 @@ Operation *FusionPlan::runsAt(Operation *op) const {
     return runsAt(folded->second);
   if (auto place = rowLogSumExpPlace.find(op); place != rowLogSumExpPlace.end())
     return place->second;
+  if (auto sum = sumsOf.find(op); sum != sumsOf.end())
+    return sum->second;
   if (auto grad = normGradOfAdd.find(op); grad != normGradOfAdd.end())
     return grad->second;
   if (auto grad = normGradOfSum.find(op); grad != normGradOfSum.end())
@@ -226,6 +228,86 @@ static void planGemmEpilogues(Block &body, FusionPlan &plan) {
     for (Operation *add : e.adds)
       plan.epilogueOf[add] = index;
     plan.epilogues.push_back(std::move(e));
+  }
+}
+
+/// Sums over rows computed by the GEMM that reads their input
+/// (FusionPlan::sumsGemm), after every other plan: the sum a library kernel
+/// of its own, the product a plain one after it in its micro-batch, whose
+/// operands are computed by the sum's place (the sum's input through a
+/// reshape to 2-D, as the second operand or transposed as the first: a
+/// transpose read by GEMMs alone, a view the GEMM reads transposed).
+static void planGemmRowSums(Block &body, FusionPlan &plan,
+                            const llvm::DenseMap<Operation *, int64_t> &index) {
+  auto planned = [&](Operation *op) {
+    return plan.groupOf.count(op) || plan.foldedInto.count(op) || plan.epilogueOf.count(op) ||
+           plan.normGradOfAdd.count(op) || plan.normGradOfSum.count(op) ||
+           plan.normGradAdd.count(op) || plan.normGradSums.count(op) ||
+           plan.rowLogSumExpPlace.count(op) || plan.rowLogSumExpOf.count(op) ||
+           plan.sumsGemm.count(op) || plan.sumsOf.count(op) || runsOnHost(op);
+  };
+  // Whether `value` is computed by the place of `at`: through reshapes
+  // (views) and transposes before it or read by GEMMs alone (views too).
+  auto readyAt = [&](Value value, Operation *at) {
+    while (Operation *def = value.getDefiningOp()) {
+      if (!llvm::isa<ReshapeOp, TransposeOp>(def))
+        return index.lookup(plan.runsAt(def)) < index.lookup(at);
+      if (auto transpose = llvm::dyn_cast<TransposeOp>(def);
+          transpose && index.lookup(def) > index.lookup(at) &&
+          (transpose.getPerm() != ArrayRef<int64_t>{1, 0} ||
+           !llvm::all_of(def->getUsers(), [](Operation *u) { return llvm::isa<MatMulOp>(u); })))
+        return false;
+      value = def->getOperand(0);
+    }
+    return true;
+  };
+  for (Operation &op : body) {
+    auto matmul = llvm::dyn_cast<MatMulOp>(op);
+    if (!matmul || planned(matmul))
+      continue;
+    auto type = llvm::cast<RankedTensorType>(matmul.getType());
+    Type element = type.getElementType();
+    if (type.getRank() != 2 || (!element.isF32() && !element.isBF16()))
+      continue;
+    // The value an operand is (through a reshape to 2-D keeping the last
+    // dimension), and the sums over its rows read before `matmul`.
+    auto summed = [&](Value operand, Value other) -> Operation * {
+      llvm::SmallVector<Value, 2> values{operand};
+      if (auto reshape = operand.getDefiningOp<ReshapeOp>())
+        if (shapeOf(reshape.getInput()).back() == shapeOf(operand).back())
+          values.push_back(reshape.getInput());
+      for (Value input : values) {
+        auto inputType = llvm::cast<RankedTensorType>(input.getType());
+        if (inputType.getElementType() != element || inputType.getRank() < 2 ||
+            plan.unstored(input))
+          continue;
+        auto range = llvm::seq<int64_t>(0, inputType.getRank() - 1);
+        llvm::SmallVector<int64_t> rows(range.begin(), range.end());
+        for (Operation *user : input.getUsers()) {
+          auto sum = llvm::dyn_cast<ReduceSumOp>(user);
+          if (sum && !planned(sum) && sum.getAxes() == ArrayRef<int64_t>(rows) &&
+              getElementTypeOrSelf(sum.getType()) == element && sum->isBeforeInBlock(matmul) &&
+              microBatch(sum) == microBatch(matmul) && readyAt(other, sum))
+            return sum;
+        }
+      }
+      return nullptr;
+    };
+    Operation *sum = nullptr;
+    if (!matmul.getRhs().getDefiningOp<TransposeOp>())
+      sum = summed(matmul.getRhs(), matmul.getLhs());
+    if (sum) {
+      plan.sumsOfB.insert(matmul);
+    } else if (auto transpose = matmul.getLhs().getDefiningOp<TransposeOp>();
+               transpose && transpose.getPerm() == ArrayRef<int64_t>{1, 0} &&
+               llvm::all_of(transpose->getUsers(),
+                            [](Operation *u) { return llvm::isa<MatMulOp>(u); })) {
+      sum = summed(transpose.getInput(), matmul.getRhs());
+    }
+    if (!sum)
+      continue;
+    plan.sumsGemm[sum] = matmul;
+    plan.sumsOf[matmul] = sum;
   }
 }
 
@@ -827,6 +909,8 @@ FusionPlan planFusion(func::FuncOp func, const FusionOptions &options) {
     batchArgumentGroups(body, plan, options.batchLargeArgumentGroups);
   if (options.rowLogSumExps)
     planRowLogSumExps(body, plan, index);
+  if (options.gemmEpilogues)
+    planGemmRowSums(body, plan, index);
   return plan;
 }
 

@@ -38,6 +38,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <vector>
 
@@ -178,6 +179,19 @@ struct FusionPlan {
   /// whose place it runs, and that op back to it.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> rowLogSumExpPlace, rowLogSumExpOf;
 
+  /// Sums over rows that a GEMM computes in its epilogue (CUDA: cuBLASLt's
+  /// BGRADA and BGRADB): a reduce_sum of a value over every dimension but
+  /// the last, where that value (through its reshape to 2-D) is the second
+  /// operand of a later product of one matrix by another, or transposed its
+  /// first, the other operand ready at the sum's place: a bias's gradient
+  /// beside its weight's (`x^T dy`, Hugging Face's Conv1D; `dy^T x`, a
+  /// Linear's). The product runs at the sum's place and writes both
+  /// (falling back to the sum's own kernel where cuBLASLt has no such
+  /// algorithm); each maps to the other, and `sumsOfB` holds the products
+  /// whose second operand is summed.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> sumsGemm, sumsOf;
+  llvm::DenseSet<mlir::Operation *> sumsOfB;
+
   /// Batches of alike groups (at least two each), and the batch of each
   /// group in one.
   std::vector<GroupBatch> batches;
@@ -211,7 +225,8 @@ struct FusionOptions {
   /// A reduction of a group value ends that group.
   bool fuseReductions = true;
   /// Products take the adds of a bias and a residual that read them into
-  /// their GEMMs first (GemmEpilogue).
+  /// their GEMMs first (GemmEpilogue), and the sums of their first operand's
+  /// rows where those are a bias's gradient (FusionPlan::sumsGemm).
   bool gemmEpilogues = false;
   /// Norm gradients compute the sums over their rows (NormGradSum).
   bool normGradSums = true;

@@ -154,7 +154,8 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
   if (llvm::isa<func::ReturnOp, ConstantOp, MeshOp, SendOp, RecvOp, TransferOp>(op) ||
       op->hasTrait<CollectiveTrait>() || layout.fusion.inlinedConstants.contains(op) ||
       layout.fusion.foldedInto.contains(op) || layout.fusion.normGradOfAdd.contains(op) ||
-      layout.fusion.normGradOfSum.contains(op) || layout.fusion.rowLogSumExpPlace.contains(op))
+      layout.fusion.normGradOfSum.contains(op) || layout.fusion.rowLogSumExpPlace.contains(op) ||
+      layout.fusion.sumsOf.contains(op))
     return std::nullopt;
   KernelEstimate k;
   // `launches` of the GPU's kernels (a batch's, on CUDA; one call on CPUs).
@@ -233,6 +234,17 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
       k.what.insert(0, "log_sum_exp+");
     }
     price(0, 0);
+    return k;
+  }
+  if (Operation *matmul = layout.fusion.sumsGemm.lookup(op)) {
+    // The product at the sum's place, which its epilogue writes too (from
+    // the tiles of the first operand it reads anyway).
+    for (Value v : llvm::SetVector<Value>(matmul->operand_begin(), matmul->operand_end()))
+      k.bytes += bytesOf(v);
+    k.bytes += bytesOf(matmul->getResult(0)) + bytesOf(op->getResult(0));
+    k.what = describeOp(matmul);
+    k.what.insert(matmul->getName().stripDialect().size(), "+sums");
+    priceOp(matmul);
     return k;
   }
   if (const GemmEpilogue *epilogue = layout.fusion.epilogue(op)) {

@@ -268,7 +268,8 @@ static LogicalResult emitCumSum(Operation *op, EmitContext &ctx) {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-LogicalResult emitGemm(Operation *op, EmitContext &ctx, const GemmEpilogue *epilogue) {
+LogicalResult emitGemm(Operation *op, EmitContext &ctx, const GemmEpilogue *epilogue,
+                       Operation *sums) {
   auto matmul = llvm::cast<MatMulOp>(op);
   Value result = matmul.getResult();
   auto shape = shapeOf(result);
@@ -311,6 +312,13 @@ LogicalResult emitGemm(Operation *op, EmitContext &ctx, const GemmEpilogue *epil
     call.bias = ctx.ptr(epilogue->bias);
   if (epilogue && epilogue->addend)
     call.addend = ctx.ptr(epilogue->addend);
+  if (sums) {
+    // (The sum's operand named here, outside the fallback's block below.)
+    ctx.ptr(sums->getOperand(0));
+    call.sums = ctx.ptr(sums->getResult(0));
+    call.sumsOfA = !ctx.fusion().sumsOfB.contains(op);
+    call.sumsWritten = ctx.freshName("sums", sums);
+  }
   call.batch.assign(batch.begin(), batch.end());
   call.aStrides = batchStrides(matmul.getLhs());
   call.bStrides = batchStrides(matmul.getRhs());
@@ -319,8 +327,16 @@ LogicalResult emitGemm(Operation *op, EmitContext &ctx, const GemmEpilogue *epil
   if (epilogue)
     for (Operation *add : epilogue->adds)
       comment(ctx, add);
+  if (sums)
+    comment(ctx, sums);
   ctx.target().matmul(ctx, op, call);
-  return success();
+  if (!sums)
+    return success();
+  // Where cuBLASLt had no algorithm with the sums: the sum's own kernel.
+  ctx.body() << "  if (!" << call.sumsWritten << ") {\n";
+  LogicalResult summed = (*lookupEmitter(sums))(sums, ctx);
+  ctx.body() << "  }\n";
+  return summed;
 }
 
 static LogicalResult emitMatMul(Operation *op, EmitContext &ctx) {

@@ -37,6 +37,11 @@ struct GemmCall {
   /// An epilogue (GemmEpilogue): a row vector of n elements added to every
   /// row, a tensor of c's shape added; "" when absent.
   std::string bias, addend;
+  /// Where the GEMM writes the sums over k of op(a)'s rows (`sumsOfA`) or
+  /// of op(b)'s columns (FusionPlan::sumsGemm; CUDA), and the name of the
+  /// bool the statement sets to whether it did; "" when absent.
+  std::string sums, sumsWritten;
+  bool sumsOfA = false;
 };
 
 /// An einsum, worked out by its emitter: one loop per label (output labels

@@ -35,7 +35,8 @@ public:
 
   void matmul(EmitContext &ctx, Operation *op, const GemmCall &call) const override {
     // OpenBLAS has no epilogue: the CPU target plans none (layOutPrograms).
-    assert(call.bias.empty() && call.addend.empty() && "GEMM epilogue on the CPU");
+    assert(call.bias.empty() && call.addend.empty() && call.sums.empty() &&
+           "GEMM epilogue on the CPU");
     ctx.body() << llvm::formatv(
         "  ppcrt::cpu::matmul({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11});\n",
         call.transA ? "true" : "false", call.transB ? "true" : "false", call.batch.size(),

@@ -77,14 +77,18 @@ public:
 
   void matmul(EmitContext &ctx, Operation *op, const GemmCall &call) const override {
     auto matmul = llvm::cast<MatMulOp>(op);
+    // (With sums: `const bool <sumsWritten> = ppcrt::cuda::matmul(...)`.)
+    ctx.body() << (call.sums.empty() ? "  " : "  const bool " + call.sumsWritten + " = ");
     ctx.body() << llvm::formatv(
-        "  ppcrt::cuda::matmul({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, "
-        "{12}, {13}, {14}, {15}, {16});\n",
+        "ppcrt::cuda::matmul({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, "
+        "{12}, {13}, {14}, {15}, {17}, {18}, {16});\n",
         *gemmType(matmul.getLhs()), *gemmType(matmul.getResult()), call.transA ? "true" : "false",
         call.transB ? "true" : "false", call.batch.size(), ctx.constArray(op, call.batch),
         ctx.constArray(op, call.aStrides), ctx.constArray(op, call.bStrides), call.m, call.n,
         call.k, call.a, call.b, call.c, call.bias.empty() ? "nullptr" : call.bias,
-        call.addend.empty() ? "nullptr" : call.addend, quote(nodeName(op)));
+        call.addend.empty() ? "nullptr" : call.addend, quote(nodeName(op)),
+        call.sums.empty() || !call.sumsOfA ? "nullptr" : call.sums,
+        call.sums.empty() || call.sumsOfA ? "nullptr" : call.sums);
   }
 
   LogicalResult einsum(EmitContext &ctx, Operation *op, const EinsumCall &call) const override {

@@ -35,10 +35,17 @@ enum class GemmType { F32, BF16 };
 /// epilogue (cuBLASLt's, rounded once with the product): `bias` (n elements
 /// of c's type, or null) is added to every row of every matrix, `addend`
 /// (null, or a tensor of c's type and shape: the GEMM's C, beta 1) to c.
-void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batchRank,
+/// The sums over k of one operand of one matrix product (no batch), which
+/// the GEMM writes as c's type: `aSums`, m elements (op(a)'s rows), or
+/// `bSums`, n elements (op(b)'s columns), or neither (null): a bias's
+/// gradient, from the product that computes its weight's (cuBLASLt's
+/// BGRADB and BGRADA epilogues: its operands are ours swapped). Returns
+/// false where it did not write them (cuBLASLt has no algorithm with that
+/// epilogue for the call, or a batch): the caller sums them itself.
+bool matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batchRank,
             const int64_t *batchShape, const int64_t *aStrides, const int64_t *bStrides, int64_t m,
             int64_t n, int64_t k, const void *a, const void *b, void *c, const void *bias,
-            const void *addend, const char *node);
+            const void *addend, void *aSums, void *bSums, const char *node);
 
 /// A constant (`host`: a static array of the generated program) copied
 /// into the arena, on the stream, from a device copy made at its first upload.

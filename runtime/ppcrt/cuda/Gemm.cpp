@@ -47,10 +47,12 @@ struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo;
+  /// Whether the GEMM writes the sums it was asked for (BGRADA or BGRADB).
+  bool sums = false;
 };
 
 using Key = std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       uint32_t, uint32_t, uint32_t, uint32_t, bool, uint32_t>;
+                       uint32_t, uint32_t, uint32_t, uint32_t, bool, uint32_t, uint32_t>;
 
 /// The largest power of two (at most 256, cuBLASLt's default assumption)
 /// dividing every address `base + i * step` a call reads or writes.
@@ -81,14 +83,28 @@ struct Gemms {
   Plan &plan(GemmType inputs, GemmType output, bool transA, bool transB, int64_t m, int64_t n,
              int64_t k, int64_t count, int64_t aStride, int64_t bStride, uint32_t alignA,
              uint32_t alignB, uint32_t alignC, uint32_t alignD, const void *bias,
-             uint32_t alignBias, const char *node) {
+             uint32_t alignBias, void *sums, bool sumsOfA, uint32_t alignSums, const char *node) {
     if (!handle) {
       checkBlas(cublasLtCreate(&handle), "creating the cuBLASLt handle", node);
       check(cudaMalloc(&workspace, kWorkspaceBytes), "allocating the cuBLASLt workspace");
     }
-    Key key{int(inputs), int(output), transA,          transB,   m,      n,
-            k,           count,       aStride,         bStride,  alignA, alignB,
-            alignC,      alignD,      bias != nullptr, alignBias};
+    Key key{int(inputs),
+            int(output),
+            transA,
+            transB,
+            m,
+            n,
+            k,
+            count,
+            aStride,
+            bStride,
+            alignA,
+            alignB,
+            alignC,
+            alignD,
+            bias != nullptr,
+            alignBias,
+            sums ? alignSums * 2 + sumsOfA : 0};
     auto it = plans.find(key);
     if (it != plans.end())
       return it->second;
@@ -104,6 +120,15 @@ struct Gemms {
       setAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_BIAS), what,
                    node);
       setAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, what, node);
+    } else if (sums) {
+      // cuBLASLt's B is our a (BGRADB: its sums over k, one per column of
+      // its D, our rows), its A our b (BGRADA: one per row of its D).
+      setAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                   uint32_t(sumsOfA ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_BGRADA), what,
+                   node);
+      setAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void *>(sums), what,
+                   node);
+      p.sums = true;
     }
     // B stored [k, n] (or [n, k] when transposed), row-major.
     int64_t bRows = transB ? k : n, bCols = transB ? n : k;
@@ -147,6 +172,16 @@ struct Gemms {
     checkBlas(cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.b, p.a, p.c, p.c, preference, 1,
                                              &result, &found),
               what, node);
+    if (found == 0 && p.sums) {
+      // No algorithm with the sums: the plain product, and the caller sums
+      // (matmul returns false).
+      setAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_DEFAULT), what,
+                   node);
+      p.sums = false;
+      checkBlas(cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.b, p.a, p.c, p.c, preference, 1,
+                                               &result, &found),
+                what, node);
+    }
     cublasLtMatmulPreferenceDestroy(preference);
     if (found == 0) {
       std::string message =
@@ -164,10 +199,10 @@ size_t bytesOf(GemmType type) { return type == GemmType::F32 ? 4 : 2; }
 
 } // namespace
 
-void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batchRank,
+bool matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batchRank,
             const int64_t *batchShape, const int64_t *aStrides, const int64_t *bStrides, int64_t m,
             int64_t n, int64_t k, const void *a, const void *b, void *c, const void *bias,
-            const void *addend, const char *node) {
+            const void *addend, void *aSums, void *bSums, const char *node) {
   // Collapse batch dimensions: (size, a stride, b stride, c stride).
   struct Dim {
     int64_t size, a, b, c;
@@ -200,10 +235,19 @@ void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batc
   uint32_t alignA = alignmentOf(a, aStep), alignB = alignmentOf(b, bStep),
            alignC = alignmentOf(addend ? addend : c, cStep), alignD = alignmentOf(c, cStep),
            alignBias = bias ? alignmentOf(bias, 0) : 0;
+  // The sums of one product only (a batch's would be summed over it).
+  void *sums = aSums ? aSums : bSums;
+  if (!dims.empty() || innermost.size > 1)
+    sums = nullptr;
+  uint32_t alignSums = sums ? alignmentOf(sums, 0) : 0;
   Plan &p = gemms.plan(inputs, output, transA, transB, m, n, k, innermost.size, innermost.a,
-                       innermost.b, alignA, alignB, alignC, alignD, bias, alignBias, node);
+                       innermost.b, alignA, alignB, alignC, alignD, bias, alignBias, sums,
+                       aSums != nullptr, alignSums, node);
   if (bias)
     setAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, "setting a GEMM's bias", node);
+  if (p.sums)
+    setAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void *>(sums),
+                 "setting a GEMM's sums", node);
   int64_t outer = 1;
   for (const Dim &d : dims)
     outer *= d.size;
@@ -229,6 +273,7 @@ void matmul(GemmType inputs, GemmType output, bool transA, bool transB, int batc
       coord[d] = 0;
     }
   }
+  return p.sums;
 }
 
 } // namespace ppcrt::cuda

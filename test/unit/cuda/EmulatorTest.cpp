@@ -420,7 +420,7 @@ TEST(CudaEmulator, MatmulMatchesADirectProductForTransposesAndBatches) {
     float *dc = deviceCopy(std::vector<float>(count * g.m * g.n));
     ppcrt::cuda::matmul(ppcrt::cuda::GemmType::F32, ppcrt::cuda::GemmType::F32, g.transA, g.transB,
                         int(g.batch.size()), g.batch.data(), g.aStrides.data(), g.bStrides.data(),
-                        g.m, g.n, g.k, da, db, dc, nullptr, nullptr, "test");
+                        g.m, g.n, g.k, da, db, dc, nullptr, nullptr, nullptr, nullptr, "test");
     std::vector<float> c = hostCopy(dc, count * g.m * g.n);
     std::vector<double> want = referenceGemm(g, a, b);
     for (size_t i = 0; i < c.size(); ++i)
@@ -447,7 +447,8 @@ TEST(CudaEmulator, Bf16MatmulAccumulatesInF32AndRoundsOnce) {
   auto *da = deviceCopy(a), *db = deviceCopy(b);
   auto *dc = deviceCopy(std::vector<ppcrt::cuda::bf16>(m * n));
   ppcrt::cuda::matmul(ppcrt::cuda::GemmType::BF16, ppcrt::cuda::GemmType::BF16, false, false, 0,
-                      nullptr, nullptr, nullptr, m, n, k, da, db, dc, nullptr, nullptr, "test");
+                      nullptr, nullptr, nullptr, m, n, k, da, db, dc, nullptr, nullptr, nullptr,
+                      nullptr, "test");
   std::vector<ppcrt::cuda::bf16> c = hostCopy(dc, m * n);
   std::vector<double> want = referenceGemm({false, false, {}, {}, {}, m, n, k}, aWide, bWide);
   for (size_t i = 0; i < c.size(); ++i)
@@ -490,7 +491,8 @@ TEST(CudaEmulator, MatmulAddsABiasAndAnAddendInItsEpilogue) {
         ppcrt::cuda::matmul(ppcrt::cuda::GemmType::F32, ppcrt::cuda::GemmType::F32, g.transA,
                             g.transB, int(g.batch.size()), g.batch.data(), g.aStrides.data(),
                             g.bStrides.data(), g.m, g.n, g.k, da, db, dc,
-                            withBias ? dBias : nullptr, withAddend ? dAddend : nullptr, "test");
+                            withBias ? dBias : nullptr, withAddend ? dAddend : nullptr, nullptr,
+                            nullptr, "test");
         std::vector<float> c = hostCopy(dc, count * g.m * g.n);
         for (size_t i = 0; i < c.size(); ++i) {
           double want =
@@ -521,13 +523,84 @@ TEST(CudaEmulator, MatmulAddsABiasAndAnAddendInItsEpilogue) {
        *dAddend = deviceCopy(addend);
   auto *dc = deviceCopy(std::vector<ppcrt::cuda::bf16>(m * n));
   ppcrt::cuda::matmul(ppcrt::cuda::GemmType::BF16, ppcrt::cuda::GemmType::BF16, false, false, 0,
-                      nullptr, nullptr, nullptr, m, n, k, da, db, dc, dBias, dAddend, "test");
+                      nullptr, nullptr, nullptr, m, n, k, da, db, dc, dBias, dAddend, nullptr,
+                      nullptr, "test");
   std::vector<ppcrt::cuda::bf16> c = hostCopy(dc, m * n);
   std::vector<double> want = referenceGemm({false, false, {}, {}, {}, m, n, k}, aWide, bWide);
   for (size_t i = 0; i < c.size(); ++i) {
     float sum = float(want[i]) + float(addend[i]) + float(bias[i % n]);
     EXPECT_NEAR(float(c[i]), float(ppcrt::cuda::bf16(sum)), 1e-6) << "element " << i;
   }
+}
+
+// The sums over k of op(a)'s rows (BGRADB: cuBLASLt's B is our a) or of
+// op(b)'s columns (BGRADA), a bias's gradient, written with the product:
+// f32 and bf16 (summed in float, rounded once), the operand transposed or
+// not; a batch, and a cuBLASLt without the epilogue
+// (PPCRT_EMULATOR_REFUSE_BGRAD), leave them to the caller (false) with the
+// product computed.
+TEST(CudaEmulator, MatmulWritesTheSumsOfAnOperandOverK) {
+  std::mt19937 random(5);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  int64_t shapes = 0;
+  for (bool ofA : {true, false})
+    for (bool transposed : {false, true})
+      for (bool bf16 : {false, true})
+        for (bool refused : {false, true}) {
+          SCOPED_TRACE(std::string(ofA ? "a" : "b") + (transposed ? " transposed" : "") +
+                       (bf16 ? " bf16" : " f32") + (refused ? " refused" : ""));
+          if (refused)
+            setenv("PPCRT_EMULATOR_REFUSE_BGRAD", "1", 1);
+          // (Each case its own shape: the plans are cached by shape.)
+          int64_t m = 3 + shapes++, n = 5, k = 33;
+          bool transA = ofA && transposed, transB = !ofA && transposed;
+          std::vector<float> a(m * k), b(k * n);
+          for (float &v : a)
+            v = bf16 ? float(ppcrt::cuda::bf16(uniform(random))) : uniform(random);
+          for (float &v : b)
+            v = bf16 ? float(ppcrt::cuda::bf16(uniform(random))) : uniform(random);
+          std::vector<double> product = referenceGemm({transA, transB, {}, {}, {}, m, n, k}, a, b);
+          const int64_t count = ofA ? m : n;
+          std::vector<double> sums(count, 0.0);
+          for (int64_t j = 0; j < count; ++j)
+            for (int64_t kk = 0; kk < k; ++kk)
+              sums[j] += ofA ? (transA ? a[kk * m + j] : a[j * k + kk])
+                             : (transB ? b[j * k + kk] : b[kk * n + j]);
+          auto run = [&](auto zero) {
+            using T = decltype(zero);
+            std::vector<T> aT(a.begin(), a.end()), bT(b.begin(), b.end());
+            T *da = deviceCopy(aT), *db = deviceCopy(bT);
+            T *dc = deviceCopy(std::vector<T>(m * n, T(NAN)));
+            T *dSums = deviceCopy(std::vector<T>(count, T(NAN)));
+            const auto type = bf16 ? ppcrt::cuda::GemmType::BF16 : ppcrt::cuda::GemmType::F32;
+            bool wrote = ppcrt::cuda::matmul(type, type, transA, transB, 0, nullptr, nullptr,
+                                             nullptr, m, n, k, da, db, dc, nullptr, nullptr,
+                                             ofA ? dSums : nullptr, ofA ? nullptr : dSums, "test");
+            EXPECT_EQ(wrote, !refused);
+            std::vector<T> c = hostCopy(dc, m * n), got = hostCopy(dSums, count);
+            for (int64_t i = 0; i < m * n; ++i)
+              EXPECT_NEAR(float(c[i]), product[i], bf16 ? 0.02 : 1e-5) << "element " << i;
+            for (int64_t j = 0; wrote && j < count; ++j)
+              EXPECT_NEAR(float(got[j]), float(T(float(sums[j]))), bf16 ? 1e-6 : 1e-5)
+                  << "sum " << j;
+            for (int64_t j = 0; !wrote && j < count; ++j)
+              EXPECT_TRUE(std::isnan(float(got[j]))) << "sum " << j << " written";
+          };
+          if (bf16)
+            run(ppcrt::cuda::bf16(0.0f));
+          else
+            run(0.0f);
+          unsetenv("PPCRT_EMULATOR_REFUSE_BGRAD");
+        }
+  // A batch of products: no sums.
+  std::vector<float> a(2 * 4 * 3, 1.0f), b(3 * 2, 1.0f);
+  const int64_t batch[1] = {2}, aStrides[1] = {1}, bStrides[1] = {0};
+  float *dSums = deviceCopy(std::vector<float>(4, NAN));
+  EXPECT_FALSE(ppcrt::cuda::matmul(ppcrt::cuda::GemmType::F32, ppcrt::cuda::GemmType::F32, false,
+                                   false, 1, batch, aStrides, bStrides, 4, 2, 3, deviceCopy(a),
+                                   deviceCopy(b), deviceCopy(std::vector<float>(16)), nullptr,
+                                   nullptr, dSums, nullptr, "test"));
+  EXPECT_TRUE(std::isnan(hostCopy(dSums, 4)[0]));
 }
 
 // Epilogues the emulator does not have are refused when set, and the bias

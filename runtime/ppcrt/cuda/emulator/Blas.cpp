@@ -14,6 +14,7 @@
 
 #include <cblas.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -24,8 +25,10 @@ struct cublasLtMatmulDescOpaque {
   cudaDataType_t scale;
   cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
   uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  const void *bias = nullptr; // the bias epilogue's: D's type, one per row of D
-  int64_t biasStride = 0;     // between the batch's bias vectors, in elements
+  // The bias epilogue's: D's type, one per row of D; BGRADA's (written):
+  // one per row of D, BGRADB's one per column.
+  const void *bias = nullptr;
+  int64_t biasStride = 0; // between the batch's bias vectors, in elements
 };
 
 struct cublasLtMatrixLayoutOpaque {
@@ -140,6 +143,25 @@ void multiply(cublasLtMatmulDescOpaque desc, cublasLtMatrixLayoutOpaque a,
               d.type == CUDA_R_32F ? reinterpret_cast<const float *>(biasAt)[row]
                                    : float(reinterpret_cast<const __nv_bfloat16 *>(biasAt)[row]);
     }
+    if (desc.epilogue == CUBLASLT_EPILOGUE_BGRADA || desc.epilogue == CUBLASLT_EPILOGUE_BGRADB) {
+      // The sums over k, in float, as D's type: of each row of op(A)
+      // ([m, k]; BGRADA) or each column of op(B) ([k, n]; BGRADB).
+      const bool ofA = desc.epilogue == CUBLASLT_EPILOGUE_BGRADA;
+      char *sums = static_cast<char *>(const_cast<void *>(desc.bias)) +
+                   i * desc.biasStride * elementBytes(d.type);
+      for (int64_t j = 0; j < (ofA ? shape.m : shape.n); ++j) {
+        float sum = 0.0f;
+        for (int64_t kk = 0; kk < shape.k; ++kk)
+          sum += ofA ? (desc.transA == CUBLAS_OP_T ? x[size_t(j) * a.ld + kk]
+                                                   : x[size_t(kk) * a.ld + j])
+                     : (desc.transB == CUBLAS_OP_T ? y[size_t(kk) * b.ld + j]
+                                                   : y[size_t(j) * b.ld + kk]);
+        if (d.type == CUDA_R_32F)
+          reinterpret_cast<float *>(sums)[j] = sum;
+        else
+          reinterpret_cast<__nv_bfloat16 *>(sums)[j] = __nv_bfloat16(sum);
+      }
+    }
     for (int64_t col = 0; col < shape.n; ++col)
       for (int64_t row = 0; row < shape.m; ++row) {
         size_t at = size_t(col) * d.ld + row;
@@ -200,7 +222,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
   if (attribute == CUBLASLT_MATMUL_DESC_EPILOGUE) {
     if (!setScalar(&desc->epilogue, sizeof(desc->epilogue), value, bytes))
       return CUBLAS_STATUS_INVALID_VALUE;
-    return desc->epilogue == CUBLASLT_EPILOGUE_DEFAULT || desc->epilogue == CUBLASLT_EPILOGUE_BIAS
+    return desc->epilogue == CUBLASLT_EPILOGUE_DEFAULT ||
+                   desc->epilogue == CUBLASLT_EPILOGUE_BIAS ||
+                   desc->epilogue == CUBLASLT_EPILOGUE_BGRADA ||
+                   desc->epilogue == CUBLASLT_EPILOGUE_BGRADB
                ? CUBLAS_STATUS_SUCCESS
                : CUBLAS_STATUS_NOT_SUPPORTED;
   }
@@ -279,6 +304,13 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   Shape shape;
   if (requested < 1 || !shapeOf(*desc, *a, *b, *c, *d, shape))
     return CUBLAS_STATUS_INVALID_VALUE;
+  // A GPU's cuBLASLt may have no algorithm for an epilogue on some shapes,
+  // types or layouts; PPCRT_EMULATOR_REFUSE_BGRAD makes the emulator's
+  // have none for BGRADA and BGRADB, so that the caller's fallback runs in
+  // tests.
+  if ((desc->epilogue == CUBLASLT_EPILOGUE_BGRADA || desc->epilogue == CUBLASLT_EPILOGUE_BGRADB) &&
+      std::getenv("PPCRT_EMULATOR_REFUSE_BGRAD"))
+    return CUBLAS_STATUS_SUCCESS;
   cublasLtMatmulHeuristicResult_t &result = results[0];
   result = cublasLtMatmulHeuristicResult_t{};
   result.algo.data[0] = kAlgoTag;
@@ -321,12 +353,21 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
         betaValue = *static_cast<const float *>(beta);
   if (betaValue != 0.0f && !ppcrt::emu::isDeviceRange(c, span(*cLayout)))
     return CUBLAS_STATUS_INVALID_VALUE;
-  // The bias epilogue reads one vector of D's rows per batch (D's type).
+  // The bias epilogue reads one vector of D's rows per batch (D's type);
+  // BGRADA writes one of its rows, BGRADB one of its columns.
   if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS &&
       (!desc->bias ||
        !ppcrt::emu::isDeviceRange(
            desc->bias, (dLayout->rows + size_t(desc->biasStride) * (dLayout->batch - 1)) *
                            elementBytes(dLayout->type))))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if ((desc->epilogue == CUBLASLT_EPILOGUE_BGRADA || desc->epilogue == CUBLASLT_EPILOGUE_BGRADB) &&
+      (!desc->bias ||
+       !ppcrt::emu::isDeviceRange(
+           desc->bias,
+           ((desc->epilogue == CUBLASLT_EPILOGUE_BGRADA ? dLayout->rows : dLayout->cols) +
+            size_t(desc->biasStride) * (dLayout->batch - 1)) *
+               elementBytes(dLayout->type))))
     return CUBLAS_STATUS_INVALID_VALUE;
   ppcrt::emu::enqueue(stream, [=, descValue = *desc, aValue = *aLayout, bValue = *bLayout,
                                cValue = *cLayout, dValue = *dLayout] {

@@ -44,6 +44,8 @@ enum cublasLtMatmulDescAttributes_t {
 enum cublasLtEpilogue_t {
   CUBLASLT_EPILOGUE_DEFAULT = 1,
   CUBLASLT_EPILOGUE_BIAS = 4,
+  CUBLASLT_EPILOGUE_BGRADA = 256,
+  CUBLASLT_EPILOGUE_BGRADB = 512,
 };
 
 enum cublasLtMatrixLayoutAttribute_t {
