@@ -273,6 +273,46 @@ TEST_F(FusionTest, GemmsTakeTheirBiasAndResidualAdds) {
   EXPECT_EQ(groups(without), "add,add;add,exp;exp,add,mul,add");
 }
 
+// A bias's gradient summed by its weight's GEMM (cuBLASLt's BGRADB and
+// BGRADA): a Linear's (the sum's input reshaped and transposed is the first
+// operand) and a Conv1D's (the second); not where the other operand is
+// computed after the sum (a group placed later), nor without epilogues.
+TEST_F(FusionTest, BiasGradientsAreSummedByTheirWeightsGemm) {
+  llvm::SmallVector<Operation *> ops = parse(R"mlir(
+    func.func @f(%dy: tensor<2x4x16xbf16>, %x: tensor<8x8xbf16>, %g: tensor<8x16xbf16>,
+                 %g3: tensor<8x16xbf16>)
+        -> (tensor<16xbf16>, tensor<16x8xbf16>, tensor<1x16xbf16>, tensor<8x16xbf16>,
+            tensor<1x16xbf16>, tensor<8x16xbf16>) {
+      %db = ppc.reduce_sum %dy axes = [0, 1] keepdims = false : (tensor<2x4x16xbf16>) -> tensor<16xbf16>
+      %f = ppc.reshape %dy : tensor<2x4x16xbf16> -> tensor<8x16xbf16>
+      %t = ppc.transpose %f perm = [1, 0] : (tensor<8x16xbf16>) -> tensor<16x8xbf16>
+      %dw = ppc.matmul %t, %x : (tensor<16x8xbf16>, tensor<8x8xbf16>) -> tensor<16x8xbf16>
+      %db2 = ppc.reduce_sum %g axes = [0] keepdims = true : (tensor<8x16xbf16>) -> tensor<1x16xbf16>
+      %xt = ppc.transpose %x perm = [1, 0] : (tensor<8x8xbf16>) -> tensor<8x8xbf16>
+      %dw2 = ppc.matmul %xt, %g : (tensor<8x8xbf16>, tensor<8x16xbf16>) -> tensor<8x16xbf16>
+      %db3 = ppc.reduce_sum %g3 axes = [0] keepdims = true : (tensor<8x16xbf16>) -> tensor<1x16xbf16>
+      %late = ppc.exp %x : tensor<8x8xbf16>
+      %lt = ppc.transpose %late perm = [1, 0] : (tensor<8x8xbf16>) -> tensor<8x8xbf16>
+      %dw3 = ppc.matmul %lt, %g3 : (tensor<8x8xbf16>, tensor<8x16xbf16>) -> tensor<8x16xbf16>
+      return %db, %dw, %db2, %dw2, %db3, %dw3 : tensor<16xbf16>, tensor<16x8xbf16>, tensor<1x16xbf16>, tensor<8x16xbf16>, tensor<1x16xbf16>, tensor<8x16xbf16>
+    })mlir");
+  ASSERT_TRUE(module);
+  EXPECT_TRUE(planFusion(func()).sumsGemm.empty());
+  FusionPlan fusion = planFusion(func(), epilogues());
+  ASSERT_EQ(fusion.sumsGemm.size(), 2u);
+  EXPECT_EQ(fusion.sumsGemm.lookup(ops[0]), ops[3]);
+  EXPECT_EQ(fusion.sumsOf.lookup(ops[3]), ops[0]);
+  EXPECT_FALSE(fusion.sumsOfB.contains(ops[3]));
+  EXPECT_EQ(fusion.sumsGemm.lookup(ops[4]), ops[6]);
+  EXPECT_TRUE(fusion.sumsOfB.contains(ops[6]));
+  // The GEMMs run at their sums' places, earlier than their own.
+  EXPECT_EQ(fusion.runsAt(ops[3]), ops[0]);
+  EXPECT_EQ(fusion.runsAt(ops[6]), ops[4]);
+  // %dw3's first operand is computed after %db3 (by exp's group).
+  EXPECT_FALSE(fusion.sumsGemm.contains(ops[7]));
+  EXPECT_FALSE(fusion.sumsOf.contains(ops[10]));
+}
+
 // Two products summed (the input gradient of a value read twice): the first
 // GEMM adds the second product, stored, as its addend; the second has no
 // epilogue. A third product added to that sum, which two ops read, has its
