@@ -68,7 +68,6 @@ static bool isLeadingPrefix(SliceOp slice) {
   return true;
 }
 
-/// The layout of `program` with the fusion plan of `options`.
 int64_t cudaWorkspaceBytes(Operation *op) {
   auto grad = llvm::dyn_cast<AttentionGradOp>(op);
   if (!grad)
@@ -89,6 +88,7 @@ int64_t cudaWorkspaceBytes(Operation *op) {
   return ppcrt::attentiongrad::sumBytes(heads, queries, headDim);
 }
 
+/// The layout of `program` with the fusion plan of `options`.
 static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunication,
                                        const FusionOptions &options, bool kernelWorkspaces) {
   ProgramLayout layout;
@@ -132,6 +132,21 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
         2 * numElements(shapeOf(slice.getResult())) >= numElements(shapeOf(slice.getInput())) &&
         denseInItsBuffer(slice.getInput()))
       layout.holders[slice.getResult()] = holder(slice.getInput());
+    // An axis-0 concat's first operand (the bf16 copy of an embedding padded
+    // to the aligned vocabulary: ppc-align-gemms) written by the op that
+    // computes it where the concat puts it, the concat copying the rest; its
+    // other readers (the embedding's gather) read it there.
+    if (auto concat = llvm::dyn_cast<ConcatOp>(op)) {
+      Value first = concat.getInputs().front(), result = concat.getResult();
+      Operation *def = first.getDefiningOp();
+      if (llvm::all_of(shapeOf(result).take_front(concat.getAxis()),
+                       [](int64_t d) { return d == 1; }) &&
+          def && !llvm::isa<ConstantOp>(def) && !layout.holders.count(first) &&
+          !layout.holders.count(result) && !layout.strided.views.count(first) &&
+          !layout.strided.views.count(result) && !layout.fusion.unstored(first) &&
+          onHost(first) == onHost(result))
+        layout.holders[first] = result;
+    }
     if (auto transpose = llvm::dyn_cast<TransposeOp>(op)) {
       if (undoesItsOperand(transpose))
         layout.holders[transpose.getResult()] =
@@ -190,10 +205,10 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
   return layout;
 }
 
-FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunication,
-                                       bool gemmEpilogues, bool kernelWorkspaces) {
-  FusionOptions options;
-  options.gemmEpilogues = gemmEpilogues;
+/// layOutProgram's choice of batches (below), with or without GEMMs that sum
+/// their operands (`options.gemmSums`); `options` is left as chosen.
+static FailureOr<ProgramLayout> layOutBatches(func::FuncOp program, bool asyncCommunication,
+                                              FusionOptions &options, bool kernelWorkspaces) {
   options.batchOptimizer = true;
   options.batchArgumentGroups = options.batchLargeArgumentGroups = true;
   FailureOr<ProgramLayout> batched = layOut(program, asyncCommunication, options, kernelWorkspaces);
@@ -214,8 +229,11 @@ FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunica
     return succeeded(apart) && (apart->memory.arenaBytes < layout.memory.arenaBytes ||
                                 apart->memory.hostArenaBytes < layout.memory.hostArenaBytes);
   };
-  if (!grows(*batched))
+  if (!grows(*batched)) {
+    options.batchOptimizer = options.batchArgumentGroups = true;
+    options.batchLargeArgumentGroups = true;
     return batched;
+  }
   for (auto [optimizer, arguments] : {std::pair{true, true}, {true, false}, {false, true}}) {
     options.batchOptimizer = optimizer;
     options.batchArgumentGroups = arguments;
@@ -223,7 +241,27 @@ FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunica
     if (succeeded(some) && !some->fusion.batches.empty() && !grows(*some))
       return some;
   }
+  options.batchOptimizer = options.batchArgumentGroups = false;
   return apart;
+}
+
+FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunication,
+                                       bool gemmEpilogues, bool kernelWorkspaces) {
+  FusionOptions options;
+  options.gemmEpilogues = options.gemmSums = gemmEpilogues;
+  FailureOr<ProgramLayout> chosen =
+      layOutBatches(program, asyncCommunication, options, kernelWorkspaces);
+  if (failed(chosen) || chosen->fusion.sumsGemm.empty())
+    return chosen;
+  // A GEMM that writes a sum runs at the sum's place, earlier than its
+  // own: its result lives longer. It stays only where the arena does not
+  // grow.
+  options.gemmSums = false;
+  FailureOr<ProgramLayout> without = layOut(program, asyncCommunication, options, kernelWorkspaces);
+  if (succeeded(without) && (without->memory.arenaBytes < chosen->memory.arenaBytes ||
+                             without->memory.hostArenaBytes < chosen->memory.hostArenaBytes))
+    return without;
+  return chosen;
 }
 
 namespace {

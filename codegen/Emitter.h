@@ -86,7 +86,10 @@ bool undoesItsOperand(TransposeOp transpose);
 /// small ones alone: biases and norm weights). Fails (with an error at `program`) when its
 /// memory plan does.
 /// With `kernelWorkspaces` (CUDA) the arena holds the workspaces of the
-/// kernels that take one (cudaWorkspaceBytes).
+/// kernels that take one (cudaWorkspaceBytes). With `gemmEpilogues`, GEMMs
+/// also sum an operand where that is a bias's gradient (FusionPlan::sumsGemm),
+/// unless running them at the sum's place grows the arena. An axis-0
+/// concat's first operand is written in place by the op computing it.
 mlir::FailureOr<ProgramLayout> layOutProgram(mlir::func::FuncOp program,
                                              bool asyncCommunication = false,
                                              bool gemmEpilogues = false,

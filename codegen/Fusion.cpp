@@ -247,7 +247,9 @@ static void planGemmRowSums(Block &body, FusionPlan &plan,
            plan.sumsGemm.count(op) || plan.sumsOf.count(op) || runsOnHost(op);
   };
   // Whether `value` is computed by the place of `at`: through reshapes
-  // (views) and transposes before it or read by GEMMs alone (views too).
+  // (views) and transposes before it or read by GEMMs alone (views too:
+  // layOutProgram's foldsIntoGemms, which the GEMM at `at` relies on for the
+  // transposes it reads after `at`; keep the two in step).
   auto readyAt = [&](Value value, Operation *at) {
     while (Operation *def = value.getDefiningOp()) {
       if (!llvm::isa<ReshapeOp, TransposeOp>(def))
@@ -909,7 +911,7 @@ FusionPlan planFusion(func::FuncOp func, const FusionOptions &options) {
     batchArgumentGroups(body, plan, options.batchLargeArgumentGroups);
   if (options.rowLogSumExps)
     planRowLogSumExps(body, plan, index);
-  if (options.gemmEpilogues)
+  if (options.gemmSums)
     planGemmRowSums(body, plan, index);
   return plan;
 }

@@ -225,9 +225,11 @@ struct FusionOptions {
   /// A reduction of a group value ends that group.
   bool fuseReductions = true;
   /// Products take the adds of a bias and a residual that read them into
-  /// their GEMMs first (GemmEpilogue), and the sums of their first operand's
-  /// rows where those are a bias's gradient (FusionPlan::sumsGemm).
+  /// their GEMMs first (GemmEpilogue).
   bool gemmEpilogues = false;
+  /// Products compute the sums of an operand over k where those are a
+  /// bias's gradient (FusionPlan::sumsGemm).
+  bool gemmSums = false;
   /// Norm gradients compute the sums over their rows (NormGradSum).
   bool normGradSums = true;
   /// A group computes the log_sum_exp of the rows it reads its result by

@@ -269,9 +269,14 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     return std::nullopt; // No kernel.
   llvm::DenseSet<Value> seen;
   k.what = describeOp(op);
+  double inPlace = 0; // a concat's operand written where it goes (layOutProgram)
   for (Value operand : op->getOperands()) {
     if (!seen.insert(operand).second)
       continue;
+    if (llvm::isa<ConcatOp>(op) && layout.holders.lookup(operand) == op->getResult(0)) {
+      inPlace += bytesOf(operand);
+      continue;
+    }
     if (std::optional<double> indexed = indexedBytes(op, operand)) {
       k.bytes += *indexed;
       continue;
@@ -288,6 +293,7 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
   for (Value result : op->getResults())
     if (!layout.fusion.unstored(result))
       k.bytes += bytesOf(result);
+  k.bytes -= inPlace;
   if (Value addend = layout.fusion.normGradAddend(op)) {
     // The add in its kernel: the addend read, the sum written.
     k.bytes += bytesOf(addend) + bytesOf(layout.fusion.normGradAdd.lookup(op)->getResult(0));

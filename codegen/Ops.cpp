@@ -183,6 +183,10 @@ static LogicalResult emitConcat(Operation *op, EmitContext &ctx) {
   int64_t row = numElements(shape.drop_front(axis)), at = 0;
   for (Value input : concat.getInputs()) {
     int64_t chunk = numElements(shapeOf(input).drop_front(axis)), pitch = chunk;
+    if (at == 0 && ctx.holder(input) == ctx.holder(concat.getResult())) {
+      at += chunk; // written in place by the op that computed it (layOutProgram)
+      continue;
+    }
     std::string in = ctx.ptr(input);
     if (const StridedView *view = ctx.stridedView(input)) {
       std::optional<int64_t> pieces = concatRows(shapeOf(input), *view, axis);

@@ -36,7 +36,7 @@ protected:
 
   static FusionOptions epilogues() {
     FusionOptions options;
-    options.gemmEpilogues = true;
+    options.gemmEpilogues = options.gemmSums = true;
     return options;
   }
 

@@ -169,12 +169,14 @@ struct Gemms {
                 what, node);
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
-    checkBlas(cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.b, p.a, p.c, p.c, preference, 1,
-                                             &result, &found),
-              what, node);
-    if (found == 0 && p.sums) {
-      // No algorithm with the sums: the plain product, and the caller sums
-      // (matmul returns false).
+    cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.b, p.a, p.c, p.c,
+                                                              preference, 1, &result, &found);
+    if (!p.sums)
+      checkBlas(heuristic, what, node);
+    if (p.sums && (heuristic != CUBLAS_STATUS_SUCCESS || found == 0)) {
+      // No algorithm with the sums (none found, or CUBLAS_STATUS_NOT_SUPPORTED:
+      // no heuristic for the configuration): the plain product, and the
+      // caller sums (matmul returns false).
       setAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_DEFAULT), what,
                    node);
       p.sums = false;

@@ -1925,7 +1925,11 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
 /// block adds its share of dq next, one per head and tile of queries, and
 /// the tickets that hand out its tiles of keys. Zero between launches: the
 /// last block to add into a tile's sums resets its turn, and the block that
-/// takes the launch's last ticket the tickets.
+/// takes the launch's last ticket the tickets. One table per process and
+/// device: two of these kernels must never run at once (ppc's executables
+/// run every kernel of a rank on its one compute stream, each rank its own
+/// process), and a launch stopped midway leaves it set (a kernel fault ends
+/// the CUDA context, and the process with it).
 __device__ unsigned attentionTurns[attentiongrad::kMaxTurns];
 __device__ unsigned attentionTickets;
 
@@ -1995,7 +1999,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     if (threadIdx.x == 0) {
       const unsigned ticket = atomicAdd(&attentionTickets, 1u);
       if (ticket == unsigned(total) + gridDim.x - 1)
-        attentionTickets = 0; // every block has taken its last ticket
+        atomicExch(&attentionTickets, 0u); // every block has taken its last ticket
       s.ticket = ticket;
     }
     __syncthreads();

@@ -168,6 +168,11 @@ template <typename T> T atomicAdd(T *address, T value) {
   *address = old + value;
   return old;
 }
+template <typename T> T atomicExch(T *address, T value) {
+  T old = *address;
+  *address = value;
+  return old;
+}
 template <typename T> T atomicCAS(T *address, T compare, T value) {
   T old = *address;
   if (old == compare)
