@@ -1182,6 +1182,9 @@ TEST(CudaKernels, Bf16AttentionGradInOneKernel) {
   }
 }
 
+#ifdef PPCRT_CUDA_EMULATOR
+// (The emulator only: on a GPU the block would wait for ever. These tests
+// also run there, built by nvcc: bench/gpu/protocol.sh.)
 TEST(CudaKernelsDeathTest, AttentionGradBlockWaitingForALaterTurnStops) {
   // A turn left set (as a kernel stopped midway would leave it): the block
   // that should add first finds another turn, which the emulator reports
@@ -1205,6 +1208,7 @@ TEST(CudaKernelsDeathTest, AttentionGradBlockWaitingForALaterTurnStops) {
   EXPECT_DEATH(run(),
                "attentionMmaGradKernel: a block waits for turn 0 of a tile of queries at turn 5");
 }
+#endif
 
 // Operands that are strided views of larger tensors (the heads of a fused
 // QKV projection, the output written into the heads-merged tensor), on the
