@@ -135,16 +135,20 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
     // An axis-0 concat's first operand (the bf16 copy of an embedding padded
     // to the aligned vocabulary: ppc-align-gemms) written by the op that
     // computes it where the concat puts it, the concat copying the rest; its
-    // other readers (the embedding's gather) read it there.
+    // other readers (the embedding's gather) read it there. Not an operand
+    // that a view op computes (whose "view" would then write nothing), nor
+    // one under half the concat (a gradient bucket's first gradient, whose
+    // bucket would live from it on).
     if (auto concat = llvm::dyn_cast<ConcatOp>(op)) {
       Value first = concat.getInputs().front(), result = concat.getResult();
       Operation *def = first.getDefiningOp();
       if (llvm::all_of(shapeOf(result).take_front(concat.getAxis()),
                        [](int64_t d) { return d == 1; }) &&
-          def && !llvm::isa<ConstantOp>(def) && !layout.holders.count(first) &&
-          !layout.holders.count(result) && !layout.strided.views.count(first) &&
-          !layout.strided.views.count(result) && !layout.fusion.unstored(first) &&
-          onHost(first) == onHost(result))
+          def && !llvm::isa<ConstantOp, ReshapeOp, TransposeOp, SliceOp>(def) &&
+          2 * numElements(shapeOf(first)) >= numElements(shapeOf(result)) &&
+          !layout.holders.count(first) && !layout.holders.count(result) &&
+          !layout.strided.views.count(first) && !layout.strided.views.count(result) &&
+          !layout.fusion.unstored(first) && onHost(first) == onHost(result))
         layout.holders[first] = result;
     }
     if (auto transpose = llvm::dyn_cast<TransposeOp>(op)) {

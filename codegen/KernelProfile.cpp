@@ -269,11 +269,18 @@ std::optional<KernelEstimate> estimateKernel(Operation *op, const ProgramLayout 
     return std::nullopt; // No kernel.
   llvm::DenseSet<Value> seen;
   k.what = describeOp(op);
-  double inPlace = 0; // a concat's operand written where it goes (layOutProgram)
-  for (Value operand : op->getOperands()) {
-    if (!seen.insert(operand).second)
+  // A concat's first operand written where it goes (layOutProgram: its
+  // holder is the concat's); a concat reads an operand given twice twice.
+  double inPlace = 0;
+  bool concat = llvm::isa<ConcatOp>(op);
+  auto holderOf = [&](Value v) {
+    Value h = layout.holders.lookup(v);
+    return h ? h : v;
+  };
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    if (!seen.insert(operand).second && !concat)
       continue;
-    if (llvm::isa<ConcatOp>(op) && layout.holders.lookup(operand) == op->getResult(0)) {
+    if (concat && i == 0 && holderOf(operand) == holderOf(op->getResult(0))) {
       inPlace += bytesOf(operand);
       continue;
     }

@@ -157,6 +157,37 @@ TEST_F(StridedViewsTest, AnotherReaderKeepsTheCopy) {
   EXPECT_TRUE(layout.strided.inPlace.count(nth<SliceOp>(1)));
 }
 
+// An axis-0 concat's first operand, computed by a kernel and at least half
+// the concat (a padded vocabulary's bf16 copy), is written where the concat
+// puts it (its holder is the concat), though another op reads it too; not
+// one that a transpose computes (whose view would write nothing), nor a
+// small one (a gradient bucket's first gradient).
+TEST_F(StridedViewsTest, AConcatsFirstOperandIsWrittenInPlace) {
+  ProgramLayout layout = layOut(R"mlir(
+    func.func @f(%w: tensor<7x4xf32>, %z: tensor<1x4xbf16>, %x: tensor<4x6xbf16>,
+                 %b: tensor<2xbf16>, %g: tensor<30xbf16>)
+        -> (tensor<8x4xbf16>, tensor<7x4xbf16>, tensor<7x4xbf16>, tensor<32xbf16>) {
+      %c = ppc.cast %w : tensor<7x4xf32> -> tensor<7x4xbf16>
+      %p = ppc.concat %c, %z axis = 0 : (tensor<7x4xbf16>, tensor<1x4xbf16>) -> tensor<8x4xbf16>
+      %t = ppc.transpose %x perm = [1, 0] : (tensor<4x6xbf16>) -> tensor<6x4xbf16>
+      %q = ppc.concat %t, %z axis = 0 : (tensor<6x4xbf16>, tensor<1x4xbf16>) -> tensor<7x4xbf16>
+      %n = ppc.neg %b : tensor<2xbf16>
+      %u = ppc.concat %n, %g axis = 0 : (tensor<2xbf16>, tensor<30xbf16>) -> tensor<32xbf16>
+      return %p, %c, %q, %u : tensor<8x4xbf16>, tensor<7x4xbf16>, tensor<7x4xbf16>, tensor<32xbf16>
+    })mlir");
+  ConcatOp padded = nth<ConcatOp>(0), transposed = nth<ConcatOp>(1), bucket = nth<ConcatOp>(2);
+  EXPECT_EQ(layout.holders.lookup(padded.getInputs()[0]), padded.getResult());
+  EXPECT_FALSE(layout.holders.count(transposed.getInputs()[0]));
+  EXPECT_FALSE(layout.holders.count(bucket.getInputs()[0]));
+  // The cast's buffer is the concat's, live from the cast on.
+  const Buffer *held = nullptr;
+  for (const Buffer &b : layout.memory.buffers)
+    if (b.value == padded.getResult())
+      held = &b;
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->begin, 0);
+}
+
 TEST_F(StridedViewsTest, AConcatOfOtherValuesIsStillCopied) {
   // dv2 twice: the concat's operands are not three values written in place,
   // so it runs; dq's and dk's transposes still write into their reshapes.
