@@ -1839,9 +1839,99 @@ template <int MaxDim> struct alignas(16) MmaGradKVShared {
   float lse[MmaTiles<MaxDim>::cols], d[MmaTiles<MaxDim>::cols];
 };
 
+/// The warp's 16 keys of a block of attention's k and v gradients
+/// (attentionMmaGradKVKernel, attentionMmaGradKernel): their fragments and
+/// bias columns, and the dk and dv they accumulate over tiles of queries.
+template <int MaxDim> struct MmaKeyRows {
+  using S = MmaTiles<MaxDim>;
+  static constexpr int perQuery = kMmaWarps * 32 / S::cols; // threads that sum a query's D
+  int64_t n, first, key[2];
+  const bf16 *biasColumn[2];
+  uint32_t kf[MaxDim / 16][4], vf[MaxDim / 16][4];
+  float dkAcc[MaxDim / 8][4] = {}, dvAcc[MaxDim / 8][4] = {};
+
+  /// Keys [j0 + 16 warp, + 16) of head `head`.
+  __device__ MmaKeyRows(const bf16 *k, const bf16 *v, const bf16 *bias,
+                        const lines::AttentionShape &shape, int64_t head, int64_t j0)
+      : n(head), first(j0 + 16 * (threadIdx.x / 32)) {
+    const int g = threadIdx.x % 32 / 4;
+    PPCRT_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      key[h] = first + g + 8 * h;
+      biasColumn[h] = bias && key[h] < shape.keys ? bias + shape.biasAt(n, 0, key[h]) : nullptr;
+    }
+    mmaRowFragments<MaxDim>(k + shape.k.head(n), shape.k.rowStride, first, shape.keys,
+                            int(shape.headDim), kf);
+    mmaRowFragments<MaxDim>(v + shape.v.head(n), shape.v.rowStride, first, shape.keys,
+                            int(shape.valueDim), vf);
+  }
+
+  /// The tile of queries [i0, i0 + Cols): staged in `s` (q, dO, their
+  /// transposes, D and lse; the block together, between barriers), P and dS
+  /// of the warp's keys (S^T = k q^T, dP^T = v dO^T), dv += P^T dO and
+  /// dk += dS^T q (unscaled); dS left in `ds`.
+  __device__ void step(MmaGradKVShared<MaxDim> &s, const bf16 *q, const bf16 *o, const float *lse,
+                       const bf16 *dO, const lines::AttentionShape &shape, int64_t i0,
+                       float (&ds)[S::cols / 8][4]) {
+    const int t = threadIdx.x % 4, depth = int(shape.headDim), width = int(shape.valueDim);
+    const float scale = float(shape.scale);
+    __syncthreads();
+    mmaStage<MaxDim>(q + shape.q.head(n), shape.q.rowStride, i0, shape.queries, depth, s.q, s.qt);
+    mmaStage<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, i0, shape.queries, width, s.dO,
+                     s.dOt);
+    { // D and lse of the tile's queries: perQuery threads each
+      const int c = threadIdx.x / perQuery, part = threadIdx.x % perQuery;
+      const bool valid = i0 + c < shape.queries;
+      float rowD = 0.0f;
+      const bf16 *dOr = dO + shape.dO.at(n, i0 + c), *or_ = o + shape.o.at(n, i0 + c);
+      for (int e = part; valid && e < width; e += perQuery)
+        rowD += float(dOr[e]) * float(or_[e]);
+      for (int offset = 1; offset < perQuery; offset *= 2)
+        rowD += __shfl_xor_sync(0xffffffffu, rowD, offset);
+      if (part == 0) {
+        s.d[c] = rowD;
+        s.lse[c] = valid ? lse[n * shape.queries + i0 + c] : 0.0f;
+      }
+    }
+    __syncthreads();
+    float p[S::cols / 8][4];
+    mmaScores<MaxDim>(kf, s.q, p);
+    mmaScores<MaxDim>(vf, s.dO, ds);
+    PPCRT_UNROLL
+    for (int nt = 0; nt < S::cols / 8; ++nt) {
+      PPCRT_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2, c = nt * 8 + 2 * t + e % 2;
+        const int64_t i = i0 + c;
+        float pe = 0.0f, dse = 0.0f;
+        if (key[h] < shape.keys && i < shape.queries && key[h] < shape.visibleKeys(i)) {
+          const float score =
+              scale * p[nt][e] +
+              (biasColumn[h] ? float(biasColumn[h][i * shape.biasRowStride]) : 0.0f);
+          pe = exp(score - s.lse[c]);
+          dse = pe * (ds[nt][e] - s.d[c]);
+        }
+        p[nt][e] = pe;
+        ds[nt][e] = dse;
+      }
+    }
+    mmaAccumulate<MaxDim>(dvAcc, p, s.dOt);
+    mmaAccumulate<MaxDim>(dkAcc, ds, s.qt);
+  }
+
+  /// dk = scale dkAcc and dv = dvAcc, each rounded once.
+  __device__ void store(bf16 *dk, bf16 *dv, const lines::AttentionShape &shape) const {
+    const float scale = float(shape.scale), scales[2] = {scale, scale}, ones[2] = {1.0f, 1.0f};
+    mmaStoreRows<MaxDim>(dkAcc, scales, dk + shape.dk.head(n), shape.dk.rowStride, first,
+                         shape.keys, int(shape.headDim));
+    mmaStoreRows<MaxDim>(dvAcc, ones, dv + shape.dv.head(n), shape.dv.rowStride, first, shape.keys,
+                         int(shape.valueDim));
+  }
+};
+
 /// dk = scale sum_i dS_ij q_i and dv = sum_i P_ij dO_i: the warp's 16 keys
-/// (the products transposed: S^T = k q^T, dP^T = v dO^T), the queries that
-/// see the block's keys in tiles, with their lse and D.
+/// (MmaKeyRows), the queries that see the block's keys in tiles, with their
+/// lse and D.
 template <int MaxDim>
 __global__ void __launch_bounds__(kMmaWarps * 32)
     attentionMmaGradKVKernel(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *bias,
@@ -1849,74 +1939,15 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
                              lines::AttentionShape shape, int64_t keyTiles) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using S = MmaTiles<MaxDim>;
-  constexpr int perQuery = kMmaWarps * 32 / S::cols; // threads that sum a query's D
   __shared__ MmaGradKVShared<MaxDim> s;
-  const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const int depth = int(shape.headDim), width = int(shape.valueDim);
-  const float scale = float(shape.scale);
   for (int64_t block = blockIdx.x; block < shape.batch * keyTiles; block += gridDim.x) {
-    const int64_t n = block / keyTiles, j0 = block % keyTiles * kMmaRows;
-    const int64_t first = j0 + 16 * warp;
-    int64_t key[2];
-    const bf16 *biasColumn[2];
-    PPCRT_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      key[h] = first + g + 8 * h;
-      biasColumn[h] = bias && key[h] < shape.keys ? bias + shape.biasAt(n, 0, key[h]) : nullptr;
-    }
-    uint32_t kf[MaxDim / 16][4], vf[MaxDim / 16][4];
-    mmaRowFragments<MaxDim>(k + shape.k.head(n), shape.k.rowStride, first, shape.keys, depth, kf);
-    mmaRowFragments<MaxDim>(v + shape.v.head(n), shape.v.rowStride, first, shape.keys, width, vf);
-    float dkAcc[MaxDim / 8][4] = {}, dvAcc[MaxDim / 8][4] = {};
+    const int64_t j0 = block % keyTiles * kMmaRows;
+    MmaKeyRows<MaxDim> keys(k, v, bias, shape, block / keyTiles, j0);
     for (int64_t i0 = shape.causal ? j0 : 0; i0 < shape.queries; i0 += S::cols) {
-      __syncthreads();
-      mmaStage<MaxDim>(q + shape.q.head(n), shape.q.rowStride, i0, shape.queries, depth, s.q, s.qt);
-      mmaStage<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, i0, shape.queries, width, s.dO,
-                       s.dOt);
-      { // D and lse of the tile's queries: perQuery threads each
-        const int c = threadIdx.x / perQuery, part = threadIdx.x % perQuery;
-        const bool valid = i0 + c < shape.queries;
-        float rowD = 0.0f;
-        const bf16 *dOr = dO + shape.dO.at(n, i0 + c), *or_ = o + shape.o.at(n, i0 + c);
-        for (int e = part; valid && e < width; e += perQuery)
-          rowD += float(dOr[e]) * float(or_[e]);
-        for (int offset = 1; offset < perQuery; offset *= 2)
-          rowD += __shfl_xor_sync(0xffffffffu, rowD, offset);
-        if (part == 0) {
-          s.d[c] = rowD;
-          s.lse[c] = valid ? lse[n * shape.queries + i0 + c] : 0.0f;
-        }
-      }
-      __syncthreads();
-      float p[S::cols / 8][4], ds[S::cols / 8][4];
-      mmaScores<MaxDim>(kf, s.q, p);
-      mmaScores<MaxDim>(vf, s.dO, ds);
-      PPCRT_UNROLL
-      for (int nt = 0; nt < S::cols / 8; ++nt) {
-        PPCRT_UNROLL
-        for (int e = 0; e < 4; ++e) {
-          const int h = e / 2, c = nt * 8 + 2 * t + e % 2;
-          const int64_t i = i0 + c;
-          float pe = 0.0f, dse = 0.0f;
-          if (key[h] < shape.keys && i < shape.queries && key[h] < shape.visibleKeys(i)) {
-            const float score =
-                scale * p[nt][e] +
-                (biasColumn[h] ? float(biasColumn[h][i * shape.biasRowStride]) : 0.0f);
-            pe = exp(score - s.lse[c]);
-            dse = pe * (ds[nt][e] - s.d[c]);
-          }
-          p[nt][e] = pe;
-          ds[nt][e] = dse;
-        }
-      }
-      mmaAccumulate<MaxDim>(dvAcc, p, s.dOt);
-      mmaAccumulate<MaxDim>(dkAcc, ds, s.qt);
+      float ds[S::cols / 8][4];
+      keys.step(s, q, o, lse, dO, shape, i0, ds);
     }
-    const float scales[2] = {scale, scale}, ones[2] = {1.0f, 1.0f};
-    mmaStoreRows<MaxDim>(dkAcc, scales, dk + shape.dk.head(n), shape.dk.rowStride, first,
-                         shape.keys, depth);
-    mmaStoreRows<MaxDim>(dvAcc, ones, dv + shape.dv.head(n), shape.dv.rowStride, first, shape.keys,
-                         width);
+    keys.store(dk, dv, shape);
   }
 #endif
 }
@@ -1953,13 +1984,11 @@ __device__ inline void waitForTurn(const unsigned *turn, unsigned value) {
 #endif
 }
 
-template <int MaxDim> struct alignas(16) MmaGradShared {
-  // q's tile, and once the block's scores are computed, dS as [queries]
-  // [keys + 8]: the left operand of dq's product.
-  bf16 q[MmaTiles<MaxDim>::rowMajor], qt[MmaTiles<MaxDim>::transposed],
-      dO[MmaTiles<MaxDim>::rowMajor], dOt[MmaTiles<MaxDim>::transposed],
-      kt[MmaTiles<MaxDim>::transposed];
-  float lse[MmaTiles<MaxDim>::cols], d[MmaTiles<MaxDim>::cols];
+/// The k/v gradient's tiles (q's, once the block's scores are computed, dS
+/// as [queries][keys + 8]: the left operand of dq's product), the block's
+/// keys transposed, and its ticket.
+template <int MaxDim> struct alignas(16) MmaGradShared : MmaGradKVShared<MaxDim> {
+  bf16 kt[MmaTiles<MaxDim>::transposed];
   unsigned ticket;
 };
 
@@ -1986,12 +2015,11 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
   using S = MmaTiles<MaxDim>;
   static_assert(S::cols == kMmaRows && kMmaRows == attentiongrad::kRows,
                 "a tile of queries has the rows of a tile of keys");
-  constexpr int perQuery = kMmaWarps * 32 / S::cols; // threads that sum a query's D
-  constexpr int dsLd = kMmaRows + 8;                 // dS's pitch in s.q
+  constexpr int dsLd = kMmaRows + 8; // dS's pitch in s.q
   static_assert(S::cols * dsLd <= S::rowMajor, "dS fits where q's tile was");
   __shared__ MmaGradShared<MaxDim> s;
   const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const int depth = int(shape.headDim), width = int(shape.valueDim);
+  const int depth = int(shape.headDim);
   const float scale = float(shape.scale);
   const int64_t total = shape.batch * keyTiles;
   for (;;) {
@@ -2006,62 +2034,12 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     if (int64_t(s.ticket) >= total)
       break;
     const int64_t n = s.ticket / keyTiles, jt = keyTiles - 1 - s.ticket % keyTiles;
-    const int64_t j0 = jt * kMmaRows, first = j0 + 16 * warp;
-    int64_t key[2];
-    const bf16 *biasColumn[2];
-    PPCRT_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      key[h] = first + g + 8 * h;
-      biasColumn[h] = bias && key[h] < shape.keys ? bias + shape.biasAt(n, 0, key[h]) : nullptr;
-    }
-    uint32_t kf[MaxDim / 16][4], vf[MaxDim / 16][4];
-    mmaRowFragments<MaxDim>(k + shape.k.head(n), shape.k.rowStride, first, shape.keys, depth, kf);
-    mmaRowFragments<MaxDim>(v + shape.v.head(n), shape.v.rowStride, first, shape.keys, width, vf);
+    const int64_t j0 = jt * kMmaRows;
+    MmaKeyRows<MaxDim> keys(k, v, bias, shape, n, j0);
     mmaStage<MaxDim>(k + shape.k.head(n), shape.k.rowStride, j0, shape.keys, depth, nullptr, s.kt);
-    float dkAcc[MaxDim / 8][4] = {}, dvAcc[MaxDim / 8][4] = {};
     for (int64_t i0 = j0; i0 < shape.queries; i0 += S::cols) {
-      __syncthreads();
-      mmaStage<MaxDim>(q + shape.q.head(n), shape.q.rowStride, i0, shape.queries, depth, s.q, s.qt);
-      mmaStage<MaxDim>(dO + shape.dO.head(n), shape.dO.rowStride, i0, shape.queries, width, s.dO,
-                       s.dOt);
-      { // D and lse of the tile's queries: perQuery threads each
-        const int c = threadIdx.x / perQuery, part = threadIdx.x % perQuery;
-        const bool valid = i0 + c < shape.queries;
-        float rowD = 0.0f;
-        const bf16 *dOr = dO + shape.dO.at(n, i0 + c), *or_ = o + shape.o.at(n, i0 + c);
-        for (int e = part; valid && e < width; e += perQuery)
-          rowD += float(dOr[e]) * float(or_[e]);
-        for (int offset = 1; offset < perQuery; offset *= 2)
-          rowD += __shfl_xor_sync(0xffffffffu, rowD, offset);
-        if (part == 0) {
-          s.d[c] = rowD;
-          s.lse[c] = valid ? lse[n * shape.queries + i0 + c] : 0.0f;
-        }
-      }
-      __syncthreads();
-      float p[S::cols / 8][4], ds[S::cols / 8][4];
-      mmaScores<MaxDim>(kf, s.q, p);
-      mmaScores<MaxDim>(vf, s.dO, ds);
-      PPCRT_UNROLL
-      for (int nt = 0; nt < S::cols / 8; ++nt) {
-        PPCRT_UNROLL
-        for (int e = 0; e < 4; ++e) {
-          const int h = e / 2, c = nt * 8 + 2 * t + e % 2;
-          const int64_t i = i0 + c;
-          float pe = 0.0f, dse = 0.0f;
-          if (key[h] < shape.keys && i < shape.queries && key[h] < shape.visibleKeys(i)) {
-            const float score =
-                scale * p[nt][e] +
-                (biasColumn[h] ? float(biasColumn[h][i * shape.biasRowStride]) : 0.0f);
-            pe = exp(score - s.lse[c]);
-            dse = pe * (ds[nt][e] - s.d[c]);
-          }
-          p[nt][e] = pe;
-          ds[nt][e] = dse;
-        }
-      }
-      mmaAccumulate<MaxDim>(dvAcc, p, s.dOt);
-      mmaAccumulate<MaxDim>(dkAcc, ds, s.qt);
+      float ds[S::cols / 8][4];
+      keys.step(s, q, o, lse, dO, shape, i0, ds);
       __syncthreads(); // every warp's scores have read q's tile
       bf16 *dsTile = s.q;
       PPCRT_UNROLL
@@ -2116,11 +2094,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       if (threadIdx.x == 0)
         *static_cast<volatile unsigned *>(turn) = jt == 0 ? 0u : position + 1;
     }
-    const float scales[2] = {scale, scale}, ones[2] = {1.0f, 1.0f};
-    mmaStoreRows<MaxDim>(dkAcc, scales, dk + shape.dk.head(n), shape.dk.rowStride, first,
-                         shape.keys, depth);
-    mmaStoreRows<MaxDim>(dvAcc, ones, dv + shape.dv.head(n), shape.dv.rowStride, first, shape.keys,
-                         width);
+    keys.store(dk, dv, shape);
   }
 #endif
 }
