@@ -92,6 +92,7 @@ int64_t cudaWorkspaceBytes(Operation *op) {
 static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunication,
                                        const FusionOptions &options, bool kernelWorkspaces) {
   ProgramLayout layout;
+  layout.options = options;
   layout.fusion = planFusion(program, options);
   auto holder = [&](Value v) {
     auto it = layout.holders.find(v);
@@ -210,9 +211,9 @@ static FailureOr<ProgramLayout> layOut(func::FuncOp program, bool asyncCommunica
 }
 
 /// layOutProgram's choice of batches (below), with or without GEMMs that sum
-/// their operands (`options.gemmSums`); `options` is left as chosen.
+/// their operands (`options.gemmSums`).
 static FailureOr<ProgramLayout> layOutBatches(func::FuncOp program, bool asyncCommunication,
-                                              FusionOptions &options, bool kernelWorkspaces) {
+                                              FusionOptions options, bool kernelWorkspaces) {
   options.batchOptimizer = true;
   options.batchArgumentGroups = options.batchLargeArgumentGroups = true;
   FailureOr<ProgramLayout> batched = layOut(program, asyncCommunication, options, kernelWorkspaces);
@@ -233,11 +234,8 @@ static FailureOr<ProgramLayout> layOutBatches(func::FuncOp program, bool asyncCo
     return succeeded(apart) && (apart->memory.arenaBytes < layout.memory.arenaBytes ||
                                 apart->memory.hostArenaBytes < layout.memory.hostArenaBytes);
   };
-  if (!grows(*batched)) {
-    options.batchOptimizer = options.batchArgumentGroups = true;
-    options.batchLargeArgumentGroups = true;
+  if (!grows(*batched))
     return batched;
-  }
   for (auto [optimizer, arguments] : {std::pair{true, true}, {true, false}, {false, true}}) {
     options.batchOptimizer = optimizer;
     options.batchArgumentGroups = arguments;
@@ -245,7 +243,6 @@ static FailureOr<ProgramLayout> layOutBatches(func::FuncOp program, bool asyncCo
     if (succeeded(some) && !some->fusion.batches.empty() && !grows(*some))
       return some;
   }
-  options.batchOptimizer = options.batchArgumentGroups = false;
   return apart;
 }
 
@@ -260,8 +257,10 @@ FailureOr<ProgramLayout> layOutProgram(func::FuncOp program, bool asyncCommunica
   // A GEMM that writes a sum runs at the sum's place, earlier than its
   // own: its result lives longer. It stays only where the arena does not
   // grow.
-  options.gemmSums = false;
-  FailureOr<ProgramLayout> without = layOut(program, asyncCommunication, options, kernelWorkspaces);
+  FusionOptions withoutSums = chosen->options;
+  withoutSums.gemmSums = false;
+  FailureOr<ProgramLayout> without =
+      layOut(program, asyncCommunication, withoutSums, kernelWorkspaces);
   if (succeeded(without) && (without->memory.arenaBytes < chosen->memory.arenaBytes ||
                              without->memory.hostArenaBytes < chosen->memory.hostArenaBytes))
     return without;

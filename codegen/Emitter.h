@@ -58,6 +58,8 @@ struct ExecutableInfo {
 /// The storage decisions of one rank program: fusion groups, values read
 /// through another's buffer, and the memory plan that follows from both.
 struct ProgramLayout {
+  /// What the fusion plan was made with, and the plan.
+  FusionOptions options;
   FusionPlan fusion;
   /// The value whose buffer holds each view (never itself a view).
   llvm::DenseMap<mlir::Value, mlir::Value> holders;
