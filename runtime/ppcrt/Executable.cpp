@@ -17,6 +17,7 @@
 #include "runtime/Safetensors.h"
 #include "runtime/TokenData.h"
 #include "runtime/ppcrt/Blocks.h"
+#include "runtime/ppcrt/CommandLine.h"
 #include "runtime/ppcrt/Device.h"
 #include "runtime/ppcrt/Export.h"
 #include "runtime/ppcrt/HyperParameters.h"
@@ -1187,9 +1188,13 @@ int run(int argc, char **argv, const Program &program, Device &device) {
   std::string overview = std::string("a ppc training executable\n\n") + program.description +
                          "\n\nRun with mpirun -np N (N = the mesh's ranks).\n";
   MPI_Init(&argc, &argv);
-  cl::ParseCommandLineOptions(argc, argv, overview);
   int worldRank = 0, worldSize = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
+  // Before LLVM's parser, which would report the flag's value as an
+  // unexpected positional argument, or accept it.
+  if (std::string error = flagTakenAsValue(argc, argv); !error.empty())
+    dieAll(error, worldRank == 0);
+  cl::ParseCommandLineOptions(argc, argv, overview);
   MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
   bool lead = worldRank == 0;
   checkFlags(flags, program, worldSize, lead);

@@ -9,6 +9,7 @@
 #include "passes/pipeline/Timeline.h"
 #include "passes/sharding/CommunicationReport.h"
 #include "passes/sharding/CostModel.h"
+#include "runtime/ppcrt/CommandLine.h"
 #include "runtime/ppcrt/Program.h"
 
 #include "mlir/IR/AsmState.h"
@@ -23,6 +24,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -72,6 +75,10 @@ void parseCommandLine(int argc, char **argv, llvm::cl::OptionCategory &category,
   std::string text = std::string(overview) +
                      "\n(--help-hidden also lists LLVM's and MLIR's options, such as "
                      "--mlir-print-ir-after-all.)\n";
+  // Before LLVM's parser, which would report the flag's value as an
+  // unexpected positional argument, or accept it.
+  if (std::string error = ppcrt::flagTakenAsValue(argc, argv); !error.empty())
+    std::exit(reportError(error));
   llvm::cl::ParseCommandLineOptions(argc, argv, text);
 }
 

@@ -29,6 +29,8 @@ void reportWarning(const llvm::Twine &message);
 /// Parses a subcommand's flags. `--help` lists `category` (the command's
 /// own flags); LLVM's and MLIR's options stay accepted and are listed by
 /// `--help-hidden` (MLIR's IR printing and debugging flags among them).
+/// Exits with status 1 where a flag is followed by another flag where its
+/// value should be (ppcrt::flagTakenAsValue).
 void parseCommandLine(int argc, char **argv, llvm::cl::OptionCategory &category,
                       const char *overview);
 
