@@ -31,8 +31,7 @@ inline std::string flagTakenAsValue(int argc, char **argv) {
     if (arg == "--")
       break;
     llvm::cl::Option *option = optionNamedBy(arg);
-    if (!option || arg.contains('=') ||
-        option->getValueExpectedFlag() != llvm::cl::ValueRequired)
+    if (!option || arg.contains('=') || option->getValueExpectedFlag() != llvm::cl::ValueRequired)
       continue;
     llvm::StringRef next = argv[i + 1];
     if (optionNamedBy(next)) {

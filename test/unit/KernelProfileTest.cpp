@@ -9,6 +9,7 @@
 #include "codegen/KernelProfile.h"
 #include "ir/PpcDialect.h"
 #include "ir/PpcOps.h"
+#include "passes/sharding/PlanSearch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -40,6 +41,23 @@ protected:
   MLIRContext context;
   OwningOpRef<ModuleOp> module;
 };
+
+// One set of rates: the planner's shipped clusters (--cluster dgx-h100,
+// dgx-h200) price GEMMs and memory traffic as --profile-plan's GPUs do, and
+// MFU has one denominator.
+TEST(KernelProfileRates, ArePlannersPresetClusters) {
+  for (auto [gpuName, clusterName] : {std::pair{"h100", "dgx-h100"}, {"h200", "dgx-h200"}}) {
+    SCOPED_TRACE(gpuName);
+    std::optional<GpuModel> gpu = GpuModel::named(gpuName);
+    std::optional<Cluster> cluster = presetCluster(clusterName);
+    ASSERT_TRUE(gpu && cluster);
+    EXPECT_EQ(gpu->bf16Peak, cluster->peakHalfFlops);
+    EXPECT_EQ(gpu->fp32Peak, cluster->peakFloatFlops);
+    EXPECT_EQ(gpu->bf16Gemm, cluster->matmulHalfFlops);
+    EXPECT_EQ(gpu->fp32Gemm, cluster->matmulFloatFlops);
+    EXPECT_EQ(gpu->bandwidth, cluster->memoryBandwidth);
+  }
+}
 
 TEST_F(KernelProfileTest, PricesGemmsFusedChainsAndViews) {
   GpuModel gpu = *GpuModel::named("h100");
