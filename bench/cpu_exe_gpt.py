@@ -11,7 +11,11 @@ around each step; both report the median after one warm-up step.
 Both use OpenBLAS (Debian's python3-torch and libopenblas-dev), with the same
 kernels: the executable picks OpenBLAS's kernels for a CPU that OpenBLAS does
 not know (runtime/ppcrt/CpuDevice.cpp) and logs them (`device`), and PyTorch
-runs in a child process with OPENBLAS_CORETYPE set to them.
+runs in a child process with OPENBLAS_CORETYPE set to them. An
+OPENBLAS_CORETYPE already in the environment is kept by both: where it names
+weaker kernels than the CPU runs, both sides' GEMMs slow down (Haswell's on a
+Zen 5 ran sgemm at 219-227 GFLOP/s against 417-458 with the kernels OpenBLAS
+chose: docs/performance.md, 2026-12-03).
 """
 import argparse
 import json
@@ -80,14 +84,16 @@ def main():
         run_torch_child(sys.argv[2])
         return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ppc", required=True)
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--ppc", required=True, help="the ppc binary (build/bin/ppc)")
+    p.add_argument("--layers", type=int, default=4, help="transformer blocks [4]")
+    p.add_argument("--d-model", type=int, default=256, help="model width [256]")
+    p.add_argument("--heads", type=int, default=4, help="attention heads [4]")
+    p.add_argument("--batch", type=int, default=8, help="sequences per step [8]")
+    p.add_argument("--seq", type=int, default=128, help="tokens per sequence [128]")
+    p.add_argument("--steps", type=int, default=10,
+                   help="steps each side runs; the median of all but the first is reported [10]")
+    p.add_argument("--threads", type=int, default=2,
+                   help="threads of the executable and of PyTorch [2]")
     p.add_argument("--kind", default="gpt", choices=["gpt", "llama", "bert", "neox"],
                    help="the architecture (models/ppc_models.py)")
     p.add_argument("--attention", default="fused,unfused",
