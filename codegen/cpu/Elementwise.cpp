@@ -94,13 +94,37 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
     return !group.reduction || nest.inputStrides[group.inputs.size()][l] != 0;
   };
   bool parallel = depth > 0 && total >= 32768 && independent(0);
+  // Where the outermost loop is reduced and the innermost kept (a bias's
+  // gradient summed over rows, with the elementwise gradient before it),
+  // the threads share the innermost loop instead (ppcrt::cpu::threadShare,
+  // in multiples of 16 elements: no two threads write one cache line of
+  // the accumulators). Each element still adds every row in order, so the
+  // bits are those of one thread.
+  bool shareInner = depth > 1 && total >= 32768 && !independent(0) && independent(depth - 1) &&
+                    nest.sizes[depth - 1] >= 32;
+  std::string close;
+  if (shareInner) {
+    os << indent << "#pragma omp parallel\n"
+       << indent << "{\n"
+       << indent
+       << llvm::formatv("  const std::pair<int64_t, int64_t> share = "
+                        "ppcrt::cpu::threadShare({0}, 16);\n",
+                        nest.sizes[depth - 1]);
+    close = indent + "}\n";
+    indent += "  ";
+  }
   for (int64_t l = 0; l < depth; ++l) {
     bool simd = l == depth - 1 && independent(l);
     if (parallel && l == 0)
       os << indent << "#pragma omp parallel for" << (simd ? " simd" : "") << "\n";
     else if (simd)
       os << indent << "#pragma omp simd\n";
-    os << indent << llvm::formatv("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})\n", l, nest.sizes[l]);
+    if (shareInner && l == depth - 1)
+      os << indent
+         << llvm::formatv("for (int64_t i{0} = share.first; i{0} < share.second; ++i{0})\n", l);
+    else
+      os << indent
+         << llvm::formatv("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})\n", l, nest.sizes[l]);
     indent += "  ";
   }
   os << indent << "{\n";
@@ -131,6 +155,7 @@ LogicalResult emitCpuFusedGroup(const FusionGroup &group, EmitContext &ctx) {
     os << inner << llvm::formatv("out{0}[{1}] = {2};\n", k, index(dense), reg.lookup(v));
   }
   os << indent << "}\n";
+  os << close;
   if (group.reduction) {
     unsigned k = llvm::find(group.outputs, group.reduction->getResult(0)) - group.outputs.begin();
     std::string type = ctx.elementType(group.reduction->getResult(0));

@@ -116,11 +116,26 @@ void matmul(bool transA, bool transB, int batchRank, const int64_t *batchShape,
 
 enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
+/// This thread's share of [0, size) inside a parallel region: contiguous,
+/// in order of the threads, its bounds multiples of `align` but for the
+/// last's end (generated loops that share an axis).
+inline std::pair<int64_t, int64_t> threadShare(int64_t size, int64_t align = 1) {
+  int64_t threads = 1, thread = 0;
+#ifdef _OPENMP
+  threads = omp_get_num_threads();
+  thread = omp_get_thread_num();
+#endif
+  int64_t lo = size * thread / threads / align * align;
+  int64_t hi = thread + 1 == threads ? size : size * (thread + 1) / threads / align * align;
+  return {lo, hi};
+}
+
 /// The type a reduction of T accumulates in: double for floats; for
 /// integers uint64_t (sums and products wrap), int64_t where signed order
 /// matters (max, min of signed types).
 template <typename T>
 using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+
 template <ReduceKind Kind, typename T>
 using ReduceAccumulator =
     std::conditional_t<std::is_signed_v<T> && !std::is_floating_point_v<T> &&
@@ -230,12 +245,7 @@ void reduce(const T *in, T *out, int rank, const int64_t (&shape)[kMaxRank], uin
     uint32_t subMask = reducedMask >> (kept + 1);
 #pragma omp parallel
     {
-      int64_t threads = 1, thread = 0;
-#ifdef _OPENMP
-      threads = omp_get_num_threads();
-      thread = omp_get_thread_num();
-#endif
-      int64_t lo = size * thread / threads, hi = size * (thread + 1) / threads;
+      const auto [lo, hi] = threadShare(size);
       for (int64_t b = 0; b < before; ++b) {
         const T *slice = in + b * size * after;
         if (subRank == 0) {

@@ -44,6 +44,30 @@ namespace lines = ppcrt::lines;
 
 // Every line's arg_max against a scan in double: largest and smallest, first
 // and last of equal elements (the values repeat), along a middle axis.
+// The threads' shares of a loop (generated loops that share their kept
+// innermost axis): contiguous, in the threads' order, covering it once, each
+// bound a multiple of the alignment but the end.
+TEST(CpuKernels, ThreadSharesCoverALoopInAlignedRuns) {
+  for (int threads : {1, 2, 3, 7})
+    for (int64_t size : {32, 100, 256, 1000, 3072})
+      for (int64_t align : {1, 16}) {
+        std::vector<std::pair<int64_t, int64_t>> shares(threads);
+#pragma omp parallel num_threads(threads)
+        shares[omp_get_thread_num()] = ppcrt::cpu::threadShare(size, align);
+        SCOPED_TRACE(std::to_string(threads) + " threads, " + std::to_string(size) + " by " +
+                     std::to_string(align));
+        int64_t next = 0;
+        for (auto [lo, hi] : shares) {
+          EXPECT_EQ(lo, next);
+          EXPECT_LE(lo, hi);
+          EXPECT_EQ(lo % align, 0);
+          EXPECT_TRUE(hi == size || hi % align == 0);
+          next = hi;
+        }
+        EXPECT_EQ(next, size);
+      }
+}
+
 TEST(CpuKernels, ArgMaxMatchesAScan) {
   const int64_t outer = 4, n = 9, inner = 3;
   std::vector<float> in = ppc::test::argMaxInput(outer * n * inner);
