@@ -1,5 +1,8 @@
-// The checks of a command line that LLVM's parser does not make, shared by
-// the ppc driver and the executables it builds.
+//===- CommandLine.h - checks LLVM's command-line parser does not make ----===//
+//
+// Shared by the ppc driver (every subcommand) and the executables it builds.
+//
+//===----------------------------------------------------------------------===//
 #ifndef PPCRT_COMMANDLINE_H
 #define PPCRT_COMMANDLINE_H
 

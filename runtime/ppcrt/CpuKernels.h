@@ -118,7 +118,8 @@ enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
 /// This thread's share of [0, size) inside a parallel region: contiguous,
 /// in order of the threads, its bounds multiples of `align` but for the
-/// last's end (generated loops that share an axis).
+/// last's end (`reduce`'s kept axis, and the generated loops that share
+/// their innermost axis: codegen/cpu/Elementwise.cpp).
 inline std::pair<int64_t, int64_t> threadShare(int64_t size, int64_t align = 1) {
   int64_t threads = 1, thread = 0;
 #ifdef _OPENMP

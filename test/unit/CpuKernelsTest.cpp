@@ -42,8 +42,6 @@ namespace {
 
 namespace lines = ppcrt::lines;
 
-// Every line's arg_max against a scan in double: largest and smallest, first
-// and last of equal elements (the values repeat), along a middle axis.
 // The threads' shares of a loop (generated loops that share their kept
 // innermost axis): contiguous, in the threads' order, covering it once, each
 // bound a multiple of the alignment but the end.
@@ -68,6 +66,8 @@ TEST(CpuKernels, ThreadSharesCoverALoopInAlignedRuns) {
       }
 }
 
+// Every line's arg_max against a scan in double: largest and smallest, first
+// and last of equal elements (the values repeat), along a middle axis.
 TEST(CpuKernels, ArgMaxMatchesAScan) {
   const int64_t outer = 4, n = 9, inner = 3;
   std::vector<float> in = ppc::test::argMaxInput(outer * n * inner);
